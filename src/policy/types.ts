@@ -1,0 +1,168 @@
+/**
+ * The Portal rule API, `portal.dev/v1alpha1` (DESIGN.md §2), and the shapes the
+ * engine exchanges with its callers (admission, audit, `portal test`).
+ *
+ * This module is the contract between `src/policy` and everything that uses
+ * it: no I/O, no Kubernetes client.
+ */
+
+export const RULE_GROUP = 'portal.dev';
+export const RULE_VERSION = 'v1alpha1';
+export const RULE_API_VERSION = `${RULE_GROUP}/${RULE_VERSION}` as const;
+
+export type RuleKind = 'PortalRule' | 'PortalClusterRule';
+export type Enforcement = 'Deny' | 'Warn' | 'Audit';
+export type Severity = 'critical' | 'high' | 'medium' | 'low' | 'info';
+export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+export type ActionType = 'label' | 'annotate' | 'evict' | 'alert';
+
+/** metav1.LabelSelector */
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  values?: string[];
+}
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: LabelSelectorRequirement[];
+}
+
+export interface KindMatch {
+  /** "" = core, "*" = any group. */
+  apiGroups: string[];
+  /** Kind names, "*" = any kind. */
+  kinds: string[];
+  /**
+   * Subresources this entry also matches (`status`, `scale`, `eviction`, …;
+   * "*" = any). A request for a subresource is not matched unless named here.
+   */
+  subresources?: string[];
+}
+
+export interface RuleMatch {
+  kinds: KindMatch[];
+  /** @default ["CREATE", "UPDATE"] */
+  operations?: Operation[];
+  /** Only these namespaces; a trailing `*` is a prefix glob. */
+  namespaces?: string[];
+  /** Never these namespaces (same glob). */
+  excludedNamespaces?: string[];
+  namespaceSelector?: LabelSelector;
+  objectSelector?: LabelSelector;
+}
+
+export interface RuleAction {
+  type: ActionType;
+  /** label/annotate: key to set. */
+  key?: string;
+  /** label/annotate: value to set. */
+  value?: string;
+}
+
+export interface RuleSpec {
+  /** @default "Deny" */
+  enforcement?: Enforcement;
+  /** @default "medium" */
+  severity?: Severity;
+  category?: string;
+  match: RuleMatch;
+  /** @default true (only meaningful for rules that match Pod) */
+  podTemplates?: boolean;
+  validate: {
+    message?: string;
+    /** JSON Schema (draft 2020-12) that a compliant object satisfies. */
+    schema: Record<string, unknown> | boolean;
+  };
+  audit?: { actions?: RuleAction[] };
+}
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+}
+
+export interface RuleStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  violations?: number;
+  lastAuditTime?: string;
+}
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  generation?: number;
+  resourceVersion?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  [key: string]: unknown;
+}
+
+export interface PortalRuleObject {
+  apiVersion: typeof RULE_API_VERSION;
+  kind: RuleKind;
+  metadata: ObjectMeta;
+  spec: RuleSpec;
+  status?: RuleStatus;
+}
+
+/** group/version/kind as in an AdmissionReview request. */
+export interface GroupVersionKind {
+  group: string;
+  version: string;
+  kind: string;
+}
+
+/** A Kubernetes object as plain JSON. */
+export type KubeObject = Record<string, unknown> & {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: Partial<ObjectMeta>;
+};
+
+/**
+ * What the evaluator looks at: an admission request, or an existing object
+ * seen by the audit (operation "AUDIT" skips the operations filter).
+ */
+export interface EvaluationInput {
+  operation: Operation | 'AUDIT';
+  kind: GroupVersionKind;
+  /** "" when the request is not for a subresource. */
+  subResource?: string;
+  /** "" for cluster-scoped objects. */
+  namespace: string;
+  name: string;
+  object: KubeObject | null;
+  oldObject: KubeObject | null;
+  /**
+   * Labels of the object's namespace (for a Namespace: its own labels).
+   * `undefined` when unknown: rules with a namespaceSelector then give `error`.
+   */
+  namespaceLabels: Record<string, string> | undefined;
+}
+
+export type Verdict = 'pass' | 'fail' | 'warn' | 'skip' | 'error';
+
+export interface SchemaViolation {
+  /** Dotted path into the object, e.g. `spec.template.spec.containers[0].securityContext.privileged`. */
+  path: string;
+  message: string;
+}
+
+export interface RuleVerdict {
+  /** `name` for cluster rules, `namespace/name` for namespaced rules. */
+  rule: string;
+  ruleKind: RuleKind;
+  enforcement: Enforcement;
+  severity: Severity;
+  category: string;
+  result: Verdict;
+  /** Human message naming the rule, its message and the first schema errors. */
+  message: string;
+  violations: SchemaViolation[];
+}
