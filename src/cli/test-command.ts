@@ -1,9 +1,297 @@
-import { EXIT_FAILURE, type Command } from './command.ts';
+/**
+ * `portal test --policies DIR [--output table|json|policyreport] FILE...`
+ * (DESIGN §6): offline evaluation of manifests against rules, like
+ * `kyverno test` / `gator`.
+ *
+ * Every input problem (flags, unreadable files, bad YAML, unsupported objects,
+ * invalid rules) is collected and reported at once, before anything is
+ * evaluated, with exit code 2. Otherwise: exit 1 when any verdict is `fail`
+ * or `error`, else 0 (`warn` is not a failure).
+ *
+ * Namespaces: a namespaced object without `metadata.namespace` is evaluated
+ * in "default", as `kubectl apply` would create it. Namespace labels are
+ * `{"kubernetes.io/metadata.name": <ns>}` (the label every namespace carries),
+ * plus the labels of a Namespace object with that name in the inputs.
+ */
+import { parseArgs, type FlagDef } from './args.ts';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
+import { loadRulesFromDirectory, readManifests } from '../config/manifests.ts';
+import {
+  evaluate,
+  ruleKey,
+  RuleSet,
+  RULE_GROUP,
+  type EvaluationInput,
+  type KubeObject,
+  type PortalRuleObject,
+} from '../policy/index.ts';
+import {
+  formatJson,
+  formatPolicyReports,
+  formatTable,
+  OUTPUT_FORMATS,
+  toResults,
+  type EvaluatedResource,
+  type OutputFormat,
+  type ResourceRef,
+} from '../policy/report-format.ts';
 
-// Placeholder until the command lands; owned by the issue that builds it.
-export const testCommand: Command = {
-  run(_argv, io) {
-    io.stderr.write('portal test: not implemented yet\n');
-    return Promise.resolve(EXIT_FAILURE);
-  },
-};
+const HELP = `Usage: portal test --policies DIR [--policies DIR...] [--output table|json|policyreport] FILE...
+
+Evaluates Kubernetes manifests against Portal rules offline, as the webhook
+and the audit would (operation AUDIT: every rule matching the kind applies).
+
+Arguments:
+  FILE...                 manifest files or directories (recursive; .yaml, .yml, .json;
+                          multi-document YAML, JSON objects, arrays and Lists).
+                          PortalRule / PortalClusterRule objects among them are ignored.
+Flags:
+  --policies, -p DIR      rules to apply: a directory or file of PortalRule /
+                          PortalClusterRule objects (repeatable, required)
+  --output, -o FORMAT     table (default), json, or policyreport (a YAML stream of
+                          PolicyReport / ClusterPolicyReport, one per resource)
+  --help, -h              show this help
+
+Namespaces: a namespaced object without metadata.namespace is evaluated in
+"default". Namespace labels are {"kubernetes.io/metadata.name": NAME}, plus the
+labels of a Namespace object of that name among the FILE arguments.
+
+Exit codes: 0 nothing failed (warn is not a failure), 1 a rule failed or could
+not be evaluated, 2 bad input (flags, files, YAML, objects or rules).
+`;
+
+const FLAGS: readonly FlagDef[] = [
+  { flag: 'policies', type: 'value', short: 'p' },
+  { flag: 'output', type: 'value', short: 'o' },
+  { flag: 'help', type: 'bool', short: 'h' },
+];
+
+/**
+ * Built-in cluster-scoped kinds that appear in manifests; any other kind
+ * without metadata.namespace is taken to be namespaced. Offline there is no
+ * discovery to ask, so this list is the documented assumption.
+ */
+const CLUSTER_SCOPED_KINDS = new Set([
+  'Namespace',
+  'Node',
+  'PersistentVolume',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'StorageClass',
+  'CSIDriver',
+  'CSINode',
+  'VolumeAttachment',
+  'PriorityClass',
+  'RuntimeClass',
+  'IngressClass',
+  'CustomResourceDefinition',
+  'APIService',
+  'MutatingWebhookConfiguration',
+  'ValidatingWebhookConfiguration',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+  'CertificateSigningRequest',
+  'FlowSchema',
+  'PriorityLevelConfiguration',
+  'ClusterPolicyReport',
+  'PortalClusterRule',
+]);
+
+const DEFAULT_NAMESPACE = 'default';
+const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+
+/** `v1`, `apps/v1`, `example.com/v1beta2`: what a resource's apiVersion looks like. */
+const API_VERSION = /^([a-z0-9]([a-z0-9.-]*[a-z0-9])?\/)?v[0-9]+((alpha|beta)[0-9]+)?$/;
+/** Kinds are CamelCase identifiers. */
+const KIND = /^[A-Z][A-Za-z0-9]*$/;
+
+interface Resource {
+  ref: ResourceRef;
+  input: Omit<EvaluationInput, 'namespaceLabels'>;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function isRuleObject(o: Record<string, unknown>): boolean {
+  const apiVersion = o['apiVersion'];
+  return typeof apiVersion === 'string' && apiVersion.startsWith(`${RULE_GROUP}/`) && (o['kind'] === 'PortalRule' || o['kind'] === 'PortalClusterRule');
+}
+
+/** Why an input document cannot be evaluated, or undefined when it can. */
+function unsupported(o: Record<string, unknown>): string | undefined {
+  const missing: string[] = [];
+  const apiVersion = o['apiVersion'];
+  const kind = o['kind'];
+  const metadata = o['metadata'];
+  const name = isObject(metadata) ? metadata['name'] : undefined;
+  if (typeof apiVersion !== 'string' || apiVersion === '') missing.push('apiVersion');
+  if (typeof kind !== 'string' || kind === '') missing.push('kind');
+  if (typeof name !== 'string' || name === '') missing.push('metadata.name');
+  if (missing.length > 0) {
+    return `not a Kubernetes object: missing ${missing.join(', ')} (generated names are not supported offline)`;
+  }
+  if (!API_VERSION.test(apiVersion as string)) return `unknown apiVersion "${String(apiVersion)}" (expected "v1" or "group/version")`;
+  if (!KIND.test(kind as string)) return `unknown kind "${String(kind)}" (kinds are CamelCase, e.g. Deployment)`;
+  const namespace = isObject(metadata) ? metadata['namespace'] : undefined;
+  if (namespace !== undefined && typeof namespace !== 'string') return 'metadata.namespace must be a string';
+  return undefined;
+}
+
+function toResource(o: Record<string, unknown>): Resource {
+  const apiVersion = o['apiVersion'] as string;
+  const kind = o['kind'] as string;
+  const metadata = o['metadata'] as Record<string, unknown>;
+  const name = metadata['name'] as string;
+  const slash = apiVersion.indexOf('/');
+  const group = slash === -1 ? '' : apiVersion.slice(0, slash);
+  const version = slash === -1 ? apiVersion : apiVersion.slice(slash + 1);
+  const declared = metadata['namespace'];
+  const namespace = typeof declared === 'string' && declared !== '' ? declared : CLUSTER_SCOPED_KINDS.has(kind) ? '' : DEFAULT_NAMESPACE;
+  const ref: ResourceRef = { apiVersion, kind, namespace, name };
+  if (typeof metadata['uid'] === 'string') ref.uid = metadata['uid'];
+  return {
+    ref,
+    input: {
+      operation: 'AUDIT',
+      kind: { group, version, kind },
+      subResource: '',
+      namespace,
+      name,
+      object: o as KubeObject,
+      oldObject: null,
+    },
+  };
+}
+
+function stringLabels(o: Record<string, unknown>): Record<string, string> {
+  const metadata = o['metadata'];
+  const labels = isObject(metadata) ? metadata['labels'] : undefined;
+  const out: Record<string, string> = {};
+  if (isObject(labels)) for (const [k, v] of Object.entries(labels)) if (typeof v === 'string') out[k] = v;
+  return out;
+}
+
+interface Inputs {
+  format: OutputFormat;
+  rules: PortalRuleObject[];
+  resources: Resource[];
+  namespaceLabels: Map<string, Record<string, string>>;
+}
+
+/** Reads and checks everything; returns the problems instead when there are any. */
+async function load(argv: string[]): Promise<{ help: true } | { problems: string[] } | Inputs> {
+  const args = parseArgs(argv, FLAGS, 'portal test');
+  if (args.values.has('help') && args.values.get('help')?.at(-1) !== 'false') return { help: true };
+  const problems = [...args.problems];
+
+  const outputs = args.values.get('output') ?? [];
+  const output = outputs.at(-1) ?? 'table';
+  if (!(OUTPUT_FORMATS as readonly string[]).includes(output)) {
+    problems.push(`--output "${output}" is not supported; use one of ${OUTPUT_FORMATS.join(', ')}`);
+  }
+  const policyDirs = args.values.get('policies') ?? [];
+  if (policyDirs.length === 0) problems.push('--policies DIR is required: the directory (or file) holding the rules to apply');
+  if (args.positionals.length === 0) problems.push('no FILE given: name the manifest files or directories to evaluate');
+
+  // Rules: every document must be a valid rule, names unique across directories.
+  const rules: PortalRuleObject[] = [];
+  const ruleSources = new Map<string, string>();
+  for (const dir of policyDirs) {
+    const loaded = await loadRulesFromDirectory(dir);
+    for (const e of loaded.errors) problems.push(`${e.source}: ${e.message}`);
+    if (loaded.errors.length === 0 && loaded.rules.length === 0) {
+      problems.push(`${dir}: holds no rules; --policies takes a directory of PortalRule / PortalClusterRule manifests`);
+    }
+    for (const rule of loaded.rules) {
+      const key = ruleKey(rule);
+      const other = ruleSources.get(key);
+      if (other !== undefined) {
+        problems.push(`${dir}: rule ${key} is also defined in ${other}; rule names must be unique across --policies`);
+        continue;
+      }
+      ruleSources.set(key, dir);
+      rules.push(rule);
+    }
+  }
+
+  // Resources: every document must be an object we can evaluate; rules are skipped.
+  const resources: Resource[] = [];
+  const namespaceLabels = new Map<string, Record<string, string>>();
+  let skippedRules = 0;
+  if (args.positionals.length > 0) {
+    const read = await readManifests(args.positionals);
+    for (const e of read.errors) problems.push(`${e.source}: ${e.message}`);
+    for (const doc of read.documents) {
+      if (isRuleObject(doc.object)) {
+        skippedRules++;
+        continue;
+      }
+      const why = unsupported(doc.object);
+      if (why) {
+        problems.push(`${doc.source}: object #${doc.index + 1}: ${why}`);
+        continue;
+      }
+      const resource = toResource(doc.object);
+      if (resource.ref.kind === 'Namespace') namespaceLabels.set(resource.ref.name, stringLabels(doc.object));
+      resources.push(resource);
+    }
+    if (read.errors.length === 0 && resources.length === 0 && problems.length === 0) {
+      problems.push(
+        skippedRules > 0
+          ? 'the FILE arguments hold only rules; name the manifests to evaluate (rules are not evaluated as resources)'
+          : 'the FILE arguments hold no Kubernetes objects',
+      );
+    }
+  }
+  if (problems.length > 0) return { problems };
+  return { format: output as OutputFormat, rules, resources, namespaceLabels };
+}
+
+function labelsOf(ns: string, known: Map<string, Record<string, string>>): Record<string, string> | undefined {
+  if (ns === '') return undefined;
+  // The name label is immutable and always set by the API server, whatever the manifest says.
+  return { ...(known.get(ns) ?? {}), [NAMESPACE_NAME_LABEL]: ns };
+}
+
+export async function runTest(argv: string[], io: CommandIO): Promise<number> {
+  const loaded = await load(argv);
+  if ('help' in loaded) {
+    io.stdout.write(HELP);
+    return EXIT_OK;
+  }
+  if ('problems' in loaded) {
+    io.stderr.write(`portal test: ${loaded.problems.length} problem${loaded.problems.length === 1 ? '' : 's'} with the input:\n`);
+    for (const p of loaded.problems) io.stderr.write(`  - ${p.replace(/\n/g, '\n    ')}\n`);
+    io.stderr.write("Nothing was evaluated. Fix the problems above and run again ('portal test --help' for usage).\n");
+    return EXIT_USAGE;
+  }
+
+  const set = new RuleSet();
+  for (const rule of loaded.rules) set.upsert(rule);
+
+  const evaluated: EvaluatedResource[] = loaded.resources.map(({ ref, input }) => {
+    // A Namespace is matched on its own labels (FACTS.md, namespaceSelector).
+    const nsLabels = ref.kind === 'Namespace' ? labelsOf(ref.name, loaded.namespaceLabels) : labelsOf(ref.namespace, loaded.namespaceLabels);
+    // Sorted by rule, like the audit's reports, so output is stable across runs.
+    const verdicts = evaluate(set, { ...input, namespaceLabels: nsLabels }).sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
+    return { resource: ref, verdicts };
+  });
+  const results = toResults(evaluated);
+
+  switch (loaded.format) {
+    case 'json':
+      io.stdout.write(formatJson(results));
+      break;
+    case 'policyreport':
+      io.stdout.write(formatPolicyReports(evaluated, new Date()));
+      break;
+    case 'table':
+      io.stdout.write(formatTable(results, { rules: loaded.rules.length, resources: loaded.resources.length }));
+      break;
+  }
+  return results.some((r) => r.result === 'fail' || r.result === 'error') ? EXIT_FAILURE : EXIT_OK;
+}
+
+export const testCommand: Command = { run: runTest };

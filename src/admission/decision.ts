@@ -1,0 +1,19 @@
+/**
+ * The seam between the admission server and the policy engine: a function
+ * from an evaluation input to an allow/deny decision. The server treats a
+ * throw (or rejection) as an internal error and denies with code 500.
+ */
+import type { EvaluationInput } from '../policy/types.ts';
+
+export type Decision =
+  | { allowed: true; warnings: string[] }
+  | { allowed: false; code: number; message: string; warnings: string[] };
+
+export type Decide = (input: EvaluationInput) => Decision | Promise<Decision>;
+
+/** Labels of a namespace (for namespaceSelector), `undefined` when unknown. */
+export type NamespaceLabels = (namespace: string) => Record<string, string> | undefined;
+
+/** File mode has no cluster: a namespace's only known label is the immutable name label every namespace carries. */
+export const nameOnlyNamespaceLabels: NamespaceLabels = (namespace) =>
+  namespace === '' ? undefined : { 'kubernetes.io/metadata.name': namespace };

@@ -1,0 +1,236 @@
+/**
+ * The admission webhook server factory (fastify, HTTPS only). Returns an
+ * un-listened instance: the CLI listens, tests use `inject()` or port 0.
+ *
+ * Fail closed (DESIGN §3): a request is allowed only when the engine decided
+ * so; not ready, an exception, or a rejection all answer `allowed: false`.
+ */
+import type { Server as HttpsServer } from 'node:https';
+import { fastify, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import type { Logger } from 'pino';
+import type { EvaluationInput } from '../policy/types.ts';
+import { LogKey } from '../observability/log-keys.ts';
+import type { AdmissionDecision, AdmissionMetrics } from '../observability/metrics.ts';
+import { type Decide, type Decision, type NamespaceLabels } from './decision.ts';
+import { exemption } from './exemptions.ts';
+import type { ReadinessGate } from './readiness.ts';
+import { decodeReview, encodeReview, type AdmissionRequest, type AdmissionResponseBody, type ReviewVersion } from './review.ts';
+import { TLS_MIN_VERSION, type TlsMaterial } from './tls-reload.ts';
+
+/**
+ * Body limit: the apiserver rejects request bodies over 3 MiB, so one object
+ * is at most 3 MiB; an UPDATE review carries `object` and `oldObject`
+ * (6 MiB), and re-encoding them inside the review can grow strings through
+ * JSON escaping, plus the envelope (userInfo, options). 6 MiB + a third for
+ * that ≈ 8 MiB. Anything larger cannot come from a real apiserver.
+ */
+export const ADMISSION_BODY_LIMIT = 8 * 1024 * 1024;
+
+/**
+ * The apiserver's webhook timeout is at most 30 s, so a request still being
+ * received after that is of no use to anyone; closing it stops slow clients
+ * from wedging sockets.
+ */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/** The apiserver shows warnings to users; Portal keeps each under 120 characters (DESIGN §2). */
+const MAX_WARNING_LENGTH = 119;
+
+export interface AdmissionServerOptions {
+  tls: TlsMaterial;
+  decide: Decide;
+  /** Readiness: `/validate` denies while `gate.synced()` is false; outcomes are recorded in it. */
+  gate: ReadinessGate;
+  /** Already includes the install namespace. */
+  exemptNamespaces: readonly string[];
+  namespaceLabels: NamespaceLabels;
+  metrics: AdmissionMetrics;
+  logger: Logger;
+  /** @default ADMISSION_BODY_LIMIT */
+  bodyLimit?: number;
+}
+
+export type AdmissionServer = FastifyInstance<HttpsServer>;
+
+interface Outcome {
+  httpStatus: number;
+  apiVersion: ReviewVersion;
+  response: AdmissionResponseBody;
+  decision: AdmissionDecision;
+  request?: AdmissionRequest;
+}
+
+export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionServer {
+  const exempt = new Set(opts.exemptNamespaces);
+  const { metrics, gate, logger: log } = opts;
+
+  const app = fastify({
+    https: { cert: opts.tls.cert, key: opts.tls.key, minVersion: TLS_MIN_VERSION },
+    bodyLimit: opts.bodyLimit ?? ADMISSION_BODY_LIMIT,
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    logger: false,
+    // Idle keep-alive connections are closed on shutdown; in-flight requests finish.
+    forceCloseConnections: 'idle',
+  }) as unknown as AdmissionServer;
+
+  // We parse JSON ourselves so a malformed body still gets our clear 400
+  // (and any other media type fastify's 415).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err: FastifyError, _req, reply) => {
+    const code = err.statusCode ?? 500;
+    let message: string;
+    if (code === 413) message = `request body is larger than the limit of ${opts.bodyLimit ?? ADMISSION_BODY_LIMIT} bytes`;
+    else if (code === 415) message = 'unsupported content type; send an AdmissionReview as application/json';
+    else if (code < 500) message = err.message;
+    else {
+      log.error({ [LogKey.error]: err }, 'unexpected error in the admission server');
+      message = 'internal error';
+    }
+    metrics.requests.inc({ operation: '', kind: '', decision: 'invalid' });
+    metrics.errors.inc({ reason: code >= 500 ? 'internal' : 'invalid_input' });
+    return reply.code(code).send(statusBody(code, message));
+  });
+
+  app.post('/validate', async (req, reply) => {
+    const started = performance.now();
+    metrics.inFlight.inc();
+    let out: Outcome;
+    try {
+      out = await handle(req.body);
+    } finally {
+      metrics.inFlight.dec();
+    }
+    const r = out.request;
+    metrics.requests.inc({ operation: r?.operation ?? '', kind: r?.kind.kind ?? '', decision: out.decision });
+    metrics.duration.observe({ decision: out.decision }, (performance.now() - started) / 1000);
+    if (log.isLevelEnabled('debug') || out.decision === 'error') {
+      // Identifiers only: never the object (it can be a Secret).
+      log[out.decision === 'error' ? 'warn' : 'debug'](
+        {
+          [LogKey.uid]: out.response.uid,
+          [LogKey.operation]: r?.operation,
+          [LogKey.kind]: r?.kind.kind,
+          [LogKey.namespace]: r?.namespace,
+          [LogKey.name]: r?.name,
+          [LogKey.decision]: out.decision,
+          [LogKey.durationMs]: performance.now() - started,
+          [LogKey.reason]: out.response.status?.message,
+        },
+        'admission request',
+      );
+    }
+    return send(reply, out);
+  });
+
+  async function handle(body: unknown): Promise<Outcome> {
+    let parsed: unknown;
+    if (typeof body !== 'string' || body.trim() === '') return invalid('empty body; send an AdmissionReview as JSON');
+    try {
+      parsed = JSON.parse(body);
+    } catch (err) {
+      return invalid(`malformed JSON: ${(err as Error).message}`);
+    }
+    const decoded = decodeReview(parsed);
+    if (!decoded.ok) return invalid(decoded.message, decoded.uid, decoded.apiVersion);
+    const { apiVersion, request } = decoded;
+    const base = { httpStatus: 200, apiVersion, request };
+
+    if (exemption(request, exempt) !== undefined) {
+      return { ...base, decision: 'exempt', response: { uid: request.uid, allowed: true } };
+    }
+    const notReady = gate.sourceReasons();
+    if (notReady.length > 0) {
+      return {
+        ...base,
+        decision: 'not_ready',
+        response: {
+          uid: request.uid,
+          allowed: false,
+          status: {
+            code: 503,
+            reason: 'ServiceUnavailable',
+            message: `portal is not ready (${notReady.join('; ')}); the request is denied until it is`,
+          },
+        },
+      };
+    }
+
+    let decision: Decision;
+    try {
+      decision = await opts.decide(toInput(request, opts.namespaceLabels));
+      if (decision === null || typeof decision !== 'object' || typeof decision.allowed !== 'boolean') {
+        throw new TypeError('the engine returned no decision');
+      }
+    } catch (err) {
+      gate.record(true);
+      metrics.errors.inc({ reason: 'internal' });
+      log.error({ [LogKey.error]: err, [LogKey.uid]: request.uid }, 'internal error while deciding');
+      const what = `${request.kind.kind} ${request.namespace ? `${request.namespace}/` : ''}${request.name || '(unnamed)'}`;
+      return {
+        ...base,
+        decision: 'error',
+        response: {
+          uid: request.uid,
+          allowed: false,
+          status: { code: 500, reason: 'InternalError', message: `internal error evaluating ${what}: ${errorMessage(err)}` },
+        },
+      };
+    }
+    gate.record(false);
+    const warnings = decision.warnings.map(clipWarning);
+    const response: AdmissionResponseBody = decision.allowed
+      ? { uid: request.uid, allowed: true }
+      : { uid: request.uid, allowed: false, status: { code: decision.code, reason: decision.code === 403 ? 'Forbidden' : 'InternalError', message: decision.message } };
+    if (warnings.length > 0) response.warnings = warnings;
+    return { ...base, response, decision: !decision.allowed ? 'deny' : warnings.length > 0 ? 'warn' : 'allow' };
+  }
+
+  function invalid(message: string, uid?: string, apiVersion?: ReviewVersion): Outcome {
+    metrics.errors.inc({ reason: 'invalid_input' });
+    return {
+      httpStatus: 400,
+      apiVersion: apiVersion ?? 'admission.k8s.io/v1',
+      decision: 'invalid',
+      response: { uid: uid ?? '', allowed: false, status: { code: 400, reason: 'BadRequest', message } },
+    };
+  }
+
+  return app;
+}
+
+function send(reply: FastifyReply, out: Outcome): FastifyReply {
+  return reply.code(out.httpStatus).header('content-type', 'application/json').send(JSON.stringify(encodeReview(out.apiVersion, out.response)));
+}
+
+function statusBody(code: number, message: string): Record<string, unknown> {
+  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', code, message };
+}
+
+function toInput(r: AdmissionRequest, namespaceLabels: NamespaceLabels): EvaluationInput {
+  let labels: Record<string, string> | undefined;
+  if (r.kind.group === '' && r.kind.kind === 'Namespace') {
+    const meta = (r.object ?? r.oldObject)?.metadata;
+    labels = { ...(meta?.labels ?? {}), 'kubernetes.io/metadata.name': r.name };
+  } else labels = r.namespace === '' ? undefined : namespaceLabels(r.namespace);
+  return {
+    operation: r.operation,
+    kind: r.kind,
+    subResource: r.subResource,
+    namespace: r.namespace,
+    name: r.name,
+    object: r.object,
+    oldObject: r.oldObject,
+    namespaceLabels: labels,
+  };
+}
+
+function clipWarning(w: string): string {
+  return w.length <= MAX_WARNING_LENGTH ? w : `${w.slice(0, MAX_WARNING_LENGTH - 1)}…`;
+}
+
+function errorMessage(err: unknown): string {
+  const m = err instanceof Error ? err.message : String(err);
+  return m.length > 200 ? `${m.slice(0, 199)}…` : m;
+}

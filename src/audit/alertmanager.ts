@@ -1,0 +1,194 @@
+/**
+ * Alertmanager v2 client: `POST /api/v2/alerts` to every configured
+ * Alertmanager (`--alertmanager-url`, repeatable). Like Prometheus, it sends
+ * the same batch to each URL (an HA Alertmanager cluster deduplicates by
+ * labels); a batch is delivered when at least one URL accepted it.
+ *
+ * Failures never throw: network errors, timeouts, 5xx and 429 are retried
+ * with capped exponential backoff, other 4xx (a payload Alertmanager rejects)
+ * are not, and the outcome is reported per URL. Only an abort of the caller's
+ * signal rejects (with the signal's reason).
+ */
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { alertMetrics, type AlertMetrics } from './metrics.ts';
+
+export interface AlertmanagerAlert {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  /** RFC 3339. */
+  startsAt: string;
+  /** RFC 3339; in the past or now = resolved. */
+  endsAt: string;
+  generatorURL?: string;
+}
+
+export interface AlertmanagerClientOptions {
+  /** Base URLs, e.g. `http://alertmanager:9093` (the client appends `/api/v2/alerts`). */
+  urls: readonly string[];
+  /** Per-request timeout. @default 5000 */
+  timeoutMs?: number;
+  /**
+   * Attempts per URL per batch. With the defaults the waits are 250 + 500 +
+   * 1000 ms, so a batch gives up after ~2 s plus timeouts and the caller's
+   * work queue retries it later with its own, longer backoff. @default 4
+   */
+  maxAttempts?: number;
+  /** @default 250 */
+  baseDelayMs?: number;
+  /** @default 5000 */
+  maxDelayMs?: number;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+export interface UrlOutcome {
+  url: string;
+  ok: boolean;
+  attempts: number;
+  /** HTTP status of the last attempt, if one was received. */
+  status?: number;
+  /** Last error, when not ok. */
+  error?: string;
+}
+
+export interface SendResult {
+  /** At least one Alertmanager accepted the batch. */
+  delivered: boolean;
+  outcomes: UrlOutcome[];
+}
+
+export interface UrlHealth {
+  url: string;
+  consecutiveFailures: number;
+  /** Wall-clock ms. */
+  lastSuccessAt?: number;
+  lastErrorAt?: number;
+  lastError?: string;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason as Error);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason as Error);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export class AlertmanagerClient {
+  readonly #urls: readonly string[];
+  readonly #timeoutMs: number;
+  readonly #maxAttempts: number;
+  readonly #baseDelayMs: number;
+  readonly #maxDelayMs: number;
+  readonly #logger: Logger | undefined;
+  readonly #metrics: AlertMetrics | undefined;
+  readonly #health = new Map<string, UrlHealth>();
+
+  constructor(options: AlertmanagerClientOptions) {
+    this.#urls = options.urls.map((u) => u.replace(/\/+$/, ''));
+    for (const url of this.#urls) {
+      let parsed: URL;
+      try {
+        parsed = new URL(url);
+      } catch (err) {
+        throw new PortalError(ErrorCode.ConfigInvalid, `--alertmanager-url "${url}" is not a URL`, { cause: err });
+      }
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+        throw new PortalError(ErrorCode.ConfigInvalid, `--alertmanager-url "${url}" must be http or https`);
+      }
+      this.#health.set(url, { url, consecutiveFailures: 0 });
+    }
+    this.#timeoutMs = options.timeoutMs ?? 5000;
+    this.#maxAttempts = options.maxAttempts ?? 4;
+    this.#baseDelayMs = options.baseDelayMs ?? 250;
+    this.#maxDelayMs = options.maxDelayMs ?? 5000;
+    this.#logger = options.logger?.child({ component: 'alertmanager' });
+    this.#metrics = options.registry ? alertMetrics(options.registry) : undefined;
+  }
+
+  get configured(): boolean {
+    return this.#urls.length > 0;
+  }
+
+  /** Per-URL success tracking (for /debug/vars and conditions). */
+  health(): UrlHealth[] {
+    return [...this.#health.values()].map((h) => ({ ...h }));
+  }
+
+  /**
+   * Sends one batch to every URL. Resolves with per-URL outcomes; rejects
+   * only when `signal` aborts.
+   */
+  async send(alerts: readonly AlertmanagerAlert[], signal: AbortSignal): Promise<SendResult> {
+    if (this.#urls.length === 0) return { delivered: false, outcomes: [] };
+    const body = JSON.stringify(alerts);
+    const outcomes = await Promise.all(this.#urls.map((url) => this.#sendTo(url, body, signal)));
+    signal.throwIfAborted();
+    const delivered = outcomes.some((o) => o.ok);
+    if (delivered) {
+      const resolved = alerts.filter((a) => Date.parse(a.endsAt) <= Date.now()).length;
+      this.#metrics?.alerts.inc({ kind: 'firing' }, alerts.length - resolved);
+      this.#metrics?.alerts.inc({ kind: 'resolved' }, resolved);
+    }
+    return { delivered, outcomes };
+  }
+
+  async #sendTo(url: string, body: string, signal: AbortSignal): Promise<UrlOutcome> {
+    const outcome: UrlOutcome = { url, ok: false, attempts: 0 };
+    for (let attempt = 1; attempt <= this.#maxAttempts; attempt++) {
+      if (signal.aborted) break;
+      outcome.attempts = attempt;
+      let retryable = true;
+      try {
+        const res = await fetch(`${url}/api/v2/alerts`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+          signal: AbortSignal.any([signal, AbortSignal.timeout(this.#timeoutMs)]),
+        });
+        outcome.status = res.status;
+        // Drain the body so the connection can be reused.
+        const text = await res.text().catch(() => '');
+        if (res.ok) {
+          outcome.ok = true;
+          delete outcome.error;
+          break;
+        }
+        retryable = res.status >= 500 || res.status === 429;
+        outcome.error = `HTTP ${res.status}: ${text.slice(0, 200)}`;
+      } catch (err) {
+        if (signal.aborted) break;
+        const e = err as Error & { cause?: { code?: string } };
+        outcome.error = e.name === 'TimeoutError' ? `timed out after ${this.#timeoutMs} ms` : `${e.message}${e.cause?.code ? ` (${e.cause.code})` : ''}`;
+      }
+      this.#metrics?.sends.inc({ url, outcome: 'error' });
+      if (!retryable || attempt === this.#maxAttempts) break;
+      try {
+        await sleep(Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** (attempt - 1)), signal);
+      } catch {
+        break; // aborted; send() rethrows
+      }
+    }
+    const health = this.#health.get(url)!;
+    if (outcome.ok) {
+      this.#metrics?.sends.inc({ url, outcome: 'ok' });
+      health.consecutiveFailures = 0;
+      health.lastSuccessAt = Date.now();
+    } else if (!signal.aborted) {
+      health.consecutiveFailures++;
+      health.lastErrorAt = Date.now();
+      health.lastError = outcome.error ?? 'unknown error';
+      this.#logger?.warn({ url, attempts: outcome.attempts, error: outcome.error }, 'alertmanager did not accept alerts');
+    }
+    return outcome;
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * A small flag parser shared by the subcommands: `--name value`,
+ * `--name=value`, boolean `--name` / `--name=false`, repeatable flags, and
+ * `--` to end flags. It never throws: every problem is collected so a command
+ * can report them all at once (DESIGN §6, exit code 2).
+ */
+export interface FlagDef {
+  /** Without the leading `--`. */
+  flag: string;
+  /** `bool` flags take no separate value (`--x` is true, `--x=false` is false). */
+  type: 'bool' | 'value';
+  /** Short alias without the `-` (e.g. `o` for `-o`). */
+  short?: string;
+}
+
+export interface ParsedArgs {
+  /** Raw values per flag, in order (repeatable flags keep all; use the last for single ones). */
+  values: Map<string, string[]>;
+  positionals: string[];
+  problems: string[];
+}
+
+export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], command = 'portal'): ParsedArgs {
+  const byName = new Map<string, FlagDef>();
+  for (const d of defs) {
+    byName.set(d.flag, d);
+    if (d.short) byName.set(d.short, d);
+  }
+  const values = new Map<string, string[]>();
+  const positionals: string[] = [];
+  const problems: string[] = [];
+  const push = (def: FlagDef, v: string): void => {
+    const list = values.get(def.flag);
+    if (list) list.push(v);
+    else values.set(def.flag, [v]);
+  };
+
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--') {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    const long = arg.startsWith('--');
+    if (!long && !(arg.startsWith('-') && arg.length > 1)) {
+      positionals.push(arg);
+      continue;
+    }
+    const body = arg.slice(long ? 2 : 1);
+    const eq = body.indexOf('=');
+    const name = eq === -1 ? body : body.slice(0, eq);
+    const def = byName.get(name);
+    if (!def || (!long && def.short !== name)) {
+      const hint = closest(name, defs.map((d) => d.flag));
+      problems.push(
+        `unknown flag ${arg.split('=')[0]}${hint ? ` (did you mean --${hint}?)` : ''}; run '${command} --help' for the list`,
+      );
+      continue;
+    }
+    if (def.type === 'bool') {
+      push(def, eq === -1 ? 'true' : body.slice(eq + 1));
+      continue;
+    }
+    if (eq !== -1) {
+      push(def, body.slice(eq + 1));
+      continue;
+    }
+    const next = argv[i + 1];
+    if (next === undefined || (next.startsWith('--') && next.length > 2)) {
+      problems.push(`flag --${def.flag} needs a value: --${def.flag} VALUE`);
+      continue;
+    }
+    push(def, next);
+    i++;
+  }
+  return { values, positionals, problems };
+}
+
+/** The known name within edit distance 2 of `name`, for "did you mean". */
+function closest(name: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const k of known) {
+    const d = editDistance(name, k);
+    if (d < bestDistance) {
+      best = k;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0] as number;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = row[j] as number;
+      row[j] = Math.min((row[j] as number) + 1, (row[j - 1] as number) + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return row[b.length] as number;
+}

@@ -1,0 +1,250 @@
+/**
+ * Builds the frozen {@link ServeConfig} from defaults, environment, the
+ * `--config` YAML file and flags (later wins), and validates it ONCE,
+ * collecting every problem with what to do about it. Nothing here reads
+ * `process`: the CLI passes argv-derived values, env and host name in.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { formatDuration, parseDuration } from './duration.ts';
+import { DEFAULTS, SERVE_OPTIONS, type OptionSpec, type ServeConfig } from './options.ts';
+
+export interface ConfigSources {
+  /** Raw flag values keyed by flag name (from src/cli/args.ts). */
+  flags: ReadonlyMap<string, readonly string[]>;
+  /** Path of the `--config` YAML file, if any. */
+  configFile?: string;
+  /** Environment (POD_NAME, POD_NAMESPACE, KUBECONFIG are read). */
+  env: Readonly<Record<string, string | undefined>>;
+  hostname: string;
+  /** Relative paths on the command line are resolved against this. */
+  cwd: string;
+}
+
+export type ConfigResult = { ok: true; config: Readonly<ServeConfig> } | { ok: false; problems: string[] };
+
+const PATH_KEYS = new Set<keyof ServeConfig>(['tlsCertFile', 'tlsKeyFile', 'policies', 'kubeconfig']);
+const byKey = new Map(SERVE_OPTIONS.map((o) => [o.key, o]));
+
+export function loadServeConfig(src: ConfigSources): ConfigResult {
+  const problems: string[] = [];
+  // Keys whose given value was rejected: cross-field checks skip them rather
+  // than report a confusing comparison against the default.
+  const invalid = new Set<keyof ServeConfig>();
+  const values: Record<string, unknown> = { ...DEFAULTS };
+  values.exemptNamespaces = [...DEFAULTS.exemptNamespaces];
+  values.alertmanagerUrl = [...DEFAULTS.alertmanagerUrl];
+
+  // Environment (lowest precedence after the defaults).
+  if (src.env.POD_NAMESPACE) values.installNamespace = src.env.POD_NAMESPACE;
+  if (src.env.KUBECONFIG) values.kubeconfig = resolve(src.cwd, src.env.KUBECONFIG);
+  values.podName = src.env.POD_NAME || src.hostname;
+
+  // The YAML file.
+  if (src.configFile !== undefined) {
+    const path = resolve(src.cwd, src.configFile);
+    const fromFile = readConfigFile(path, problems);
+    for (const [key, raw] of Object.entries(fromFile)) {
+      const spec = byKey.get(key as keyof ServeConfig);
+      if (!spec) {
+        problems.push(`${path}: unknown key "${key}"; valid keys are the flag names in camelCase (see 'portal serve --help')`);
+        continue;
+      }
+      const v = coerce(spec, raw, `${path}: ${key}`, problems, false);
+      if (v === undefined) invalid.add(spec.key);
+      else values[spec.key] = PATH_KEYS.has(spec.key) && v !== '' ? resolve(dirname(path), v as string) : v;
+    }
+  }
+
+  // Flags (highest precedence).
+  for (const spec of SERVE_OPTIONS) {
+    const raws = src.flags.get(spec.flag);
+    if (!raws || raws.length === 0) continue;
+    const raw = spec.type === 'list' ? raws.flatMap((r) => r.split(',')).filter((s) => s !== '') : raws[raws.length - 1];
+    const v = coerce(spec, raw, `--${spec.flag}`, problems, true);
+    if (v === undefined) invalid.add(spec.key);
+    else values[spec.key] = PATH_KEYS.has(spec.key) && v !== '' && !isAbsolute(v as string) ? resolve(src.cwd, v as string) : v;
+  }
+
+  const config = values as unknown as ServeConfig;
+  if (config.leaseNamespace === '') config.leaseNamespace = config.installNamespace;
+  if (!config.exemptNamespaces.includes(config.installNamespace)) config.exemptNamespaces.push(config.installNamespace);
+  validate(config, invalid, problems);
+  if (problems.length > 0) return { ok: false, problems };
+  Object.freeze(config.exemptNamespaces);
+  Object.freeze(config.alertmanagerUrl);
+  return { ok: true, config: Object.freeze(config) };
+}
+
+function readConfigFile(path: string, problems: string[]): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    problems.push(`--config ${path}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)}); check the path`);
+    return {};
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    problems.push(`--config ${path}: not valid YAML (${(err as Error).message.split('\n')[0]}); fix the syntax`);
+    return {};
+  }
+  if (doc === null || doc === undefined) return {};
+  if (typeof doc !== 'object' || Array.isArray(doc)) {
+    problems.push(`--config ${path}: must be a YAML mapping of option: value`);
+    return {};
+  }
+  return doc as Record<string, unknown>;
+}
+
+/** Converts a raw value (a flag string, or a YAML scalar/array) to the option's type, or records a problem. */
+function coerce(spec: OptionSpec, raw: unknown, where: string, problems: string[], fromFlag: boolean): unknown {
+  const bad = (what: string): undefined => {
+    problems.push(`${where}: ${what}`);
+    return undefined;
+  };
+  switch (spec.type) {
+    case 'string':
+      return typeof raw === 'string' ? raw : bad(`expected a string, got ${JSON.stringify(raw)}`);
+    case 'enum':
+      return typeof raw === 'string' && spec.values?.includes(raw)
+        ? raw
+        : bad(`expected one of ${spec.values?.join(', ')}, got ${JSON.stringify(raw)}`);
+    case 'bool':
+      if (typeof raw === 'boolean') return raw;
+      if (fromFlag && (raw === 'true' || raw === 'false')) return raw === 'true';
+      return bad(`expected true or false, got ${JSON.stringify(raw)}`);
+    case 'int':
+    case 'number': {
+      const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
+      if (!Number.isFinite(n) || (spec.type === 'int' && !Number.isInteger(n))) {
+        return bad(`expected ${spec.type === 'int' ? 'an integer' : 'a number'}, got ${JSON.stringify(raw)}`);
+      }
+      if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max)) {
+        return bad(`${n} is out of range; use a value from ${spec.min} to ${spec.max}`);
+      }
+      return n;
+    }
+    case 'duration': {
+      const ms = typeof raw === 'string' ? parseDuration(raw) : undefined;
+      if (ms === undefined) return bad(`${JSON.stringify(raw)} is not a duration; write it like 500ms, 15s or 1m30s`);
+      return ms;
+    }
+    case 'list': {
+      const list = typeof raw === 'string' ? [raw] : raw;
+      if (!Array.isArray(list) || !list.every((s) => typeof s === 'string')) {
+        return bad(`expected a list of strings, got ${JSON.stringify(raw)}`);
+      }
+      return [...list];
+    }
+  }
+}
+
+function validate(c: ServeConfig, invalid: ReadonlySet<keyof ServeConfig>, problems: string[]): void {
+  // Cross-field rules. Type/range errors were already recorded by coerce().
+  if (invalid.has('leaseDuration') || invalid.has('renewDeadline') || invalid.has('retryPeriod')) {
+    // Reported already; comparing with a default would mislead.
+  } else if (c.leaseDuration <= 0 || c.renewDeadline <= 0 || c.retryPeriod <= 0) {
+    problems.push('--lease-duration, --renew-deadline and --retry-period must all be greater than 0');
+  } else {
+    // client-go's rule (FACTS.md): followers must not take over while the
+    // leader may still be renewing, and a renewal needs room for retries.
+    if (!(c.leaseDuration > c.renewDeadline)) {
+      problems.push(
+        `--lease-duration (${formatDuration(c.leaseDuration)}) must be greater than --renew-deadline (${formatDuration(c.renewDeadline)}); raise the lease duration or lower the deadline`,
+      );
+    }
+    if (!(c.renewDeadline > 1.2 * c.retryPeriod)) {
+      problems.push(
+        `--renew-deadline (${formatDuration(c.renewDeadline)}) must be greater than 1.2 × --retry-period (${formatDuration(1.2 * c.retryPeriod)}); lower the retry period`,
+      );
+    }
+  }
+  if (c.auditInterval <= 0) problems.push('--audit-interval must be greater than 0 (e.g. 1h)');
+  if (c.alertResendInterval <= 0) problems.push('--alert-resend-interval must be greater than 0 (e.g. 1h)');
+
+  if (c.webhookPort !== 0 && c.webhookPort === c.probesPort && !invalid.has('webhookPort') && !invalid.has('probesPort')) {
+    problems.push(`--webhook-port and --probes-port are both ${c.webhookPort}; give them different ports`);
+  }
+
+  if ((c.tlsCertFile === '') !== (c.tlsKeyFile === '')) {
+    problems.push('--tls-cert-file and --tls-key-file go together; give both (or neither with --self-signed)');
+  } else if (c.tlsCertFile === '' && !c.selfSigned) {
+    problems.push('no serving certificate: give --tls-cert-file and --tls-key-file, or --self-signed for local use');
+  } else if (c.tlsCertFile !== '' && c.selfSigned) {
+    problems.push('--self-signed conflicts with --tls-cert-file/--tls-key-file; drop one of them');
+  }
+  for (const [flag, file] of [['--tls-cert-file', c.tlsCertFile], ['--tls-key-file', c.tlsKeyFile]] as const) {
+    if (file !== '') checkPath(flag, file, 'file', problems);
+  }
+
+  if (c.policies !== '') checkPath('--policies', c.policies, 'directory', problems);
+  else if (c.kubeconfig === '') {
+    problems.push('no rule source: give --policies DIR (rules from files) or --kubeconfig FILE (rules from the cluster)');
+  } else checkPath('--kubeconfig', c.kubeconfig, 'file', problems);
+
+  const dns1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+  for (const ns of [...c.exemptNamespaces, c.installNamespace, c.leaseNamespace]) {
+    if (!dns1123.test(ns) || ns.length > 63) {
+      problems.push(`"${ns}" is not a valid namespace name (lowercase letters, digits and '-', at most 63)`);
+    }
+  }
+  if (c.leaseName === '') problems.push('--lease-name must not be empty');
+  if (c.podName === '') problems.push('the replica has no name: set POD_NAME or --pod-name');
+
+  for (const u of c.alertmanagerUrl) {
+    let ok: boolean;
+    try {
+      ok = ['http:', 'https:'].includes(new URL(u).protocol);
+    } catch {
+      ok = false;
+    }
+    if (!ok) problems.push(`--alertmanager-url ${JSON.stringify(u)} is not an http(s) URL; write it like http://alertmanager:9093`);
+  }
+}
+
+function checkPath(flag: string, path: string, want: 'file' | 'directory', problems: string[]): void {
+  try {
+    const st = statSync(path);
+    if (want === 'file' ? !st.isFile() : !st.isDirectory()) problems.push(`${flag} ${path}: not a ${want}`);
+  } catch (err) {
+    problems.push(`${flag} ${path}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)}); check the path`);
+  }
+}
+
+/** `--help` text generated from the schema. */
+export function serveHelp(): string {
+  const lines = ['Usage: portal serve [flags]', '', 'Run one Portal replica.', '', 'Flags:'];
+  const rows: [string, string][] = [
+    ['--config FILE', 'YAML file with the same keys in camelCase (flags win)'],
+    ...SERVE_OPTIONS.map((o): [string, string] => [
+      `--${o.flag}${o.type === 'bool' ? '[=false]' : ` ${o.arg ?? 'VALUE'}`}`,
+      `${o.help} (default ${describeDefault(o)})`,
+    ]),
+    ['--help', 'show this help'],
+  ];
+  const width = Math.max(...rows.map(([f]) => f.length)) + 2;
+  for (const [f, h] of rows) lines.push(`  ${f.padEnd(width)}${h}`);
+  lines.push('', 'Environment: POD_NAME, POD_NAMESPACE, KUBECONFIG.', '');
+  return lines.join('\n');
+}
+
+function describeDefault(o: OptionSpec): string {
+  switch (o.key) {
+    case 'kubeconfig':
+      return '$KUBECONFIG';
+    case 'installNamespace':
+      return `$POD_NAMESPACE or ${DEFAULTS.installNamespace}`;
+    case 'podName':
+      return '$POD_NAME or the host name';
+    case 'leaseNamespace':
+      return 'the install namespace';
+  }
+  const v = DEFAULTS[o.key];
+  if (o.type === 'duration') return formatDuration(v as number);
+  if (Array.isArray(v)) return v.length ? v.join(',') : 'none';
+  return v === '' ? 'none' : String(v);
+}

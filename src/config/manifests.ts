@@ -1,0 +1,246 @@
+/**
+ * Reads Kubernetes manifests from files and directories: multi-document YAML,
+ * JSON (an object, an array, or a `List`), recursively for directories
+ * (.yaml, .yml, .json). Problems never throw: each is returned with its source
+ * and, for syntax errors, the line, so a caller can report them all at once.
+ */
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { ruleKey, validateRule, type PortalRuleObject } from '../policy/index.ts';
+
+export interface ManifestDocument {
+  /** The file the object came from. */
+  source: string;
+  /** Position of the object in its file (0-based, after expanding lists). */
+  index: number;
+  object: Record<string, unknown>;
+}
+
+export interface ManifestError {
+  source: string;
+  message: string;
+}
+
+export interface ManifestReadResult {
+  documents: ManifestDocument[];
+  errors: ManifestError[];
+}
+
+const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function reason(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  if (err?.code === 'ENOENT') return 'no such file or directory';
+  if (err?.code === 'EACCES') return 'permission denied';
+  if (err?.code === 'EISDIR') return 'is a directory';
+  return err instanceof Error ? err.message : String(e);
+}
+
+async function listFiles(dir: string, out: string[]): Promise<void> {
+  const entries = await readdir(dir, { withFileTypes: true });
+  entries.sort((a, b) => a.name.localeCompare(b.name));
+  for (const entry of entries) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) await listFiles(path, out);
+    else if (MANIFEST_EXTENSIONS.has(extname(entry.name).toLowerCase())) out.push(path);
+  }
+}
+
+/** Objects of one parsed value: lists and arrays are flattened. */
+function flatten(value: unknown, source: string, docNo: number, result: ManifestReadResult, counter: { n: number }): void {
+  if (value === null || value === undefined) return; // an empty document
+  if (Array.isArray(value)) {
+    for (const item of value) flatten(item, source, docNo, result, counter);
+    return;
+  }
+  if (!isObject(value)) {
+    result.errors.push({ source, message: `document ${docNo + 1} is a ${typeof value}, not a Kubernetes object` });
+    return;
+  }
+  const kind = value['kind'];
+  if (typeof kind === 'string' && kind.endsWith('List') && Array.isArray(value['items'])) {
+    for (const item of value['items'] as unknown[]) flatten(item, source, docNo, result, counter);
+    return;
+  }
+  result.documents.push({ source, index: counter.n++, object: value });
+}
+
+function parseYaml(text: string, source: string, result: ManifestReadResult): void {
+  const counter = { n: 0 };
+  parseAllDocuments(text).forEach((doc, docNo) => {
+    const first = doc.errors[0];
+    if (first) {
+      const pos = first.linePos?.[0];
+      const where = pos ? `line ${pos.line}, column ${pos.col}` : `document ${docNo + 1}`;
+      const what = first.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? first.message;
+      result.errors.push({ source, message: `invalid YAML at ${where}: ${what}` });
+      return;
+    }
+    flatten(doc.toJS({ maxAliasCount: 100 }), source, docNo, result, counter);
+  });
+}
+
+/**
+ * Offset of the first JSON syntax error (Node 20's JSON.parse messages carry
+ * no position): a minimal recursive-descent scan, run only after a failure.
+ */
+function jsonErrorOffset(text: string): number {
+  let i = 0;
+  const ws = (): void => {
+    while (i < text.length && ' \t\n\r'.includes(text[i] as string)) i++;
+  };
+  const fail = (): never => {
+    throw i;
+  };
+  const literal = (word: string): void => {
+    if (text.startsWith(word, i)) i += word.length;
+    else fail();
+  };
+  const string = (): void => {
+    i++;
+    while (i < text.length && text[i] !== '"') {
+      if (text.charCodeAt(i) < 0x20) fail();
+      i += text[i] === '\\' ? 2 : 1;
+    }
+    if (i >= text.length) fail();
+    i++;
+  };
+  const value = (): void => {
+    ws();
+    const c = text[i];
+    if (c === '{') {
+      i++;
+      ws();
+      if (text[i] === '}') return void i++;
+      for (;;) {
+        ws();
+        if (text[i] !== '"') fail();
+        string();
+        ws();
+        if (text[i] !== ':') fail();
+        i++;
+        value();
+        ws();
+        if (text[i] === ',') i++;
+        else if (text[i] === '}') return void i++;
+        else fail();
+      }
+    }
+    if (c === '[') {
+      i++;
+      ws();
+      if (text[i] === ']') return void i++;
+      for (;;) {
+        value();
+        ws();
+        if (text[i] === ',') i++;
+        else if (text[i] === ']') return void i++;
+        else fail();
+      }
+    }
+    if (c === '"') return string();
+    if (c === 't') return literal('true');
+    if (c === 'f') return literal('false');
+    if (c === 'n') return literal('null');
+    const m = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 400));
+    if (!m) fail();
+    i += (m as RegExpExecArray)[0].length;
+  };
+  try {
+    value();
+    ws();
+    return i < text.length ? i : -1;
+  } catch (offset) {
+    return offset as number;
+  }
+}
+
+function parseJson(text: string, source: string, result: ManifestReadResult): void {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    const offset = jsonErrorOffset(text);
+    const what = (e instanceof Error ? e.message : String(e)).split(',')[0] ?? 'syntax error';
+    if (offset < 0) {
+      result.errors.push({ source, message: `invalid JSON: ${what}` });
+      return;
+    }
+    const before = text.slice(0, offset).split('\n');
+    const line = before.length;
+    const col = (before[before.length - 1] ?? '').length + 1;
+    result.errors.push({ source, message: `invalid JSON at line ${line}, column ${col}: ${offset >= text.length ? 'unexpected end of input' : what}` });
+    return;
+  }
+  flatten(value, source, 0, result, { n: 0 });
+}
+
+export async function readManifests(paths: readonly string[]): Promise<ManifestReadResult> {
+  const result: ManifestReadResult = { documents: [], errors: [] };
+  for (const path of paths) {
+    let files: string[];
+    try {
+      const info = await stat(path);
+      if (info.isDirectory()) {
+        files = [];
+        await listFiles(path, files);
+        if (files.length === 0) result.errors.push({ source: path, message: 'directory holds no .yaml, .yml or .json files' });
+      } else files = [path];
+    } catch (e) {
+      result.errors.push({ source: path, message: `cannot read: ${reason(e)}` });
+      continue;
+    }
+    for (const file of files) {
+      let text: string;
+      try {
+        text = await readFile(file, 'utf8');
+      } catch (e) {
+        result.errors.push({ source: file, message: `cannot read: ${reason(e)}` });
+        continue;
+      }
+      if (extname(file).toLowerCase() === '.json') parseJson(text, file, result);
+      else parseYaml(text, file, result);
+    }
+  }
+  return result;
+}
+
+/**
+ * Rules from a directory (or file): every document must be a valid
+ * PortalRule / PortalClusterRule (validateRule, schema compiled), and rule
+ * keys must be unique. Invalid documents are reported, not returned.
+ */
+export async function loadRulesFromDirectory(dir: string): Promise<{ rules: PortalRuleObject[]; errors: ManifestError[] }> {
+  const read = await readManifests([dir]);
+  const errors = [...read.errors];
+  const rules: PortalRuleObject[] = [];
+  const seen = new Map<string, string>();
+  for (const doc of read.documents) {
+    const kind = doc.object['kind'];
+    const name = isObject(doc.object['metadata']) ? doc.object['metadata']['name'] : undefined;
+    const label = `${String(kind ?? 'object')} ${typeof name === 'string' ? `"${name}"` : `#${doc.index + 1}`}`;
+    if (kind !== 'PortalRule' && kind !== 'PortalClusterRule') {
+      errors.push({ source: doc.source, message: `${label}: unexpected kind; a policy directory holds only PortalRule and PortalClusterRule objects` });
+      continue;
+    }
+    const checked = validateRule(doc.object);
+    if (!checked.ok) {
+      errors.push({ source: doc.source, message: `${label} is invalid:\n  - ${checked.problems.join('\n  - ')}` });
+      continue;
+    }
+    const key = ruleKey(checked.rule);
+    const where = seen.get(key);
+    if (where !== undefined) {
+      errors.push({ source: doc.source, message: `${label}: duplicate of the rule already defined in ${where}; rule names must be unique` });
+      continue;
+    }
+    seen.set(key, doc.source);
+    rules.push(checked.rule);
+  }
+  return { rules, errors };
+}

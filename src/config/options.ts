@@ -1,0 +1,153 @@
+/**
+ * `portal serve` configuration: ONE interface (with `@default`), ONE defaults
+ * object and ONE schema table. Flags, the `--config` YAML file (same keys,
+ * camelCase) and `--help` are all generated from {@link SERVE_OPTIONS}.
+ *
+ * Durations are milliseconds here; on the command line and in YAML they are
+ * Go-style strings (`500ms`, `15s`, `1m30s`).
+ */
+import type { LogLevel } from '../observability/logger.ts';
+
+export interface ServeConfig {
+  /** HTTPS port of the admission webhook (`0` picks a free port). @default 9443 */
+  webhookPort: number;
+  /** Plain-HTTP port for /healthz, /livez, /readyz, /metrics, /debug/vars. @default 8080 */
+  probesPort: number;
+  /** Address both servers bind to. @default "0.0.0.0" */
+  bindAddress: string;
+  /** PEM certificate file of the webhook; reloaded when it changes. @default "" */
+  tlsCertFile: string;
+  /** PEM private key file of the webhook; reloaded when it changes. @default "" */
+  tlsKeyFile: string;
+  /** Generate a throw-away CA and serving certificate (local use only). @default false */
+  selfSigned: boolean;
+  /** Directory of rule manifests (file mode: no cluster needed). @default "" */
+  policies: string;
+  /** kubeconfig file (cluster mode: rules from PortalRule objects). @default $KUBECONFIG or "" */
+  kubeconfig: string;
+  /** Namespaces never evaluated (the install namespace is always added). @default ["kube-system","kube-public","kube-node-lease"] */
+  exemptNamespaces: string[];
+  /** Namespace Portal is installed in. @default $POD_NAMESPACE or "portal-system" */
+  installNamespace: string;
+  /** This replica's name (election identity prefix). @default $POD_NAME or the host name */
+  podName: string;
+  /** Log level. @default "info" */
+  logLevel: LogLevel;
+  /** Take part in leader election (false = lead alone, single replica). @default true */
+  leaderElect: boolean;
+  /** Name of the election Lease. @default "portal-leader" */
+  leaseName: string;
+  /** Namespace of the election Lease. @default the install namespace */
+  leaseNamespace: string;
+  /** How long followers wait after the last observed renewal. @default 15s */
+  leaseDuration: number;
+  /** How long the leader keeps retrying to renew before it gives up. @default 10s */
+  renewDeadline: number;
+  /** Interval between election attempts. @default 2s */
+  retryPeriod: number;
+  /** Interval between full audit passes. @default 1h */
+  auditInterval: number;
+  /** Audit worker pool size. @default 4 */
+  auditWorkers: number;
+  /** Cluster-wide cap on evictions started by the audit. @default 10 */
+  maxEvictionsPerMinute: number;
+  /** Alertmanager base URLs (repeatable). @default [] */
+  alertmanagerUrl: string[];
+  /** Re-send interval of a still-firing alert. @default 1h */
+  alertResendInterval: number;
+  /** Sustained rate of Kubernetes API writes. @default 20 */
+  kubeApiQps: number;
+  /** Burst of Kubernetes API writes. @default 40 */
+  kubeApiBurst: number;
+  /** Bound on graceful shutdown before the process stops anyway. @default 20s */
+  shutdownGracePeriod: number;
+}
+
+export type OptionType = 'int' | 'number' | 'string' | 'bool' | 'duration' | 'list' | 'enum';
+
+export interface OptionSpec {
+  key: keyof ServeConfig;
+  /** Flag name without the leading `--`. */
+  flag: string;
+  type: OptionType;
+  /** One line for `--help`. */
+  help: string;
+  /** Placeholder in `--help` (e.g. `DIR`). */
+  arg?: string;
+  min?: number;
+  max?: number;
+  values?: readonly string[];
+}
+
+/** The defaults that do not depend on the environment. */
+export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
+  webhookPort: 9443,
+  probesPort: 8080,
+  bindAddress: '0.0.0.0',
+  tlsCertFile: '',
+  tlsKeyFile: '',
+  selfSigned: false,
+  policies: '',
+  kubeconfig: '',
+  exemptNamespaces: Object.freeze(['kube-system', 'kube-public', 'kube-node-lease']) as unknown as string[],
+  installNamespace: 'portal-system',
+  podName: '',
+  logLevel: 'info',
+  leaderElect: true,
+  leaseName: 'portal-leader',
+  leaseNamespace: '',
+  // client-go's defaults (FACTS.md: 15 s / 10 s / 2 s).
+  leaseDuration: 15_000,
+  renewDeadline: 10_000,
+  retryPeriod: 2_000,
+  auditInterval: 3_600_000,
+  auditWorkers: 4,
+  maxEvictionsPerMinute: 10,
+  alertmanagerUrl: Object.freeze([]) as unknown as string[],
+  alertResendInterval: 3_600_000,
+  // client-go's default rest.Config is 5 qps / 10 burst; the audit writes
+  // reports and statuses in bursts after a pass, so 4x that, still far below
+  // the apiserver's default max-mutating-requests-inflight of 200.
+  kubeApiQps: 20,
+  kubeApiBurst: 40,
+  // A Pod's default terminationGracePeriodSeconds is 30 s; 20 s leaves 10 s
+  // for the kubelet's SIGKILL margin and log flushing.
+  shutdownGracePeriod: 20_000,
+});
+
+const PORT = { min: 0, max: 65535 } as const;
+
+export const SERVE_OPTIONS: readonly OptionSpec[] = [
+  { key: 'webhookPort', flag: 'webhook-port', type: 'int', ...PORT, arg: 'PORT', help: 'HTTPS port of the admission webhook' },
+  { key: 'probesPort', flag: 'probes-port', type: 'int', ...PORT, arg: 'PORT', help: 'HTTP port of /healthz /livez /readyz /metrics /debug/vars' },
+  { key: 'bindAddress', flag: 'bind-address', type: 'string', arg: 'ADDR', help: 'address both servers listen on' },
+  { key: 'tlsCertFile', flag: 'tls-cert-file', type: 'string', arg: 'FILE', help: 'PEM certificate of the webhook (reloaded on change)' },
+  { key: 'tlsKeyFile', flag: 'tls-key-file', type: 'string', arg: 'FILE', help: 'PEM private key of the webhook (reloaded on change)' },
+  { key: 'selfSigned', flag: 'self-signed', type: 'bool', help: 'generate a throw-away CA and certificate (local use only)' },
+  { key: 'policies', flag: 'policies', type: 'string', arg: 'DIR', help: 'load rules from manifests in DIR (no cluster needed)' },
+  { key: 'kubeconfig', flag: 'kubeconfig', type: 'string', arg: 'FILE', help: 'kubeconfig of the cluster (env KUBECONFIG)' },
+  { key: 'exemptNamespaces', flag: 'exempt-namespace', type: 'list', arg: 'NS', help: 'namespace never evaluated (repeatable or comma-separated)' },
+  { key: 'installNamespace', flag: 'install-namespace', type: 'string', arg: 'NS', help: 'namespace Portal runs in (env POD_NAMESPACE), always exempt' },
+  { key: 'podName', flag: 'pod-name', type: 'string', arg: 'NAME', help: 'replica name (env POD_NAME, else the host name)' },
+  { key: 'logLevel', flag: 'log-level', type: 'enum', values: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], arg: 'LEVEL', help: 'log level' },
+  { key: 'leaderElect', flag: 'leader-elect', type: 'bool', help: 'take part in leader election (false: lead alone)' },
+  { key: 'leaseName', flag: 'lease-name', type: 'string', arg: 'NAME', help: 'name of the election Lease' },
+  { key: 'leaseNamespace', flag: 'lease-namespace', type: 'string', arg: 'NS', help: 'namespace of the election Lease' },
+  { key: 'leaseDuration', flag: 'lease-duration', type: 'duration', arg: 'DUR', help: 'followers take over this long after the last renewal' },
+  { key: 'renewDeadline', flag: 'renew-deadline', type: 'duration', arg: 'DUR', help: 'leader gives up renewing after this long' },
+  { key: 'retryPeriod', flag: 'retry-period', type: 'duration', arg: 'DUR', help: 'interval between election attempts' },
+  { key: 'auditInterval', flag: 'audit-interval', type: 'duration', arg: 'DUR', help: 'interval between full audit passes' },
+  { key: 'auditWorkers', flag: 'audit-workers', type: 'int', min: 1, max: 256, arg: 'N', help: 'audit worker pool size' },
+  { key: 'maxEvictionsPerMinute', flag: 'max-evictions-per-minute', type: 'int', min: 0, max: 100_000, arg: 'N', help: 'cap on audit evictions (0 disables evictions)' },
+  { key: 'alertmanagerUrl', flag: 'alertmanager-url', type: 'list', arg: 'URL', help: 'Alertmanager base URL (repeatable)' },
+  { key: 'alertResendInterval', flag: 'alert-resend-interval', type: 'duration', arg: 'DUR', help: 're-send interval of a firing alert' },
+  { key: 'kubeApiQps', flag: 'kube-api-qps', type: 'number', min: 0.001, max: 100_000, arg: 'QPS', help: 'sustained Kubernetes API write rate' },
+  { key: 'kubeApiBurst', flag: 'kube-api-burst', type: 'int', min: 1, max: 100_000, arg: 'N', help: 'burst of Kubernetes API writes' },
+  { key: 'shutdownGracePeriod', flag: 'shutdown-grace-period', type: 'duration', arg: 'DUR', help: 'bound on graceful shutdown' },
+];
+
+/** Flags that are not configuration keys. */
+export const META_FLAGS = [
+  { flag: 'config', type: 'string' as const, arg: 'FILE', help: 'YAML file with the same keys in camelCase (flags win)' },
+  { flag: 'help', type: 'bool' as const, help: 'show this help' },
+];

@@ -1,0 +1,156 @@
+/**
+ * The ValidatingWebhookConfiguration, built from the chart's `webhook:` values.
+ *
+ * The Helm chart (charts/portal/templates/webhook.yaml) and `portal dev` must
+ * register the same webhook, so this builder mirrors the template line for
+ * line; test/chart/webhook-parity.test.ts renders the chart and compares.
+ * Pure: no I/O except `loadChartWebhookValues`.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { ErrorCode, PortalError } from '../observability/errors.ts';
+
+export type WebhookOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT' | '*';
+
+/** One entry of `webhooks[].rules` (admissionregistration.k8s.io/v1 RuleWithOperations). */
+export interface WebhookRule {
+  apiGroups: string[];
+  apiVersions: string[];
+  /** Plural resource names, optionally `resource/subresource`. */
+  resources: string[];
+  operations: WebhookOperation[];
+  /** @default "*" */
+  scope?: 'Namespaced' | 'Cluster' | '*';
+}
+
+/** The chart's `webhook:` values (charts/portal/values.yaml documents each key). */
+export interface WebhookValues {
+  /** @default "validate.portal.dev" */
+  name: string;
+  /** @default "/validate" */
+  path: string;
+  /** @default "Fail" */
+  failurePolicy: 'Fail' | 'Ignore';
+  /** @default "None" */
+  sideEffects: 'None' | 'NoneOnDryRun';
+  /** @default 5 */
+  timeoutSeconds: number;
+  /** @default ["v1"] */
+  admissionReviewVersions: string[];
+  /** @default "Equivalent" */
+  matchPolicy: 'Exact' | 'Equivalent';
+  /** Namespaces excluded in addition to the always-excluded ones. */
+  excludedNamespaces: string[];
+  rules: WebhookRule[];
+}
+
+export type WebhookClientConfig =
+  | { url: string }
+  | { service: { name: string; namespace: string; port: number; path: string } };
+
+export interface BuildWebhookOptions {
+  /** metadata.name of the ValidatingWebhookConfiguration. */
+  name: string;
+  /** Portal's own namespace: always excluded (self-lockout protection). */
+  namespace: string;
+  /** Base64 of the PEM CA that signed the serving certificate. */
+  caBundle: string;
+  clientConfig: WebhookClientConfig;
+  values: WebhookValues;
+}
+
+/** Namespaces the webhook never matches, so the control plane can always recover. */
+export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
+
+/**
+ * Resources that must never be sent to Portal (DESIGN.md §3): intercepting
+ * them could stop leader election, event recording, node heartbeats,
+ * authentication, or the repair of Portal itself. Same list as the chart's
+ * `portal.forbiddenWebhookResources`.
+ */
+export const FORBIDDEN_WEBHOOK_RESOURCES: readonly string[] = [
+  'leases',
+  'events',
+  'nodes',
+  'tokenreviews',
+  'subjectaccessreviews',
+  'selfsubjectaccessreviews',
+  'localsubjectaccessreviews',
+  'portalrules',
+  'portalclusterrules',
+  'validatingwebhookconfigurations',
+  'mutatingwebhookconfigurations',
+];
+
+/** Throws PortalError(ConfigInvalid) listing every rule that could lock the cluster out. */
+export function checkWebhookRules(rules: readonly WebhookRule[]): void {
+  const problems: string[] = [];
+  for (const rule of rules) {
+    for (const resource of rule.resources) {
+      const base = resource.split('/')[0] ?? resource;
+      if (base === '*' || FORBIDDEN_WEBHOOK_RESOURCES.includes(base)) {
+        problems.push(`"${resource}" must never be sent to Portal (self-lockout protection)`);
+      }
+    }
+    if (rule.apiGroups.includes('*')) problems.push('apiGroups "*" would match Leases, Events and Portal\'s own resources');
+    if (rule.apiGroups.includes('portal.dev')) problems.push("Portal's own resources (portal.dev) must never be sent to Portal");
+  }
+  if (problems.length > 0) {
+    throw new PortalError(ErrorCode.ConfigInvalid, `webhook.rules: ${problems.join('; ')}`);
+  }
+}
+
+/** The webhook configuration object exactly as the chart renders it (minus Helm's labels). */
+export function buildValidatingWebhookConfiguration(opts: BuildWebhookOptions): Record<string, unknown> {
+  const { values } = opts;
+  checkWebhookRules(values.rules);
+  const excluded = [...new Set([...ALWAYS_EXCLUDED_NAMESPACES, opts.namespace, ...values.excludedNamespaces])];
+  const clientConfig: Record<string, unknown> = {};
+  // The chart omits caBundle when cert-manager's cainjector fills it in.
+  if (opts.caBundle !== '') clientConfig['caBundle'] = opts.caBundle;
+  if ('url' in opts.clientConfig) clientConfig['url'] = opts.clientConfig.url;
+  else clientConfig['service'] = { ...opts.clientConfig.service };
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingWebhookConfiguration',
+    metadata: { name: opts.name },
+    webhooks: [
+      {
+        name: values.name,
+        admissionReviewVersions: [...values.admissionReviewVersions],
+        sideEffects: values.sideEffects,
+        failurePolicy: values.failurePolicy,
+        timeoutSeconds: values.timeoutSeconds,
+        matchPolicy: values.matchPolicy,
+        clientConfig,
+        namespaceSelector: {
+          matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: excluded }],
+        },
+        rules: values.rules.map((r) => ({
+          apiGroups: [...r.apiGroups],
+          apiVersions: [...r.apiVersions],
+          resources: [...r.resources],
+          operations: [...r.operations],
+          scope: r.scope ?? '*',
+        })),
+      },
+    ],
+  };
+}
+
+/** Reads `webhook:` from `<chartDir>/values.yaml` (the chart's defaults). */
+export async function loadChartWebhookValues(chartDir: string): Promise<WebhookValues> {
+  const file = join(chartDir, 'values.yaml');
+  let doc: unknown;
+  try {
+    doc = parse(await readFile(file, 'utf8'));
+  } catch (cause) {
+    throw new PortalError(ErrorCode.ConfigInvalid, `cannot read chart values ${file}`, { cause });
+  }
+  const webhook = (doc as { webhook?: unknown } | null)?.webhook;
+  if (typeof webhook !== 'object' || webhook === null || !Array.isArray((webhook as { rules?: unknown }).rules)) {
+    throw new PortalError(ErrorCode.ConfigInvalid, `${file}: no "webhook" section with "rules"`);
+  }
+  return webhook as WebhookValues;
+}

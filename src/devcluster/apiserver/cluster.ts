@@ -1,0 +1,578 @@
+/**
+ * The generic REST semantics of kube-apiserver over the in-memory store:
+ * create / get / list / update / patch / delete for every served resource,
+ * with admission, resourceVersion preconditions, the status subresource
+ * split, generation, finalizers, namespaces and CRD registration.
+ */
+import { randomUUID } from 'node:crypto';
+import YAML from 'yaml';
+import type { AdmissionAttributes, AdmissionHook } from './admission-hook.ts';
+import { applyPatch, jsonPatch, mergePatch, strategicMerge } from './patch.ts';
+import { defsFromCrd, groupVersion, Registry, storeKey, type ResourceDef } from './registry.ts';
+import { matchLabels, parseFieldSelector, parseLabelSelector } from './selectors.ts';
+import { ApiError, errors, successStatus } from './status.ts';
+import { objKey, Store } from './store.ts';
+import { clone, isPlainObject, jsonEqual, meta, nowTimestamp, type Obj, type UserInfo } from './types.ts';
+import { checkDecodable, requireObjectBody, validateObject } from './validation.ts';
+
+export interface RequestScope {
+  def: ResourceDef;
+  namespace: string;
+  name: string;
+  subresource: string;
+  user: UserInfo;
+  query: URLSearchParams;
+  /** Admission warnings collected for the response. */
+  warnings: string[];
+}
+
+export interface Reply { code: number; body: unknown }
+
+const NS_SK = storeKey({ group: '', resource: 'namespaces' });
+const CRD_SK = storeKey({ group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions' });
+const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+
+function isWebhookConfig(def: ResourceDef): boolean {
+  return def.group === 'admissionregistration.k8s.io';
+}
+
+/** The object as served at `def`'s version (kind/apiVersion set). */
+export function present(def: ResourceDef, o: Obj): Obj {
+  return { ...o, apiVersion: groupVersion(def), kind: def.kind };
+}
+
+function withoutStatusAndMeta(o: Obj, dropStatus: boolean): Obj {
+  const { metadata: _m, status, ...rest } = o;
+  return dropStatus ? rest : { ...rest, status };
+}
+
+/** Compare ignoring resourceVersion and managedFields (a no-op write keeps the RV). */
+function sameContent(a: Obj, b: Obj): boolean {
+  const strip = (o: Obj): Obj => {
+    const { resourceVersion: _r, managedFields: _f, ...m } = meta(o);
+    return { ...o, metadata: m };
+  };
+  return jsonEqual(strip(a), strip(b));
+}
+
+export class Cluster {
+  readonly store: Store;
+  readonly registry = new Registry();
+  private readonly gcQueue = new Set<string>();
+  private gcTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    historyLimit: number,
+    private readonly admission: AdmissionHook | undefined,
+    private readonly signal: AbortSignal,
+  ) {
+    this.store = new Store(historyLimit);
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.gcTimer) clearTimeout(this.gcTimer);
+  }
+
+  // ---- reads -------------------------------------------------------------
+
+  get(s: RequestScope): Obj {
+    const o = this.store.get(storeKey(s.def), objKey(s.def.namespaced ? s.namespace : '', s.name));
+    if (!o) throw errors.notFound(s.def.resource, s.def.group, s.name);
+    return present(s.def, o);
+  }
+
+  /** Predicate for label + field selectors from the query. */
+  filter(s: RequestScope): (o: Obj) => boolean {
+    const labels = parseLabelSelector(s.query.get('labelSelector'));
+    const fields = parseFieldSelector(s.query.get('fieldSelector'), (f) =>
+      f === 'metadata.name' || f === 'metadata.namespace' || Object.hasOwn(s.def.fieldSelectors, f));
+    return (o: Obj) => {
+      const m = meta(o);
+      if (labels.length && !matchLabels(labels, m.labels)) return false;
+      for (const f of fields) {
+        const v = f.field === 'metadata.name' ? m.name : f.field === 'metadata.namespace' ? (m.namespace ?? '') : s.def.fieldSelectors[f.field]!(o);
+        if ((v === f.value) === f.negate) return false;
+      }
+      return true;
+    };
+  }
+
+  list(s: RequestScope): Obj {
+    const match = this.filter(s);
+    const limit = Number(s.query.get('limit') ?? '0');
+    let listRv = this.store.currentRv();
+    let after: string | undefined;
+    const cont = s.query.get('continue');
+    if (cont) {
+      let token: { rv: number; start: string };
+      try {
+        token = JSON.parse(Buffer.from(cont, 'base64url').toString('utf8')) as { rv: number; start: string };
+      } catch {
+        throw errors.badRequest('continue key is not valid: illegal base64 data');
+      }
+      if (token.rv < this.store.compactedRv()) {
+        throw errors.expired('The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.');
+      }
+      listRv = token.rv;
+      after = token.start;
+    }
+    const all = this.store.list(storeKey(s.def), s.def.namespaced && s.namespace ? s.namespace : undefined);
+    const items: Obj[] = [];
+    let cursor: string | undefined;
+    let remaining = 0;
+    for (const o of all) {
+      const m = meta(o);
+      const key = objKey(m.namespace ?? '', m.name ?? '');
+      if (after !== undefined && key <= after) continue;
+      if (!match(o)) continue;
+      if (limit > 0 && items.length >= limit) {
+        remaining++;
+        continue;
+      }
+      items.push(o);
+      cursor = key;
+    }
+    const metadata: Obj = { resourceVersion: String(listRv) };
+    if (remaining > 0 && cursor !== undefined) {
+      metadata['continue'] = Buffer.from(JSON.stringify({ rv: listRv, start: cursor })).toString('base64url');
+      metadata['remainingItemCount'] = remaining;
+    }
+    const shaped = items.map((o) => {
+      if (!s.def.builtin) return present(s.def, o);
+      const { apiVersion: _a, kind: _k, ...rest } = o;
+      return rest;
+    });
+    return { kind: s.def.listKind, apiVersion: groupVersion(s.def), metadata, items: shaped };
+  }
+
+  namespaceLabels(name: string): Record<string, string> | undefined {
+    const ns = this.store.get(NS_SK, objKey('', name));
+    return ns ? { ...(meta(ns).labels ?? {}) } : undefined;
+  }
+
+  // ---- admission ---------------------------------------------------------
+
+  private async admit(s: RequestScope, operation: AdmissionAttributes['operation'], object: Obj | null, oldObject: Obj | null,
+    options: Obj | null, dryRun: boolean, kind = { group: s.def.group, version: s.def.version, kind: s.def.kind }): Promise<void> {
+    if (!this.admission || isWebhookConfig(s.def)) return;
+    const attrs: AdmissionAttributes = {
+      operation, kind,
+      resource: { group: s.def.group, version: s.def.version, resource: s.def.resource },
+      subResource: s.subresource, namespace: s.def.namespaced ? s.namespace : '', name: s.name,
+      namespaced: s.def.namespaced, object: object ? clone(object) : null, oldObject: oldObject ? clone(oldObject) : null,
+      userInfo: { username: s.user.username, uid: s.user.uid, groups: [...s.user.groups] }, dryRun, options,
+    };
+    const out = await this.admission.admit(attrs, {
+      namespaceLabels: (n) => this.namespaceLabels(n),
+      validatingWebhookConfigurations: () => this.store.list(storeKey({ group: 'admissionregistration.k8s.io', resource: 'validatingwebhookconfigurations' }))
+        .map((o) => clone({ ...o, apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration' })),
+      signal: this.signal,
+    });
+    s.warnings.push(...out.warnings);
+    if (!out.allowed) {
+      const reason = out.status.reason || (out.status.code === 403 ? 'Forbidden' : '');
+      throw new ApiError(out.status.code, reason, out.status.message);
+    }
+  }
+
+  /** Admission for a subresource create such as pods/eviction. */
+  async admitSubresource(s: RequestScope, operation: AdmissionAttributes['operation'], object: Obj,
+    kind: { group: string; version: string; kind: string }): Promise<void> {
+    await this.admit(s, operation, object, null, this.options(s, 'CreateOptions'), this.dryRun(s), kind);
+  }
+
+  private dryRun(s: RequestScope): boolean {
+    const d = s.query.getAll('dryRun');
+    if (d.length === 0) return false;
+    if (d.some((v) => v !== 'All')) throw errors.badRequest(`Invalid dry run value: ${d.join(',')}`);
+    return true;
+  }
+
+  // ---- create ------------------------------------------------------------
+
+  async create(s: RequestScope, body: unknown, opts: { skipAdmission?: boolean } = {}): Promise<Reply> {
+    const obj = clone(requireObjectBody(body));
+    if (typeof obj['kind'] === 'string' && obj['kind'] !== s.def.kind) {
+      throw errors.badRequest(`the kind in the data (${obj['kind']}) does not match the expected kind (${s.def.kind})`);
+    }
+    const dryRun = this.dryRun(s);
+    const m = meta(obj);
+    if (s.def.namespaced) {
+      if (m.namespace && m.namespace !== s.namespace) {
+        throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+      }
+      m.namespace = s.namespace;
+    } else delete m.namespace;
+    if (m.resourceVersion) throw errors.internal('resourceVersion should not be set on objects to be created');
+    if (!m.name && m.generateName) {
+      let suffix = '';
+      for (let i = 0; i < 5; i++) suffix += NAME_CHARS[Math.floor(Math.random() * NAME_CHARS.length)];
+      m.name = `${m.generateName}${suffix}`;
+    }
+    if (!m.name) {
+      throw errors.invalid(s.def.kind, s.def.group, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
+    }
+    const name = m.name;
+    checkDecodable(s.def, obj);
+    if (s.def.namespaced) this.requireNamespace(s);
+    obj['apiVersion'] = groupVersion(s.def);
+    obj['kind'] = s.def.kind;
+    m.uid = randomUUID();
+    m.creationTimestamp = nowTimestamp();
+    delete m.deletionTimestamp;
+    delete m.deletionGracePeriodSeconds;
+    delete m.managedFields;
+    if (s.def.generation) m.generation = 1;
+    else delete m.generation;
+    this.defaultOnCreate(s.def, obj);
+    validateObject(s.def, obj);
+    const sk = storeKey(s.def);
+    if (this.store.get(sk, objKey(m.namespace ?? '', name))) throw errors.alreadyExists(s.def.resource, s.def.group, name);
+    if (!opts.skipAdmission) await this.admit({ ...s, name }, 'CREATE', obj, null, this.options(s, 'CreateOptions'), dryRun);
+    if (dryRun) return { code: 201, body: obj };
+    // Admission is asynchronous: a concurrent create may have won meanwhile.
+    if (this.store.get(sk, objKey(m.namespace ?? '', name))) throw errors.alreadyExists(s.def.resource, s.def.group, name);
+    this.store.put(sk, obj);
+    this.afterWrite(s.def, obj, undefined);
+    return { code: 201, body: present(s.def, obj) };
+  }
+
+  private options(s: RequestScope, kind: string): Obj {
+    const o: Obj = { kind, apiVersion: 'meta.k8s.io/v1' };
+    const fm = s.query.get('fieldManager');
+    if (fm) o['fieldManager'] = fm;
+    if (s.query.getAll('dryRun').length) o['dryRun'] = s.query.getAll('dryRun');
+    return o;
+  }
+
+  private requireNamespace(s: RequestScope): void {
+    const ns = this.store.get(NS_SK, objKey('', s.namespace));
+    if (!ns) throw errors.notFound('namespaces', '', s.namespace);
+    if (meta(ns).deletionTimestamp) {
+      throw errors.forbidden(s.def.resource, s.def.group, s.name,
+        `unable to create new content in namespace ${s.namespace} because it is being terminated`);
+    }
+  }
+
+  private defaultOnCreate(def: ResourceDef, obj: Obj): void {
+    const m = meta(obj);
+    if (def.group === '' && def.resource === 'namespaces') {
+      m.labels = { ...(m.labels ?? {}), 'kubernetes.io/metadata.name': m.name ?? '' };
+      obj['spec'] = { finalizers: ['kubernetes'] };
+      obj['status'] = { phase: 'Active' };
+      return;
+    }
+    if (def.group === '' && def.resource === 'pods') {
+      obj['status'] = { phase: 'Pending', qosClass: 'BestEffort' };
+      return;
+    }
+    if (def.resource === 'customresourcedefinitions') {
+      const spec = (obj['spec'] ?? {}) as Obj;
+      const t = nowTimestamp();
+      obj['status'] = {
+        acceptedNames: clone(spec['names'] ?? {}),
+        conditions: [
+          { type: 'NamesAccepted', status: 'True', lastTransitionTime: t, reason: 'NoConflicts', message: 'no conflicts found' },
+          { type: 'Established', status: 'True', lastTransitionTime: t, reason: 'InitialNamesAccepted', message: 'the initial names have been accepted' },
+        ],
+        storedVersions: Array.isArray(spec['versions'])
+          ? (spec['versions'] as Obj[]).filter((v) => v['storage'] === true).map((v) => String(v['name'])) : [],
+      };
+      return;
+    }
+    if (def.hasStatus) delete obj['status'];
+  }
+
+  // ---- update / patch ----------------------------------------------------
+
+  async update(s: RequestScope, body: unknown): Promise<Reply> {
+    const obj = clone(requireObjectBody(body));
+    const m = meta(obj);
+    if (m.name !== undefined && m.name !== s.name) {
+      throw errors.badRequest(`the name of the object (${m.name}) does not match the name on the URL (${s.name})`);
+    }
+    if (s.def.namespaced && m.namespace && m.namespace !== s.namespace) {
+      throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    }
+    checkDecodable(s.def, obj);
+    const sk = storeKey(s.def);
+    const existing = this.store.get(sk, objKey(s.def.namespaced ? s.namespace : '', s.name));
+    if (!existing) {
+      if (s.def.putCreates && !s.subresource) {
+        delete m.resourceVersion;
+        return this.create(s, { ...obj, metadata: { ...m, name: s.name } });
+      }
+      throw errors.notFound(s.def.resource, s.def.group, s.name);
+    }
+    if (!m.resourceVersion) {
+      if (s.def.putRequiresRv) {
+        throw errors.invalid(s.def.kind, s.def.group, s.name, [{ reason: 'FieldValueInvalid', field: 'metadata.resourceVersion', message: 'Invalid value: 0x0: must be specified for an update' }]);
+      }
+    } else if (m.resourceVersion !== meta(existing).resourceVersion) {
+      throw errors.conflict(s.def.resource, s.def.group, s.name);
+    }
+    return this.commitUpdate(s, existing, obj);
+  }
+
+  async patch(s: RequestScope, raw: string, contentType: string): Promise<Reply> {
+    const type = contentType.split(';')[0]!.trim().toLowerCase();
+    const sk = storeKey(s.def);
+    const existing = this.store.get(sk, objKey(s.def.namespaced ? s.namespace : '', s.name));
+    let patchBody: unknown;
+    try {
+      patchBody = type === 'application/apply-patch+yaml' ? YAML.parse(raw) : JSON.parse(raw);
+    } catch (e) {
+      throw errors.badRequest(`error decoding patch: ${(e as Error).message}`);
+    }
+    if (type === 'application/apply-patch+yaml') {
+      if (!s.query.get('fieldManager')) {
+        throw new ApiError(422, 'Invalid', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+          { kind: 'PatchOptions', group: 'meta.k8s.io', causes: [{ reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' }] });
+      }
+      const applied = requireObjectBody(patchBody);
+      if (!existing) {
+        if (s.subresource) throw errors.notFound(s.def.resource, s.def.group, s.name);
+        const m = meta(applied);
+        if (m.name && m.name !== s.name) throw errors.badRequest(`the name of the object (${m.name}) does not match the name on the URL (${s.name})`);
+        return this.create(s, { ...applied, metadata: { ...m, name: s.name } });
+      }
+      return this.commitUpdate(s, existing, applyPatch(clone(existing), applied, s.def.builtin) as Obj);
+    }
+    if (!existing) throw errors.notFound(s.def.resource, s.def.group, s.name);
+    let patched: unknown;
+    switch (type) {
+      case 'application/merge-patch+json':
+        if (!isPlainObject(patchBody)) throw errors.badRequest('error decoding patch: merge patch must be a JSON object');
+        patched = mergePatch(clone(existing), patchBody);
+        break;
+      case 'application/json-patch+json':
+        patched = jsonPatch(existing, patchBody);
+        break;
+      case 'application/strategic-merge-patch+json':
+        if (!s.def.builtin) throw errors.unsupportedMediaType(contentType);
+        if (!isPlainObject(patchBody)) throw errors.badRequest('error decoding patch: strategic merge patch must be a JSON object');
+        patched = strategicMerge(clone(existing), patchBody);
+        break;
+      default:
+        throw errors.unsupportedMediaType(contentType);
+    }
+    const obj = requireObjectBody(patched);
+    const m = meta(obj);
+    if (m.resourceVersion && m.resourceVersion !== meta(existing).resourceVersion) throw errors.conflict(s.def.resource, s.def.group, s.name);
+    if (m.name !== s.name) throw errors.badRequest(`the name of the object (${String(m.name)}) does not match the name on the URL (${s.name})`);
+    checkDecodable(s.def, obj);
+    return this.commitUpdate(s, existing, obj);
+  }
+
+  /** The shared tail of PUT and PATCH: merge rules, validation, admission, no-op detection, store. */
+  private async commitUpdate(s: RequestScope, existing: Obj, incoming: Obj): Promise<Reply> {
+    const dryRun = this.dryRun(s);
+    const old = existing;
+    const om = meta(old);
+    let obj: Obj;
+    if (s.subresource === 'status') {
+      obj = { ...clone(old), status: clone(incoming['status']) };
+      if (incoming['status'] === undefined) delete obj['status'];
+    } else {
+      obj = clone(incoming);
+      if (s.def.hasStatus) {
+        if (old['status'] === undefined) delete obj['status'];
+        else obj['status'] = clone(old['status']);
+      }
+    }
+    obj['apiVersion'] = groupVersion(s.def);
+    obj['kind'] = s.def.kind;
+    const m = meta(obj);
+    m.name = om.name!;
+    if (s.def.namespaced) m.namespace = om.namespace!;
+    else delete m.namespace;
+    m.uid = om.uid!;
+    m.creationTimestamp = om.creationTimestamp!;
+    m.resourceVersion = om.resourceVersion!;
+    if (om.deletionTimestamp) {
+      m.deletionTimestamp = om.deletionTimestamp;
+      m.deletionGracePeriodSeconds = om.deletionGracePeriodSeconds ?? 0;
+    } else {
+      delete m.deletionTimestamp;
+      delete m.deletionGracePeriodSeconds;
+    }
+    delete m.managedFields;
+    if (s.def.resource === 'namespaces' && s.def.group === '') {
+      m.labels = { ...(m.labels ?? {}), 'kubernetes.io/metadata.name': m.name };
+      if (s.subresource !== 'status') obj['spec'] = clone(old['spec']);
+    }
+    if (s.def.generation) {
+      const changed = !jsonEqual(withoutStatusAndMeta(obj, s.def.hasStatus), withoutStatusAndMeta(old, s.def.hasStatus));
+      m.generation = (om.generation ?? 1) + (changed && s.subresource !== 'status' ? 1 : 0);
+    } else delete m.generation;
+    validateObject(s.def, obj);
+    await this.admit(s, 'UPDATE', obj, old, this.options(s, 'UpdateOptions'), dryRun);
+    const sk = storeKey(s.def);
+    const current = this.store.get(sk, objKey(om.namespace ?? '', om.name!));
+    if (current !== existing) throw errors.conflict(s.def.resource, s.def.group, s.name);
+    if (sameContent(obj, old)) return { code: 200, body: present(s.def, old) };
+    if (dryRun) return { code: 200, body: obj };
+    if (m.deletionTimestamp && (m.finalizers ?? []).length === 0 && !(s.def.resource === 'namespaces' && s.def.group === '')) {
+      this.store.put(sk, obj);
+      this.store.remove(sk, om.namespace ?? '', om.name!);
+      this.onRemoved(s.def, obj, 'Background');
+      return { code: 200, body: present(s.def, obj) };
+    }
+    this.store.put(sk, obj);
+    this.afterWrite(s.def, obj, old);
+    return { code: 200, body: present(s.def, obj) };
+  }
+
+  // ---- delete ------------------------------------------------------------
+
+  async delete(s: RequestScope, body: unknown, opts: { skipAdmission?: boolean } = {}): Promise<Reply> {
+    const dryRun = this.dryRun(s);
+    const options: Obj = isPlainObject(body) ? clone(body) : {};
+    const propagation = String(options['propagationPolicy'] ?? (options['orphanDependents'] === true ? 'Orphan' : 'Background'));
+    const sk = storeKey(s.def);
+    const ns = s.def.namespaced ? s.namespace : '';
+    const existing = this.store.get(sk, objKey(ns, s.name));
+    if (!existing) throw errors.notFound(s.def.resource, s.def.group, s.name);
+    const em = meta(existing);
+    const pre = isPlainObject(options['preconditions']) ? options['preconditions'] : {};
+    if (typeof pre['uid'] === 'string' && pre['uid'] !== em.uid) {
+      throw new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${s.def.group ? `${s.def.resource}.${s.def.group}` : s.def.resource} "${s.name}": Precondition failed: UID in precondition: ${pre['uid']}, UID in object meta: ${String(em.uid)}`,
+        { name: s.name, ...(s.def.group ? { group: s.def.group } : {}), kind: s.def.resource });
+    }
+    if (typeof pre['resourceVersion'] === 'string' && pre['resourceVersion'] !== em.resourceVersion) {
+      throw errors.conflict(s.def.resource, s.def.group, s.name);
+    }
+    if (!opts.skipAdmission) await this.admit(s, 'DELETE', null, existing, { kind: 'DeleteOptions', apiVersion: 'meta.k8s.io/v1', ...options }, dryRun);
+    if (dryRun) return { code: 200, body: s.def.deleteReturnsObject ? present(s.def, existing) : successStatus(this.details(s.def, existing)) };
+    const isNs = s.def.group === '' && s.def.resource === 'namespaces';
+    if (isNs || (em.finalizers ?? []).length > 0) {
+      if (em.deletionTimestamp) return { code: 200, body: present(s.def, existing) };
+      const obj = clone(existing);
+      const m = meta(obj);
+      m.deletionTimestamp = nowTimestamp();
+      m.deletionGracePeriodSeconds = 0;
+      if (isNs) obj['status'] = { ...((obj['status'] ?? {}) as Obj), phase: 'Terminating' };
+      this.store.put(sk, obj);
+      if (isNs) setImmediate(() => this.finishNamespace(s.name));
+      return { code: 200, body: present(s.def, obj) };
+    }
+    const gone = this.store.remove(sk, ns, s.name)!;
+    this.onRemoved(s.def, gone, propagation);
+    return { code: 200, body: s.def.deleteReturnsObject ? present(s.def, gone) : successStatus(this.details(s.def, gone)) };
+  }
+
+  private details(def: ResourceDef, o: Obj): Obj {
+    const m = meta(o);
+    return def.group ? { name: m.name, group: def.group, kind: def.resource, uid: m.uid } : { name: m.name, kind: def.resource, uid: m.uid };
+  }
+
+  /** Removes without admission (garbage collection, namespace cleanup, eviction). */
+  removeInternal(def: ResourceDef, namespace: string, name: string, propagation = 'Background'): void {
+    const sk = storeKey(def);
+    const existing = this.store.get(sk, objKey(namespace, name));
+    if (!existing) return;
+    const em = meta(existing);
+    if ((em.finalizers ?? []).length > 0) {
+      if (em.deletionTimestamp) return;
+      const obj = clone(existing);
+      meta(obj).deletionTimestamp = nowTimestamp();
+      meta(obj).deletionGracePeriodSeconds = 0;
+      this.store.put(sk, obj);
+      return;
+    }
+    const gone = this.store.remove(sk, namespace, name);
+    if (gone) this.onRemoved(def, gone, propagation);
+  }
+
+  private finishNamespace(name: string): void {
+    if (this.closed) return;
+    for (const def of this.servedByStore()) {
+      if (!def.namespaced) continue;
+      for (const o of this.store.list(storeKey(def), name)) this.removeInternal(def, name, meta(o).name ?? '');
+    }
+    const left = this.servedByStore().some((d) => d.namespaced && this.store.list(storeKey(d), name).length > 0);
+    if (left) {
+      // Objects with finalizers hold the namespace in Terminating, as in kube.
+      setTimeout(() => this.finishNamespace(name), 100).unref();
+      return;
+    }
+    const gone = this.store.remove(NS_SK, '', name);
+    if (gone) this.onRemoved(this.registry.get('', 'v1', 'namespaces')!, gone, 'Background');
+  }
+
+  /** One def per store (CRDs with several versions share one). */
+  private servedByStore(): ResourceDef[] {
+    const seen = new Map<string, ResourceDef>();
+    for (const d of this.registry.all()) if (!seen.has(storeKey(d))) seen.set(storeKey(d), d);
+    return [...seen.values()];
+  }
+
+  // ---- hooks: CRDs, garbage collection -----------------------------------
+
+  private afterWrite(def: ResourceDef, obj: Obj, _old: Obj | undefined): void {
+    if (storeKey(def) === CRD_SK) this.registry.setCrd(meta(obj).name ?? '', defsFromCrd(obj));
+    if ((meta(obj).ownerReferences ?? []).length > 0) this.enqueueGc(storeKey(def), objKey(meta(obj).namespace ?? '', meta(obj).name ?? ''));
+  }
+
+  private onRemoved(def: ResourceDef, gone: Obj, propagation: string): void {
+    const m = meta(gone);
+    if (storeKey(def) === CRD_SK) {
+      const defs = this.registry.removeCrd(m.name ?? '');
+      const first = defs[0];
+      if (first) {
+        const sk = storeKey(first);
+        for (const o of this.store.list(sk)) this.store.remove(sk, meta(o).namespace ?? '', meta(o).name ?? '');
+        this.store.dropBucket(sk);
+      }
+    }
+    if (!m.uid) return;
+    // Dependents are found by scanning: deletions are rare next to writes,
+    // and a scan keeps no index to go stale.
+    for (const d of this.servedByStore()) {
+      for (const o of this.store.list(storeKey(d))) {
+        const refs = meta(o).ownerReferences ?? [];
+        if (!refs.some((r) => r.uid === m.uid)) continue;
+        if (propagation === 'Orphan') {
+          const copy = clone(o);
+          meta(copy).ownerReferences = refs.filter((r) => r.uid !== m.uid);
+          this.store.put(storeKey(d), copy);
+        } else this.enqueueGc(storeKey(d), objKey(meta(o).namespace ?? '', meta(o).name ?? ''));
+      }
+    }
+  }
+
+  private enqueueGc(sk: string, key: string): void {
+    this.gcQueue.add(`${sk}\u0000${key}`);
+    // Background collection, like the garbage collector controller: a
+    // short delay so an owner created just after its dependent is seen.
+    this.gcTimer ??= setTimeout(() => this.runGc(), 20);
+  }
+
+  private runGc(): void {
+    this.gcTimer = undefined;
+    if (this.closed) return;
+    const items = [...this.gcQueue];
+    this.gcQueue.clear();
+    for (const item of items) {
+      const [sk, key] = item.split('\u0000') as [string, string];
+      const o = this.store.get(sk, key);
+      if (!o) continue;
+      const m = meta(o);
+      const refs = m.ownerReferences ?? [];
+      if (refs.length === 0) continue;
+      const ownerAlive = refs.some((r) => {
+        const ownerDef = this.registry.byKind(r.apiVersion, r.kind);
+        if (!ownerDef) return true; // unresolvable kind: never collect on a guess
+        const owner = this.store.byUid(r.uid);
+        if (!owner) return false;
+        const om = meta(owner);
+        return om.name === r.name && (!ownerDef.namespaced || om.namespace === m.namespace);
+      });
+      if (ownerAlive) continue;
+      const def = this.servedByStore().find((d) => storeKey(d) === sk);
+      if (def) this.removeInternal(def, m.namespace ?? '', m.name ?? '');
+    }
+  }
+}

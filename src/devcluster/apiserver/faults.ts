@@ -1,0 +1,78 @@
+/**
+ * Fault injection for failover tests: added latency, a fraction of requests
+ * failing with 500/429, dropping open watches, and cutting a user off (its
+ * sockets destroyed, new requests hung up on).
+ */
+export interface FaultScope { user?: string }
+
+interface ErrorRule { fraction: number; code: 500 | 429; user?: string; verbs?: string[] }
+
+export class Faults {
+  private latency: { ms: number; user?: string }[] = [];
+  private errorRules: ErrorRule[] = [];
+  private readonly cut = new Set<string>();
+
+  constructor(
+    private readonly hooks: { dropWatches(user?: string): void; dropConnections(user: string): void },
+    private readonly random: () => number = Math.random,
+  ) {}
+
+  setLatency(ms: number, scope: FaultScope = {}): void {
+    this.latency = this.latency.filter((l) => l.user !== scope.user);
+    if (ms > 0) this.latency.push(scope.user === undefined ? { ms } : { ms, user: scope.user });
+  }
+
+  setErrorRate(fraction: number, code: 500 | 429, scope: FaultScope & { verbs?: string[] } = {}): void {
+    this.errorRules = this.errorRules.filter((r) => r.user !== scope.user);
+    if (fraction > 0) {
+      const rule: ErrorRule = { fraction, code };
+      if (scope.user !== undefined) rule.user = scope.user;
+      if (scope.verbs) rule.verbs = scope.verbs;
+      this.errorRules.push(rule);
+    }
+  }
+
+  dropWatches(scope: FaultScope = {}): void {
+    this.hooks.dropWatches(scope.user);
+  }
+
+  cutOff(user: string): void {
+    this.cut.add(user);
+    this.hooks.dropConnections(user);
+  }
+
+  restore(user?: string): void {
+    if (user === undefined) this.cut.clear();
+    else this.cut.delete(user);
+  }
+
+  clear(): void {
+    this.latency = [];
+    this.errorRules = [];
+    this.cut.clear();
+  }
+
+  isCutOff(user: string): boolean {
+    return this.cut.has(user);
+  }
+
+  latencyFor(user: string): number {
+    let ms = 0;
+    for (const l of this.latency) if (l.user === undefined || l.user === user) ms = Math.max(ms, l.ms);
+    return ms;
+  }
+
+  /** The status code to fail this request with, if any. */
+  errorFor(user: string, verb: string): 500 | 429 | undefined {
+    for (const r of this.errorRules) {
+      if (r.user !== undefined && r.user !== user) continue;
+      if (r.verbs && !r.verbs.includes(verb)) continue;
+      if (this.random() < r.fraction) return r.code;
+    }
+    return undefined;
+  }
+
+  snapshot(): object {
+    return { latency: this.latency, errorRates: this.errorRules, cutOff: [...this.cut] };
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * The embedded Kubernetes API server (DESIGN §7): in memory, plain HTTP on
+ * loopback (or HTTPS), bearer-token users, with fault injection and an audit
+ * log for tests. See docs/devcluster-api.md.
+ */
+import type { AddressInfo } from 'node:net';
+import pino, { type Logger } from 'pino';
+import YAML from 'yaml';
+import type { AdmissionHook } from './admission-hook.ts';
+import { AuditLog, type AuditEntry } from './audit.ts';
+import { Users } from './auth.ts';
+import { Cluster, type Reply, type RequestScope } from './cluster.ts';
+import { Faults } from './faults.ts';
+import { dualListener, selfSignedCert } from './listener.ts';
+import { Router } from './router.ts';
+import { errors } from './status.ts';
+import { isPlainObject } from './types.ts';
+
+export type { AdmissionAttributes, AdmissionContext, AdmissionHook, AdmissionOutcome } from './admission-hook.ts';
+export type { AuditEntry } from './audit.ts';
+
+export interface ApiServerOptions {
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** @default 0 (an ephemeral port) */
+  port?: number;
+  admission?: AdmissionHook;
+  /** Events retained for watches resuming from a resourceVersion; older is 410 Expired. @default 10000 */
+  historyLimit?: number;
+  /** Interval of BOOKMARK events on watches that allow them. @default 60000 (kube sends about one a minute) */
+  bookmarkIntervalMs?: number;
+  tls?: { cert: string; key: string };
+  logger?: Logger;
+  /** Namespaces present from the start, as on a fresh cluster. @default ['default','kube-system','kube-public','kube-node-lease'] */
+  namespaces?: string[];
+}
+
+export interface ApiServerFaults {
+  setLatency(ms: number, scope?: { user?: string }): void;
+  setErrorRate(fraction: number, code: 500 | 429, scope?: { user?: string; verbs?: string[] }): void;
+  dropWatches(scope?: { user?: string }): void;
+  cutOff(user: string): void;
+  restore(user?: string): void;
+  clear(): void;
+}
+
+export interface ApiServer {
+  /** http://127.0.0.1:PORT (https:// with `tls`). */
+  url: string;
+  /** https://127.0.0.1:PORT: the same port speaks TLS too (kubectl sends tokens only over TLS). */
+  httpsUrl: string;
+  /** PEM of the serving certificate (self-signed, SANs localhost/127.0.0.1/::1, unless `tls` was given). */
+  caCert: string;
+  /** Token of the built-in `admin` user (group system:masters); the only one allowed on /_portal. */
+  adminToken: string;
+  addUser(name: string, groups?: string[]): string;
+  /** A kubeconfig (YAML) for `user` (created if unknown), usable by kubectl and client-node. */
+  kubeConfig(user: string): string;
+  faults: ApiServerFaults;
+  auditLog(): AuditEntry[];
+  close(): Promise<void>;
+}
+
+const ADMIN = 'admin';
+
+function sideApi(faults: Faults, audit: AuditLog, users: Users): (method: string, path: string, body: unknown) => Promise<Reply> {
+  return async (method, path, body) => {
+    const b = isPlainObject(body) ? body : {};
+    const scope = (): { user?: string } => (typeof b['user'] === 'string' ? { user: b['user'] } : {});
+    if (method === 'GET' && path === '/_portal/audit') return { code: 200, body: audit.all() };
+    if (method === 'GET' && path === '/_portal/faults') return { code: 200, body: faults.snapshot() };
+    if (method === 'POST' && path === '/_portal/users') {
+      if (typeof b['name'] !== 'string') throw errors.badRequest('name is required');
+      const groups = Array.isArray(b['groups']) ? b['groups'].map(String) : [];
+      return { code: 201, body: { name: b['name'], token: users.add(b['name'], groups) } };
+    }
+    if (method === 'POST' && path === '/_portal/faults') {
+      switch (b['action']) {
+        case 'latency': faults.setLatency(Number(b['ms'] ?? 0), scope()); break;
+        case 'errorRate': {
+          const code = b['code'] === 429 ? 429 : 500;
+          const verbs = Array.isArray(b['verbs']) ? b['verbs'].map(String) : undefined;
+          faults.setErrorRate(Number(b['fraction'] ?? 0), code, verbs ? { ...scope(), verbs } : scope());
+          break;
+        }
+        case 'dropWatches': faults.dropWatches(scope()); break;
+        case 'cutOff':
+          if (typeof b['user'] !== 'string') throw errors.badRequest('user is required');
+          faults.cutOff(b['user']);
+          break;
+        case 'restore': faults.restore(scope().user); break;
+        case 'clear': faults.clear(); break;
+        default: throw errors.badRequest(`unknown action ${JSON.stringify(b['action'])}: latency | errorRate | dropWatches | cutOff | restore | clear`);
+      }
+      return { code: 200, body: faults.snapshot() };
+    }
+    throw errors.notFound('_portal', '', path);
+  };
+}
+
+export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiServer> {
+  const logger = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'apiserver' });
+  const abort = new AbortController();
+  const cluster = new Cluster(opts.historyLimit ?? 10_000, opts.admission, abort.signal);
+  const users = new Users();
+  const adminToken = users.add(ADMIN, ['system:masters']);
+  const audit = new AuditLog();
+  let address = '';
+  // eslint-disable-next-line prefer-const
+  let router: Router;
+  const faults = new Faults({ dropWatches: (u) => router.dropWatches(u), dropConnections: (u) => router.dropConnections(u) });
+  router = new Router({
+    cluster, users, faults, audit, logger, adminUser: ADMIN,
+    bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000,
+    serverAddress: () => address,
+    side: sideApi(faults, audit, users),
+  });
+  const system = { username: ADMIN, uid: 'admin', groups: ['system:masters'] };
+  const nsDef = cluster.registry.get('', 'v1', 'namespaces')!;
+  for (const name of opts.namespaces ?? ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
+    const s: RequestScope = { def: nsDef, namespace: '', name: '', subresource: '', user: system, query: new URLSearchParams(), warnings: [] };
+    await cluster.create(s, { metadata: { name } }, { skipAdmission: true });
+  }
+
+  const handler = router.handle.bind(router);
+  const listener = dualListener(handler, opts.tls ?? (await selfSignedCert()));
+  await listener.listen(opts.port ?? 0, opts.host ?? '127.0.0.1');
+  const addr = listener.net.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  address = `${host}:${addr.port}`;
+  const url = `${opts.tls ? 'https' : 'http'}://${address}`;
+  const httpsUrl = `https://${address}`;
+  logger.info({ url }, 'embedded apiserver listening');
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    httpsUrl,
+    caCert: listener.cert,
+    adminToken,
+    addUser: (name, groups) => users.add(name, groups),
+    kubeConfig(user) {
+      const token = users.tokenFor(user) ?? users.add(user);
+      return YAML.stringify({
+        apiVersion: 'v1', kind: 'Config',
+        clusters: [{ name: 'portal-dev', cluster: { server: httpsUrl, 'certificate-authority-data': Buffer.from(listener.cert).toString('base64') } }],
+        users: [{ name: user, user: { token } }],
+        contexts: [{ name: 'portal-dev', context: { cluster: 'portal-dev', user, namespace: 'default' } }],
+        'current-context': 'portal-dev',
+        preferences: {},
+      });
+    },
+    faults: {
+      setLatency: (ms, scope) => faults.setLatency(ms, scope),
+      setErrorRate: (fraction, code, scope) => faults.setErrorRate(fraction, code, scope),
+      dropWatches: (scope) => faults.dropWatches(scope),
+      cutOff: (user) => faults.cutOff(user),
+      restore: (user) => faults.restore(user),
+      clear: () => faults.clear(),
+    },
+    auditLog: () => audit.all(),
+    close() {
+      closing ??= (async () => {
+        abort.abort();
+        cluster.close();
+        router.dropWatches();
+        const done = new Promise<void>((resolve) => listener.net.close(() => resolve()));
+        for (const s of listener.sockets) s.destroy();
+        await done;
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,325 @@
+/**
+ * HTTP front: authentication, fault injection, path parsing and dispatch to
+ * the cluster, watch, discovery, OpenAPI and the `/_portal` side API.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import type { AuditLog } from './audit.ts';
+import type { Users } from './auth.ts';
+import type { Cluster, Reply, RequestScope } from './cluster.ts';
+import { apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
+import { evict } from './eviction.ts';
+import type { Faults } from './faults.ts';
+import { OPENAPI_V2_CONTENT_TYPE, OPENAPI_V2_PROTOBUF, openapiV3Doc, openapiV3Index } from './openapi.ts';
+import type { ResourceDef } from './registry.ts';
+import { ApiError, errors } from './status.ts';
+import { toTable, wantsTable } from './table.ts';
+import { isPlainObject, meta, type Obj, type UserInfo } from './types.ts';
+import { serveWatch, type ActiveWatch } from './watch.ts';
+
+/** kube-apiserver's request body limit (3 MiB). */
+const MAX_BODY = 3 * 1024 * 1024;
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+
+export interface RouterDeps {
+  cluster: Cluster;
+  users: Users;
+  faults: Faults;
+  audit: AuditLog;
+  logger: Logger;
+  bookmarkIntervalMs: number;
+  serverAddress: () => string;
+  adminUser: string;
+  /** Side API handler for /_portal (already authenticated as admin). */
+  side: (method: string, path: string, body: unknown) => Promise<Reply>;
+}
+
+function warningHeader(w: string): string {
+  return `299 - "${w.replace(/[\\"]/g, (c) => `\\${c}`).replace(/[\r\n]/g, ' ')}"`;
+}
+
+export function sendJson(res: ServerResponse, code: number, body: unknown, warnings: string[] = []): void {
+  if (res.headersSent || res.destroyed) return;
+  const data = JSON.stringify(body);
+  const headers: Record<string, string | string[] | number> = {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(data),
+    'Cache-Control': 'no-cache, private',
+  };
+  if (warnings.length) headers['Warning'] = warnings.map(warningHeader);
+  if (code === 429 || code === 500) {
+    const retry = isPlainObject(body) && isPlainObject(body['details']) ? body['details']['retryAfterSeconds'] : undefined;
+    if (typeof retry === 'number') headers['Retry-After'] = String(retry);
+  }
+  res.writeHead(code, headers);
+  res.end(data);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        reject(new ApiError(413, 'RequestEntityTooLarge', 'Request entity too large: limit is 3145728'));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+interface Parsed { def: ResourceDef; namespace: string; name: string; subresource: string }
+
+export class Router {
+  readonly watches = new Set<ActiveWatch>();
+  private readonly sockets = new Map<string, Set<Socket>>();
+
+  constructor(private readonly d: RouterDeps) {}
+
+  dropWatches(user?: string): void {
+    for (const w of [...this.watches]) if (user === undefined || w.user === user) w.close();
+  }
+
+  dropConnections(user: string): void {
+    for (const s of this.sockets.get(user) ?? []) s.destroy();
+    this.dropWatches(user);
+  }
+
+  private track(user: string, socket: Socket): void {
+    let set = this.sockets.get(user);
+    if (!set) {
+      set = new Set();
+      this.sockets.set(user, set);
+    }
+    if (set.has(socket)) return;
+    set.add(socket);
+    socket.once('close', () => set.delete(socket));
+  }
+
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    this.route(req, res).catch((e: unknown) => {
+      if (e instanceof ApiError) sendJson(res, e.code, e.toStatus());
+      else {
+        this.d.logger.error({ err: e }, 'apiserver request failed');
+        sendJson(res, 500, errors.internal((e as Error).message).toStatus());
+      }
+    });
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const path = url.pathname.replace(/\/+$/, '') || '/';
+    const method = req.method ?? 'GET';
+    if (path === '/healthz' || path === '/readyz' || path === '/livez') {
+      res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end('ok');
+      return;
+    }
+    const user = this.d.users.authenticate(req.headers.authorization);
+    if (!user) {
+      sendJson(res, 401, errors.unauthorized().toStatus());
+      return;
+    }
+    if (path.startsWith('/_portal/')) {
+      if (user.username !== this.d.adminUser) {
+        sendJson(res, 403, new ApiError(403, 'Forbidden', 'the /_portal side API needs the admin token').toStatus());
+        return;
+      }
+      const raw = method === 'GET' ? '' : await readBody(req);
+      let body: unknown = null;
+      try {
+        body = raw ? JSON.parse(raw) : null;
+      } catch {
+        throw errors.badRequest('body is not JSON');
+      }
+      const r = await this.d.side(method, path, body);
+      sendJson(res, r.code, r.body);
+      return;
+    }
+    if (this.d.faults.isCutOff(user.username)) {
+      req.socket.destroy();
+      return;
+    }
+    this.track(user.username, req.socket);
+    const latency = this.d.faults.latencyFor(user.username);
+    if (latency > 0) await new Promise((r) => setTimeout(r, latency));
+    if (this.d.faults.isCutOff(user.username)) {
+      req.socket.destroy();
+      return;
+    }
+    await this.dispatch(req, res, method, path, url.searchParams, user);
+  }
+
+  private async dispatch(req: IncomingMessage, res: ServerResponse, method: string, path: string, query: URLSearchParams, user: UserInfo): Promise<void> {
+    const reg = this.d.cluster.registry;
+    if (path === '/version') return sendJson(res, 200, VERSION_INFO);
+    if (path === '/api') return sendJson(res, 200, apiVersions(this.d.serverAddress()));
+    if (path === '/apis') return sendJson(res, 200, apiGroupList(reg));
+    if (path === '/openapi/v3') return sendJson(res, 200, openapiV3Index(reg));
+    if (path === '/openapi/v2') {
+      if ((req.headers.accept ?? '').includes('protobuf')) {
+        res.writeHead(200, { 'Content-Type': OPENAPI_V2_CONTENT_TYPE, 'Content-Length': OPENAPI_V2_PROTOBUF.length });
+        res.end(OPENAPI_V2_PROTOBUF);
+        return;
+      }
+      return sendJson(res, 200, { swagger: '2.0', info: { title: 'Kubernetes', version: 'v1.35.0' }, paths: {}, definitions: {} });
+    }
+    const oa = path.match(/^\/openapi\/v3\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))$/);
+    if (oa) {
+      const doc = oa[1] ? openapiV3Doc(reg, '', 'v1') : openapiV3Doc(reg, oa[2]!, oa[3]!);
+      if (doc) return sendJson(res, 200, doc);
+    }
+    const m = path.match(/^\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))(?:\/(.*))?$/);
+    const g = path.match(/^\/apis\/([^/]+)$/);
+    if (g) {
+      const group = apiGroupList(reg)['groups'] as Obj[];
+      const found = group.find((x) => x['name'] === g[1]);
+      if (found) return sendJson(res, 200, { kind: 'APIGroup', apiVersion: 'v1', ...found });
+    }
+    if (!m) return sendJson(res, 404, new ApiError(404, 'NotFound', 'the server could not find the requested resource').toStatus());
+    const group = m[1] ? '' : m[2]!;
+    const version = m[1] ?? m[3]!;
+    const rest = m[4] ? m[4].split('/').map(decodeURIComponent) : [];
+    if (rest.length === 0) {
+      const list = apiResourceList(reg, group, version);
+      if (list) return sendJson(res, 200, list);
+      return sendJson(res, 404, new ApiError(404, 'NotFound', 'the server could not find the requested resource').toStatus());
+    }
+    const parsed = this.parse(group, version, rest);
+    if (!parsed) return sendJson(res, 404, new ApiError(404, 'NotFound', 'the server could not find the requested resource').toStatus());
+    const scope: RequestScope = { ...parsed, user, query, warnings: [] };
+    const verb = this.verb(method, scope);
+    const failWith = this.d.faults.errorFor(user.username, verb);
+    if (failWith === 500) return sendJson(res, 500, errors.internal('injected fault').toStatus());
+    if (failWith === 429) return sendJson(res, 429, errors.tooManyRequests('Too many requests, please try again later.').toStatus());
+    let reply: Reply | undefined;
+    try {
+      reply = await this.serve(req, res, verb, scope);
+    } catch (e) {
+      if (WRITE_VERBS.has(verb)) this.record(verb, scope, e instanceof ApiError ? e.code : 500, undefined);
+      if (e instanceof ApiError) {
+        sendJson(res, e.code, e.toStatus(), scope.warnings);
+        return;
+      }
+      throw e;
+    }
+    if (!reply) return;
+    if (WRITE_VERBS.has(verb)) this.record(verb, scope, reply.code, reply.body);
+    sendJson(res, reply.code, reply.body, scope.warnings);
+  }
+
+  private record(verb: string, s: RequestScope, code: number, body: unknown): void {
+    const rv = isPlainObject(body) && isPlainObject(body['metadata']) ? String(body['metadata']['resourceVersion'] ?? '') : '';
+    this.d.audit.record({
+      verb, resource: s.def.resource, subresource: s.subresource, namespace: s.def.namespaced ? s.namespace : '', name: s.name,
+      user: s.user.username, resourceVersion: rv, code, time: new Date().toISOString(),
+    });
+  }
+
+  private parse(group: string, version: string, rest: string[]): Parsed | undefined {
+    const reg = this.d.cluster.registry;
+    let namespace = '';
+    let segs = rest;
+    // /namespaces/{ns}/{resource}... except the namespaces resource itself (/namespaces/{name}[/status]).
+    if (segs[0] === 'namespaces' && segs.length >= 3 && !(group === '' && (segs[2] === 'status' || segs[2] === 'finalize') && segs.length === 3)) {
+      namespace = segs[1]!;
+      segs = segs.slice(2);
+    }
+    const def = reg.get(group, version, segs[0]!);
+    if (!def) return undefined;
+    if (namespace && !def.namespaced) return undefined;
+    const name = segs[1] ?? '';
+    const subresource = segs[2] ?? '';
+    if (segs.length > 3) return undefined;
+    if (subresource === 'status' && !def.hasStatus) return undefined;
+    if (subresource === 'eviction' && !def.hasEviction) return undefined;
+    if (subresource && subresource !== 'status' && subresource !== 'eviction') return undefined;
+    return { def, namespace, name, subresource };
+  }
+
+  private verb(method: string, s: RequestScope): string {
+    switch (method) {
+      case 'GET':
+        if (s.name) return 'get';
+        return s.query.get('watch') === 'true' || s.query.get('watch') === '1' ? 'watch' : 'list';
+      case 'POST': return 'create';
+      case 'PUT': return 'update';
+      case 'PATCH': return 'patch';
+      case 'DELETE': return s.name ? 'delete' : 'deletecollection';
+      default: return method.toLowerCase();
+    }
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse, verb: string, s: RequestScope): Promise<Reply | undefined> {
+    const c = this.d.cluster;
+    const accept = req.headers.accept;
+    const includeObject = s.query.get('includeObject') ?? 'PartialObjectMetadata';
+    const body = async (): Promise<unknown> => {
+      const raw = await readBody(req);
+      if (!raw) return undefined;
+      try {
+        return JSON.parse(raw);
+      } catch (e) {
+        throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
+      }
+    };
+    switch (verb) {
+      case 'get': {
+        const o = c.get(s);
+        return { code: 200, body: wantsTable(accept) ? toTable(s.def, [o], { resourceVersion: meta(o).resourceVersion }, includeObject) : o };
+      }
+      case 'list': {
+        const list = c.list(s);
+        if (!wantsTable(accept)) return { code: 200, body: list };
+        const items = c.list({ ...s, def: { ...s.def, builtin: false } })['items'] as Obj[];
+        return { code: 200, body: toTable(s.def, items, list['metadata'] as Obj, includeObject) };
+      }
+      case 'watch': {
+        const table = wantsTable(accept);
+        const w = serveWatch(c, s, res, {
+          bookmarkIntervalMs: this.d.bookmarkIntervalMs,
+          render: (def, o) => (table ? toTable(def, [o], { resourceVersion: meta(o).resourceVersion }, includeObject) : o),
+        }, () => this.watches.delete(w));
+        if (!res.writableEnded) this.watches.add(w);
+        return undefined;
+      }
+      case 'create':
+        if (s.subresource === 'eviction') {
+          return evict(c, s, await body(), async (eviction) => {
+            await this.admitEviction(s, eviction);
+          });
+        }
+        if (s.name) throw errors.methodNotAllowed();
+        return c.create(s, await body());
+      case 'update':
+        if (!s.name) throw errors.methodNotAllowed();
+        return c.update(s, await body());
+      case 'patch':
+        if (!s.name) throw errors.methodNotAllowed();
+        return c.patch(s, await readBody(req), req.headers['content-type'] ?? '');
+      case 'delete':
+        return c.delete(s, await body());
+      case 'deletecollection': {
+        const opts = await body();
+        const list = c.list(s)['items'] as Obj[];
+        for (const o of list) {
+          const m = meta(o);
+          await c.delete({ ...s, namespace: m.namespace ?? '', name: m.name ?? '' }, opts);
+        }
+        return { code: 200, body: { ...c.list({ ...s, query: new URLSearchParams() }), items: list } };
+      }
+      default:
+        throw errors.methodNotAllowed();
+    }
+  }
+
+  private async admitEviction(s: RequestScope, eviction: Obj): Promise<void> {
+    await this.d.cluster.admitSubresource(s, 'CREATE', eviction, { group: 'policy', version: 'v1', kind: 'Eviction' });
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` responses, which
+ * `kubectl get` asks for: Name, the printer columns, Age.
+ */
+import type { PrinterColumn, ResourceDef } from './registry.ts';
+import { isPlainObject, meta, type Obj } from './types.ts';
+
+export function wantsTable(accept: string | undefined): boolean {
+  return !!accept && /as=Table/.test(accept.split(',')[0] ?? '');
+}
+
+/** Human age as kubectl prints it (duration.HumanDuration, simplified). */
+export function humanAge(ts: unknown, now = Date.now()): string {
+  if (typeof ts !== 'string') return '<unknown>';
+  const s = Math.max(0, Math.floor((now - Date.parse(ts)) / 1000));
+  if (s < 120) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 10) return `${m}m${s % 60 ? `${s % 60}s` : ''}`;
+  if (m < 180) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h`;
+  return `${Math.floor(h / 24)}d`;
+}
+
+/** A `.a.b[0].c` JSONPath (the subset printer columns use). */
+function evalPath(o: unknown, path: string): unknown {
+  const parts = path.replace(/^\{?\.?/, '').replace(/\}$/, '').split(/\.|\[(\d+)\]/).filter((p) => p !== undefined && p !== '');
+  let cur = o;
+  for (const p of parts) {
+    if (Array.isArray(cur)) cur = cur[Number(p)];
+    else if (isPlainObject(cur)) cur = cur[p];
+    else return undefined;
+  }
+  return cur;
+}
+
+function cell(col: PrinterColumn, o: Obj): unknown {
+  const v = evalPath(o, col.jsonPath);
+  if (col.type === 'date') return v === undefined ? '<unknown>' : humanAge(v);
+  if (v === undefined || v === null) return col.type === 'string' ? '' : null;
+  return typeof v === 'object' ? JSON.stringify(v) : v;
+}
+
+function columnDefs(def: ResourceDef): Obj[] {
+  return [
+    { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
+    ...def.columns.map((c) => ({ name: c.name, type: c.type === 'date' ? 'string' : c.type, format: c.format ?? '', description: c.description ?? '', priority: c.priority ?? 0 })),
+  ];
+}
+
+function row(def: ResourceDef, o: Obj, includeObject: string): Obj {
+  const m = meta(o);
+  const object = includeObject === 'Object' ? o
+    : includeObject === 'None' ? undefined
+      : { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: m };
+  const r: Obj = { cells: [m.name, ...def.columns.map((c) => cell(c, o))] };
+  if (object) r['object'] = object;
+  return r;
+}
+
+export function toTable(def: ResourceDef, items: Obj[], listMeta: Obj, includeObject: string, withColumns = true): Obj {
+  const t: Obj = { kind: 'Table', apiVersion: 'meta.k8s.io/v1', metadata: listMeta, rows: items.map((o) => row(def, o, includeObject)) };
+  if (withColumns) t['columnDefinitions'] = columnDefs(def);
+  return t;
+}

@@ -1,0 +1,93 @@
+/**
+ * Watch streams: newline-delimited JSON events over a chunked response,
+ * resuming from a resourceVersion (410 Expired when it is older than the
+ * retained history), synthetic ADDED events for RV unset/"0", periodic
+ * bookmarks, timeoutSeconds, and selector transitions (an object that stops
+ * matching is sent as DELETED, one that starts matching as ADDED).
+ */
+import type { ServerResponse } from 'node:http';
+import { present, type Cluster, type RequestScope } from './cluster.ts';
+import { groupVersion, storeKey, type ResourceDef } from './registry.ts';
+import { errors } from './status.ts';
+import type { StoreEvent } from './store.ts';
+import { meta, type Obj } from './types.ts';
+
+export interface WatchOptions {
+  bookmarkIntervalMs: number;
+  /** Converts an object for the wire (e.g. to a Table row); identity by default. */
+  render: (def: ResourceDef, o: Obj) => unknown;
+}
+
+export interface ActiveWatch {
+  user: string;
+  close(): void;
+}
+
+export function serveWatch(cluster: Cluster, s: RequestScope, res: ServerResponse, opts: WatchOptions, onClose: () => void): ActiveWatch {
+  const def = s.def;
+  const match = cluster.filter(s);
+  const inScope = (o: Obj): boolean => !def.namespaced || !s.namespace || meta(o).namespace === s.namespace;
+  const rvParam = s.query.get('resourceVersion');
+  const bookmarks = s.query.get('allowWatchBookmarks') === 'true';
+  const timeout = Number(s.query.get('timeoutSeconds') ?? '0');
+
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
+  res.flushHeaders();
+  let closed = false;
+  const send = (type: string, object: unknown): void => {
+    if (!closed) res.write(`${JSON.stringify({ type, object })}\n`);
+  };
+  const emit = (ev: StoreEvent): void => {
+    const now = inScope(ev.object) && match(ev.object);
+    const before = ev.old !== undefined && inScope(ev.old) && match(ev.old);
+    let type: string | undefined;
+    if (ev.type === 'ADDED') type = now ? 'ADDED' : undefined;
+    else if (ev.type === 'DELETED') type = before ? 'DELETED' : undefined;
+    else if (now && before) type = 'MODIFIED';
+    else if (now) type = 'ADDED';
+    else if (before) type = 'DELETED';
+    if (type) send(type, opts.render(def, present(def, ev.object)));
+  };
+
+  const timers: NodeJS.Timeout[] = [];
+  let unsubscribe = (): void => {};
+  const close = (): void => {
+    if (closed) return;
+    closed = true;
+    unsubscribe();
+    for (const t of timers) clearTimeout(t);
+    res.end();
+    onClose();
+  };
+  res.on('close', close);
+
+  if (!rvParam || rvParam === '0') {
+    for (const o of cluster.store.list(storeKey(def), def.namespaced && s.namespace ? s.namespace : undefined)) {
+      if (match(o)) send('ADDED', opts.render(def, present(def, o)));
+    }
+  } else {
+    const rv = Number(rvParam);
+    if (!Number.isInteger(rv) || rv < 0) {
+      send('ERROR', errors.badRequest(`invalid resource version: ${rvParam}`).toStatus());
+      close();
+      return { user: s.user.username, close };
+    }
+    const backlog = cluster.store.since(storeKey(def), rv);
+    if (!backlog) {
+      send('ERROR', errors.expired(`too old resource version: ${rv} (${cluster.store.compactedRv() + 1})`).toStatus());
+      close();
+      return { user: s.user.username, close };
+    }
+    for (const ev of backlog) emit(ev);
+  }
+  unsubscribe = cluster.store.subscribe(storeKey(def), emit);
+  if (bookmarks) {
+    const tick = (): void => {
+      send('BOOKMARK', { kind: def.kind, apiVersion: groupVersion(def), metadata: { resourceVersion: String(cluster.store.currentRv()) } });
+      timers[0] = setTimeout(tick, opts.bookmarkIntervalMs);
+    };
+    timers[0] = setTimeout(tick, opts.bookmarkIntervalMs);
+  }
+  if (timeout > 0) timers.push(setTimeout(close, timeout * 1000));
+  return { user: s.user.username, close };
+}

@@ -1,0 +1,126 @@
+/**
+ * One HTTPS POST of an AdmissionReview, as kube-apiserver's webhook client
+ * makes it: HTTP/1.1, `Content-Type: application/json`, `?timeout=Ns`, the
+ * server certificate verified against `caBundle` (system roots without one)
+ * for the host name of the URL — for service references the DNS name
+ * `<svc>.<ns>.svc`, whatever address it is actually reached at.
+ */
+import https from 'node:https';
+import { isIP } from 'node:net';
+import { checkServerIdentity } from 'node:tls';
+
+/**
+ * kube-apiserver does not cap webhook responses explicitly; an
+ * AdmissionReview response carries no object, so 3 MiB (the apiserver's own
+ * request body limit) is far beyond any honest answer and still bounded.
+ */
+const MAX_RESPONSE_BYTES = 3 * 1024 * 1024;
+
+export interface WebhookTarget {
+  /** The URL kube-apiserver would use (messages, Host header, certificate name). */
+  url: URL;
+  /** Where to connect; defaults to the URL's host and port. */
+  connect?: { host: string; port: number };
+}
+
+export interface PostOptions {
+  target: WebhookTarget;
+  /** PEM CA bundle (decoded caBundle); system roots when absent. */
+  ca: string | undefined;
+  body: string;
+  timeoutMs: number;
+  signal: AbortSignal;
+  agent: https.Agent;
+}
+
+/** A failure to get a decodable answer: kube's `ErrCallingWebhook` reason. */
+export class WebhookCallError extends Error {
+  override readonly name = 'WebhookCallError';
+}
+
+/** Resolves with the decoded JSON body of a 2xx answer; rejects with a WebhookCallError. */
+export function postAdmissionReview(opts: PostOptions): Promise<unknown> {
+  const { url } = opts.target;
+  const hostname = url.hostname.replace(/^\[|\]$/g, '');
+  const port = url.port ? Number(url.port) : 443;
+  const connectHost = opts.target.connect?.host ?? hostname;
+  const connectPort = opts.target.connect?.port ?? port;
+  const shown = `Post "${url.href}"`;
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const fail = (reason: string): void => {
+      if (settled) return;
+      settled = true;
+      reject(new WebhookCallError(`failed to call webhook: ${reason}`));
+    };
+    const req = https.request({
+      method: 'POST',
+      host: connectHost,
+      port: connectPort,
+      path: `${url.pathname}${url.search}`,
+      // SNI and certificate verification use the URL's name, not the address
+      // we connect to (SNI must not be an IP address).
+      ...(isIP(hostname) === 0 ? { servername: hostname } : {}),
+      checkServerIdentity: (_host, cert) => checkServerIdentity(hostname, cert),
+      headers: {
+        host: url.host,
+        'content-type': 'application/json',
+        accept: 'application/json, */*',
+        'content-length': Buffer.byteLength(opts.body),
+      },
+      ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
+      minVersion: 'TLSv1.2',
+      agent: opts.agent,
+    });
+    const timer = setTimeout(() => req.destroy(new Error('context deadline exceeded')), opts.timeoutMs);
+    const onAbort = (): void => {
+      req.destroy(new Error('context canceled'));
+    };
+    opts.signal.addEventListener('abort', onAbort, { once: true });
+    const cleanup = (): void => {
+      clearTimeout(timer);
+      opts.signal.removeEventListener('abort', onAbort);
+    };
+    req.on('error', (err) => {
+      cleanup();
+      fail(`${shown}: ${err.message}`);
+    });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_RESPONSE_BYTES) {
+          req.destroy(new Error(`response body larger than ${MAX_RESPONSE_BYTES} bytes`));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      res.on('error', (err) => {
+        cleanup();
+        fail(`${shown}: ${err.message}`);
+      });
+      res.on('end', () => {
+        cleanup();
+        const text = Buffer.concat(chunks).toString('utf8');
+        const code = res.statusCode ?? 0;
+        if (code < 200 || code > 299) {
+          fail(
+            text.trim() === ''
+              ? `the server responded with the status code ${code} but did not return more information`
+              : `an error on the server (${JSON.stringify(text.slice(0, 256))}) has prevented the request from succeeding (status ${code})`,
+          );
+          return;
+        }
+        try {
+          const decoded: unknown = JSON.parse(text);
+          settled = true;
+          resolve(decoded);
+        } catch (err) {
+          fail(`couldn't decode the response: ${(err as Error).message}`);
+        }
+      });
+    });
+    req.end(opts.body);
+  });
+}

@@ -1,0 +1,81 @@
+/**
+ * Feeds PortalClusterRule (cluster) and PortalRule (all namespaces) objects
+ * from two ResilientInformers into a rule set. Ready only once both informers
+ * have synced, so admission never evaluates against a partial rule list.
+ */
+import type { Logger } from 'pino';
+import { RULE_API_VERSION, RULE_GROUP, RULE_VERSION, type KubeObject, type PortalRuleObject } from '../policy/types.ts';
+import type { KubeClient } from './client.ts';
+import { ResilientInformer, type InformerConfig, type InformerEvent } from './informer.ts';
+
+/** What the source writes into (src/policy's RuleSet satisfies it). */
+export interface RuleSink {
+  upsert(rule: PortalRuleObject): unknown;
+  remove(key: string): unknown;
+}
+
+/** `name` for cluster rules, `namespace/name` for namespaced ones (as in RuleVerdict.rule). */
+export function defaultRuleKey(rule: Pick<PortalRuleObject, 'metadata'>): string {
+  return rule.metadata.namespace ? `${rule.metadata.namespace}/${rule.metadata.name}` : rule.metadata.name;
+}
+
+export interface RuleInformerSourceOptions extends Pick<InformerConfig, 'staleAfterMs' | 'backoff' | 'watchTimeoutSeconds'> {
+  /** Key function; pass src/policy's `ruleKey`. @default defaultRuleKey */
+  ruleKey?: (rule: PortalRuleObject) => string;
+}
+
+export class RuleInformerSource {
+  readonly clusterRules: ResilientInformer<KubeObject>;
+  readonly namespacedRules: ResilientInformer<KubeObject>;
+  readonly #sink: RuleSink;
+  readonly #key: (rule: PortalRuleObject) => string;
+  readonly #logger: Logger;
+
+  constructor(client: KubeClient, sink: RuleSink, logger: Logger, options: RuleInformerSourceOptions = {}) {
+    const { ruleKey, ...informerOptions } = options;
+    this.#sink = sink;
+    this.#key = ruleKey ?? defaultRuleKey;
+    this.#logger = logger.child({ component: 'rule-source' });
+    const base = `/apis/${RULE_GROUP}/${RULE_VERSION}`;
+    this.clusterRules = new ResilientInformer(
+      client,
+      { name: 'portalclusterrules', path: `${base}/portalclusterrules`, apiVersion: RULE_API_VERSION, kind: 'PortalClusterRule', ...informerOptions },
+      logger,
+    );
+    this.namespacedRules = new ResilientInformer(
+      client,
+      { name: 'portalrules', path: `${base}/portalrules`, apiVersion: RULE_API_VERSION, kind: 'PortalRule', ...informerOptions },
+      logger,
+    );
+    this.clusterRules.onEvent((e) => this.#apply(e));
+    this.namespacedRules.onEvent((e) => this.#apply(e));
+  }
+
+  #apply(event: InformerEvent<KubeObject>): void {
+    const rule = event.object as unknown as PortalRuleObject;
+    try {
+      if (event.type === 'delete') this.#sink.remove(this.#key(rule));
+      else this.#sink.upsert(rule);
+    } catch (err) {
+      // A rule the sink rejects must not stop the stream of the others.
+      this.#logger.error({ err, rule: this.#key(rule) }, 'rule set rejected rule');
+    }
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    await Promise.all([this.clusterRules.start(signal), this.namespacedRules.start(signal)]);
+  }
+
+  async waitForSync(signal?: AbortSignal): Promise<void> {
+    await Promise.all([this.clusterRules.waitForSync(signal), this.namespacedRules.waitForSync(signal)]);
+  }
+
+  /** Both informers have listed at least once (latches). */
+  hasSynced(): boolean {
+    return this.clusterRules.hasSynced() && this.namespacedRules.hasSynced();
+  }
+
+  ready(): boolean {
+    return this.clusterRules.ready() && this.namespacedRules.ready();
+  }
+}

@@ -1,0 +1,454 @@
+/**
+ * LeaderElector: a port of client-go's tools/leaderelection on a
+ * coordination.k8s.io/v1 Lease, plus fencing (see term.ts).
+ *
+ * Differences from client-go, on purpose:
+ * - Followers also WATCH the Lease: a change refreshes observedTime at once and
+ *   a released (holder "") or deleted Lease wakes the acquire loop, so a
+ *   graceful handover takes one round trip instead of up to 2.2 × retryPeriod.
+ * - Every term is a distinct epoch: re-acquiring a Lease that still names this
+ *   identity after a demotion counts as a transition (client-go keeps the
+ *   count), so a write from the earlier term is never mistaken for the new one.
+ * - A leader demotes as soon as a renewal finds another holder, instead of
+ *   retrying until the renew deadline.
+ * - Leadership is lost, never fatal: `run()` campaigns again until its signal
+ *   aborts.
+ * All timing decisions use performance.now(); Lease timestamps are only
+ * written (MicroTime, six digits), never compared with the local clock.
+ */
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { Backoff, sleep } from '../kube/backoff.ts';
+import { apiStatusCode, describeApiError, type KubeClient } from '../kube/client.ts';
+import { ResilientInformer } from '../kube/informer.ts';
+import type { KubeObject } from '../policy/types.ts';
+import { JITTER_FACTOR, safetyMarginMs, validateLeaderElectionConfig, type LeaderElectionConfig } from './config.ts';
+import type { LeaderEventBus } from './events.ts';
+import { LeaseLock, microTime, newerResourceVersion, observeLease, sameRecord, type LeaseRecord, type ObservedLease } from './lease-lock.ts';
+import { createLeaderMetrics, type LeaderMetrics } from './metrics.ts';
+import { LeaseEventRecorder, type LeaderEventRecorder } from './recorder.ts';
+import { Term, type LeaderTerm } from './term.ts';
+
+export interface LeaderCallbacks {
+  /** This replica leads; start leader-only work under `term.signal`. Not awaited. */
+  onStartedLeading(term: LeaderTerm): void | Promise<void>;
+  /** The term ended; awaited before campaigning again (stop leader-only work here). */
+  onStoppedLeading(): void | Promise<void>;
+  /** The observed holder changed (also to this replica and to "" on release). */
+  onNewLeader?(identity: string): void;
+}
+
+export interface LeaderElectorDeps {
+  client: KubeClient;
+  /** `<POD_NAME or hostname>_<random>` (see makeIdentity). */
+  identity: string;
+  logger: Logger;
+  registry: Registry;
+  bus?: LeaderEventBus;
+  /** Kubernetes Events on the Lease; default: a LeaseEventRecorder; false: none. */
+  recorder?: LeaderEventRecorder | false;
+}
+
+export interface LeaderDebugVars {
+  enabled: boolean;
+  is_leader: boolean;
+  identity: string;
+  lease_name: string;
+  lease_namespace: string;
+  lease_holder: string;
+  epoch: string | null;
+  time_as_leader: number;
+  transitions: number;
+}
+
+type TryResult = { ok: true } | { ok: false; reason: string; heldBy?: string };
+
+export class LeaderElector {
+  readonly identity: string;
+  readonly config: Readonly<LeaderElectionConfig>;
+  readonly #deps: LeaderElectorDeps;
+  readonly #logger: Logger;
+  readonly #lock: LeaseLock;
+  readonly #metrics: LeaderMetrics;
+  readonly #recorder: LeaderEventRecorder | undefined;
+  #observed: ObservedLease | undefined;
+  /** Monotonic time at which #observed last changed (client-go's observedTime). */
+  #observedTime = 0;
+  /** Monotonic send time of the last successful acquire/renew. */
+  #lastRenewSentAt = 0;
+  /** Monotonic time of the last successful acquire/renew response. */
+  #lastRenewedAt = 0;
+  #term: Term | undefined;
+  #heldMs = 0;
+  #reportedLeader: string | undefined;
+  #wake = new AbortController();
+  #running = false;
+  /** Counters for tests and debugging. */
+  readonly counters = { fastPathFallbacks: 0, releaseConflicts: 0, releases: 0 };
+
+  constructor(config: Readonly<LeaderElectionConfig>, deps: LeaderElectorDeps) {
+    validateLeaderElectionConfig(config, deps.identity);
+    this.config = config;
+    this.identity = deps.identity;
+    this.#deps = deps;
+    this.#logger = deps.logger.child({ component: 'leader-election', identity: deps.identity, lease: `${config.leaseNamespace}/${config.leaseName}` });
+    this.#lock = new LeaseLock(deps.client, config.leaseNamespace, config.leaseName);
+    this.#metrics = createLeaderMetrics(deps.registry, { isLeader: () => this.isLeader(), heldSeconds: () => this.#heldSecondsNow() });
+    this.#recorder =
+      deps.recorder === false
+        ? undefined
+        : (deps.recorder ?? new LeaseEventRecorder(deps.client, { namespace: config.leaseNamespace, name: config.leaseName }, deps.identity, this.#logger));
+  }
+
+  /** True only while this replica holds a term that is still valid. */
+  isLeader(): boolean {
+    return this.#term?.isValid() ?? false;
+  }
+
+  /** The current term (possibly already invalid), if leading. */
+  term(): LeaderTerm | undefined {
+    return this.#term && !this.#term.ended ? this.#term : undefined;
+  }
+
+  /** The holder last observed on the Lease ("" when released or unknown). */
+  leaderIdentity(): string {
+    if (!this.config.leaderElect) return this.identity;
+    return this.#observed?.record.holderIdentity ?? '';
+  }
+
+  /**
+   * client-go's HealthzAdaptor: a leader whose last successful renewal is
+   * older than leaseDuration + healthTimeout is wedged; followers are healthy.
+   * Returns the problem, or undefined when healthy.
+   */
+  healthError(): string | undefined {
+    if (!this.config.leaderElect || !this.#term || this.#term.ended) return undefined;
+    const overdue = performance.now() - (this.#lastRenewedAt + this.config.leaseDurationMs + this.config.healthTimeoutMs);
+    if (overdue > 0) return `leader failed to renew lease ${this.config.leaseNamespace}/${this.config.leaseName} (overdue by ${Math.round(overdue)}ms)`;
+    return undefined;
+  }
+
+  healthy(): boolean {
+    return this.healthError() === undefined;
+  }
+
+  debugVars(): LeaderDebugVars {
+    const term = this.#term && !this.#term.ended ? this.#term : undefined;
+    const valid = this.isLeader();
+    return {
+      enabled: this.config.leaderElect,
+      is_leader: valid,
+      identity: this.identity,
+      lease_name: this.config.leaseName,
+      lease_namespace: this.config.leaseNamespace,
+      lease_holder: this.leaderIdentity(),
+      epoch: term?.epochString ?? null,
+      time_as_leader: valid && term ? (performance.now() - term.startedAt) / 1000 : 0,
+      transitions: this.#observed?.record.leaseTransitions ?? 0,
+    };
+  }
+
+  /**
+   * Campaigns, leads, demotes and campaigns again until `signal` aborts; then
+   * ends the term, releases the Lease (if configured) and resolves.
+   */
+  async run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
+    if (this.#running) throw new Error('LeaderElector.run called twice');
+    this.#running = true;
+    this.#deps.bus?.emit('LeaderElectionStarted', { identity: this.identity, lease: `${this.config.leaseNamespace}/${this.config.leaseName}` });
+    if (!this.config.leaderElect) return this.#runAlone(signal, callbacks);
+    this.#logger.info('leader election started');
+    const watchStop = new AbortController();
+    const watch = this.#watchLease(watchStop.signal, callbacks);
+    try {
+      while (!signal.aborted) {
+        const acquired = await this.#acquire(signal, callbacks);
+        if (!acquired) break;
+        const term = this.#beginTerm();
+        try {
+          const started = callbacks.onStartedLeading(term);
+          if (started instanceof Promise) started.catch((err: unknown) => this.#logger.error({ err }, 'onStartedLeading failed'));
+        } catch (err) {
+          this.#logger.error({ err }, 'onStartedLeading failed');
+        }
+        const reason = await this.#renewLoop(signal, term);
+        this.#endTerm(term, reason);
+        if (signal.aborted && this.config.releaseOnCancel) await this.#release();
+        await this.#stopped(callbacks);
+        this.#recorder?.record({ reason: 'LeaderElection', message: `${this.identity} stopped leading`, leaseUid: term.epoch.leaseUid });
+      }
+    } finally {
+      watchStop.abort();
+      await watch;
+      await this.#recorder?.flush(2000);
+      this.#running = false;
+    }
+  }
+
+  async #runAlone(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
+    this.#logger.info('leader election disabled: leading alone');
+    const term = new Term({ leaseUid: 'local', transitions: 0 }, performance.now(), Number.POSITIVE_INFINITY);
+    this.#term = term;
+    this.#metrics.transitions.inc();
+    this.#deps.bus?.emit('BecameLeader', { identity: this.identity, epoch: term.epochString });
+    callbacks.onNewLeader?.(this.identity);
+    try {
+      const started = callbacks.onStartedLeading(term);
+      if (started instanceof Promise) started.catch((err: unknown) => this.#logger.error({ err }, 'onStartedLeading failed'));
+    } catch (err) {
+      this.#logger.error({ err }, 'onStartedLeading failed');
+    }
+    await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+    this.#endTerm(term, 'shutdown');
+    await this.#stopped(callbacks);
+    this.#running = false;
+  }
+
+  async #stopped(callbacks: LeaderCallbacks): Promise<void> {
+    try {
+      await callbacks.onStoppedLeading();
+    } catch (err) {
+      this.#logger.error({ err }, 'onStoppedLeading failed');
+    }
+  }
+
+  #heldSecondsNow(): number {
+    const current = this.#term && !this.#term.ended ? performance.now() - this.#term.startedAt : 0;
+    return (this.#heldMs + current) / 1000;
+  }
+
+  #beginTerm(): Term {
+    const observed = this.#observed!;
+    const validity = this.config.leaseDurationMs - safetyMarginMs(this.config);
+    const term = new Term({ leaseUid: observed.metadata.uid, transitions: observed.record.leaseTransitions }, this.#lastRenewSentAt, validity, (t) =>
+      // Backstop: the renew loop normally ends the term first (renewDeadline < leaseDuration).
+      this.#endTerm(t, 'term validity ran out without a renewal'),
+    );
+    this.#term = term;
+    this.#metrics.transitions.inc();
+    this.#logger.info({ epoch: term.epochString }, 'became leader');
+    this.#deps.bus?.emit('BecameLeader', { identity: this.identity, epoch: term.epochString });
+    this.#recorder?.record({ reason: 'LeaderElection', message: `${this.identity} became leader`, leaseUid: observed.metadata.uid });
+    return term;
+  }
+
+  #endTerm(term: Term, reason: string): void {
+    if (term.ended) return;
+    term.end(reason);
+    this.#heldMs += performance.now() - term.startedAt;
+    const log = reason === 'shutdown' ? this.#logger.info.bind(this.#logger) : this.#logger.warn.bind(this.#logger);
+    log({ epoch: term.epochString, reason }, 'stopped leading');
+    this.#deps.bus?.emit('LostLeadership', { identity: this.identity, epoch: term.epochString, reason });
+  }
+
+  /** Tries until it holds the Lease; false when `signal` aborted first. */
+  async #acquire(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<boolean> {
+    const startedAt = performance.now();
+    this.#logger.debug('campaigning');
+    while (!signal.aborted) {
+      this.#wake = new AbortController();
+      const result = await this.#tryAcquireOrRenew(this.#requestSignal(signal, this.config.renewDeadlineMs), false);
+      this.#reportLeader(callbacks);
+      if (result.ok) {
+        this.#metrics.acquireDuration.observe((performance.now() - startedAt) / 1000);
+        return true;
+      }
+      if (signal.aborted) break;
+      this.#logger.debug({ reason: result.reason }, 'lease not acquired');
+      // client-go: wait.JitterUntil(retryPeriod, JitterFactor 1.2); the Lease
+      // watch cuts the wait short when the Lease is released or deleted.
+      await sleep(this.config.retryPeriodMs * (1 + Math.random() * JITTER_FACTOR), signal, this.#wake.signal);
+    }
+    return false;
+  }
+
+  /** Renews every retryPeriod; returns why leadership ended. */
+  async #renewLoop(signal: AbortSignal, term: Term): Promise<string> {
+    for (;;) {
+      await sleep(this.config.retryPeriodMs, signal, term.signal);
+      if (signal.aborted) return 'shutdown';
+      if (term.ended) return (term.signal.reason as Error).message;
+      // client-go: each cycle polls every retryPeriod under a renewDeadline timeout.
+      const deadline = performance.now() + this.config.renewDeadlineMs;
+      for (;;) {
+        const remaining = deadline - performance.now();
+        const result = await this.#tryAcquireOrRenew(this.#requestSignal(AbortSignal.any([signal, term.signal]), remaining), true);
+        if (signal.aborted) return 'shutdown';
+        if (term.ended) return (term.signal.reason as Error).message;
+        if (result.ok) {
+          term.renewed(this.#lastRenewSentAt);
+          break;
+        }
+        if (result.heldBy !== undefined) return `lease is now held by "${result.heldBy}"`;
+        if (performance.now() >= deadline) return `failed to renew within renew deadline (${result.reason})`;
+        this.#logger.warn({ reason: result.reason }, 'lease renewal failed, retrying');
+        await sleep(Math.min(this.config.retryPeriodMs, deadline - performance.now()), signal, term.signal);
+        if (performance.now() >= deadline && !signal.aborted && !term.ended) return `failed to renew within renew deadline (${result.reason})`;
+      }
+    }
+  }
+
+  #requestSignal(parent: AbortSignal, timeoutMs: number): AbortSignal {
+    return AbortSignal.any([parent, AbortSignal.timeout(Math.max(1, Math.floor(timeoutMs)))]);
+  }
+
+  /** client-go's tryAcquireOrRenew. `renewing`: we lead and want to extend the same term. */
+  async #tryAcquireOrRenew(signal: AbortSignal, renewing: boolean): Promise<TryResult> {
+    const now = performance.now();
+    const stamp = microTime(new Date());
+    const desired: LeaseRecord = {
+      holderIdentity: this.identity,
+      // Whole seconds on the wire; rounding up only makes others wait longer.
+      leaseDurationSeconds: Math.max(1, Math.ceil(this.config.leaseDurationMs / 1000)),
+      acquireTime: stamp,
+      renewTime: stamp,
+      leaseTransitions: 0,
+    };
+    const observed = this.#observed;
+    // Fast path: we lead and our view is current — update without a Get.
+    if (renewing && observed && observed.record.holderIdentity === this.identity && this.#observedTime + observed.record.leaseDurationSeconds * 1000 > now) {
+      try {
+        const updated = await this.#lock.update(observed, { ...desired, acquireTime: observed.record.acquireTime, leaseTransitions: observed.record.leaseTransitions }, signal);
+        this.#succeeded(updated, now);
+        return { ok: true };
+      } catch (err) {
+        if (signal.aborted) return { ok: false, reason: `renew aborted: ${describeApiError(err)}` };
+        this.counters.fastPathFallbacks++;
+        this.#logger.debug({ err: describeApiError(err) }, 'fast-path renew failed, falling back to the slow path');
+      }
+    }
+    let current: ObservedLease;
+    try {
+      current = await this.#lock.get(signal);
+    } catch (err) {
+      if (apiStatusCode(err) !== 404) return { ok: false, reason: `get lease: ${describeApiError(err)}` };
+      if (renewing) return { ok: false, reason: 'lease was deleted', heldBy: '' };
+      try {
+        const created = await this.#lock.create(desired, signal);
+        this.#succeeded(created, now);
+        return { ok: true };
+      } catch (createErr) {
+        return { ok: false, reason: `create lease: ${describeApiError(createErr)}` };
+      }
+    }
+    this.#observe(current);
+    const record = current.record;
+    if (renewing && record.holderIdentity !== this.identity) return { ok: false, reason: 'lease changed hands', heldBy: record.holderIdentity };
+    if (record.holderIdentity !== '' && record.holderIdentity !== this.identity && this.#observedTime + record.leaseDurationSeconds * 1000 > now) {
+      return { ok: false, reason: `lease held by "${record.holderIdentity}"`, heldBy: record.holderIdentity };
+    }
+    if (renewing) {
+      desired.acquireTime = record.acquireTime;
+      desired.leaseTransitions = record.leaseTransitions;
+    } else {
+      desired.leaseTransitions = record.leaseTransitions + 1;
+    }
+    try {
+      const updated = await this.#lock.update(current, desired, signal);
+      this.#succeeded(updated, now);
+      return { ok: true };
+    } catch (err) {
+      return { ok: false, reason: `update lease: ${describeApiError(err)}` };
+    }
+  }
+
+  #succeeded(lease: ObservedLease, sentAt: number): void {
+    this.#observed = lease;
+    this.#observedTime = performance.now();
+    this.#lastRenewSentAt = sentAt;
+    this.#lastRenewedAt = this.#observedTime;
+  }
+
+  /** Remembers a record seen on the server; observedTime moves only when it changed. */
+  #observe(lease: ObservedLease): void {
+    const prev = this.#observed;
+    if (prev && prev.metadata.uid === lease.metadata.uid && !newerResourceVersion(lease.metadata.resourceVersion, prev.metadata.resourceVersion) && lease.metadata.resourceVersion !== prev.metadata.resourceVersion) {
+      return; // an older view (e.g. a watch event overtaken by our own write)
+    }
+    this.#observed = lease;
+    if (!sameRecord(prev?.record, lease.record) || prev?.metadata.uid !== lease.metadata.uid) this.#observedTime = performance.now();
+  }
+
+  #reportLeader(callbacks: LeaderCallbacks): void {
+    const holder = this.#observed?.record.holderIdentity ?? '';
+    if (holder === this.#reportedLeader) return;
+    const previous = this.#reportedLeader ?? '';
+    this.#reportedLeader = holder;
+    this.#logger.info({ leader: holder, previous }, 'new leader observed');
+    this.#deps.bus?.emit('NewLeaderObserved', { new: holder, previous });
+    try {
+      callbacks.onNewLeader?.(holder);
+    } catch (err) {
+      this.#logger.error({ err }, 'onNewLeader failed');
+    }
+  }
+
+  /** Followers watch the Lease: changes refresh observedTime, a release wakes the campaign. */
+  async #watchLease(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
+    const informer = new ResilientInformer<KubeObject>(
+      this.#deps.client,
+      {
+        name: `lease/${this.config.leaseName}`,
+        path: `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.config.leaseNamespace)}/leases`,
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        fieldSelector: `metadata.name=${this.config.leaseName}`,
+        // A held Lease changes every retryPeriod; an unheld one may be silent.
+        staleAfterMs: Math.max(60_000, 3 * this.config.leaseDurationMs),
+        backoff: { initialMs: Math.min(1000, this.config.retryPeriodMs), maxMs: Math.max(5000, this.config.leaseDurationMs) },
+      },
+      this.#logger,
+    );
+    informer.onEvent((event) => {
+      if (event.type === 'delete') {
+        if (!this.#term || this.#term.ended) this.#wake.abort();
+        return;
+      }
+      this.#observe(observeLease(event.object));
+      this.#reportLeader(callbacks);
+      if (this.#observed?.record.holderIdentity === '' && (!this.#term || this.#term.ended)) this.#wake.abort();
+    });
+    try {
+      await informer.start(signal);
+    } catch (err) {
+      this.#logger.error({ err }, 'lease watch stopped');
+    }
+  }
+
+  /** Graceful release: fresh Get, holder "", duration 1 s, retry on 409 (bounded by renewDeadline). */
+  async #release(): Promise<void> {
+    const deadline = performance.now() + this.config.renewDeadlineMs;
+    const backoff = new Backoff({ initialMs: 10, maxMs: this.config.retryPeriodMs });
+    while (performance.now() < deadline) {
+      const signal = AbortSignal.timeout(Math.max(1, Math.floor(deadline - performance.now())));
+      try {
+        const current = await this.#lock.get(signal);
+        this.#observe(current);
+        if (current.record.holderIdentity !== this.identity) {
+          this.#logger.info({ holder: current.record.holderIdentity }, 'lease no longer ours; nothing to release');
+          return;
+        }
+        const stamp = microTime(new Date());
+        const released = await this.#lock.update(
+          current,
+          { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: stamp, renewTime: stamp, leaseTransitions: current.record.leaseTransitions },
+          signal,
+        );
+        this.#observe(released);
+        this.counters.releases++;
+        this.#logger.info('lease released');
+        return;
+      } catch (err) {
+        if (apiStatusCode(err) === 409) {
+          this.counters.releaseConflicts++;
+          this.#logger.debug('release conflicted, retrying with a fresh read');
+          await sleep(backoff.next());
+          continue;
+        }
+        this.#logger.warn({ err: describeApiError(err) }, 'could not release lease; others take over after it expires');
+        return;
+      }
+    }
+    this.#logger.warn('could not release lease within renew deadline; others take over after it expires');
+  }
+}

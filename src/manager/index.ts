@@ -1,0 +1,2 @@
+export * from './manager.ts';
+export * from './runnable.ts';

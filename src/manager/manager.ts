@@ -1,0 +1,204 @@
+/**
+ * The Manager owns the Runnables of one replica (controller-runtime's
+ * manager): it starts probes/metrics → webhook → informers (waiting for their
+ * sync) → others → the leader election, runs the leader-only group while this
+ * replica leads (stopping it — abort, then await — when the term ends), and on
+ * stop shuts everything down in reverse order within a bounded grace period.
+ * The webhook group is never touched by leadership changes.
+ */
+import type { Logger } from 'pino';
+import { Backoff, sleep, type BackoffOptions } from '../kube/backoff.ts';
+import type { LeaderCallbacks } from '../leader/elector.ts';
+import type { LeaderTerm } from '../leader/term.ts';
+import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { GROUPS, type Runnable, type RunnableGroup } from './runnable.ts';
+
+/** What the manager needs from the elector (LeaderElector satisfies it). */
+export interface Election {
+  run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void>;
+}
+
+export interface ManagerConfig {
+  /** Upper bound for a graceful shutdown (and for stopping the leader group). @default 30000 */
+  gracefulShutdownMs: number;
+  /** A failing runnable is restarted with backoff, or stops the whole manager. @default "restart" */
+  onRunnableFailure: 'restart' | 'stop';
+  /** @default { initialMs: 500, maxMs: 30000 } */
+  restartBackoff?: BackoffOptions;
+}
+
+export const MANAGER_DEFAULTS: Readonly<ManagerConfig> = Object.freeze({ gracefulShutdownMs: 30_000, onRunnableFailure: 'restart' });
+
+export interface ManagerDeps {
+  logger: Logger;
+  /** Without an election the leader-only group never runs. */
+  election?: Election;
+}
+
+/** Resolves true when `work` settles within `ms` (and before `force` aborts), else false. Leaves no timer behind. */
+async function within(work: Promise<unknown>, ms: number, force?: AbortSignal): Promise<boolean> {
+  const stop = new AbortController();
+  try {
+    return await Promise.race([work.then(() => true), sleep(ms, stop.signal, force).then(() => false)]);
+  } finally {
+    stop.abort();
+  }
+}
+
+interface Running {
+  controller: AbortController;
+  done: Promise<void>[];
+}
+
+export class Manager {
+  readonly #config: Readonly<ManagerConfig>;
+  readonly #logger: Logger;
+  readonly #election: Election | undefined;
+  readonly #groups = new Map<RunnableGroup, Runnable[]>(GROUPS.map((g) => [g, []]));
+  readonly #leaderOnly: Runnable[] = [];
+  readonly #failure = new AbortController();
+  #failedWith: unknown;
+  #started = false;
+  #startupComplete = false;
+  #leader: (Running & { term: LeaderTerm }) | undefined;
+
+  constructor(config: Partial<ManagerConfig>, deps: ManagerDeps) {
+    this.#config = Object.freeze({ ...MANAGER_DEFAULTS, ...config });
+    this.#logger = deps.logger.child({ component: 'manager' });
+    this.#election = deps.election;
+  }
+
+  /** Adds a runnable; leader-only runnables (needLeaderElection) go to the leader group. */
+  add(runnable: Runnable, group: RunnableGroup = 'others'): this {
+    if (this.#started) throw new PortalError(ErrorCode.Internal, `cannot add ${runnable.name}: manager already started`);
+    if (runnable.needLeaderElection?.() === true) this.#leaderOnly.push(runnable);
+    else this.#groups.get(group)!.push(runnable);
+    return this;
+  }
+
+  /** Started through the informers group and every runnable reports ready. */
+  ready(): boolean {
+    if (!this.#startupComplete) return false;
+    for (const list of this.#groups.values()) for (const r of list) if (r.ready && !r.ready()) return false;
+    return true;
+  }
+
+  /** The current leader term, while the leader group runs. */
+  leaderTerm(): LeaderTerm | undefined {
+    return this.#leader?.term;
+  }
+
+  /**
+   * Runs until `signal` aborts (or a runnable fails under `onRunnableFailure:
+   * "stop"`), then stops everything in reverse order. `force` aborting during
+   * that shutdown (a second SIGTERM) stops waiting at once. Rejects only when
+   * a runnable failure stopped the manager.
+   */
+  async start(signal: AbortSignal, options: { force?: AbortSignal } = {}): Promise<void> {
+    if (this.#started) throw new PortalError(ErrorCode.Internal, 'manager started twice');
+    this.#started = true;
+    const stop = AbortSignal.any([signal, this.#failure.signal]);
+    const running: Array<[string, Running]> = [];
+    try {
+      for (const group of GROUPS) {
+        if (stop.aborted) break;
+        const r = this.#startGroup(group, this.#groups.get(group)!, stop);
+        running.push([group, r]);
+        if (group === 'informers') await this.#waitForSync(this.#groups.get(group)!, AbortSignal.any([stop, r.controller.signal]));
+      }
+      if (!stop.aborted) this.#startupComplete = true;
+      if (!stop.aborted && this.#election) {
+        const controller = new AbortController();
+        const election = this.#election;
+        const done = election.run(controller.signal, {
+          onStartedLeading: (term) => this.#startLeading(term, stop),
+          onStoppedLeading: () => this.#stopLeading(),
+        });
+        running.push(['election', { controller, done: [done.catch((err: unknown) => this.#logger.error({ err }, 'leader election failed'))] }]);
+      }
+      if (!stop.aborted) this.#logger.info('manager started');
+      await new Promise<void>((resolve) => (stop.aborted ? resolve() : stop.addEventListener('abort', () => resolve(), { once: true })));
+    } catch (err) {
+      if (!stop.aborted) throw err;
+    } finally {
+      this.#startupComplete = false;
+      await this.#shutdown(running, options.force);
+    }
+    if (this.#failedWith !== undefined) {
+      throw new PortalError(ErrorCode.Internal, `manager stopped after a runnable failed: ${(this.#failedWith as Error).message ?? String(this.#failedWith)}`, {
+        cause: this.#failedWith,
+      });
+    }
+  }
+
+  async #shutdown(running: Array<[string, Running]>, force: AbortSignal | undefined): Promise<void> {
+    this.#logger.info({ graceMs: this.#config.gracefulShutdownMs }, 'shutting down');
+    const stopAll = async () => {
+      // The leader group first (the election's onStoppedLeading also stops it,
+      // but the election may be stuck releasing), then each group in reverse.
+      await this.#stopLeading();
+      for (const [name, r] of [...running].reverse()) {
+        r.controller.abort();
+        await Promise.all(r.done);
+        this.#logger.debug({ group: name }, 'group stopped');
+      }
+    };
+    const finished = await within(stopAll(), this.#config.gracefulShutdownMs, force);
+    if (finished) this.#logger.info('manager stopped');
+    else this.#logger.warn(force?.aborted ? 'forced stop: not waiting for runnables' : 'graceful shutdown timed out; abandoning runnables still running');
+  }
+
+  #startGroup(group: string, runnables: Runnable[], parent: AbortSignal, term?: LeaderTerm): Running {
+    const controller = new AbortController();
+    const signal = AbortSignal.any([parent, controller.signal, ...(term ? [term.signal] : [])]);
+    return { controller, done: runnables.map((r) => this.#supervise(r, group, signal, term)) };
+  }
+
+  async #waitForSync(runnables: Runnable[], signal: AbortSignal): Promise<void> {
+    const waits = runnables.filter((r) => r.waitForSync).map((r) => r.waitForSync!(signal));
+    if (waits.length === 0) return;
+    this.#logger.info({ informers: waits.length }, 'waiting for informers to sync');
+    await Promise.all(waits);
+  }
+
+  /** Runs one runnable, restarting it with backoff (or failing the manager) if it throws. */
+  async #supervise(r: Runnable, group: string, signal: AbortSignal, term?: LeaderTerm): Promise<void> {
+    const backoff = new Backoff({ initialMs: 500, maxMs: 30_000, ...this.#config.restartBackoff });
+    const log = this.#logger.child({ runnable: r.name, group });
+    while (!signal.aborted) {
+      try {
+        await r.start(signal, term);
+        if (!signal.aborted) log.info('runnable finished');
+        return;
+      } catch (err) {
+        if (signal.aborted) return;
+        if (this.#config.onRunnableFailure === 'stop') {
+          log.error({ err }, 'runnable failed; stopping the manager');
+          this.#failedWith ??= err;
+          this.#failure.abort();
+          return;
+        }
+        const delay = backoff.next();
+        log.error({ err, restartInMs: Math.round(delay) }, 'runnable failed; restarting');
+        await sleep(delay, signal);
+      }
+    }
+  }
+
+  #startLeading(term: LeaderTerm, stop: AbortSignal): void {
+    if (stop.aborted) return;
+    if (this.#leader) this.#logger.error('new term while the previous leader group still runs');
+    this.#logger.info({ epoch: term.epochString, runnables: this.#leaderOnly.length }, 'starting leader-only group');
+    this.#leader = { ...this.#startGroup('leader', this.#leaderOnly, stop, term), term };
+  }
+
+  async #stopLeading(): Promise<void> {
+    const leader = this.#leader;
+    if (!leader) return;
+    leader.controller.abort();
+    const ok = await within(Promise.all(leader.done), this.#config.gracefulShutdownMs);
+    if (this.#leader === leader) this.#leader = undefined;
+    if (ok) this.#logger.info({ epoch: leader.term.epochString }, 'leader-only group stopped');
+    else this.#logger.warn({ epoch: leader.term.epochString }, 'leader-only group did not stop within the grace period');
+  }
+}

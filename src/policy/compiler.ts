@@ -1,0 +1,134 @@
+/**
+ * Compiles a rule's `validate.schema` (JSON Schema 2020-12) with ajv, once per
+ * rule generation, with guards against hostile schemas:
+ * - size: at most MAX_SCHEMA_BYTES serialized;
+ * - depth: at most MAX_SCHEMA_DEPTH nested JSON values;
+ * - ajv strict mode: unknown keywords and unknown formats are errors;
+ * - regular expressions restricted to an RE2-like safe subset (safe-regex.ts),
+ *   enforced through ajv's `code.regExp` hook so every `pattern` and
+ *   `patternProperties` key passes through it;
+ * - no `$id` / `$anchor` / `$dynamicAnchor`: all rules share one ajv instance
+ *   (a fresh instance costs ~18 ms, a compile on a shared one ~1 ms), and an
+ *   identifier would register the schema globally, letting one rule's schema
+ *   reference or collide with another's.
+ */
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { regexSafetyProblem } from './safe-regex.ts';
+import { toViolations } from './schema-errors.ts';
+import type { SchemaViolation } from './types.ts';
+
+/** 64 KiB: the largest Pod Security rule schema is ~3 KiB, so this leaves 20x
+ * headroom for real policies while bounding compile time (ajv compiles ~1 MB of
+ * schema per second here, so at most ~65 ms of a single thread per rule). */
+export const MAX_SCHEMA_BYTES = 64 * 1024;
+/** 32 levels: a Pod field is at most ~12 levels deep (spec.containers[].securityContext
+ * .seLinuxOptions...), and a schema needs about two levels per object level
+ * (`properties` + the field), plus combinators; deeper means generated or hostile. */
+export const MAX_SCHEMA_DEPTH = 32;
+
+const FORBIDDEN_KEYWORDS = new Set(['$id', '$anchor', '$dynamicAnchor']);
+
+function safeRegExp(pattern: string, flags: string): RegExp {
+  const problem = regexSafetyProblem(pattern);
+  if (problem) throw new Error(`unsafe regular expression /${pattern}/: ${problem}`);
+  return new RegExp(pattern, flags);
+}
+safeRegExp.code = 'new RegExp';
+
+const ajv = new Ajv2020({
+  // Unknown keywords, formats and ignored keywords are errors: a typo in a
+  // policy must not silently turn a check off.
+  strict: true,
+  // Type-related strictness would reject common, correct policy schemas
+  // (e.g. `properties` without `type: object`, `required` naming properties
+  // that are not described), so those stay off.
+  strictTypes: false,
+  strictRequired: false,
+  strictTuples: false,
+  allErrors: true,
+  logger: false,
+  code: { regExp: safeRegExp },
+});
+
+export type Validator = (value: unknown, pathPrefix?: string) => SchemaViolation[];
+
+export type CompileResult =
+  | { ok: true; validate: Validator; release: () => void }
+  | { ok: false; error: string };
+
+function measureDepth(value: unknown, depth: number): number {
+  if (depth > MAX_SCHEMA_DEPTH) return depth;
+  if (value === null || typeof value !== 'object') return depth;
+  let max = depth;
+  for (const child of Array.isArray(value) ? value : Object.values(value)) {
+    max = Math.max(max, measureDepth(child, depth + 1));
+    if (max > MAX_SCHEMA_DEPTH) break;
+  }
+  return max;
+}
+
+function findForbidden(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  if (Array.isArray(value)) {
+    for (const v of value) {
+      const f = findForbidden(v);
+      if (f) return f;
+    }
+    return undefined;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    if (FORBIDDEN_KEYWORDS.has(k)) return k;
+    const f = findForbidden(v);
+    if (f) return f;
+  }
+  return undefined;
+}
+
+/** Static guards, without compiling: the reasons a schema is refused. */
+export function schemaGuardProblem(schema: unknown): string | undefined {
+  if (typeof schema === 'boolean') return undefined;
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
+    return 'validate.schema must be a JSON Schema object or a boolean';
+  }
+  const size = Buffer.byteLength(JSON.stringify(schema));
+  if (size > MAX_SCHEMA_BYTES) {
+    return `validate.schema is ${size} bytes serialized, more than the ${MAX_SCHEMA_BYTES} allowed; split the rule`;
+  }
+  if (measureDepth(schema, 0) > MAX_SCHEMA_DEPTH) {
+    return `validate.schema nests deeper than ${MAX_SCHEMA_DEPTH} levels`;
+  }
+  const forbidden = findForbidden(schema);
+  if (forbidden) return `validate.schema uses "${forbidden}", which rule schemas may not (use local "$defs" and "$ref": "#/$defs/...")`;
+  return undefined;
+}
+
+/**
+ * Compiles a schema. Never throws: a failure is `{ok: false, error}` saying why.
+ * `release()` drops the compiled code from the shared ajv instance (call it when
+ * the rule version is replaced or removed).
+ */
+export function compileSchema(schema: Record<string, unknown> | boolean): CompileResult {
+  const guard = schemaGuardProblem(schema);
+  if (guard) return { ok: false, error: guard };
+  // ajv keys its cache by object identity: compile a private copy so that the
+  // caller's object can be shared or mutated without affecting us.
+  const own: Record<string, unknown> | boolean = typeof schema === 'boolean' ? schema : structuredClone(schema);
+  let fn: ValidateFunction;
+  try {
+    fn = ajv.compile(own);
+  } catch (e) {
+    return { ok: false, error: `validate.schema does not compile: ${e instanceof Error ? e.message : String(e)}` };
+  }
+  const validate: Validator = (value, pathPrefix = '') => {
+    if (fn(value)) return [];
+    return toViolations((fn.errors ?? []) as ErrorObject[], pathPrefix);
+  };
+  let released = false;
+  const release = (): void => {
+    if (released || typeof own === 'boolean') return;
+    released = true;
+    ajv.removeSchema(own);
+  };
+  return { ok: true, validate, release };
+}

@@ -1,0 +1,335 @@
+// GENERATED from charts/portal/crds/portal.dev_portalclusterrules.yaml by
+// `node --import tsx test/policy/generate-crd-schema.ts`. Do not edit by hand:
+// edit the CRD manifest and regenerate.
+
+/** The openAPIV3Schema of PortalRule and PortalClusterRule (identical). */
+export const RULE_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = {
+  "description": "A Portal admission and audit rule (DESIGN.md §2).",
+  "type": "object",
+  "required": [
+    "spec"
+  ],
+  "properties": {
+    "apiVersion": {
+      "type": "string"
+    },
+    "kind": {
+      "type": "string"
+    },
+    "metadata": {
+      "type": "object"
+    },
+    "spec": {
+      "type": "object",
+      "required": [
+        "match",
+        "validate"
+      ],
+      "properties": {
+        "enforcement": {
+          "description": "What admission does with a violation. Deny rejects, Warn allows with a warning, Audit only reports.",
+          "type": "string",
+          "enum": [
+            "Deny",
+            "Warn",
+            "Audit"
+          ],
+          "default": "Deny"
+        },
+        "severity": {
+          "description": "PolicyReport severity of a violation.",
+          "type": "string",
+          "enum": [
+            "critical",
+            "high",
+            "medium",
+            "low",
+            "info"
+          ],
+          "default": "medium"
+        },
+        "category": {
+          "description": "PolicyReport category (free text).",
+          "type": "string",
+          "maxLength": 256
+        },
+        "match": {
+          "description": "Which requests and objects the rule looks at.",
+          "type": "object",
+          "required": [
+            "kinds"
+          ],
+          "properties": {
+            "kinds": {
+              "type": "array",
+              "minItems": 1,
+              "items": {
+                "type": "object",
+                "required": [
+                  "apiGroups",
+                  "kinds"
+                ],
+                "properties": {
+                  "apiGroups": {
+                    "description": "API groups; \"\" is the core group, \"*\" any group.",
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                      "type": "string"
+                    }
+                  },
+                  "kinds": {
+                    "description": "Kind names; \"*\" is any kind.",
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                      "type": "string",
+                      "minLength": 1
+                    }
+                  },
+                  "subresources": {
+                    "description": "Subresources also matched (status, scale, eviction, ...; \"*\" any). A subresource request is not matched unless named here.",
+                    "type": "array",
+                    "items": {
+                      "type": "string",
+                      "minLength": 1
+                    }
+                  }
+                }
+              }
+            },
+            "operations": {
+              "description": "Admission operations matched (default CREATE, UPDATE). DELETE validates oldObject.",
+              "type": "array",
+              "items": {
+                "type": "string",
+                "enum": [
+                  "CREATE",
+                  "UPDATE",
+                  "DELETE",
+                  "CONNECT"
+                ]
+              }
+            },
+            "namespaces": {
+              "description": "Only these namespaces; a trailing * is a prefix glob.",
+              "type": "array",
+              "items": {
+                "type": "string",
+                "minLength": 1
+              }
+            },
+            "excludedNamespaces": {
+              "description": "Never these namespaces; a trailing * is a prefix glob.",
+              "type": "array",
+              "items": {
+                "type": "string",
+                "minLength": 1
+              }
+            },
+            "namespaceSelector": {
+              "description": "Label selector over the labels of the object's namespace.",
+              "type": "object",
+              "x-kubernetes-map-type": "atomic",
+              "properties": {
+                "matchLabels": {
+                  "type": "object",
+                  "additionalProperties": {
+                    "type": "string"
+                  }
+                },
+                "matchExpressions": {
+                  "type": "array",
+                  "items": {
+                    "type": "object",
+                    "required": [
+                      "key",
+                      "operator"
+                    ],
+                    "properties": {
+                      "key": {
+                        "type": "string"
+                      },
+                      "operator": {
+                        "type": "string",
+                        "enum": [
+                          "In",
+                          "NotIn",
+                          "Exists",
+                          "DoesNotExist"
+                        ]
+                      },
+                      "values": {
+                        "type": "array",
+                        "items": {
+                          "type": "string"
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            },
+            "objectSelector": {
+              "description": "Label selector over the object's labels (object or oldObject).",
+              "type": "object",
+              "x-kubernetes-map-type": "atomic",
+              "properties": {
+                "matchLabels": {
+                  "type": "object",
+                  "additionalProperties": {
+                    "type": "string"
+                  }
+                },
+                "matchExpressions": {
+                  "type": "array",
+                  "items": {
+                    "type": "object",
+                    "required": [
+                      "key",
+                      "operator"
+                    ],
+                    "properties": {
+                      "key": {
+                        "type": "string"
+                      },
+                      "operator": {
+                        "type": "string",
+                        "enum": [
+                          "In",
+                          "NotIn",
+                          "Exists",
+                          "DoesNotExist"
+                        ]
+                      },
+                      "values": {
+                        "type": "array",
+                        "items": {
+                          "type": "string"
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        },
+        "podTemplates": {
+          "description": "For rules that match Pod, also check the pod template of workloads (default true).",
+          "type": "boolean"
+        },
+        "validate": {
+          "type": "object",
+          "required": [
+            "schema"
+          ],
+          "properties": {
+            "message": {
+              "description": "Shown to users when the rule is violated.",
+              "type": "string",
+              "maxLength": 1024
+            },
+            "schema": {
+              "description": "JSON Schema (draft 2020-12) that a compliant object satisfies.",
+              "x-kubernetes-preserve-unknown-fields": true
+            }
+          }
+        },
+        "audit": {
+          "type": "object",
+          "properties": {
+            "actions": {
+              "description": "Leader-only side effects on existing violating objects.",
+              "type": "array",
+              "items": {
+                "type": "object",
+                "required": [
+                  "type"
+                ],
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "enum": [
+                      "label",
+                      "annotate",
+                      "evict",
+                      "alert"
+                    ]
+                  },
+                  "key": {
+                    "type": "string"
+                  },
+                  "value": {
+                    "type": "string"
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "status": {
+      "type": "object",
+      "properties": {
+        "observedGeneration": {
+          "type": "integer",
+          "format": "int64"
+        },
+        "conditions": {
+          "type": "array",
+          "x-kubernetes-list-type": "map",
+          "x-kubernetes-list-map-keys": [
+            "type"
+          ],
+          "items": {
+            "type": "object",
+            "required": [
+              "type",
+              "status",
+              "reason",
+              "message"
+            ],
+            "properties": {
+              "type": {
+                "type": "string"
+              },
+              "status": {
+                "type": "string",
+                "enum": [
+                  "True",
+                  "False",
+                  "Unknown"
+                ]
+              },
+              "reason": {
+                "type": "string"
+              },
+              "message": {
+                "type": "string"
+              },
+              "lastTransitionTime": {
+                "type": "string",
+                "format": "date-time"
+              },
+              "observedGeneration": {
+                "type": "integer",
+                "format": "int64"
+              }
+            }
+          }
+        },
+        "violations": {
+          "description": "Objects violating the rule now.",
+          "type": "integer",
+          "format": "int64"
+        },
+        "lastAuditTime": {
+          "type": "string",
+          "format": "date-time"
+        }
+      }
+    }
+  }
+};

@@ -1,0 +1,155 @@
+/**
+ * The evaluator: a pure function from (rules, request or object) to per-rule
+ * verdicts. Shared by admission, audit and `portal test`.
+ *
+ * Matching decisions (documented in docs and tested in test/policy):
+ * - Kinds: a rule whose kinds do not cover the input gives no verdict at all.
+ *   A PortalRule gives no verdict outside its own namespace (it does not apply
+ *   there), nor for cluster-scoped objects.
+ * - Everything else that excludes the input gives `skip` with the reason:
+ *   operation, subresource, namespaces/excludedNamespaces, selectors.
+ * - Cluster-scoped objects (namespace ""): namespace globs and
+ *   namespaceSelector do not apply, except to a Namespace itself, where the
+ *   globs see its name and the selector its own labels (like kube-apiserver).
+ * - Pod templates: only rules that name `Pod` explicitly (not kind "*") check
+ *   workload templates; a rule that names the workload kind itself validates
+ *   the workload directly instead.
+ */
+import { anyNamespaceGlobMatches } from './namespace-glob.ts';
+import { selectorMatches } from './label-selector.ts';
+import { podTemplateKind, templatePod } from './pod-templates.ts';
+import type { IndexedEntry, RuleEntry, RuleSet } from './rule-set.ts';
+import type { EvaluationInput, KindMatch, KubeObject, RuleVerdict, SchemaViolation, Verdict } from './types.ts';
+
+/** How many schema errors a message shows. */
+export const MESSAGE_VIOLATIONS = 3;
+
+function kindMatches(k: KindMatch, group: string, kind: string): boolean {
+  return (k.apiGroups.includes('*') || k.apiGroups.includes(group)) && (k.kinds.includes('*') || k.kinds.includes(kind));
+}
+
+function labelsOf(obj: KubeObject | null): Record<string, string> | undefined {
+  const labels = obj?.metadata?.labels;
+  return labels !== null && typeof labels === 'object' ? labels : undefined;
+}
+
+function verdict(entry: RuleEntry, result: Verdict, message: string, violations: SchemaViolation[] = []): RuleVerdict {
+  return {
+    rule: entry.display,
+    ruleKind: entry.ruleKind,
+    enforcement: entry.enforcement,
+    severity: entry.severity,
+    category: entry.category,
+    result,
+    message,
+    violations,
+  };
+}
+
+function skip(entry: RuleEntry, why: string): RuleVerdict {
+  return verdict(entry, 'skip', `${entry.display}: skipped: ${why}`);
+}
+
+function errorVerdict(entry: RuleEntry, why: string): RuleVerdict {
+  return verdict(entry, 'error', `rule ${entry.display} could not be evaluated: ${why}`);
+}
+
+/** `rule: message [path: error, ...]` with the first MESSAGE_VIOLATIONS errors. */
+export function violationMessage(display: string, ruleMessage: string, violations: readonly SchemaViolation[]): string {
+  const shown = violations.slice(0, MESSAGE_VIOLATIONS).map((v) => `${v.path}: ${v.message}`);
+  const more = violations.length - shown.length;
+  if (more > 0) shown.push(`and ${more} more`);
+  const head = `${display}: ${ruleMessage || 'the object violates this rule'}`;
+  return shown.length ? `${head} [${shown.join(', ')}]` : head;
+}
+
+function evaluateOne(item: IndexedEntry, input: EvaluationInput): RuleVerdict | undefined {
+  const { entry } = item;
+  const m = entry.match;
+  const { group, kind } = input.kind;
+  const sub = input.subResource ?? '';
+
+  // PortalRule scope: its own namespace only (no verdict elsewhere).
+  if (entry.ruleNamespace !== undefined && input.namespace !== entry.ruleNamespace) return undefined;
+
+  let templatePath: readonly string[] | undefined;
+  if (item.viaTemplate) {
+    const t = podTemplateKind(group, kind);
+    if (!t) return undefined; // same kind name in another group: not a workload we know
+    if (sub !== '') return skip(entry, `the ${sub} subresource of a ${kind} is not checked for pod templates`);
+    templatePath = t.path;
+  } else {
+    let kindMatched = false;
+    let subMatched = false;
+    for (const k of m.kinds) {
+      if (!kindMatches(k, group, kind)) continue;
+      kindMatched = true;
+      if (sub === '' || (k.subresources ?? []).some((s) => s === '*' || s === sub)) {
+        subMatched = true;
+        break;
+      }
+    }
+    if (!kindMatched) return undefined;
+    if (!subMatched) return skip(entry, `the ${sub} subresource is not named in match.kinds`);
+  }
+
+  if (input.operation !== 'AUDIT' && !m.operations.has(input.operation)) {
+    return skip(entry, `operation ${input.operation} is not matched`);
+  }
+
+  const isNamespace = group === '' && kind === 'Namespace';
+  const nsName = isNamespace ? input.name : input.namespace;
+  if (nsName !== '') {
+    if (m.namespaces.length > 0 && !anyNamespaceGlobMatches(m.namespaces, nsName)) {
+      return skip(entry, `namespace ${nsName} is not in match.namespaces`);
+    }
+    if (m.excludedNamespaces.length > 0 && anyNamespaceGlobMatches(m.excludedNamespaces, nsName)) {
+      return skip(entry, `namespace ${nsName} is excluded`);
+    }
+    if (m.namespaceSelector) {
+      const labels = input.namespaceLabels ?? (isNamespace ? labelsOf(input.object ?? input.oldObject) : undefined);
+      if (labels === undefined) return errorVerdict(entry, `the labels of namespace ${nsName} are unknown, so namespaceSelector cannot be decided`);
+      if (!selectorMatches(m.namespaceSelector, labels)) return skip(entry, `namespace ${nsName} does not match namespaceSelector`);
+    }
+  }
+  if (m.objectSelector) {
+    const ok =
+      (input.object !== null && selectorMatches(m.objectSelector, labelsOf(input.object))) ||
+      (input.oldObject !== null && selectorMatches(m.objectSelector, labelsOf(input.oldObject)));
+    if (!ok) return skip(entry, 'the object does not match objectSelector');
+  }
+
+  if (!entry.validate) return errorVerdict(entry, entry.failure);
+  const target = input.operation === 'DELETE' ? input.oldObject : (input.object ?? input.oldObject);
+  if (target === null || typeof target !== 'object') {
+    return errorVerdict(entry, `the ${input.operation} request carries no object to validate`);
+  }
+  const violations = templatePath
+    ? entry.validate(templatePod(target, templatePath), templatePath.join('.'))
+    : entry.validate(target);
+  if (violations.length === 0) return verdict(entry, 'pass', `${entry.display}: passed`);
+  return verdict(
+    entry,
+    entry.enforcement === 'Deny' ? 'fail' : 'warn',
+    violationMessage(entry.display, entry.message, violations),
+    violations,
+  );
+}
+
+/**
+ * Per-rule verdicts for one input, in rule-key order. Pure: no I/O, the rule
+ * set is read, never changed.
+ */
+export function evaluate(rules: RuleSet, input: EvaluationInput): RuleVerdict[] {
+  const { specific, wildcard } = rules.candidates(input.kind.kind);
+  const out: RuleVerdict[] = [];
+  for (const item of specific) {
+    const v = evaluateOne(item, input);
+    if (v) out.push(v);
+  }
+  for (const item of wildcard) {
+    const v = evaluateOne(item, input);
+    if (v) out.push(v);
+  }
+  return out;
+}

@@ -1,0 +1,12 @@
+/** The public API of the rule engine (no I/O, no Kubernetes client). */
+export * from './types.ts';
+export { RuleSet, ruleKey, type RuleState } from './rule-set.ts';
+export { evaluate, violationMessage, MESSAGE_VIOLATIONS } from './evaluator.ts';
+export { decide, MAX_WARNING_LENGTH, type AdmissionDecision } from './decision.ts';
+export { validateRule, validateRuleShape, matchesPods, type RuleValidation } from './validate-rule.ts';
+export { compileSchema, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, type CompileResult, type Validator } from './compiler.ts';
+export { regexSafetyProblem, MAX_PATTERN_LENGTH } from './safe-regex.ts';
+export { selectorMatches, selectorProblems } from './label-selector.ts';
+export { namespaceGlobMatches } from './namespace-glob.ts';
+export { POD_TEMPLATE_KINDS, podTemplateKind, templatePod, type PodTemplateKind } from './pod-templates.ts';
+export { RULE_CRD_OPENAPI_SCHEMA } from './crd-schema.generated.ts';

@@ -1,0 +1,340 @@
+/**
+ * The rules currently in force, each compiled once per generation and spec
+ * (never per request). A version that fails to validate or compile keeps the
+ * last good one in force and reports why; a rule that never compiled is kept
+ * too, so that the evaluator can deny what it matches (fail closed).
+ */
+import { createHash } from 'node:crypto';
+import { compileSchema, type Validator } from './compiler.ts';
+import { isEmptySelector } from './label-selector.ts';
+import { POD_TEMPLATE_KINDS } from './pod-templates.ts';
+import type {
+  Enforcement,
+  KindMatch,
+  LabelSelector,
+  Operation,
+  PortalRuleObject,
+  RuleAction,
+  RuleKind,
+  RuleSpec,
+  Severity,
+} from './types.ts';
+import { validateRuleShape } from './validate-rule.ts';
+
+export interface RuleState {
+  key: string;
+  ruleKind: RuleKind;
+  name: string;
+  namespace?: string;
+  /** metadata.generation of the latest version seen (0 when absent, e.g. files). */
+  generation: number;
+  /** True when the latest version compiled and is the one in force. */
+  ready: boolean;
+  reason: 'Compiled' | 'CompileError';
+  message: string;
+  /** Generation of the version in force, when one ever compiled. */
+  compiledGeneration?: number;
+  enforcement: Enforcement;
+  severity: Severity;
+  category: string;
+  actions: RuleAction[];
+}
+
+/** A rule's match, prepared once for fast evaluation. */
+export interface PreparedMatch {
+  kinds: readonly KindMatch[];
+  operations: ReadonlySet<string>;
+  namespaces: readonly string[];
+  excludedNamespaces: readonly string[];
+  namespaceSelector: LabelSelector | undefined;
+  objectSelector: LabelSelector | undefined;
+  /** The rule names Pod explicitly and did not opt out of template checks. */
+  podTemplates: boolean;
+}
+
+/** What the evaluator needs about one rule (internal to src/policy). */
+export interface RuleEntry {
+  readonly key: string;
+  /** `name`, or `namespace/name` for a PortalRule. */
+  readonly display: string;
+  readonly ruleKind: RuleKind;
+  readonly ruleNamespace: string | undefined;
+  readonly enforcement: Enforcement;
+  readonly severity: Severity;
+  readonly category: string;
+  readonly message: string;
+  readonly match: PreparedMatch;
+  /** Undefined when no version ever compiled. */
+  readonly validate: Validator | undefined;
+  /** Why no version compiled (when validate is undefined). */
+  readonly failure: string;
+}
+
+export interface IndexedEntry {
+  entry: RuleEntry;
+  /** Matched through a Pod rule's template check, not directly. */
+  viaTemplate: boolean;
+}
+
+interface Slot {
+  hash: string;
+  generation: number;
+  state: RuleState;
+  good: { hash: string; release: () => void } | undefined;
+  entry: RuleEntry | undefined;
+}
+
+const DEFAULT_OPERATIONS: readonly Operation[] = ['CREATE', 'UPDATE'];
+
+export function ruleKey(rule: Pick<PortalRuleObject, 'kind' | 'metadata'>): string {
+  return rule.kind === 'PortalRule'
+    ? `PortalRule/${rule.metadata?.namespace ?? ''}/${rule.metadata?.name ?? ''}`
+    : `PortalClusterRule/${rule.metadata?.name ?? ''}`;
+}
+
+function namesPod(kinds: readonly KindMatch[]): boolean {
+  return kinds.some((k) => (k.apiGroups.includes('') || k.apiGroups.includes('*')) && k.kinds.includes('Pod'));
+}
+
+function prepareMatch(spec: RuleSpec): PreparedMatch {
+  const m = spec.match;
+  return {
+    kinds: m.kinds,
+    operations: new Set(m.operations && m.operations.length > 0 ? m.operations : DEFAULT_OPERATIONS),
+    namespaces: m.namespaces ?? [],
+    excludedNamespaces: m.excludedNamespaces ?? [],
+    namespaceSelector: isEmptySelector(m.namespaceSelector) ? undefined : m.namespaceSelector,
+    objectSelector: isEmptySelector(m.objectSelector) ? undefined : m.objectSelector,
+    podTemplates: spec.podTemplates !== false && namesPod(m.kinds),
+  };
+}
+
+/** Best effort for a version that never compiled: is its match usable at all? */
+function usableMatch(spec: unknown): spec is RuleSpec {
+  const kinds = (spec as { match?: { kinds?: unknown } } | undefined)?.match?.kinds;
+  return (
+    Array.isArray(kinds) &&
+    kinds.length > 0 &&
+    kinds.every(
+      (k: unknown) =>
+        k !== null &&
+        typeof k === 'object' &&
+        Array.isArray((k as KindMatch).apiGroups) &&
+        Array.isArray((k as KindMatch).kinds) &&
+        (k as KindMatch).apiGroups.every((g) => typeof g === 'string') &&
+        (k as KindMatch).kinds.every((g) => typeof g === 'string'),
+    )
+  );
+}
+
+const ENFORCEMENTS = new Set(['Deny', 'Warn', 'Audit']);
+const SEVERITIES = new Set(['critical', 'high', 'medium', 'low', 'info']);
+
+function specDefaults(spec: Partial<RuleSpec> | undefined): { enforcement: Enforcement; severity: Severity; category: string; actions: RuleAction[] } {
+  return {
+    enforcement: spec?.enforcement && ENFORCEMENTS.has(spec.enforcement) ? spec.enforcement : 'Deny',
+    severity: spec?.severity && SEVERITIES.has(spec.severity) ? spec.severity : 'medium',
+    category: typeof spec?.category === 'string' ? spec.category : '',
+    actions: Array.isArray(spec?.audit?.actions) ? spec.audit.actions : [],
+  };
+}
+
+export class RuleSet {
+  readonly #slots = new Map<string, Slot>();
+  #revision = 0;
+  #index: { revision: number; byKind: Map<string, IndexedEntry[]>; wildcard: IndexedEntry[] } | undefined;
+
+  /** Bumps on every change that can alter a verdict. */
+  get revision(): number {
+    return this.#revision;
+  }
+
+  get size(): number {
+    return this.#slots.size;
+  }
+
+  /**
+   * Adds or replaces a rule. Same generation and same spec as the version
+   * already held: nothing is recompiled and the revision does not change.
+   */
+  upsert(rule: PortalRuleObject): RuleState {
+    const key = ruleKey(rule);
+    const spec = (rule as { spec?: unknown }).spec;
+    const hash = createHash('sha256').update(JSON.stringify(spec ?? null)).digest('hex');
+    const generation = typeof rule.metadata?.generation === 'number' ? rule.metadata.generation : 0;
+    const previous = this.#slots.get(key);
+    if (previous && previous.hash === hash && previous.generation === generation) return previous.state;
+    if (previous?.good?.hash === hash && previous.entry) {
+      // Only the generation moved (e.g. a no-op edit): keep the compiled code.
+      previous.generation = generation;
+      previous.state = { ...previous.state, generation, compiledGeneration: generation, ready: true, reason: 'Compiled', message: `compiled generation ${generation}` };
+      previous.hash = hash;
+      this.#revision++;
+      return previous.state;
+    }
+
+    const name = rule.metadata?.name ?? '';
+    const namespace = rule.kind === 'PortalRule' ? (rule.metadata?.namespace ?? '') : undefined;
+    const display = namespace === undefined ? name : `${namespace}/${name}`;
+    let failure: string | undefined;
+    let validate: Validator | undefined;
+    let release: (() => void) | undefined;
+    const shape = validateRuleShape(rule);
+    if (!shape.ok) failure = `invalid rule: ${shape.problems.join('; ')}`;
+    else {
+      const compiled = compileSchema(shape.rule.spec.validate.schema);
+      if (compiled.ok) [validate, release] = [compiled.validate, compiled.release];
+      else failure = compiled.error;
+    }
+
+    let slot: Slot;
+    if (validate && release) {
+      previous?.good?.release();
+      const s = (shape as { rule: PortalRuleObject }).rule.spec;
+      const d = specDefaults(s);
+      const entry: RuleEntry = {
+        key,
+        display,
+        ruleKind: rule.kind,
+        ruleNamespace: namespace,
+        ...d,
+        message: s.validate.message ?? '',
+        match: prepareMatch(s),
+        validate,
+        failure: '',
+      };
+      slot = {
+        hash,
+        generation,
+        good: { hash, release },
+        entry,
+        state: {
+          key,
+          ruleKind: rule.kind,
+          name,
+          ...(namespace !== undefined ? { namespace } : {}),
+          generation,
+          ready: true,
+          reason: 'Compiled',
+          message: `compiled generation ${generation}`,
+          compiledGeneration: generation,
+          ...d,
+        },
+      };
+    } else if (previous?.good && previous.entry?.validate) {
+      // Keep the last good version in force.
+      const kept = previous.state.compiledGeneration ?? 0;
+      slot = {
+        hash,
+        generation,
+        good: previous.good,
+        entry: previous.entry,
+        state: {
+          ...previous.state,
+          generation,
+          ready: false,
+          reason: 'CompileError',
+          message: `generation ${generation} rejected, generation ${kept} stays in force: ${failure ?? 'unknown error'}`,
+        },
+      };
+    } else {
+      const d = specDefaults(spec as Partial<RuleSpec> | undefined);
+      const why = `it has never compiled: ${failure ?? 'unknown error'}`;
+      slot = {
+        hash,
+        generation,
+        good: undefined,
+        entry: usableMatch(spec)
+          ? {
+              key,
+              display,
+              ruleKind: rule.kind,
+              ruleNamespace: namespace,
+              ...d,
+              message: '',
+              match: prepareMatch(spec),
+              validate: undefined,
+              failure: why,
+            }
+          : undefined,
+        state: {
+          key,
+          ruleKind: rule.kind,
+          name,
+          ...(namespace !== undefined ? { namespace } : {}),
+          generation,
+          ready: false,
+          reason: 'CompileError',
+          message: usableMatch(spec) ? why : `${why} (its match is unusable, so it matches nothing)`,
+          ...d,
+        },
+      };
+    }
+    this.#slots.set(key, slot);
+    this.#revision++;
+    return slot.state;
+  }
+
+  remove(key: string): boolean {
+    const slot = this.#slots.get(key);
+    if (!slot) return false;
+    slot.good?.release();
+    this.#slots.delete(key);
+    this.#revision++;
+    return true;
+  }
+
+  state(key: string): RuleState | undefined {
+    return this.#slots.get(key)?.state;
+  }
+
+  states(): RuleState[] {
+    return [...this.#slots.values()].map((s) => s.state).sort((a, b) => a.key.localeCompare(b.key));
+  }
+
+  /** Kinds to watch for the audit, including workloads implied by Pod rules. */
+  matchedKinds(): { group: string; kind: string }[] {
+    const seen = new Map<string, { group: string; kind: string }>();
+    const add = (group: string, kind: string): void => {
+      seen.set(`${group}/${kind}`, { group, kind });
+    };
+    for (const slot of this.#slots.values()) {
+      const e = slot.entry;
+      if (!e) continue;
+      for (const k of e.match.kinds) for (const g of k.apiGroups) for (const kind of k.kinds) add(g, kind);
+      if (e.match.podTemplates) for (const w of POD_TEMPLATE_KINDS) add(w.group, w.kind);
+    }
+    return [...seen.values()].sort((a, b) => `${a.group}/${a.kind}`.localeCompare(`${b.group}/${b.kind}`));
+  }
+
+  /** @internal Candidates for a kind, in rule-key order (the evaluator's index). */
+  candidates(kind: string): { specific: readonly IndexedEntry[]; wildcard: readonly IndexedEntry[] } {
+    const index = this.#buildIndex();
+    return { specific: index.byKind.get(kind) ?? [], wildcard: index.wildcard };
+  }
+
+  #buildIndex(): { byKind: Map<string, IndexedEntry[]>; wildcard: IndexedEntry[] } {
+    if (this.#index?.revision === this.#revision) return this.#index;
+    const byKind = new Map<string, IndexedEntry[]>();
+    const wildcard: IndexedEntry[] = [];
+    const entries = [...this.#slots.values()]
+      .map((s) => s.entry)
+      .filter((e): e is RuleEntry => e !== undefined)
+      .sort((a, b) => a.key.localeCompare(b.key));
+    const push = (kind: string, item: IndexedEntry): void => {
+      const list = byKind.get(kind) ?? [];
+      if (!list.some((x) => x.entry === item.entry)) list.push(item);
+      byKind.set(kind, list);
+    };
+    for (const entry of entries) {
+      const kinds = new Set(entry.match.kinds.flatMap((k) => k.kinds));
+      if (kinds.has('*')) wildcard.push({ entry, viaTemplate: false });
+      for (const kind of kinds) if (kind !== '*') push(kind, { entry, viaTemplate: false });
+      if (entry.match.podTemplates && !kinds.has('*')) {
+        for (const w of POD_TEMPLATE_KINDS) if (!kinds.has(w.kind)) push(w.kind, { entry, viaTemplate: true });
+      }
+    }
+    this.#index = { revision: this.#revision, byKind, wildcard };
+    return this.#index;
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * Validation of PortalRule / PortalClusterRule objects: the CRD's structural
+ * schema (the same one the API server enforces, from crd-schema.generated.ts)
+ * plus the semantic checks a schema cannot express. Every problem is reported
+ * at once, each saying what to change.
+ */
+import { Ajv } from 'ajv';
+import type { ErrorObject } from 'ajv';
+import { compileSchema, schemaGuardProblem } from './compiler.ts';
+import { RULE_CRD_OPENAPI_SCHEMA } from './crd-schema.generated.ts';
+import { labelKeyProblem, labelValueProblem, selectorProblems } from './label-selector.ts';
+import { namespaceGlobProblem } from './namespace-glob.ts';
+import { toViolations } from './schema-errors.ts';
+import { RULE_API_VERSION, type PortalRuleObject, type RuleSpec } from './types.ts';
+
+export type RuleValidation = { ok: true; rule: PortalRuleObject } | { ok: false; problems: string[] };
+
+/**
+ * The CRD schema with `additionalProperties: false` on every described object,
+ * so a misspelt field (`enforcment`) is reported instead of silently pruned as
+ * the API server would do.
+ */
+function closeObjects(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(closeObjects);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) {
+    out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([p, s]) => [p, closeObjects(s)])) : closeObjects(v);
+  }
+  if (out['properties'] && out['x-kubernetes-preserve-unknown-fields'] !== true && out['additionalProperties'] === undefined) {
+    out['additionalProperties'] = false;
+  }
+  return out;
+}
+
+const crdAjv = new Ajv({ strict: false, allErrors: true, validateFormats: false, logger: false });
+const crdSchema = closeObjects(RULE_CRD_OPENAPI_SCHEMA) as Record<string, unknown>;
+// metadata is validated by hand below (the API server owns ObjectMeta).
+(crdSchema['properties'] as Record<string, unknown>)['metadata'] = { type: 'object' };
+const validateCrd = crdAjv.compile(crdSchema);
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const WORKLOAD_HINT = 'list {apiGroups: [""], kinds: ["Pod"]} in match.kinds';
+
+function nameProblem(name: unknown, what: string): string | undefined {
+  if (typeof name !== 'string' || name === '') return `${what} is required`;
+  if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
+    return `${what} "${name}" is not a valid name: use lowercase letters, digits, "-" and ".", at most 253 characters`;
+  }
+  return undefined;
+}
+
+/** True when some KindMatch of the rule can select core Pods. */
+export function matchesPods(spec: RuleSpec): boolean {
+  return spec.match.kinds.some(
+    (k) => (k.apiGroups.includes('') || k.apiGroups.includes('*')) && (k.kinds.includes('Pod') || k.kinds.includes('*')),
+  );
+}
+
+function semanticProblems(spec: RuleSpec): string[] {
+  const problems: string[] = [];
+  const m = spec.match;
+  for (const field of ['namespaces', 'excludedNamespaces'] as const) {
+    (m[field] ?? []).forEach((glob, i) => {
+      const p = namespaceGlobProblem(glob);
+      if (p) problems.push(`spec.match.${field}[${i}]: ${p}`);
+    });
+  }
+  if (m.namespaceSelector) problems.push(...selectorProblems(m.namespaceSelector, 'spec.match.namespaceSelector'));
+  if (m.objectSelector) problems.push(...selectorProblems(m.objectSelector, 'spec.match.objectSelector'));
+  m.kinds.forEach((k, i) => {
+    if (k.apiGroups.includes('*') && k.apiGroups.length > 1) {
+      problems.push(`spec.match.kinds[${i}].apiGroups: "*" already means every group; remove the other entries`);
+    }
+  });
+  const guard = schemaGuardProblem(spec.validate.schema);
+  if (guard) problems.push(`spec.${guard}`);
+  (spec.audit?.actions ?? []).forEach((a, i) => {
+    const at = `spec.audit.actions[${i}]`;
+    if (a.type === 'label' || a.type === 'annotate') {
+      if (a.key === undefined || a.key === '') problems.push(`${at}: the ${a.type} action needs a key`);
+      else {
+        const p = labelKeyProblem(a.key);
+        if (p) problems.push(`${at}.key: ${p.replace('label key', `${a.type} key`)}`);
+      }
+      if (a.value === undefined) problems.push(`${at}: the ${a.type} action needs a value (it may be "")`);
+      else if (a.type === 'label') {
+        const p = labelValueProblem(a.value);
+        if (p) problems.push(`${at}.value: ${p}`);
+      }
+    } else if (a.key !== undefined || a.value !== undefined) {
+      problems.push(`${at}: the ${a.type} action takes no key or value; remove them`);
+    }
+    if (a.type === 'evict' && !matchesPods(spec)) {
+      problems.push(`${at}: evict only applies to Pods but the rule does not match Pods; ${WORKLOAD_HINT} or use another action`);
+    }
+  });
+  return problems;
+}
+
+function crdProblems(obj: unknown): string[] {
+  if (validateCrd(obj)) return [];
+  return toViolations((validateCrd.errors ?? []) as ErrorObject[]).map((v) =>
+    v.message === 'is not allowed' ? `${v.path}: unknown field; check its spelling against the PortalRule API` : `${v.path}: ${v.message}`,
+  );
+}
+
+/**
+ * Structure and semantics, without compiling the schema: what RuleSet uses
+ * (it compiles itself and keeps the last good version on failure).
+ */
+export function validateRuleShape(obj: unknown): RuleValidation {
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
+    return { ok: false, problems: ['a rule must be an object with apiVersion, kind, metadata and spec'] };
+  }
+  const o = obj as Record<string, unknown>;
+  const problems: string[] = [];
+  if (o['apiVersion'] !== RULE_API_VERSION) {
+    problems.push(`apiVersion: must be "${RULE_API_VERSION}" (got ${JSON.stringify(o['apiVersion'] ?? null)})`);
+  }
+  if (o['kind'] !== 'PortalRule' && o['kind'] !== 'PortalClusterRule') {
+    problems.push(`kind: must be PortalRule or PortalClusterRule (got ${JSON.stringify(o['kind'] ?? null)})`);
+  }
+  const meta = o['metadata'];
+  if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) {
+    problems.push('metadata: must be an object with a name');
+  } else {
+    const md = meta as Record<string, unknown>;
+    const np = nameProblem(md['name'], 'metadata.name');
+    if (np) problems.push(np);
+    if (o['kind'] === 'PortalRule') {
+      const nsp = nameProblem(md['namespace'], 'metadata.namespace');
+      if (nsp) problems.push(`${nsp} (a PortalRule is namespaced: set the namespace it applies to, or use a PortalClusterRule)`);
+    }
+  }
+  const structural = crdProblems(obj);
+  problems.push(...structural);
+  // Semantic checks need a structurally valid spec to read.
+  if (structural.length === 0 && problems.length === 0) {
+    problems.push(...semanticProblems((o as unknown as PortalRuleObject).spec));
+  }
+  return problems.length ? { ok: false, problems } : { ok: true, rule: obj as PortalRuleObject };
+}
+
+/** Everything, including compiling `validate.schema` (the full answer for `portal test` and tooling). */
+export function validateRule(obj: unknown): RuleValidation {
+  const shape = validateRuleShape(obj);
+  if (!shape.ok) return shape;
+  const compiled = compileSchema(shape.rule.spec.validate.schema);
+  if (!compiled.ok) return { ok: false, problems: [`spec.${compiled.error}`] };
+  compiled.release();
+  return shape;
+}

@@ -1,0 +1,169 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { makePki, makeServer, allowAll, denyPrivileged, podReview, type TestPki } from './helpers.ts';
+import { ADMISSION_BODY_LIMIT } from '../../src/admission/server.ts';
+
+let pki: TestPki;
+before(async () => {
+  pki = await makePki();
+});
+
+async function post(t: ReturnType<typeof makeServer>, payload: unknown, headers: Record<string, string> = { 'content-type': 'application/json' }) {
+  const res = await t.app.inject({ method: 'POST', url: '/validate', headers, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) });
+  return { status: res.statusCode, body: res.json() as { apiVersion: string; kind: string; response: { uid: string; allowed: boolean; status?: { code: number; message: string }; warnings?: string[] }; code?: number; message?: string } };
+}
+
+describe('POST /validate decisions', () => {
+  const servers: ReturnType<typeof makeServer>[] = [];
+  after(async () => {
+    await Promise.all(servers.map((s) => s.app.close()));
+  });
+  const server = (d: Parameters<typeof makeServer>[1]) => {
+    const s = makeServer(pki, d);
+    servers.push(s);
+    return s;
+  };
+
+  it('allows a compliant Pod in v1 and echoes uid and version', async () => {
+    const s = server(denyPrivileged);
+    const { status, body } = await post(s, podReview({ uid: 'abc-123' }));
+    assert.equal(status, 200);
+    assert.equal(body.apiVersion, 'admission.k8s.io/v1');
+    assert.equal(body.kind, 'AdmissionReview');
+    assert.deepEqual(body.response, { uid: 'abc-123', allowed: true });
+  });
+
+  it('denies in v1beta1 with 403 and the rule name, answering in v1beta1', async () => {
+    const s = server(denyPrivileged);
+    const { status, body } = await post(s, podReview({ uid: 'b1', apiVersion: 'admission.k8s.io/v1beta1', privileged: true }));
+    assert.equal(status, 200);
+    assert.equal(body.apiVersion, 'admission.k8s.io/v1beta1');
+    assert.equal(body.response.uid, 'b1');
+    assert.equal(body.response.allowed, false);
+    assert.equal(body.response.status?.code, 403);
+    assert.match(body.response.status?.message ?? '', /disallow-privileged-containers/);
+  });
+
+  it('allows with warnings, each under 120 characters', async () => {
+    const long = `restrict-seccomp-strict: ${'x'.repeat(300)}`;
+    const s = server(() => ({ allowed: true, warnings: ['disallow-privilege-escalation: set allowPrivilegeEscalation: false', long] }));
+    const { body } = await post(s, podReview());
+    assert.equal(body.response.allowed, true);
+    assert.equal(body.response.warnings?.length, 2);
+    assert.equal(body.response.warnings?.[0], 'disallow-privilege-escalation: set allowPrivilegeEscalation: false');
+    for (const w of body.response.warnings ?? []) assert.ok(w.length < 120, w);
+  });
+
+  it('evaluates dry-run requests like any other', async () => {
+    const s = server(denyPrivileged);
+    const { body } = await post(s, podReview({ dryRun: true, privileged: true }));
+    assert.equal(body.response.allowed, false);
+    assert.equal(s.calls, 1);
+  });
+
+  it('allows exempt namespaces, exempt Namespace objects and exempt kinds without evaluating', async () => {
+    const s = server(() => {
+      throw new Error('must not be called');
+    });
+    for (const ns of ['kube-system', 'kube-public', 'kube-node-lease', 'portal-system']) {
+      const { body } = await post(s, podReview({ namespace: ns, privileged: true }));
+      assert.equal(body.response.allowed, true, ns);
+    }
+    const nsReview = podReview();
+    Object.assign(nsReview.request as object, { kind: { group: '', version: 'v1', kind: 'Namespace' }, name: 'kube-system', namespace: '' });
+    assert.equal((await post(s, nsReview)).body.response.allowed, true);
+    const lease = podReview();
+    Object.assign(lease.request as object, { kind: { group: 'coordination.k8s.io', version: 'v1', kind: 'Lease' } });
+    assert.equal((await post(s, lease)).body.response.allowed, true);
+    assert.equal(s.calls, 0);
+  });
+
+  it('denies with "not ready" until the rule source is synced', async () => {
+    const s = server(allowAll);
+    let loaded = false;
+    s.gate.addCheck('rules', () => loaded || 'rules not loaded yet');
+    const { body } = await post(s, podReview({ uid: 'nr' }));
+    assert.equal(body.response.uid, 'nr');
+    assert.equal(body.response.allowed, false);
+    assert.match(body.response.status?.message ?? '', /not ready.*rules not loaded yet/);
+    assert.equal(s.calls, 0);
+    loaded = true;
+    assert.equal((await post(s, podReview())).body.response.allowed, true);
+  });
+
+  it('turns an exception, a rejection or a garbage decision into a 500 denial, never an allow', async () => {
+    const deciders = [
+      () => {
+        throw new Error('boom');
+      },
+      () => Promise.reject(new Error('async boom')),
+      () => null as never,
+    ];
+    for (const d of deciders) {
+      const s = server(d);
+      const { status, body } = await post(s, podReview({ uid: 'ie' }));
+      assert.equal(status, 200);
+      assert.equal(body.response.uid, 'ie');
+      assert.equal(body.response.allowed, false);
+      assert.equal(body.response.status?.code, 500);
+      assert.match(body.response.status?.message ?? '', /^internal error evaluating Pod default\/web/);
+    }
+  });
+});
+
+describe('POST /validate bad input', () => {
+  let s: ReturnType<typeof makeServer>;
+  before(() => {
+    s = makeServer(pki, allowAll);
+  });
+  after(() => s.app.close());
+
+  const cases: [string, unknown, number, RegExp, string?][] = [
+    ['malformed JSON', '{"apiVersion": ', 400, /malformed JSON/],
+    ['empty body', '', 400, /empty body/],
+    ['a JSON array', '[]', 400, /JSON object/],
+    ['missing request', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }, 400, /no "request"/],
+    ['missing uid', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { kind: { kind: 'Pod' }, operation: 'CREATE' } }, 400, /uid/],
+    ['unknown apiVersion (uid echoed)', { ...podReview({ uid: 'u-v2' }), apiVersion: 'admission.k8s.io/v2' }, 400, /unsupported apiVersion/, 'u-v2'],
+    ['wrong kind (uid echoed)', { ...podReview({ uid: 'u-k' }), kind: 'TokenReview' }, 400, /unsupported kind/, 'u-k'],
+    ['bad operation (uid echoed)', podReview({ uid: 'u-op', operation: 'PATCH' }), 400, /operation/, 'u-op'],
+  ];
+  for (const [name, payload, code, re, uid] of cases) {
+    it(`rejects ${name} with ${code}`, async () => {
+      const { status, body } = await post(s, payload);
+      assert.equal(status, code);
+      assert.equal(body.response.allowed, false);
+      assert.match(body.response.status?.message ?? '', re);
+      if (uid) assert.equal(body.response.uid, uid);
+    });
+  }
+
+  it('rejects a wrong or missing content type with 415', async () => {
+    for (const headers of [{ 'content-type': 'text/plain' }, { 'content-type': 'application/yaml' }, {}]) {
+      const res = await s.app.inject({ method: 'POST', url: '/validate', headers, payload: JSON.stringify(podReview()) });
+      assert.equal(res.statusCode, 415, JSON.stringify(headers));
+      assert.match(res.json<{ message: string }>().message, /application\/json/);
+    }
+  });
+
+  it('rejects a body over the ~8 MiB limit with 413 and keeps serving', async () => {
+    const big = podReview();
+    (big.request as { object: { data: string } }).object.data = 'x'.repeat(ADMISSION_BODY_LIMIT);
+    const res = await s.app.inject({ method: 'POST', url: '/validate', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(big) });
+    assert.equal(res.statusCode, 413);
+    assert.match(res.json<{ message: string }>().message, /larger than the limit/);
+    // A 6 MiB UPDATE (object + oldObject of 3 MiB) is within the limit.
+    const update = podReview({ operation: 'UPDATE' });
+    const r = update.request as { object: Record<string, unknown>; oldObject: Record<string, unknown> };
+    r.object.data = 'y'.repeat(3 * 1024 * 1024 - 1024);
+    r.oldObject = { ...r.object };
+    assert.equal((await post(s, update)).body.response.allowed, true);
+  });
+
+  it('counts invalid requests in the metrics', async () => {
+    const text = await s.registry.metrics();
+    assert.match(text, /portal_admission_requests_total\{operation="",kind="",decision="invalid"\} [1-9]/);
+    assert.match(text, /portal_admission_errors_total\{reason="invalid_input"\} [1-9]/);
+    assert.match(text, /portal_admission_requests_total\{operation="UPDATE",kind="Pod",decision="allow"\} 1/);
+  });
+});

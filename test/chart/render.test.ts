@@ -1,0 +1,278 @@
+// Renders charts/portal with the real Helm binary and checks the invariants an
+// operator relies on (issue 6): security context, RBAC, webhook exclusions,
+// probes, env, certificates, PDB, anti-affinity, optional pieces.
+import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { test } from 'node:test';
+import { chartDir, find, helm, NAMESPACE, render, withValuesFile, type Manifest } from './helm.ts';
+
+interface Container {
+  name: string;
+  args: string[];
+  env: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  ports: { name: string; containerPort: number }[];
+  readinessProbe: { httpGet: { path: string; port: string } };
+  livenessProbe: { httpGet: { path: string; port: string } };
+  securityContext: Record<string, unknown>;
+  resources: Record<string, unknown>;
+  volumeMounts: { name: string; mountPath: string; readOnly?: boolean; subPath?: string }[];
+  lifecycle: { preStop: { sleep: { seconds: number } } };
+}
+interface PodSpec {
+  containers: Container[];
+  securityContext: Record<string, unknown>;
+  volumes: { name: string; secret?: { secretName: string }; emptyDir?: unknown }[];
+  affinity: { podAntiAffinity: Record<string, unknown> };
+  topologySpreadConstraints?: unknown[];
+  terminationGracePeriodSeconds: number;
+  priorityClassName?: string;
+  serviceAccountName: string;
+}
+interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+const podSpec = (ms: Manifest[]): PodSpec => (find(ms, 'Deployment')['spec'] as { template: { spec: PodSpec } }).template.spec;
+const container = (ms: Manifest[]): Container => podSpec(ms).containers[0]!;
+const rulesOf = (m: Manifest): PolicyRule[] => m['rules'] as PolicyRule[];
+const allows = (rules: PolicyRule[], group: string, resource: string, verb: string): boolean =>
+  rules.some((r) => r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb));
+
+test('default render: the objects an install needs, in the release namespace', async () => {
+  const ms = await render();
+  const kinds = ms.map((m) => `${m.kind}/${m.metadata.name}`).sort();
+  assert.deepEqual(kinds, [
+    'ClusterRole/portal',
+    'ClusterRoleBinding/portal',
+    'CustomResourceDefinition/clusterpolicyreports.wgpolicyk8s.io',
+    'CustomResourceDefinition/policyreports.wgpolicyk8s.io',
+    'Deployment/portal',
+    'PodDisruptionBudget/portal',
+    'Role/portal',
+    'RoleBinding/portal',
+    'Secret/portal-tls',
+    'Service/portal',
+    'ServiceAccount/portal',
+    'ValidatingWebhookConfiguration/portal',
+  ]);
+  for (const m of ms) {
+    const clusterScoped = ['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'ValidatingWebhookConfiguration'];
+    if (!clusterScoped.includes(m.kind)) assert.equal(m.metadata.namespace, NAMESPACE, `${m.kind} namespace`);
+  }
+});
+
+test('deployment: 2 replicas, downward-API env, probes, args, graceful termination', async () => {
+  const ms = await render();
+  const deploy = find(ms, 'Deployment');
+  assert.equal((deploy['spec'] as { replicas: number }).replicas, 2);
+  const c = container(ms);
+  assert.equal(c.args[0], 'serve');
+  for (const flag of ['--webhook-port=9443', '--probes-port=8080', '--tls-cert-file=/etc/portal/tls/tls.crt', '--tls-key-file=/etc/portal/tls/tls.key', '--lease-name=portal-leader', '--lease-duration=15s', '--renew-deadline=10s', '--retry-period=2s', '--shutdown-grace-period=20s']) {
+    assert.ok(c.args.includes(flag), `args contain ${flag}: ${c.args.join(' ')}`);
+  }
+  const env = Object.fromEntries(c.env.map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath ?? e.value]));
+  assert.equal(env['POD_NAME'], 'metadata.name');
+  assert.equal(env['POD_NAMESPACE'], 'metadata.namespace');
+  assert.deepEqual(c.readinessProbe.httpGet, { path: '/readyz', port: 'probes' });
+  assert.deepEqual(c.livenessProbe.httpGet, { path: '/livez', port: 'probes' });
+  assert.deepEqual(c.ports.map((p) => [p.name, p.containerPort]), [['webhook', 9443], ['probes', 8080]]);
+  const spec = podSpec(ms);
+  // The kubelet must not kill a replica before it has slept (endpoints drain)
+  // and shut down gracefully (Lease released).
+  assert.ok(spec.terminationGracePeriodSeconds >= c.lifecycle.preStop.sleep.seconds + 20);
+  assert.ok(c.resources['requests'] && c.resources['limits']);
+  assert.equal(spec.priorityClassName, undefined);
+  assert.equal(spec.serviceAccountName, 'portal');
+});
+
+test('deployment: restricted security context and a writable /tmp only', async () => {
+  const ms = await render();
+  const spec = podSpec(ms);
+  const c = container(ms);
+  assert.equal(spec.securityContext['runAsNonRoot'], true);
+  assert.deepEqual(spec.securityContext['seccompProfile'], { type: 'RuntimeDefault' });
+  assert.equal(c.securityContext['allowPrivilegeEscalation'], false);
+  assert.equal(c.securityContext['readOnlyRootFilesystem'], true);
+  assert.equal(c.securityContext['runAsNonRoot'], true);
+  assert.notEqual(c.securityContext['runAsUser'], 0);
+  assert.deepEqual(c.securityContext['capabilities'], { drop: ['ALL'] });
+  assert.deepEqual(c.securityContext['seccompProfile'], { type: 'RuntimeDefault' });
+  const mounts = Object.fromEntries(c.volumeMounts.map((m) => [m.name, m]));
+  assert.equal(mounts['tmp']?.mountPath, '/tmp');
+  assert.equal(mounts['tls']?.mountPath, '/etc/portal/tls');
+  // subPath mounts are never refreshed by the kubelet: certificate rotation needs a directory mount.
+  assert.equal(mounts['tls']?.subPath, undefined);
+  const volumes = Object.fromEntries(spec.volumes.map((v) => [v.name, v]));
+  assert.equal(volumes['tls']?.secret?.secretName, 'portal-tls');
+  assert.ok(volumes['tmp']?.emptyDir);
+});
+
+test('RBAC: least privilege, no wildcards, the permissions the issue lists', async () => {
+  const ms = await render();
+  const cluster = rulesOf(find(ms, 'ClusterRole'));
+  const role = rulesOf(find(ms, 'Role'));
+  for (const r of [...cluster, ...role]) {
+    for (const field of [r.apiGroups, r.resources, r.verbs]) assert.ok(!field.includes('*'), `no wildcard in ${JSON.stringify(r)}`);
+  }
+  for (const verb of ['get', 'list', 'watch', 'create', 'update']) assert.ok(allows(role, 'coordination.k8s.io', 'leases', verb), `leases ${verb}`);
+  assert.ok(!allows(cluster, 'coordination.k8s.io', 'leases', 'update'), 'leases only in the release namespace');
+  for (const verb of ['create', 'patch']) assert.ok(allows(role, '', 'events', verb), `events ${verb}`);
+  for (const verb of ['get', 'list', 'watch']) {
+    assert.ok(allows(cluster, 'portal.dev', 'portalrules', verb));
+    assert.ok(allows(cluster, 'portal.dev', 'portalclusterrules', verb));
+    assert.ok(allows(cluster, '', 'namespaces', verb));
+  }
+  assert.ok(allows(cluster, 'portal.dev', 'portalrules/status', 'update'));
+  assert.ok(allows(cluster, 'portal.dev', 'portalclusterrules/status', 'update'));
+  assert.ok(!allows(cluster, 'portal.dev', 'portalrules', 'update'), 'spec of rules is read-only');
+  for (const verb of ['create', 'update', 'patch', 'delete']) {
+    assert.ok(allows(cluster, 'wgpolicyk8s.io', 'policyreports', verb));
+    assert.ok(allows(cluster, 'wgpolicyk8s.io', 'clusterpolicyreports', verb));
+  }
+  assert.ok(allows(cluster, '', 'pods/eviction', 'create'));
+  assert.ok(!allows(cluster, '', 'pods', 'delete'), 'evictions, never deletes');
+  // Every kind the webhook sends is readable (informers) and patchable (label/annotate).
+  const hooks = find(ms, 'ValidatingWebhookConfiguration')['webhooks'] as { rules: { apiGroups: string[]; resources: string[] }[] }[];
+  for (const rule of hooks[0]!.rules) {
+    for (const group of rule.apiGroups) {
+      for (const resource of rule.resources) {
+        for (const verb of ['get', 'list', 'watch', 'patch']) assert.ok(allows(cluster, group, resource, verb), `${verb} ${group}/${resource}`);
+      }
+    }
+  }
+  assert.ok(!cluster.some((r) => r.resources.includes('secrets')), 'no access to Secrets');
+  const binding = find(ms, 'ClusterRoleBinding') as Manifest & { subjects: { name: string; namespace: string }[] };
+  assert.deepEqual(binding.subjects.map((s) => [s.name, s.namespace]), [['portal', NAMESPACE]]);
+});
+
+test('webhook: fail closed, no side effects, short timeout, self-lockout exclusions', async () => {
+  const ms = await render({ webhook: { excludedNamespaces: ['monitoring'] } });
+  const [hook, ...rest] = find(ms, 'ValidatingWebhookConfiguration')['webhooks'] as {
+    failurePolicy: string;
+    sideEffects: string;
+    timeoutSeconds: number;
+    admissionReviewVersions: string[];
+    namespaceSelector: { matchExpressions: { key: string; operator: string; values: string[] }[] };
+    rules: { apiGroups: string[]; resources: string[]; operations: string[] }[];
+    clientConfig: { service: { name: string; namespace: string; port: number; path: string }; caBundle: string };
+  }[];
+  assert.equal(rest.length, 0);
+  assert.ok(hook);
+  assert.equal(hook.failurePolicy, 'Fail');
+  assert.equal(hook.sideEffects, 'None');
+  assert.deepEqual(hook.admissionReviewVersions, ['v1']);
+  assert.ok(hook.timeoutSeconds >= 1 && hook.timeoutSeconds <= 10);
+  assert.deepEqual(hook.namespaceSelector.matchExpressions, [
+    { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-public', 'kube-node-lease', NAMESPACE, 'monitoring'] },
+  ]);
+  const resources = hook.rules.flatMap((r) => r.resources);
+  for (const kind of ['pods', 'deployments', 'statefulsets', 'daemonsets', 'replicasets', 'replicationcontrollers', 'jobs', 'cronjobs']) {
+    assert.ok(resources.includes(kind), `webhook matches ${kind}`);
+  }
+  for (const never of ['leases', 'events', 'nodes', 'tokenreviews', 'subjectaccessreviews', 'portalrules', 'portalclusterrules', '*']) {
+    assert.ok(!resources.includes(never), `webhook never matches ${never}`);
+  }
+  assert.ok(!hook.rules.some((r) => r.apiGroups.includes('*') || r.apiGroups.includes('portal.dev')));
+  assert.deepEqual(hook.clientConfig.service, { name: 'portal', namespace: NAMESPACE, port: 443, path: '/validate' });
+  // The server exempts the same extra namespace (defence in depth).
+  assert.ok(container(ms).args.includes('--exempt-namespace=monitoring'));
+});
+
+test('certificates: caBundle is the CA that signed the serving certificate for the Service DNS name', async () => {
+  const ms = await render();
+  const data = find(ms, 'Secret', 'portal-tls')['data'] as Record<string, string>;
+  const b64 = (s: string | undefined): string => Buffer.from(s ?? '', 'base64').toString('utf8');
+  const ca = new X509Certificate(b64(data['ca.crt']));
+  const cert = new X509Certificate(b64(data['tls.crt']));
+  assert.ok(cert.verify(ca.publicKey), 'serving certificate signed by the CA');
+  assert.ok(cert.checkHost(`portal.${NAMESPACE}.svc`), 'valid for the name kube-apiserver calls');
+  assert.ok(b64(data['tls.key']).includes('PRIVATE KEY'));
+  const hooks = find(ms, 'ValidatingWebhookConfiguration')['webhooks'] as { clientConfig: { caBundle: string } }[];
+  assert.equal(hooks[0]!.clientConfig.caBundle, data['ca.crt']);
+});
+
+test('cert-manager mode: Issuer + Certificate into the mounted Secret, cainjector annotation, no Helm CA', async () => {
+  const ms = await render({ certificates: { mode: 'certManager' } });
+  assert.ok(!ms.some((m) => m.kind === 'Secret'), 'cert-manager writes the Secret');
+  const cert = find(ms, 'Certificate') as Manifest & { spec: { secretName: string; dnsNames: string[]; issuerRef: { name: string; kind: string } } };
+  assert.equal(cert.spec.secretName, 'portal-tls');
+  assert.ok(cert.spec.dnsNames.includes(`portal.${NAMESPACE}.svc`));
+  assert.deepEqual(cert.spec.issuerRef, { name: 'portal-selfsigned', kind: 'Issuer', group: 'cert-manager.io' });
+  find(ms, 'Issuer', 'portal-selfsigned');
+  const vwc = find(ms, 'ValidatingWebhookConfiguration');
+  assert.equal(vwc.metadata.annotations?.['cert-manager.io/inject-ca-from'], `${NAMESPACE}/portal`);
+
+  const own = await render({ certificates: { mode: 'certManager', certManager: { issuerRef: { name: 'corp-ca', kind: 'ClusterIssuer' } } } });
+  assert.ok(!own.some((m) => m.kind === 'Issuer'));
+  assert.deepEqual((find(own, 'Certificate') as Manifest & { spec: { issuerRef: unknown } }).spec.issuerRef, { name: 'corp-ca', kind: 'ClusterIssuer', group: 'cert-manager.io' });
+});
+
+test('anti-affinity: preferred without a cluster (auto), required when forced, and spread constraints', async () => {
+  const auto = podSpec(await render());
+  assert.ok(auto.affinity.podAntiAffinity['preferredDuringSchedulingIgnoredDuringExecution']);
+  assert.equal(auto.affinity.podAntiAffinity['requiredDuringSchedulingIgnoredDuringExecution'], undefined);
+  assert.equal(auto.topologySpreadConstraints?.length, 1);
+
+  const ms = await render({ replicaCount: 3, affinity: { podAntiAffinity: { mode: 'required' } }, priorityClassName: 'system-cluster-critical' });
+  const spec = podSpec(ms);
+  const required = spec.affinity.podAntiAffinity['requiredDuringSchedulingIgnoredDuringExecution'] as { topologyKey: string; labelSelector: unknown }[];
+  assert.equal(required[0]?.topologyKey, 'kubernetes.io/hostname');
+  assert.deepEqual(required[0]?.labelSelector, { matchLabels: { 'app.kubernetes.io/name': 'portal', 'app.kubernetes.io/instance': 'portal' } });
+  assert.equal((find(ms, 'Deployment')['spec'] as { replicas: number }).replicas, 3);
+  assert.equal(spec.priorityClassName, 'system-cluster-critical');
+
+  const noSpread = podSpec(await render({ topologySpreadConstraints: { enabled: false } }));
+  assert.equal(noSpread.topologySpreadConstraints, undefined);
+});
+
+test('PDB minAvailable 1 by default, configurable, can be disabled', async () => {
+  const pdb = find(await render(), 'PodDisruptionBudget') as Manifest & { spec: { minAvailable: number; selector: unknown } };
+  assert.equal(pdb.spec.minAvailable, 1);
+  assert.deepEqual(pdb.spec.selector, { matchLabels: { 'app.kubernetes.io/name': 'portal', 'app.kubernetes.io/instance': 'portal' } });
+  const two = find(await render({ replicaCount: 3, podDisruptionBudget: { minAvailable: 2 } }), 'PodDisruptionBudget') as Manifest & { spec: { minAvailable: number } };
+  assert.equal(two.spec.minAvailable, 2);
+  assert.ok(!(await render({ podDisruptionBudget: { enabled: false } })).some((m) => m.kind === 'PodDisruptionBudget'));
+});
+
+test('PolicyReport CRDs: installed and kept on uninstall by default, skipped when disabled', async () => {
+  const crds = (await render()).filter((m) => m.kind === 'CustomResourceDefinition');
+  assert.equal(crds.length, 2);
+  for (const crd of crds) assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
+  const polr = crds.find((c) => c.metadata.name === 'policyreports.wgpolicyk8s.io') as Manifest & { spec: { scope: string; names: { shortNames: string[] }; versions: { name: string; subresources?: unknown; additionalPrinterColumns: { name: string }[] }[] } };
+  assert.equal(polr.spec.scope, 'Namespaced');
+  assert.deepEqual(polr.spec.names.shortNames, ['polr']);
+  assert.equal(polr.spec.versions[0]?.name, 'v1alpha2');
+  assert.equal(polr.spec.versions[0]?.subresources, undefined, 'no status subresource');
+  assert.deepEqual(polr.spec.versions[0]?.additionalPrinterColumns.map((c) => c.name), ['Kind', 'Name', 'Pass', 'Fail', 'Warn', 'Error', 'Skip', 'Age']);
+  assert.ok(!(await render({ policyReportCRDs: { install: false } })).some((m) => m.kind === 'CustomResourceDefinition'));
+});
+
+test('values schema rejects unknown keys and wrong types with a message', async () => {
+  for (const [values, expected] of [
+    [{ replicaCount: 'two' }, /replicaCount.*got string, want integer/],
+    [{ replicaCuont: 2 }, /additional properties 'replicaCuont' not allowed/],
+    [{ webhook: { timeoutSeconds: 60 } }, /timeoutSeconds/],
+    [{ webhook: { failurePolicy: 'Sometimes' } }, /failurePolicy/],
+    [{ affinity: { podAntiAffinity: { mode: 'always' } } }, /mode/],
+    [{ image: { tag: 'x', registry: 'y' } }, /additional properties 'registry' not allowed/],
+  ] as const) {
+    const r = await withValuesFile(values, (file) => helm(['template', 'portal', chartDir, '--values', file]));
+    assert.notEqual(r.code, 0, `rejects ${JSON.stringify(values)}`);
+    assert.match(r.stderr, expected);
+  }
+});
+
+test('templates refuse settings that would break shutdown', async () => {
+  await assert.rejects(render({ terminationGracePeriodSeconds: 10 }), /terminationGracePeriodSeconds \(10\) must be at least/);
+});
+
+test('helm lint passes, strict, with default and alternative values', async () => {
+  const lint = await helm(['lint', '--strict', chartDir]);
+  assert.equal(lint.code, 0, lint.stdout + lint.stderr);
+  const alt = await withValuesFile({ certificates: { mode: 'certManager' }, replicaCount: 3, policyReportCRDs: { install: false } }, (file) =>
+    helm(['lint', '--strict', chartDir, '--values', file]),
+  );
+  assert.equal(alt.code, 0, alt.stdout + alt.stderr);
+});

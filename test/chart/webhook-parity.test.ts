@@ -1,0 +1,113 @@
+// The chart and `portal dev` must register the same webhook: the builder in
+// src/config/webhook-configuration.ts is compared with `helm template`.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  buildValidatingWebhookConfiguration,
+  loadChartWebhookValues,
+  type WebhookValues,
+} from '../../src/config/webhook-configuration.ts';
+import { chartDir, find, NAMESPACE, render, type Manifest } from './helm.ts';
+
+function webhookOf(m: Manifest): { clientConfig: { caBundle?: string } } {
+  const hooks = m['webhooks'] as { clientConfig: { caBundle?: string } }[];
+  assert.equal(hooks.length, 1);
+  return hooks[0]!;
+}
+
+function withoutHelmMetadata(m: Manifest): Manifest {
+  return { ...m, metadata: { name: m.metadata.name } };
+}
+
+test('builder output equals the rendered chart with default values', async () => {
+  const values = await loadChartWebhookValues(chartDir);
+  const rendered = find(await render(), 'ValidatingWebhookConfiguration');
+  const caBundle = webhookOf(rendered).clientConfig.caBundle;
+  assert.ok(caBundle && caBundle.length > 100, 'chart renders a caBundle by default');
+  const built = buildValidatingWebhookConfiguration({
+    name: 'portal',
+    namespace: NAMESPACE,
+    caBundle,
+    clientConfig: { service: { name: 'portal', namespace: NAMESPACE, port: 443, path: values.path } },
+    values,
+  });
+  assert.deepEqual(built, withoutHelmMetadata(rendered));
+});
+
+test('builder output equals the rendered chart with alternative webhook values', async () => {
+  const values: WebhookValues = {
+    name: 'check.example.com',
+    path: '/admit',
+    failurePolicy: 'Ignore',
+    sideEffects: 'None',
+    timeoutSeconds: 3,
+    admissionReviewVersions: ['v1', 'v1beta1'],
+    matchPolicy: 'Exact',
+    excludedNamespaces: ['monitoring', 'kube-system', 'cert-manager'],
+    rules: [
+      { apiGroups: [''], apiVersions: ['v1'], resources: ['services', 'pods/ephemeralcontainers'], operations: ['CREATE', 'UPDATE', 'DELETE'] },
+      { apiGroups: ['networking.k8s.io'], apiVersions: ['v1'], resources: ['ingresses'], operations: ['CREATE'], scope: 'Namespaced' },
+    ],
+  };
+  const rendered = find(
+    await render({ webhook: values, service: { port: 8443 }, fullnameOverride: 'guard' }),
+    'ValidatingWebhookConfiguration',
+  );
+  const built = buildValidatingWebhookConfiguration({
+    name: 'guard',
+    namespace: NAMESPACE,
+    caBundle: webhookOf(rendered).clientConfig.caBundle ?? '',
+    clientConfig: { service: { name: 'guard', namespace: NAMESPACE, port: 8443, path: '/admit' } },
+    values,
+  });
+  assert.deepEqual(built, withoutHelmMetadata(rendered));
+});
+
+test('with cert-manager the chart leaves caBundle to the cainjector, like the builder given ""', async () => {
+  const values = await loadChartWebhookValues(chartDir);
+  const rendered = find(await render({ certificates: { mode: 'certManager' } }), 'ValidatingWebhookConfiguration');
+  assert.equal(rendered.metadata.annotations?.['cert-manager.io/inject-ca-from'], `${NAMESPACE}/portal`);
+  const built = buildValidatingWebhookConfiguration({
+    name: 'portal',
+    namespace: NAMESPACE,
+    caBundle: '',
+    clientConfig: { service: { name: 'portal', namespace: NAMESPACE, port: 443, path: '/validate' } },
+    values,
+  });
+  assert.deepEqual(built, withoutHelmMetadata(rendered));
+});
+
+test('url clientConfig (portal dev) keeps every other field', async () => {
+  const values = await loadChartWebhookValues(chartDir);
+  const built = buildValidatingWebhookConfiguration({
+    name: 'portal',
+    namespace: 'portal-dev',
+    caBundle: 'Q0E=',
+    clientConfig: { url: 'https://127.0.0.1:40000/validate' },
+    values,
+  }) as { webhooks: { clientConfig: unknown; failurePolicy: string; namespaceSelector: unknown }[] };
+  const hook = built.webhooks[0]!;
+  assert.deepEqual(hook.clientConfig, { caBundle: 'Q0E=', url: 'https://127.0.0.1:40000/validate' });
+  assert.equal(hook.failurePolicy, 'Fail');
+  assert.deepEqual(hook.namespaceSelector, {
+    matchExpressions: [
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-public', 'kube-node-lease', 'portal-dev'] },
+    ],
+  });
+});
+
+test('both refuse rules that could lock the cluster out', async () => {
+  const values = await loadChartWebhookValues(chartDir);
+  for (const rule of [
+    { apiGroups: ['coordination.k8s.io'], apiVersions: ['v1'], resources: ['leases'], operations: ['CREATE' as const] },
+    { apiGroups: ['*'], apiVersions: ['*'], resources: ['deployments'], operations: ['CREATE' as const] },
+    { apiGroups: [''], apiVersions: ['v1'], resources: ['*'], operations: ['CREATE' as const] },
+  ]) {
+    const bad = { ...values, rules: [...values.rules, rule] };
+    assert.throws(
+      () => buildValidatingWebhookConfiguration({ name: 'p', namespace: 'n', caBundle: '', clientConfig: { url: 'https://x' }, values: bad }),
+      /self-lockout|would match/,
+    );
+    await assert.rejects(render({ webhook: { rules: bad.rules } }), /self-lockout|would match|must never/);
+  }
+});

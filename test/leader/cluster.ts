@@ -1,0 +1,104 @@
+/**
+ * Test helpers: a real embedded API server per test, clients for named users
+ * (so faults can target one elector), and small polling utilities.
+ */
+import type { TestContext } from 'node:test';
+import { Registry } from 'prom-client';
+import { startApiServer, type ApiServer, type ApiServerOptions } from '../../src/devcluster/apiserver/index.ts';
+import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
+import { leaderElectionConfig, type LeaderElectionConfig } from '../../src/leader/config.ts';
+import { LeaderElector, type LeaderCallbacks } from '../../src/leader/elector.ts';
+import type { LeaderEventMap } from '../../src/leader/events.ts';
+import { EventBus } from '../../src/observability/event-bus.ts';
+import { silentLogger } from '../../src/observability/logger.ts';
+
+/** Short timings so a scenario takes about a second (validated like production ones). */
+export const FAST: Partial<LeaderElectionConfig> = { leaseDurationMs: 1000, renewDeadlineMs: 600, retryPeriodMs: 200 };
+
+export async function apiServer(t: TestContext, options: ApiServerOptions = {}): Promise<ApiServer> {
+  const api = await startApiServer({ port: 0, ...options });
+  t.after(() => api.close());
+  return api;
+}
+
+export function clientFor(api: ApiServer, user: string): KubeClient {
+  return createKubeClient({ kubeconfigYaml: api.kubeConfig(user), qps: 100, burst: 200, userAgent: `portal-test/${user}` });
+}
+
+export interface RunningElector {
+  elector: LeaderElector;
+  bus: EventBus<LeaderEventMap>;
+  controller: AbortController;
+  done: Promise<void>;
+  leaders: string[];
+  started: number;
+  stopped: number;
+  stop(): Promise<void>;
+}
+
+/** Starts an elector as user `name` (identity `<name>_test`) and stops it after the test. */
+export function runElector(
+  t: TestContext,
+  api: ApiServer,
+  name: string,
+  config: Partial<LeaderElectionConfig> = {},
+  callbacks: Partial<LeaderCallbacks> = {},
+): RunningElector {
+  const bus = new EventBus<LeaderEventMap>();
+  const elector = new LeaderElector(leaderElectionConfig({ leaseNamespace: 'default', ...FAST, ...config }), {
+    client: clientFor(api, name),
+    identity: `${name}_test`,
+    logger: silentLogger(),
+    registry: new Registry(),
+    bus,
+  });
+  const controller = new AbortController();
+  const r: RunningElector = {
+    elector,
+    bus,
+    controller,
+    leaders: [],
+    started: 0,
+    stopped: 0,
+    done: Promise.resolve(),
+    async stop() {
+      controller.abort();
+      await r.done;
+    },
+  };
+  r.done = elector.run(controller.signal, {
+    onStartedLeading: (term) => {
+      r.started++;
+      return callbacks.onStartedLeading?.(term);
+    },
+    onStoppedLeading: () => {
+      r.stopped++;
+      return callbacks.onStoppedLeading?.();
+    },
+    onNewLeader: (id) => {
+      r.leaders.push(id);
+      callbacks.onNewLeader?.(id);
+    },
+  });
+  t.after(() => r.stop());
+  return r;
+}
+
+/** Polls `cond` every 5 ms until true; throws with `what` after `timeoutMs`. */
+export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<number> {
+  const start = performance.now();
+  while (!(await cond())) {
+    if (performance.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return performance.now() - start;
+}
+
+/** Blocks the event loop (simulates a GC pause / SIGSTOP) for `ms`. */
+export function freeze(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+export async function readLease(client: KubeClient, name = 'portal-leader', namespace = 'default') {
+  return client.coordination.readNamespacedLease({ name, namespace });
+}

@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { decide, evaluate, MAX_WARNING_LENGTH, RuleSet, type RuleVerdict } from '../../src/policy/index.ts';
+import { clusterRule, input, pod } from './support.ts';
+
+const threePrivileged = {
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name: 'p', namespace: 'default' },
+  spec: { containers: [0, 1, 2, 3].map((i) => ({ name: `c${i}`, image: 'x', securityContext: { privileged: true } })) },
+};
+
+void describe('evaluate', () => {
+  void it('Deny -> fail, Warn and Audit -> warn, compliant -> pass', () => {
+    const rs = new RuleSet();
+    rs.upsert(clusterRule('deny'));
+    rs.upsert(clusterRule('warn', { enforcement: 'Warn' }));
+    rs.upsert(clusterRule('audit', { enforcement: 'Audit', severity: 'low', category: 'Best Practices' }));
+    const bad = evaluate(rs, input(pod({ privileged: true })));
+    assert.deepEqual(bad.map((v) => [v.rule, v.enforcement, v.result]), [
+      ['audit', 'Audit', 'warn'],
+      ['deny', 'Deny', 'fail'],
+      ['warn', 'Warn', 'warn'],
+    ]);
+    assert.equal(bad[0]?.severity, 'low');
+    assert.equal(bad[0]?.category, 'Best Practices');
+    assert.deepEqual(evaluate(rs, input(pod())).map((v) => v.result), ['pass', 'pass', 'pass']);
+  });
+  void it('names the rule, its message and the first 3 schema errors with paths', () => {
+    const rs = new RuleSet();
+    rs.upsert(clusterRule('no-priv'));
+    const [v] = evaluate(rs, input(threePrivileged));
+    assert.equal(v?.violations.length, 4);
+    assert.equal(
+      v?.message,
+      'no-priv: Privileged containers are not allowed. [spec.containers[0].securityContext.privileged: must be equal to false, ' +
+        'spec.containers[1].securityContext.privileged: must be equal to false, spec.containers[2].securityContext.privileged: must be equal to false, and 1 more]',
+    );
+  });
+  void it('formats required, enum and odd keys readably', () => {
+    const rs = new RuleSet();
+    rs.upsert(
+      clusterRule('shape', {
+        validate: {
+          schema: {
+            required: ['spec'],
+            properties: {
+              metadata: { properties: { annotations: { properties: { 'example.com/mode': { enum: ['a', 'b'] } } } } },
+              spec: { required: ['securityContext'] },
+            },
+          },
+        },
+      }),
+    );
+    const obj = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default', annotations: { 'example.com/mode': 'c' } }, spec: {} };
+    const [v] = evaluate(rs, input(obj));
+    assert.deepEqual(v?.violations, [
+      { path: 'metadata.annotations["example.com/mode"]', message: 'must be one of "a", "b"' },
+      { path: 'spec.securityContext', message: 'is required' },
+    ]);
+    assert.match(v?.message ?? '', /^shape: the object violates this rule \[/);
+  });
+  void it('a request without an object to validate is an error, not a pass', () => {
+    const rs = new RuleSet();
+    rs.upsert(clusterRule('r'));
+    assert.equal(evaluate(rs, input(null, { namespace: 'default' }))[0]?.result, 'error');
+  });
+  void it('is fast: a small rule set on a Pod stays in microseconds', () => {
+    const rs = new RuleSet();
+    for (let i = 0; i < 17; i++) rs.upsert(clusterRule(`r${i}`));
+    const req = input(pod());
+    const n = 20_000;
+    const t = performance.now();
+    for (let i = 0; i < n; i++) evaluate(rs, req);
+    const perEval = ((performance.now() - t) * 1000) / n;
+    // Generous bound for a shared 2-core machine; the benchmark measures it properly.
+    assert.ok(perEval < 200, `${perEval.toFixed(1)} µs per evaluation`);
+  });
+});
+
+function v(rule: string, enforcement: RuleVerdict['enforcement'], result: RuleVerdict['result'], message = `${rule}: Bad. [spec.x: must be equal to false]`): RuleVerdict {
+  return {
+    rule,
+    ruleKind: 'PortalClusterRule',
+    enforcement,
+    severity: 'high',
+    category: '',
+    result,
+    message,
+    violations: result === 'fail' || result === 'warn' ? [{ path: 'spec.x', message: 'must be equal to false' }] : [],
+  };
+}
+
+void describe('decide', () => {
+  void it('allows with nothing to report', () => {
+    assert.deepEqual(decide([]), { allowed: true, warnings: [] });
+    assert.deepEqual(decide([v('a', 'Deny', 'pass'), v('b', 'Deny', 'skip')]), { allowed: true, warnings: [] });
+  });
+  void it('denies with 403 naming every violated Deny rule', () => {
+    const d = decide([v('a', 'Deny', 'fail'), v('b', 'Deny', 'pass'), v('c', 'Deny', 'fail')]);
+    assert.equal(d.allowed, false);
+    assert.ok(!d.allowed);
+    assert.equal(d.code, 403);
+    assert.equal(d.message, 'denied by 2 rules: a: Bad. [spec.x: must be equal to false]; c: Bad. [spec.x: must be equal to false]');
+  });
+  void it('denies on an evaluation error (fail closed)', () => {
+    const d = decide([v('a', 'Warn', 'error', 'rule a could not be evaluated: it has never compiled: x')]);
+    assert.ok(!d.allowed);
+    assert.equal(d.code, 403);
+    assert.match(d.message, /^rule a could not be evaluated: /);
+  });
+  void it('Warn gives one short warning per rule without a "Warning:" prefix; Audit is silent', () => {
+    const long = v('w2', 'Warn', 'warn', `w2: ${'Very long message. '.repeat(20)} [spec.x: must be equal to false]`);
+    const d = decide([v('w1', 'Warn', 'warn'), long, v('quiet', 'Audit', 'warn')]);
+    assert.equal(d.allowed, true);
+    assert.equal(d.warnings.length, 2);
+    assert.equal(d.warnings[0], 'w1: Bad. (spec.x: must be equal to false)');
+    for (const w of d.warnings) {
+      assert.ok(w.length <= MAX_WARNING_LENGTH && w.length < 120, w);
+      assert.doesNotMatch(w, /^Warning:/);
+    }
+    assert.ok(d.warnings[1]?.endsWith('…'));
+  });
+  void it('keeps warnings when denying', () => {
+    const d = decide([v('a', 'Deny', 'fail'), v('w', 'Warn', 'warn')]);
+    assert.equal(d.allowed, false);
+    assert.deepEqual(d.warnings, ['w: Bad. (spec.x: must be equal to false)']);
+  });
+});
