@@ -93,19 +93,36 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     return reply.code(code).send(statusBody(code, message));
   });
 
-  app.post('/validate', async (req, reply) => {
+  // The handler stays synchronous unless the decider returns a promise: at
+  // thousands of requests per second the extra microtask hops are measurable.
+  app.post('/validate', (req, reply) => {
     const started = performance.now();
     metrics.inFlight.inc();
-    let out: Outcome;
+    let out: Outcome | Promise<Outcome>;
     try {
-      out = await handle(req.body);
-    } finally {
+      out = handle(req.body);
+    } catch (err) {
       metrics.inFlight.dec();
+      throw err;
     }
+    if (out instanceof Promise) {
+      return out.then(
+        (o) => finish(reply, o, started),
+        (err: unknown) => {
+          metrics.inFlight.dec();
+          throw err;
+        },
+      );
+    }
+    return finish(reply, out, started);
+  });
+
+  function finish(reply: FastifyReply, out: Outcome, started: number): FastifyReply {
+    metrics.inFlight.dec();
     const r = out.request;
     metrics.requests.inc({ operation: r?.operation ?? '', kind: r?.kind.kind ?? '', decision: out.decision });
     metrics.duration.observe({ decision: out.decision }, (performance.now() - started) / 1000);
-    if (log.isLevelEnabled('debug') || out.decision === 'error') {
+    if (out.decision === 'error' || log.isLevelEnabled('debug')) {
       // Identifiers only: never the object (it can be a Secret).
       log[out.decision === 'error' ? 'warn' : 'debug'](
         {
@@ -122,9 +139,9 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
       );
     }
     return send(reply, out);
-  });
+  }
 
-  async function handle(body: unknown): Promise<Outcome> {
+  function handle(body: unknown): Outcome | Promise<Outcome> {
     let parsed: unknown;
     if (typeof body !== 'string' || body.trim() === '') return invalid('empty body; send an AdmissionReview as JSON');
     try {
@@ -157,13 +174,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
       };
     }
 
-    let decision: Decision;
-    try {
-      decision = await opts.decide(toInput(request, opts.namespaceLabels));
-      if (decision === null || typeof decision !== 'object' || typeof decision.allowed !== 'boolean') {
-        throw new TypeError('the engine returned no decision');
-      }
-    } catch (err) {
+    const failed = (err: unknown): Outcome => {
       gate.record(true);
       metrics.errors.inc({ reason: 'internal' });
       log.error({ [LogKey.error]: err, [LogKey.uid]: request.uid }, 'internal error while deciding');
@@ -177,14 +188,31 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
           status: { code: 500, reason: 'InternalError', message: `internal error evaluating ${what}: ${errorMessage(err)}` },
         },
       };
+    };
+    const decided = (decision: Decision): Outcome => {
+      if (decision === null || typeof decision !== 'object' || typeof decision.allowed !== 'boolean' || !Array.isArray(decision.warnings)) {
+        return failed(new TypeError('the engine returned no decision'));
+      }
+      gate.record(false);
+      const warnings = decision.warnings.map(clipWarning);
+      const response: AdmissionResponseBody = decision.allowed
+        ? { uid: request.uid, allowed: true }
+        : {
+            uid: request.uid,
+            allowed: false,
+            status: { code: decision.code, reason: decision.code === 403 ? 'Forbidden' : 'InternalError', message: decision.message },
+          };
+      if (warnings.length > 0) response.warnings = warnings;
+      return { ...base, response, decision: !decision.allowed ? 'deny' : warnings.length > 0 ? 'warn' : 'allow' };
+    };
+
+    let result: Decision | Promise<Decision>;
+    try {
+      result = opts.decide(toInput(request, opts.namespaceLabels));
+    } catch (err) {
+      return failed(err);
     }
-    gate.record(false);
-    const warnings = decision.warnings.map(clipWarning);
-    const response: AdmissionResponseBody = decision.allowed
-      ? { uid: request.uid, allowed: true }
-      : { uid: request.uid, allowed: false, status: { code: decision.code, reason: decision.code === 403 ? 'Forbidden' : 'InternalError', message: decision.message } };
-    if (warnings.length > 0) response.warnings = warnings;
-    return { ...base, response, decision: !decision.allowed ? 'deny' : warnings.length > 0 ? 'warn' : 'allow' };
+    return result instanceof Promise ? result.then(decided, failed) : decided(result);
   }
 
   function invalid(message: string, uid?: string, apiVersion?: ReviewVersion): Outcome {

@@ -97,6 +97,7 @@ void test('label + annotate: one merge patch with provenance; idempotent; a foll
   const t = term();
   const actions = [{ type: 'label' as const, key: 'portal.dev/violation' }, { type: 'annotate' as const, key: 'portal.dev/reason', value: 'privileged' }];
   assert.deepEqual(await exec.mark(target, 'no-privileged', actions, t, signal), { status: 'done' });
+  assert.equal(store.size, 2, 'label and annotate recorded');
   const after1 = await readPod('default', 'mark-1');
   assert.equal(after1.metadata?.labels?.['portal.dev/violation'], 'no-privileged');
   assert.equal(after1.metadata?.labels?.app, 'web', 'merge patch keeps existing labels');
@@ -148,7 +149,7 @@ void test('evict: 201 through the Eviction API, recorded in the ledger, learned 
 
 void test('evict: a PodDisruptionBudget 429 is retried later, not dropped, and leaves no ledger entry', async () => {
   const target = await pod('default', 'pdb-1', { app: 'guarded' });
-  await new PolicyV1Api(kube.kubeConfig).createNamespacedPodDisruptionBudget({
+  await kube.kubeConfig.makeApiClient(PolicyV1Api).createNamespacedPodDisruptionBudget({
     namespace: 'default',
     body: { metadata: { name: 'guard' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'guarded' } } } },
   });

@@ -61,13 +61,49 @@ function kubectl(args: string[], stdin?: string): Promise<Run> {
   });
 }
 
+/** A Pod that passes every Pod Security rule unless `privileged`. */
 function pod(name: string, namespace: string, privileged: boolean): string {
   return JSON.stringify({
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace },
-    spec: { containers: [{ name: 'app', image: 'nginx:1.27', securityContext: { privileged } }] },
+    spec: {
+      securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+      containers: [
+        {
+          name: 'app',
+          image: 'nginx:1.27',
+          securityContext: { privileged, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+        },
+      ],
+    },
   });
+}
+
+/**
+ * Kinds the chart renders that the embedded API server does not serve yet
+ * (it has no RBAC API). They are listed here, not silently dropped: once the
+ * server serves them, the test applies them too and this list must shrink.
+ */
+const KNOWN_UNSERVED = new Set([
+  'rbac.authorization.k8s.io/v1/ClusterRole',
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding',
+  'rbac.authorization.k8s.io/v1/Role',
+  'rbac.authorization.k8s.io/v1/RoleBinding',
+]);
+
+/** `apiVersion/Kind` of every type the server's discovery lists. */
+async function servedKinds(): Promise<Set<string>> {
+  const r = await kubectl(['api-resources', '--no-headers']);
+  assert.equal(r.code, 0, r.stderr);
+  const served = new Set<string>();
+  for (const line of r.stdout.trim().split('\n')) {
+    const cols = line.trim().split(/\s+/);
+    const kind = cols.at(-1);
+    const apiVersion = cols.at(-3);
+    if (kind && apiVersion) served.add(`${apiVersion}/${kind}`);
+  }
+  return served;
 }
 
 before(async () => {
@@ -88,27 +124,50 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-test('kubectl apply of the rendered chart succeeds and creates every object', async () => {
+void test('kubectl apply of the rendered chart succeeds and creates every object', async () => {
   const ns = await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } }));
   assert.equal(ns.code, 0, ns.stderr);
-  const applied = await kubectl(['apply', '-f', join(dir, 'portal.yaml')]);
+  // CRDs first, as Helm installs crds/ before the templates.
+  const crds = rendered.filter((m) => m.kind === 'CustomResourceDefinition');
+  assert.deepEqual(crds.map((m) => m.metadata.name).sort(), [
+    'clusterpolicyreports.wgpolicyk8s.io',
+    'policyreports.wgpolicyk8s.io',
+    'portalclusterrules.portal.dev',
+    'portalrules.portal.dev',
+  ]);
+  const crdFile = join(dir, 'crds.json');
+  await writeFile(crdFile, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: crds }));
+  const crdApply = await kubectl(['apply', '-f', crdFile]);
+  assert.equal(crdApply.code, 0, crdApply.stderr);
+
+  const served = await servedKinds();
+  const rest = rendered.filter((m) => m.kind !== 'CustomResourceDefinition');
+  const unserved = rest.filter((m) => !served.has(`${m.apiVersion}/${m.kind}`));
+  for (const m of unserved) assert.ok(KNOWN_UNSERVED.has(`${m.apiVersion}/${m.kind}`), `${m.apiVersion}/${m.kind} is served by the embedded API server`);
+  const toApply = rest.filter((m) => served.has(`${m.apiVersion}/${m.kind}`));
+  const file = join(dir, 'objects.json');
+  await writeFile(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: toApply }));
+  const applied = await kubectl(['apply', '-f', file]);
   assert.equal(applied.code, 0, applied.stderr);
   const lines = applied.stdout.trim().split('\n');
-  assert.equal(lines.length, rendered.length, applied.stdout);
+  assert.equal(lines.length, toApply.length, applied.stdout);
   for (const line of lines) assert.match(line, / created$/);
-  for (const crd of ['portalrules.portal.dev', 'portalclusterrules.portal.dev', 'policyreports.wgpolicyk8s.io', 'clusterpolicyreports.wgpolicyk8s.io']) {
-    assert.ok(rendered.some((m) => m.kind === 'CustomResourceDefinition' && m.metadata.name === crd), `${crd} rendered`);
+  for (const kind of ['Deployment', 'Service', 'ServiceAccount', 'PodDisruptionBudget', 'Secret', 'ValidatingWebhookConfiguration']) {
+    assert.ok(toApply.some((m) => m.kind === kind), `${kind} applied`);
   }
+
   const got = await kubectl(['get', 'validatingwebhookconfiguration', 'portal', '-o', 'json']);
   assert.equal(got.code, 0, got.stderr);
   const vwc = rendered.find((m) => m.kind === 'ValidatingWebhookConfiguration');
   assert.deepEqual((JSON.parse(got.stdout) as { webhooks: unknown }).webhooks, vwc?.['webhooks']);
-  // The PolicyReport CRDs are served: an empty list works, by short name too.
+  // The PolicyReport CRDs are served, by short name too.
   const polr = await kubectl(['get', 'polr', '-A']);
   assert.equal(polr.code, 0, polr.stderr);
+  const cpolr = await kubectl(['get', 'cpolr']);
+  assert.equal(cpolr.code, 0, cpolr.stderr);
 });
 
-test('with no replica answering, matched requests are rejected and excluded ones are not', async () => {
+void test('with no replica answering, matched requests are rejected and excluded ones are not', async () => {
   webhookPort = await freePort(); // nothing listens there
   const denied = await kubectl(['apply', '-f', '-'], pod('web', 'default', false));
   assert.notEqual(denied.code, 0);
@@ -119,10 +178,9 @@ test('with no replica answering, matched requests are rejected and excluded ones
   assert.equal(kubeSystem.code, 0, kubeSystem.stderr);
   const lease = await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'l', namespace: 'default' }, spec: {} }));
   assert.equal(lease.code, 0, `Leases are never sent to the webhook: ${lease.stderr}`);
-  // Break glass (docs/runbook-lockout.md) is tested separately below, after the replica test.
 });
 
-test('a real portal serve with the chart\'s certificate enforces through the chart\'s webhook', async (t) => {
+void test('a real portal serve with the chart\'s certificate enforces through the chart\'s webhook', async (t) => {
   const secret = rendered.find((m) => m.kind === 'Secret' && m.metadata.name === 'portal-tls') as Manifest & { data: Record<string, string> };
   const certFile = join(dir, 'tls.crt');
   const keyFile = join(dir, 'tls.key');
@@ -161,7 +219,7 @@ test('a real portal serve with the chart\'s certificate enforces through the cha
   assert.equal(allowed.code, 0, allowed.stderr);
 });
 
-test('break glass: the webhook configuration can always be deleted, and writes work again', async () => {
+void test('break glass: the webhook configuration can always be deleted, and writes work again', async () => {
   webhookPort = await freePort(); // no replica
   const del = await kubectl(['delete', 'validatingwebhookconfiguration', 'portal']);
   assert.equal(del.code, 0, del.stderr);

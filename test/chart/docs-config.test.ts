@@ -13,7 +13,7 @@ import { find, render } from './helm.ts';
 
 const docsDir = fileURLToPath(new URL('../../docs', import.meta.url));
 
-test('docs/operations.md documents every portal serve flag with its YAML key', async () => {
+void test('docs/operations.md documents every portal serve flag with its YAML key', async () => {
   const doc = await readFile(join(docsDir, 'operations.md'), 'utf8');
   const rows = new Map<string, string>();
   for (const line of doc.split('\n')) {
@@ -27,7 +27,7 @@ test('docs/operations.md documents every portal serve flag with its YAML key', a
   for (const flag of rows.keys()) assert.ok(known.has(flag), `documented flag --${flag} exists`);
 });
 
-test('every flag the chart passes to portal serve exists', async () => {
+void test('every flag the chart passes to portal serve exists', async () => {
   const ms = await render({ alertmanager: { urls: ['http://am:9093'] }, webhook: { excludedNamespaces: ['monitoring'] } });
   const spec = find(ms, 'Deployment')['spec'] as { template: { spec: { containers: { args: string[] }[] } } };
   const args = spec.template.spec.containers[0]!.args;
@@ -39,7 +39,7 @@ test('every flag the chart passes to portal serve exists', async () => {
   }
 });
 
-test('the example alert rules in docs/operations.md pass promtool check rules', async (t) => {
+void test('the example alert rules in docs/operations.md pass promtool check rules', async (t) => {
   const doc = await readFile(join(docsDir, 'operations.md'), 'utf8');
   const block = /### Example alerting rules[\s\S]*?```yaml\n([\s\S]*?)```/.exec(doc)?.[1];
   assert.ok(block, 'the alert rules block exists');

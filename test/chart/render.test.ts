@@ -40,7 +40,7 @@ const rulesOf = (m: Manifest): PolicyRule[] => m['rules'] as PolicyRule[];
 const allows = (rules: PolicyRule[], group: string, resource: string, verb: string): boolean =>
   rules.some((r) => r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb));
 
-test('default render: the objects an install needs, in the release namespace', async () => {
+void test('default render: the objects an install needs, in the release namespace', async () => {
   const ms = await render();
   const kinds = ms.map((m) => `${m.kind}/${m.metadata.name}`).sort();
   assert.deepEqual(kinds, [
@@ -63,7 +63,7 @@ test('default render: the objects an install needs, in the release namespace', a
   }
 });
 
-test('deployment: 2 replicas, downward-API env, probes, args, graceful termination', async () => {
+void test('deployment: 2 replicas, downward-API env, probes, args, graceful termination', async () => {
   const ms = await render();
   const deploy = find(ms, 'Deployment');
   assert.equal((deploy['spec'] as { replicas: number }).replicas, 2);
@@ -87,7 +87,7 @@ test('deployment: 2 replicas, downward-API env, probes, args, graceful terminati
   assert.equal(spec.serviceAccountName, 'portal');
 });
 
-test('deployment: restricted security context and a writable /tmp only', async () => {
+void test('deployment: restricted security context and a writable /tmp only', async () => {
   const ms = await render();
   const spec = podSpec(ms);
   const c = container(ms);
@@ -109,7 +109,7 @@ test('deployment: restricted security context and a writable /tmp only', async (
   assert.ok(volumes['tmp']?.emptyDir);
 });
 
-test('RBAC: least privilege, no wildcards, the permissions the issue lists', async () => {
+void test('RBAC: least privilege, no wildcards, the permissions the issue lists', async () => {
   const ms = await render();
   const cluster = rulesOf(find(ms, 'ClusterRole'));
   const role = rulesOf(find(ms, 'Role'));
@@ -147,7 +147,7 @@ test('RBAC: least privilege, no wildcards, the permissions the issue lists', asy
   assert.deepEqual(binding.subjects.map((s) => [s.name, s.namespace]), [['portal', NAMESPACE]]);
 });
 
-test('webhook: fail closed, no side effects, short timeout, self-lockout exclusions', async () => {
+void test('webhook: fail closed, no side effects, short timeout, self-lockout exclusions', async () => {
   const ms = await render({ webhook: { excludedNamespaces: ['monitoring'] } });
   const [hook, ...rest] = find(ms, 'ValidatingWebhookConfiguration')['webhooks'] as {
     failurePolicy: string;
@@ -180,7 +180,7 @@ test('webhook: fail closed, no side effects, short timeout, self-lockout exclusi
   assert.ok(container(ms).args.includes('--exempt-namespace=monitoring'));
 });
 
-test('certificates: caBundle is the CA that signed the serving certificate for the Service DNS name', async () => {
+void test('certificates: caBundle is the CA that signed the serving certificate for the Service DNS name', async () => {
   const ms = await render();
   const data = find(ms, 'Secret', 'portal-tls')['data'] as Record<string, string>;
   const b64 = (s: string | undefined): string => Buffer.from(s ?? '', 'base64').toString('utf8');
@@ -193,7 +193,7 @@ test('certificates: caBundle is the CA that signed the serving certificate for t
   assert.equal(hooks[0]!.clientConfig.caBundle, data['ca.crt']);
 });
 
-test('cert-manager mode: Issuer + Certificate into the mounted Secret, cainjector annotation, no Helm CA', async () => {
+void test('cert-manager mode: Issuer + Certificate into the mounted Secret, cainjector annotation, no Helm CA', async () => {
   const ms = await render({ certificates: { mode: 'certManager' } });
   assert.ok(!ms.some((m) => m.kind === 'Secret'), 'cert-manager writes the Secret');
   const cert = find(ms, 'Certificate') as Manifest & { spec: { secretName: string; dnsNames: string[]; issuerRef: { name: string; kind: string } } };
@@ -209,7 +209,7 @@ test('cert-manager mode: Issuer + Certificate into the mounted Secret, cainjecto
   assert.deepEqual((find(own, 'Certificate') as Manifest & { spec: { issuerRef: unknown } }).spec.issuerRef, { name: 'corp-ca', kind: 'ClusterIssuer', group: 'cert-manager.io' });
 });
 
-test('anti-affinity: preferred without a cluster (auto), required when forced, and spread constraints', async () => {
+void test('anti-affinity: preferred without a cluster (auto), required when forced, and spread constraints', async () => {
   const auto = podSpec(await render());
   assert.ok(auto.affinity.podAntiAffinity['preferredDuringSchedulingIgnoredDuringExecution']);
   assert.equal(auto.affinity.podAntiAffinity['requiredDuringSchedulingIgnoredDuringExecution'], undefined);
@@ -227,7 +227,7 @@ test('anti-affinity: preferred without a cluster (auto), required when forced, a
   assert.equal(noSpread.topologySpreadConstraints, undefined);
 });
 
-test('PDB minAvailable 1 by default, configurable, can be disabled', async () => {
+void test('PDB minAvailable 1 by default, configurable, can be disabled', async () => {
   const pdb = find(await render(), 'PodDisruptionBudget') as Manifest & { spec: { minAvailable: number; selector: unknown } };
   assert.equal(pdb.spec.minAvailable, 1);
   assert.deepEqual(pdb.spec.selector, { matchLabels: { 'app.kubernetes.io/name': 'portal', 'app.kubernetes.io/instance': 'portal' } });
@@ -236,7 +236,7 @@ test('PDB minAvailable 1 by default, configurable, can be disabled', async () =>
   assert.ok(!(await render({ podDisruptionBudget: { enabled: false } })).some((m) => m.kind === 'PodDisruptionBudget'));
 });
 
-test('PolicyReport CRDs: installed and kept on uninstall by default, skipped when disabled', async () => {
+void test('PolicyReport CRDs: installed and kept on uninstall by default, skipped when disabled', async () => {
   const crds = (await render()).filter((m) => m.kind === 'CustomResourceDefinition');
   assert.equal(crds.length, 2);
   for (const crd of crds) assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
@@ -249,7 +249,7 @@ test('PolicyReport CRDs: installed and kept on uninstall by default, skipped whe
   assert.ok(!(await render({ policyReportCRDs: { install: false } })).some((m) => m.kind === 'CustomResourceDefinition'));
 });
 
-test('values schema rejects unknown keys and wrong types with a message', async () => {
+void test('values schema rejects unknown keys and wrong types with a message', async () => {
   for (const [values, expected] of [
     [{ replicaCount: 'two' }, /replicaCount.*got string, want integer/],
     [{ replicaCuont: 2 }, /additional properties 'replicaCuont' not allowed/],
@@ -264,11 +264,11 @@ test('values schema rejects unknown keys and wrong types with a message', async 
   }
 });
 
-test('templates refuse settings that would break shutdown', async () => {
+void test('templates refuse settings that would break shutdown', async () => {
   await assert.rejects(render({ terminationGracePeriodSeconds: 10 }), /terminationGracePeriodSeconds \(10\) must be at least/);
 });
 
-test('helm lint passes, strict, with default and alternative values', async () => {
+void test('helm lint passes, strict, with default and alternative values', async () => {
   const lint = await helm(['lint', '--strict', chartDir]);
   assert.equal(lint.code, 0, lint.stdout + lint.stderr);
   const alt = await withValuesFile({ certificates: { mode: 'certManager' }, replicaCount: 3, policyReportCRDs: { install: false } }, (file) =>

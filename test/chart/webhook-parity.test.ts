@@ -19,7 +19,7 @@ function withoutHelmMetadata(m: Manifest): Manifest {
   return { ...m, metadata: { name: m.metadata.name } };
 }
 
-test('builder output equals the rendered chart with default values', async () => {
+void test('builder output equals the rendered chart with default values', async () => {
   const values = await loadChartWebhookValues(chartDir);
   const rendered = find(await render(), 'ValidatingWebhookConfiguration');
   const caBundle = webhookOf(rendered).clientConfig.caBundle;
@@ -34,7 +34,7 @@ test('builder output equals the rendered chart with default values', async () =>
   assert.deepEqual(built, withoutHelmMetadata(rendered));
 });
 
-test('builder output equals the rendered chart with alternative webhook values', async () => {
+void test('builder output equals the rendered chart with alternative webhook values', async () => {
   const values: WebhookValues = {
     name: 'check.example.com',
     path: '/admit',
@@ -63,7 +63,7 @@ test('builder output equals the rendered chart with alternative webhook values',
   assert.deepEqual(built, withoutHelmMetadata(rendered));
 });
 
-test('with cert-manager the chart leaves caBundle to the cainjector, like the builder given ""', async () => {
+void test('with cert-manager the chart leaves caBundle to the cainjector, like the builder given ""', async () => {
   const values = await loadChartWebhookValues(chartDir);
   const rendered = find(await render({ certificates: { mode: 'certManager' } }), 'ValidatingWebhookConfiguration');
   assert.equal(rendered.metadata.annotations?.['cert-manager.io/inject-ca-from'], `${NAMESPACE}/portal`);
@@ -77,7 +77,7 @@ test('with cert-manager the chart leaves caBundle to the cainjector, like the bu
   assert.deepEqual(built, withoutHelmMetadata(rendered));
 });
 
-test('url clientConfig (portal dev) keeps every other field', async () => {
+void test('url clientConfig (portal dev) keeps every other field', async () => {
   const values = await loadChartWebhookValues(chartDir);
   const built = buildValidatingWebhookConfiguration({
     name: 'portal',
@@ -96,7 +96,7 @@ test('url clientConfig (portal dev) keeps every other field', async () => {
   });
 });
 
-test('both refuse rules that could lock the cluster out', async () => {
+void test('both refuse rules that could lock the cluster out', async () => {
   const values = await loadChartWebhookValues(chartDir);
   for (const rule of [
     { apiGroups: ['coordination.k8s.io'], apiVersions: ['v1'], resources: ['leases'], operations: ['CREATE' as const] },

@@ -215,6 +215,7 @@ export class Cluster {
       throw errors.invalid(s.def.kind, s.def.group, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
     }
     const name = m.name;
+    s.name = name; // for the audit log and admission
     checkDecodable(s.def, obj);
     if (s.def.namespaced) this.requireNamespace(s);
     obj['apiVersion'] = groupVersion(s.def);
@@ -230,7 +231,7 @@ export class Cluster {
     validateObject(s.def, obj);
     const sk = storeKey(s.def);
     if (this.store.get(sk, objKey(m.namespace ?? '', name))) throw errors.alreadyExists(s.def.resource, s.def.group, name);
-    if (!opts.skipAdmission) await this.admit({ ...s, name }, 'CREATE', obj, null, this.options(s, 'CreateOptions'), dryRun);
+    if (!opts.skipAdmission) await this.admit(s, 'CREATE', obj, null, this.options(s, 'CreateOptions'), dryRun);
     if (dryRun) return { code: 201, body: obj };
     // Admission is asynchronous: a concurrent create may have won meanwhile.
     if (this.store.get(sk, objKey(m.namespace ?? '', name))) throw errors.alreadyExists(s.def.resource, s.def.group, name);

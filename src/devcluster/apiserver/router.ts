@@ -36,7 +36,10 @@ export interface RouterDeps {
 }
 
 function warningHeader(w: string): string {
-  return `299 - "${w.replace(/[\\"]/g, (c) => `\\${c}`).replace(/[\r\n]/g, ' ')}"`;
+  // Node refuses non-latin1 characters in header values; kube-apiserver sends
+  // the warning's raw UTF-8 bytes, so do the same (each byte as one latin1 char).
+  const text = `299 - "${w.replace(/[\\"]/g, (c) => `\\${c}`).replace(/[\r\n]/g, ' ')}"`;
+  return Buffer.from(text, 'utf8').toString('latin1');
 }
 
 export function sendJson(res: ServerResponse, code: number, body: unknown, warnings: string[] = []): void {
@@ -79,6 +82,7 @@ interface Parsed { def: ResourceDef; namespace: string; name: string; subresourc
 export class Router {
   readonly watches = new Set<ActiveWatch>();
   private readonly sockets = new Map<string, Set<Socket>>();
+  private readonly socketUser = new WeakMap<Socket, string>();
 
   constructor(private readonly d: RouterDeps) {}
 
@@ -91,7 +95,11 @@ export class Router {
     this.dropWatches(user);
   }
 
+  /** A keep-alive socket belongs to the user of its latest request (clients pool connections across tokens). */
   private track(user: string, socket: Socket): void {
+    const owner = this.socketUser.get(socket);
+    if (owner !== undefined && owner !== user) this.sockets.get(owner)?.delete(socket);
+    this.socketUser.set(socket, user);
     let set = this.sockets.get(user);
     if (!set) {
       set = new Set();
@@ -99,7 +107,7 @@ export class Router {
     }
     if (set.has(socket)) return;
     set.add(socket);
-    socket.once('close', () => set.delete(socket));
+    socket.once('close', () => this.sockets.get(this.socketUser.get(socket) ?? '')?.delete(socket));
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
@@ -127,6 +135,7 @@ export class Router {
       return;
     }
     if (path.startsWith('/_portal/')) {
+      this.track(user.username, req.socket);
       if (user.username !== this.d.adminUser) {
         sendJson(res, 403, new ApiError(403, 'Forbidden', 'the /_portal side API needs the admin token').toStatus());
         return;

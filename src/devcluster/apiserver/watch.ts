@@ -61,9 +61,16 @@ export function serveWatch(cluster: Cluster, s: RequestScope, res: ServerRespons
   };
   res.on('close', close);
 
-  if (!rvParam || rvParam === '0') {
+  const initial = s.query.get('sendInitialEvents') === 'true';
+  if (!rvParam || rvParam === '0' || initial) {
     for (const o of cluster.store.list(storeKey(def), def.namespaced && s.namespace ? s.namespace : undefined)) {
       if (match(o)) send('ADDED', opts.render(def, present(def, o)));
+    }
+    if (initial) {
+      // Streaming lists (WatchListClient, on in kubectl 1.35): the end of the
+      // initial events is a bookmark with this annotation.
+      send('BOOKMARK', { kind: def.kind, apiVersion: groupVersion(def),
+        metadata: { resourceVersion: String(cluster.store.currentRv()), annotations: { 'k8s.io/initial-events-end': 'true' } } });
     }
   } else {
     const rv = Number(rvParam);

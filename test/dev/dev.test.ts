@@ -1,0 +1,165 @@
+// End to end: `portal dev` as a user runs it. Real processes (the dev
+// supervisor, two `portal serve` replicas), the real kubectl 1.35, and the
+// chain kubectl -> embedded API server -> webhook (HTTPS) -> Portal's denial.
+import assert from 'node:assert/strict';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { kubectlPath } from '../support/tools.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+interface State {
+  kubeconfig: string;
+  apiserver: string;
+  replicas: { name: string; pid: number | null; webhook: string; probes: string }[];
+}
+
+async function readState(file: string): Promise<State | undefined> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as State;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Polls `check` until it returns a value, or fails after `ms` with `what`. */
+async function until<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function ready(probes: string): Promise<boolean> {
+  try {
+    return (await fetch(`${probes}/readyz`, { signal: AbortSignal.timeout(1000) })).status === 200;
+  } catch {
+    return false;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function kubectl(kubeconfig: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+const PRIVILEGED = `apiVersion: v1
+kind: Pod
+metadata:
+  name: privileged
+spec:
+  containers:
+    - name: app
+      image: nginx:1.27
+      securityContext:
+        privileged: true
+`;
+const COMPLIANT = `apiVersion: v1
+kind: Pod
+metadata:
+  name: compliant
+  labels: { team: platform }
+spec:
+  securityContext: { runAsNonRoot: true, seccompProfile: { type: RuntimeDefault } }
+  containers:
+    - name: app
+      image: nginx:1.27
+      securityContext:
+        allowPrivilegeEscalation: false
+        capabilities: { drop: [ALL] }
+`;
+
+void test('portal dev: kubectl is denied by Portal through the API server; replicas are supervised; SIGTERM stops everything', { timeout: 120_000 }, async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'portal-dev-'));
+  const stateDir = join(dir, 'state');
+  const stateFile = join(stateDir, 'state.json');
+  let dev: ChildProcess | undefined;
+  const pids = new Set<number>();
+  let output = '';
+  try {
+    dev = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '2', '--port', '0', '--state-dir', stateDir, '--policies', join(root, 'policies'), '--grace-period', '5s', '--log-level', 'warn'], {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));
+    dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<number | null>((resolve) => dev?.once('exit', (code) => resolve(code)));
+
+    const state = await until('state.json with two running replicas', 60_000, async () => {
+      const s = await readState(stateFile);
+      return s && s.replicas.length === 2 && s.replicas.every((r) => r.pid !== null) ? s : undefined;
+    });
+    for (const r of state.replicas) pids.add(r.pid as number);
+    await until('both replicas ready', 60_000, async () => ((await Promise.all(state.replicas.map((r) => ready(r.probes)))).every(Boolean) ? true : undefined));
+
+    await writeFile(join(dir, 'privileged-pod.yaml'), PRIVILEGED);
+    await writeFile(join(dir, 'compliant-pod.yaml'), COMPLIANT);
+    const denied = await kubectl(state.kubeconfig, ['apply', '-f', join(dir, 'privileged-pod.yaml')]);
+    assert.equal(denied.code, 1, denied.stderr);
+    assert.match(denied.stderr, /admission webhook "validate\.portal\.dev" denied the request/);
+    assert.match(denied.stderr, /disallow-privileged-containers/);
+
+    const created = await kubectl(state.kubeconfig, ['apply', '-f', join(dir, 'compliant-pod.yaml')]);
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stdout, /pod\/compliant created/);
+    const got = await kubectl(state.kubeconfig, ['get', 'pod', 'compliant', '-o', 'jsonpath={.metadata.name}']);
+    assert.equal(got.stdout, 'compliant');
+
+    // A replica that dies is restarted (new pid in state.json) and becomes ready again.
+    const victim = state.replicas[0]!;
+    process.kill(victim.pid as number, 'SIGKILL');
+    const restarted = await until('portal-0 restarted with a new pid', 30_000, async () => {
+      const s = await readState(stateFile);
+      const r = s?.replicas.find((x) => x.name === victim.name);
+      return r?.pid && r.pid !== victim.pid ? r : undefined;
+    });
+    pids.add(restarted.pid as number);
+    await until('restarted replica ready', 30_000, async () => ((await ready(restarted.probes)) ? true : undefined));
+
+    // SIGTERM stops the replicas and dev itself, and removes state.json.
+    dev.kill('SIGTERM');
+    assert.equal(await exited, 0, output);
+    for (const pid of pids) assert.equal(alive(pid), false, `replica pid ${pid} still running`);
+    assert.equal(await readState(stateFile), undefined);
+    assert.match(output, /replicas ready/);
+  } finally {
+    if (dev && dev.exitCode === null && dev.signalCode === null) dev.kill('SIGKILL');
+    for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+void test('portal dev: usage errors exit 2 before anything starts', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'portal-dev-'));
+  try {
+    const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', 'zero', '--kubeconfig', 'x'], { cwd: dir }, (err, _o, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
+      );
+    });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--replicas "zero"/);
+    assert.match(r.stderr, /--kubeconfig is set by portal dev/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,140 @@
+/**
+ * Fencing and demotion: a paused leader finds its term invalid before it can
+ * act; an unreachable API server demotes the leader; two electors never hold
+ * valid terms at the same moment; /livez semantics race-free with the loop.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { isPortalError, ErrorCode } from '../../src/observability/errors.ts';
+import { apiServer, freeze, runElector, until } from './cluster.ts';
+
+test('a paused leader wakes with an invalid term, before any timer runs', async (t) => {
+  const api = await apiServer(t);
+  const a = runElector(t, api, 'a');
+  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  const term = a.elector.term()!;
+  term.assertValid();
+  let sawAbortBeforeCheck = false;
+  term.signal.addEventListener('abort', () => (sawAbortBeforeCheck = true));
+  freeze(1200); // past leaseDuration (1 s): the lease could have been taken over
+  // Synchronously after waking: no timer, no renew callback has run yet.
+  assert.equal(sawAbortBeforeCheck, false, 'the check must not depend on a timer');
+  assert.equal(term.isValid(), false);
+  assert.throws(() => term.assertValid(), (e: unknown) => isPortalError(e, ErrorCode.TermExpired));
+  assert.equal(a.elector.isLeader(), false);
+  assert.equal(a.elector.debugVars().is_leader, false);
+  await until(() => term.signal.aborted, 1000, 'the term signal to fire');
+});
+
+test('the term stays valid while renewals succeed, and has a safety margin', async (t) => {
+  const api = await apiServer(t);
+  const a = runElector(t, api, 'a');
+  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  const term = a.elector.term()!;
+  await new Promise((r) => setTimeout(r, 1500)); // longer than one lease
+  assert.equal(term.isValid(), true);
+  // validUntil = last renew sent + 1000 ms − 100 ms margin (10 %).
+  const left = term.validUntil() - performance.now();
+  assert.ok(left > 0 && left <= 900, `validity left ${left}ms`);
+});
+
+test('API unreachable: the leader demotes within renewDeadline and campaigns again', async (t) => {
+  const api = await apiServer(t);
+  const a = runElector(t, api, 'a');
+  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  const lost: string[] = [];
+  a.bus.on('LostLeadership', (e) => lost.push(e.reason));
+  const cutAt = performance.now();
+  api.faults.cutOff('a');
+  await until(() => !a.elector.isLeader(), 2000, 'a to demote');
+  const took = performance.now() - cutAt;
+  // A renew cycle starts ≤ retryPeriod after the last success and gives up after renewDeadline.
+  assert.ok(took <= 200 + 600 + 100, `demoted after ${took}ms`);
+  assert.equal(lost.length, 1);
+  assert.match(lost[0]!, /renew deadline/);
+  assert.equal(a.stopped, 1);
+  api.faults.restore('a');
+  await until(() => a.elector.isLeader(), 3000, 'a to lead again');
+  assert.equal(a.started, 2);
+  assert.notEqual(a.elector.term()?.epochString.split('/')[1], '0', 'a new term is a new epoch');
+});
+
+test('two electors never both hold a valid term at any sampled moment', async (t) => {
+  const api = await apiServer(t);
+  const names = ['a', 'b', 'c'];
+  const electors = names.map((n) => runElector(t, api, n));
+  let samples = 0;
+  let both = 0;
+  let led = 0;
+  const sampler = setInterval(() => {
+    samples++;
+    const valid = electors.filter((e) => e.elector.isLeader()).length;
+    if (valid > 1) both++;
+    if (valid === 1) led++;
+  }, 2);
+  t.after(() => clearInterval(sampler));
+  // Churn: cut the current leader off three times, then let it back in.
+  for (let round = 0; round < 3; round++) {
+    await until(() => electors.some((e) => e.elector.isLeader()), 3000, 'a leader');
+    const leader = electors.find((e) => e.elector.isLeader())!;
+    const user = leader.elector.identity.split('_')[0]!;
+    api.faults.cutOff(user);
+    await until(() => electors.some((e) => e !== leader && e.elector.isLeader()), 3000, 'another leader');
+    api.faults.restore(user);
+  }
+  clearInterval(sampler);
+  assert.ok(samples > 500, `only ${samples} samples`);
+  assert.equal(both, 0, `${both} of ${samples} samples had two valid terms`);
+  assert.ok(led > samples / 2, 'someone led most of the time');
+});
+
+test('health check races with the election loop: followers and renewing leaders are healthy, a wedged leader is not', async (t) => {
+  const api = await apiServer(t);
+  const a = runElector(t, api, 'a', { healthTimeoutMs: 100 });
+  const b = runElector(t, api, 'b', { healthTimeoutMs: 100 });
+  let checks = 0;
+  let unhealthy = 0;
+  let running = true;
+  const hammer = (async () => {
+    while (running) {
+      for (const e of [a, b]) {
+        checks++;
+        if (!e.elector.healthy()) unhealthy++;
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+  })();
+  await until(() => a.elector.isLeader() || b.elector.isLeader(), 2000, 'a leader');
+  const leader = a.elector.isLeader() ? a : b;
+  await new Promise((r) => setTimeout(r, 600));
+  await leader.stop(); // hand over while checks keep running
+  await until(() => (leader === a ? b : a).elector.isLeader(), 2000, 'the other to lead');
+  await new Promise((r) => setTimeout(r, 400));
+  running = false;
+  await hammer;
+  assert.ok(checks > 100, `only ${checks} checks`);
+  assert.equal(unhealthy, 0);
+  // A leader whose loop is wedged past leaseDuration + timeout is unhealthy at once.
+  const current = leader === a ? b : a;
+  freeze(1000 + 100 + 50);
+  assert.equal(current.elector.healthy(), false);
+  assert.match(current.elector.healthError()!, /failed to renew/);
+  await until(() => current.elector.healthy(), 2000, 'health to recover once it demotes or renews');
+});
+
+test('debugVars and metrics describe the leader', async (t) => {
+  const api = await apiServer(t);
+  const a = runElector(t, api, 'a');
+  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await new Promise((r) => setTimeout(r, 300));
+  const vars = a.elector.debugVars();
+  assert.equal(vars.enabled, true);
+  assert.equal(vars.is_leader, true);
+  assert.equal(vars.identity, 'a_test');
+  assert.equal(vars.lease_name, 'portal-leader');
+  assert.equal(vars.lease_namespace, 'default');
+  assert.equal(vars.lease_holder, 'a_test');
+  assert.match(vars.epoch!, /^[\w-]+\/0$/);
+  assert.ok(vars.time_as_leader > 0.2);
+  assert.equal(vars.transitions, 0);
+});
