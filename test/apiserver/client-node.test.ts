@@ -36,7 +36,7 @@ test('client-node: leases, pods, namespaces, custom objects', () => withServer({
   await ext.createCustomResourceDefinition({ body: {
     metadata: { name: 'rules.portal.dev' },
     spec: { group: 'portal.dev', scope: 'Cluster', names: { plural: 'rules', singular: 'rule', kind: 'Rule' },
-      versions: [{ name: 'v1alpha1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', xKubernetesPreserveUnknownFields: true } } }] },
+      versions: [{ name: 'v1alpha1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } } }] },
   } });
   const r = await custom.createClusterCustomObject({ group: 'portal.dev', version: 'v1alpha1', plural: 'rules', body: { apiVersion: 'portal.dev/v1alpha1', kind: 'Rule', metadata: { name: 'r1' }, spec: { x: 1 } } }) as { metadata: { generation: number } };
   assert.equal(r.metadata.generation, 1);
