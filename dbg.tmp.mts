@@ -1,0 +1,16 @@
+import { startApiServer } from './src/devcluster/apiserver/index.ts';
+import { createKubeClient } from './src/kube/client.ts';
+import { ResilientInformer } from './src/kube/informer.ts';
+import { createLogger } from './src/observability/logger.ts';
+const api = await startApiServer({port:0});
+const c = createKubeClient({kubeconfigYaml: api.kubeConfig('w'), qps: 10, burst: 10, userAgent: 'x'});
+const inf = new ResilientInformer(c, { name: 'ns', path: '/api/v1/namespaces', apiVersion: 'v1', kind: 'Namespace' }, createLogger({level:'debug'} as any));
+const ac = new AbortController();
+const done = inf.start(ac.signal);
+await inf.waitForSync();
+console.log('synced');
+ac.abort();
+await done;
+console.log('stopped', inf.stats());
+await api.close();
+console.log('closed');

@@ -1,0 +1,102 @@
+/**
+ * Cluster mode's {@link RuleSource}: rules from the PortalClusterRule and
+ * PortalRule informers (RuleInformerSource) into a RuleSet, namespace labels
+ * from a Namespace informer (NamespaceLabelCache).
+ *
+ * Ready (and so admitting) only once all three informers have listed at least
+ * once. The latch is deliberate: after the first sync a replica keeps
+ * answering from its cache while the API server is away (DESIGN §1:
+ * admission never depends on the control plane being reachable); staleness
+ * shows up in /debug/vars and the informers' own logs instead.
+ */
+import type { Logger } from 'pino';
+import type { Gauge } from 'prom-client';
+import type { NamespaceLabels } from '../admission/decision.ts';
+import type { RuleSource } from '../admission/rule-source.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { NamespaceLabelCache } from '../kube/namespace-labels.ts';
+import { RuleInformerSource, type RuleSink } from '../kube/rule-source.ts';
+import type { Runnable } from '../manager/runnable.ts';
+import { RuleSet, ruleKey, type PortalRuleObject } from '../policy/index.ts';
+
+export interface ClusterRuleSourceDeps {
+  client: KubeClient;
+  logger: Logger;
+  /** `portal_rules_loaded`, kept equal to the number of rules held. */
+  rulesLoaded?: Gauge;
+}
+
+export class ClusterRuleSource implements RuleSource {
+  readonly ruleSet = new RuleSet();
+  readonly rules: RuleInformerSource;
+  readonly namespaces: NamespaceLabelCache;
+  readonly namespaceLabels: NamespaceLabels;
+
+  constructor(deps: ClusterRuleSourceDeps) {
+    const log = deps.logger;
+    const ruleSet = this.ruleSet;
+    // A sink that reports what the RuleSet decided: a rule that fails
+    // validation or compilation is logged (the RuleSet keeps its last good
+    // version, or denies what it matches if it never compiled).
+    const sink: RuleSink = {
+      upsert(rule: PortalRuleObject) {
+        const state = ruleSet.upsert(rule);
+        if (state.ready) log.info({ rule: state.key, generation: state.generation }, 'rule in force');
+        else {
+          log.error(
+            { rule: state.key, generation: state.generation, compiledGeneration: state.compiledGeneration, reason: state.reason, problem: state.message },
+            state.compiledGeneration === undefined
+              ? 'rule rejected and never compiled: objects it matches are denied until it is fixed'
+              : 'rule rejected: keeping its last good version',
+          );
+        }
+        deps.rulesLoaded?.set(ruleSet.size);
+        return state;
+      },
+      remove(key: string) {
+        const removed = ruleSet.remove(key);
+        if (removed) log.info({ rule: key }, 'rule removed');
+        deps.rulesLoaded?.set(ruleSet.size);
+        return removed;
+      },
+    };
+    this.rules = new RuleInformerSource(deps.client, sink, log, { ruleKey });
+    this.namespaces = new NamespaceLabelCache(deps.client, log);
+    const cache = this.namespaces;
+    this.namespaceLabels = (namespace) => (namespace === '' ? undefined : cache.labels(namespace));
+  }
+
+  ready(): boolean {
+    return this.rules.hasSynced() && this.namespaces.hasSynced();
+  }
+
+  notReadyReason(): string {
+    const waiting = [
+      ...(this.rules.clusterRules.hasSynced() ? [] : ['portalclusterrules']),
+      ...(this.rules.namespacedRules.hasSynced() ? [] : ['portalrules']),
+      ...(this.namespaces.hasSynced() ? [] : ['namespaces']),
+    ];
+    return `waiting for the ${waiting.join(', ')} informer${waiting.length === 1 ? '' : 's'} to sync`;
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    await Promise.all([this.rules.start(signal), this.namespaces.start(signal)]);
+  }
+
+  /** The informers as Runnables for the manager's informers group (sync awaited before later groups). */
+  runnables(): Runnable[] {
+    return [
+      { name: 'rule-informers', start: (signal) => this.rules.start(signal), waitForSync: (signal) => this.rules.waitForSync(signal) },
+      { name: 'namespace-informer', start: (signal) => this.namespaces.start(signal), waitForSync: (signal) => this.namespaces.waitForSync(signal) },
+    ];
+  }
+
+  /** For /debug/vars. */
+  informerStats(): Record<string, unknown> {
+    return {
+      portalclusterrules: { synced: this.rules.clusterRules.hasSynced(), stale: this.rules.clusterRules.isStale(), ...this.rules.clusterRules.stats() },
+      portalrules: { synced: this.rules.namespacedRules.hasSynced(), stale: this.rules.namespacedRules.isStale(), ...this.rules.namespacedRules.stats() },
+      namespaces: { synced: this.namespaces.informer.hasSynced(), stale: this.namespaces.informer.isStale(), ...this.namespaces.informer.stats() },
+    };
+  }
+}
