@@ -1,17 +1,29 @@
 /**
  * Admission benchmark (issue 2, part 6): one `portal serve` replica with the
  * shipped rules vs. the ceiling (a bare Node HTTPS server that only parses
- * the review and echoes an allow), same machine, same run, same ~3 KB Pod
+ * the review and echoes an allow), same machine, same run, same ~3.6 KB Pod
  * review, keep-alive, 32 connections.
  *
  * Goals: portal req/s >= 0.8 × ceiling req/s (closed loop); p99 at a fixed
  * 1,000 req/s within 2 ms of the ceiling's p99 (open loop); zero errors.
  *
- * Run: node --import tsx bench/admission.ts [--seconds 5]
+ * Trustworthy on a shared, loaded machine: ceiling and portal run in short
+ * interleaved rounds (the order alternates every round), each round reports
+ * its own ratio, and the summary is the median of the rounds, so a burst of
+ * load from elsewhere hits one round of one side instead of a whole side.
+ * Besides req/s it reports each server's CPU time per request (from
+ * /proc/PID/stat), which the neighbours' load barely moves, and the load
+ * generator's own CPU use, so a saturated generator is visible instead of
+ * silently capping both sides.
+ *
+ * Run: node --import tsx bench/admission.ts [--rounds 5] [--seconds 3]
+ *        [--open-rounds 3] [--rate 1000] [--connections 32] [--cpu-prof DIR]
+ * Prints one JSON object on stdout.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -19,10 +31,16 @@ import { writeSelfSigned } from '../src/admission/certs.ts';
 import { closedLoop, openLoop, type LoadResult, type Target } from './load.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const secondsArg = process.argv.indexOf('--seconds');
-const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 5;
-const CONNECTIONS = 32;
-const RATE = 1000;
+function flag(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? (process.argv[i + 1] ?? fallback) : fallback;
+}
+const ROUNDS = Number(flag('rounds', '5'));
+const OPEN_ROUNDS = Number(flag('open-rounds', '3'));
+const SECONDS = Number(flag('seconds', '3'));
+const CONNECTIONS = Number(flag('connections', '32'));
+const RATE = Number(flag('rate', '1000'));
+const CPU_PROF_DIR = flag('cpu-prof', '');
 
 /** A realistic Pod that passes the baseline rules (so every rule is evaluated), ~3 KB as a review. */
 function podReview(): Buffer {
@@ -90,7 +108,7 @@ function startProcess(args: string[], ready: (line: string) => number | undefine
   const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`did not start: ${args.join(' ')}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`did not start: ${args.join(' ')}`)), 30_000);
     child.on('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`exited ${code}: ${args.join(' ')}`));
@@ -105,10 +123,45 @@ function startProcess(args: string[], ready: (line: string) => number | undefine
   });
 }
 
-const round = (n: number): number => Math.round(n * 1000) / 1000;
+/** User + system CPU seconds a process has used so far (Linux /proc; fields 14 and 15, in clock ticks). */
+function processCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  // The command name (field 2) may contain spaces; it ends at the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // USER_HZ is 100 on every Linux ABI Node supports.
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+const round3 = (n: number): number => Math.round(n * 1000) / 1000;
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return round3(s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2);
+}
+
+interface Measured extends LoadResult {
+  /** CPU time the server process used per answered request, in microseconds. */
+  serverCpuUsPerRequest: number;
+  /** The load generator's CPU use over the run, in cores (1 = one core busy). */
+  generatorCores: number;
+}
+
+async function measure(t: Target, pid: number, run: (t: Target) => Promise<LoadResult>): Promise<Measured> {
+  const cpu0 = processCpuSeconds(pid);
+  const gen0 = process.cpuUsage();
+  const r = await run(t);
+  const gen = process.cpuUsage(gen0);
+  const cpu = processCpuSeconds(pid) - cpu0;
+  return {
+    ...r,
+    serverCpuUsPerRequest: Math.round((cpu * 1e6) / Math.max(1, r.requests)),
+    generatorCores: round3((gen.user + gen.system) / 1e6 / r.seconds),
+  };
+}
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'portal-bench-'));
+  const load: number[][] = [loadavg()];
   try {
     const files = await writeSelfSigned(dir);
     const ca = await readFile(files.caFile);
@@ -118,50 +171,92 @@ async function main(): Promise<void> {
       l.startsWith('listening ') ? Number(l.slice(10)) : undefined,
     );
     const portal = await startProcess(
-      [join(root, 'bin', 'portal.js'), 'serve', '--policies', join(root, 'policies'), '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile, '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info'],
+      [
+        ...(CPU_PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF_DIR] : []),
+        join(root, 'bin', 'portal.js'), 'serve', '--policies', join(root, 'policies'), '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
+        '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info',
+      ],
       (l) => {
-        const rec = JSON.parse(l) as { msg?: string; url?: string };
+        let rec: { msg?: string; url?: string };
+        try {
+          rec = JSON.parse(l) as typeof rec;
+        } catch {
+          return undefined;
+        }
         return rec.msg === 'webhook listening' ? Number(new URL(rec.url ?? '').port) : undefined;
       },
     );
 
     const uid = '"uid":"705ab4f5-6393-11e8-b7cc-42010a800002"';
     const check = (b: string): boolean => b.includes(uid) && b.includes('"allowed":true');
-    const targets: Record<string, Target> = {
-      ceiling: { port: ceiling.port, ca, body, check },
-      portal: { port: portal.port, ca, body, check },
+    const servers = {
+      ceiling: { target: { port: ceiling.port, ca, body, check }, pid: ceiling.child.pid! },
+      portal: { target: { port: portal.port, ca, body, check }, pid: portal.child.pid! },
     };
+    type Name = keyof typeof servers;
+    const orderFor = (i: number): Name[] => (i % 2 === 0 ? ['ceiling', 'portal'] : ['portal', 'ceiling']);
 
-    // Warm-up: JIT, TLS sessions, ajv code paths.
-    for (const t of Object.values(targets)) await closedLoop(t, CONNECTIONS, 1500);
+    // Warm-up: JIT, ajv code paths, connection set-up.
+    for (const s of Object.values(servers)) await closedLoop(s.target, CONNECTIONS, 2000);
 
-    const results: Record<string, { closed: LoadResult; open: LoadResult }> = {};
-    for (const [name, t] of Object.entries(targets)) {
-      results[name] = { closed: await closedLoop(t, CONNECTIONS, SECONDS * 1000), open: await openLoop(t, CONNECTIONS, RATE, SECONDS * 1000) };
+    const closedRounds: { ceiling: Measured; portal: Measured; ratio: number }[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const r: Partial<Record<Name, Measured>> = {};
+      for (const name of orderFor(i)) r[name] = await measure(servers[name].target, servers[name].pid, (t) => closedLoop(t, CONNECTIONS, SECONDS * 1000));
+      closedRounds.push({ ceiling: r.ceiling!, portal: r.portal!, ratio: round3(r.portal!.rps / r.ceiling!.rps) });
     }
-    const c = results.ceiling!;
-    const p = results.portal!;
-    const throughputRatio = round(p.closed.rps / c.closed.rps);
-    const p99DeltaMs = round(p.open.p99ms - c.open.p99ms);
-    const errors = c.closed.errors + c.open.errors + p.closed.errors + p.open.errors;
+    load.push(loadavg());
+    const openRounds: { ceiling: Measured; portal: Measured; p99DeltaMs: number }[] = [];
+    for (let i = 0; i < OPEN_ROUNDS; i++) {
+      const r: Partial<Record<Name, Measured>> = {};
+      for (const name of orderFor(i)) r[name] = await measure(servers[name].target, servers[name].pid, (t) => openLoop(t, CONNECTIONS, RATE, SECONDS * 1000));
+      openRounds.push({ ceiling: r.ceiling!, portal: r.portal!, p99DeltaMs: round3(r.portal!.p99ms - r.ceiling!.p99ms) });
+    }
+    load.push(loadavg());
+
+    const all = [...closedRounds, ...openRounds].flatMap((r) => [r.ceiling, r.portal]);
+    const errors = all.reduce((n, r) => n + r.errors, 0);
+    const side = (name: Name) => ({
+      closedRps: median(closedRounds.map((r) => r[name].rps)),
+      closedP99ms: median(closedRounds.map((r) => r[name].p99ms)),
+      cpuUsPerRequest: median(closedRounds.map((r) => r[name].serverCpuUsPerRequest)),
+      openP50ms: median(openRounds.map((r) => r[name].p50ms)),
+      openP99ms: median(openRounds.map((r) => r[name].p99ms)),
+    });
+    const throughputRatio = median(closedRounds.map((r) => r.ratio));
+    const p99DeltaMs = median(openRounds.map((r) => r.p99DeltaMs));
     const report = {
       benchmark: 'admission',
-      reviewBytes: body.length,
-      connections: CONNECTIONS,
-      seconds: SECONDS,
-      openLoopRate: RATE,
-      node: process.version,
-      results,
-      ratios: { throughput: throughputRatio, p99DeltaMsAt1000rps: p99DeltaMs },
+      machine: { cpus: cpus().length, node: process.version, loadavg1m: load.map((l) => round3(l[0] ?? NaN)) },
+      setup: { reviewBytes: body.length, connections: CONNECTIONS, rounds: ROUNDS, openRounds: OPEN_ROUNDS, secondsPerRun: SECONDS, openLoopRate: RATE },
+      median: {
+        ceiling: side('ceiling'),
+        portal: side('portal'),
+        throughputRatio,
+        cpuPerRequestRatio: round3(side('ceiling').cpuUsPerRequest / side('portal').cpuUsPerRequest),
+        p99DeltaMsAt1000rps: p99DeltaMs,
+        maxGeneratorCores: Math.max(...all.map((r) => r.generatorCores)),
+      },
       goals: {
         throughputAtLeast80PercentOfCeiling: throughputRatio >= 0.8,
         p99Within2msOfCeilingAt1000rps: p99DeltaMs <= 2,
         zeroErrors: errors === 0,
       },
+      closedRounds,
+      openRounds,
     };
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } finally {
-    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -1,33 +1,19 @@
 /**
- * `portal serve`: one replica. This issue wires the standalone mode
- * (`--policies DIR`: rules from files, no cluster, no audit, no election);
- * cluster mode plugs in through {@link ruleSourceFor}.
- *
- * Start order (controller-runtime's): probes → webhook → rule source; stop
- * order the reverse, bounded by --shutdown-grace-period. A second SIGINT or
- * SIGTERM exits at once.
+ * `portal serve`: one replica. Parses and validates the configuration, owns
+ * the signals (the first SIGINT/SIGTERM starts a graceful shutdown bounded
+ * by --shutdown-grace-period, a second exits at once) and hands the rest to
+ * the composition root in replica.ts (file mode with --policies, cluster
+ * mode with --kubeconfig or in-cluster config).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { hostname } from 'node:os';
 import type { DestinationStream } from 'pino';
-import { Registry } from 'prom-client';
-import { writeSelfSigned } from '../admission/certs.ts';
-import { engineDecider } from '../admission/engine-decider.ts';
-import { HealthChecks, buildProbesServer } from '../admission/probes.ts';
-import { ReadinessGate } from '../admission/readiness.ts';
-import { FileRuleSource, type RuleSource } from '../admission/rule-source.ts';
-import { buildAdmissionServer } from '../admission/server.ts';
-import { readTlsFiles, watchTlsFiles, type TlsFiles } from '../admission/tls-reload.ts';
 import { loadServeConfig, serveHelp } from '../config/load.ts';
-import { loadRulesFromDirectory } from '../config/manifests.ts';
 import { META_FLAGS, SERVE_OPTIONS, type ServeConfig } from '../config/options.ts';
-import { DebugVars } from '../observability/debug-vars.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, createLogger, type Logger } from '../observability/logger.ts';
-import { createAdmissionMetrics } from '../observability/metrics.ts';
 import { parseArgs, type FlagDef } from './args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
+import { runReplica } from './replica.ts';
 
 const FLAG_DEFS: FlagDef[] = [
   ...SERVE_OPTIONS.map((o): FlagDef => ({ flag: o.flag, type: o.type === 'bool' ? 'bool' : 'value' })),
@@ -56,119 +42,44 @@ function usage(io: CommandIO, title: string, problems: readonly string[]): numbe
   return EXIT_USAGE;
 }
 
-/**
- * The rule source for this configuration. Cluster mode (`--kubeconfig`
- * without `--policies`: rules from PortalRule/PortalClusterRule informers,
- * namespace labels from a Namespace informer) is the seam the lead wires.
- */
-async function ruleSourceFor(config: ServeConfig): Promise<{ source: RuleSource } | { problems: string[] }> {
-  if (config.policies !== '') {
-    const source = new FileRuleSource(config.policies, loadRulesFromDirectory);
-    const problems = await source.load();
-    return problems.length > 0 ? { problems: problems.map((p) => `${p.source}: ${p.message}`) } : { source };
-  }
-  return { problems: ['cluster mode (--kubeconfig without --policies) is not wired yet; give --policies DIR'] };
-}
-
 async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
   const root = createLogger({ level: config.logLevel, destination: io.stdout as unknown as DestinationStream, base: { pod: config.podName } });
   const log = componentLogger(root, 'serve');
-
-  const chosen = await ruleSourceFor(config);
-  if ('problems' in chosen) return usage(io, 'invalid rules', chosen.problems);
-  const { source } = chosen;
-
-  let selfSignedDir: string | undefined;
-  let tlsFiles: TlsFiles = { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile };
-  if (config.selfSigned) {
-    selfSignedDir = await mkdtemp(join(tmpdir(), 'portal-serve-'));
-    const files = await writeSelfSigned(selfSignedDir, ['localhost', config.podName], ['127.0.0.1', '::1']);
-    tlsFiles = files;
-    log.info({ [LogKey.dir]: selfSignedDir, caFile: files.caFile }, 'generated a self-signed certificate (local use only)');
-  }
-
-  const registry = new Registry();
-  const metrics = createAdmissionMetrics(registry);
-  metrics.rulesLoaded.set(source.ruleSet.size);
-  const gate = new ReadinessGate();
-  gate.addCheck('rules', () => source.ready() || source.notReadyReason());
-  const liveness = new HealthChecks();
-  const debugVars = new DebugVars();
-  debugVars.register('admission', () => ({ rules: source.ruleSet.size, ready: gate.status(), recentErrors: gate.errorRatio() }));
-  debugVars.register('rules', () => source.ruleSet.states().map((s) => ({ key: s.key, ready: s.ready, reason: s.reason, enforcement: s.enforcement })));
-
-  const tls = await readTlsFiles(tlsFiles);
-  const webhook = buildAdmissionServer({
-    tls,
-    decide: engineDecider(source.ruleSet),
-    gate,
-    exemptNamespaces: config.exemptNamespaces,
-    namespaceLabels: source.namespaceLabels,
-    metrics,
-    logger: componentLogger(root, 'admission'),
-  });
-  const probes = buildProbesServer({ registry, gate, liveness, debugVars, logger: componentLogger(root, 'probes') });
-
-  const ac = new AbortController();
+  const graceful = new AbortController();
+  const force = new AbortController();
   const onSignal = (signal: NodeJS.Signals): void => {
-    if (ac.signal.aborted) {
+    if (graceful.signal.aborted) {
       log.warn({ [LogKey.signal]: signal }, 'second signal: exiting now');
+      force.abort();
       process.exit(EXIT_FAILURE);
     }
     log.info({ [LogKey.signal]: signal }, 'shutting down');
-    ac.abort();
+    graceful.abort();
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-
-  const running: Promise<void>[] = [];
   try {
-    const probesUrl = await probes.listen({ port: config.probesPort, host: config.bindAddress });
-    log.info({ [LogKey.url]: probesUrl }, 'probes listening');
-    const webhookUrl = await webhook.listen({ port: config.webhookPort, host: config.bindAddress });
-    log.info({ [LogKey.url]: `${webhookUrl}/validate`, [LogKey.count]: source.ruleSet.size }, 'webhook listening');
-    running.push(
-      watchTlsFiles({ ...tlsFiles, target: webhook.server, initial: tls, logger: componentLogger(root, 'tls') }, ac.signal),
-      source.start(ac.signal),
-    );
-  } catch (err) {
-    log.error({ [LogKey.error]: err }, 'cannot start');
-    ac.abort();
-    await Promise.allSettled([webhook.close(), probes.close(), ...running]);
-    await cleanup();
-    return EXIT_FAILURE;
-  }
-
-  await new Promise<void>((resolve) => ac.signal.addEventListener('abort', () => resolve(), { once: true }));
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = await Promise.race([
-    (async () => {
-      // Reverse of the start order: stop taking admission traffic (in-flight
-      // requests finish), then the sources, then the probes.
-      await webhook.close();
-      await Promise.allSettled(running);
-      await probes.close();
-      return false;
-    })(),
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(true), config.shutdownGracePeriod);
-      timer.unref();
-    }),
-  ]);
-  clearTimeout(timer);
-  await cleanup();
-  if (timedOut) {
-    log.error({ durationMs: config.shutdownGracePeriod }, 'graceful shutdown timed out');
-    return EXIT_FAILURE;
-  }
-  log.info('stopped');
-  return EXIT_OK;
-
-  async function cleanup(): Promise<void> {
+    const code = await runReplica({
+      config,
+      root,
+      env: io.env,
+      signal: graceful.signal,
+      force: force.signal,
+      usage: (title, problems) => usage(io, title, problems),
+    });
+    if (graceful.signal.aborted) {
+      // Safety net: a runnable abandoned after the grace period may still hold
+      // a socket open; leave a moment for logs to flush, then exit regardless.
+      setTimeout(() => process.exit(code), EXIT_FLUSH_MS).unref();
+    }
+    return code;
+  } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    if (selfSignedDir) await rm(selfSignedDir, { recursive: true, force: true });
   }
 }
+
+/** Time for stdout to drain before a forced exit after shutdown. */
+const EXIT_FLUSH_MS = 2000;
 
 export type { Logger };

@@ -70,7 +70,7 @@ export function loadServeConfig(src: ConfigSources): ConfigResult {
   const config = values as unknown as ServeConfig;
   if (config.leaseNamespace === '') config.leaseNamespace = config.installNamespace;
   if (!config.exemptNamespaces.includes(config.installNamespace)) config.exemptNamespaces.push(config.installNamespace);
-  validate(config, invalid, problems);
+  validate(config, invalid, problems, (src.env.KUBERNETES_SERVICE_HOST ?? '') !== '');
   if (problems.length > 0) return { ok: false, problems };
   Object.freeze(config.exemptNamespaces);
   Object.freeze(config.alertmanagerUrl);
@@ -143,7 +143,7 @@ function coerce(spec: OptionSpec, raw: unknown, where: string, problems: string[
   }
 }
 
-function validate(c: ServeConfig, invalid: ReadonlySet<keyof ServeConfig>, problems: string[]): void {
+function validate(c: ServeConfig, invalid: ReadonlySet<keyof ServeConfig>, problems: string[], inCluster: boolean): void {
   // Cross-field rules. Type/range errors were already recorded by coerce().
   if (invalid.has('leaseDuration') || invalid.has('renewDeadline') || invalid.has('retryPeriod')) {
     // Reported already; comparing with a default would mislead.
@@ -183,7 +183,8 @@ function validate(c: ServeConfig, invalid: ReadonlySet<keyof ServeConfig>, probl
 
   if (c.policies !== '') checkPath('--policies', c.policies, 'directory', problems);
   else if (c.kubeconfig === '') {
-    problems.push('no rule source: give --policies DIR (rules from files) or --kubeconfig FILE (rules from the cluster)');
+    // In a pod (KUBERNETES_SERVICE_HOST set) cluster mode uses the service account.
+    if (!inCluster) problems.push('no rule source: give --policies DIR (rules from files) or --kubeconfig FILE (rules from the cluster)');
   } else checkPath('--kubeconfig', c.kubeconfig, 'file', problems);
 
   const dns1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

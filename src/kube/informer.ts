@@ -268,6 +268,8 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
   }
 
   #watchOnce(signal: AbortSignal): Promise<WatchEnd> {
+    // An abort listener added to an already-aborted signal never fires.
+    if (signal.aborted) return Promise.resolve('aborted');
     this.#stats.watches++;
     this.#lastActivity = performance.now();
     return new Promise<WatchEnd>((resolve, reject) => {

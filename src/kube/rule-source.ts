@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { RULE_API_VERSION, RULE_GROUP, RULE_VERSION, type KubeObject, type PortalRuleObject } from '../policy/types.ts';
+import { ruleKey as policyRuleKey } from '../policy/rule-set.ts';
 import type { KubeClient } from './client.ts';
 import { ResilientInformer, type InformerConfig, type InformerEvent } from './informer.ts';
 
@@ -14,13 +15,8 @@ export interface RuleSink {
   remove(key: string): unknown;
 }
 
-/** `name` for cluster rules, `namespace/name` for namespaced ones (as in RuleVerdict.rule). */
-export function defaultRuleKey(rule: Pick<PortalRuleObject, 'metadata'>): string {
-  return rule.metadata.namespace ? `${rule.metadata.namespace}/${rule.metadata.name}` : rule.metadata.name;
-}
-
 export interface RuleInformerSourceOptions extends Pick<InformerConfig, 'staleAfterMs' | 'backoff' | 'watchTimeoutSeconds'> {
-  /** Key function; pass src/policy's `ruleKey`. @default defaultRuleKey */
+  /** Key function matching the sink's keys. @default src/policy's ruleKey */
   ruleKey?: (rule: PortalRuleObject) => string;
 }
 
@@ -34,7 +30,7 @@ export class RuleInformerSource {
   constructor(client: KubeClient, sink: RuleSink, logger: Logger, options: RuleInformerSourceOptions = {}) {
     const { ruleKey, ...informerOptions } = options;
     this.#sink = sink;
-    this.#key = ruleKey ?? defaultRuleKey;
+    this.#key = ruleKey ?? policyRuleKey;
     this.#logger = logger.child({ component: 'rule-source' });
     const base = `/apis/${RULE_GROUP}/${RULE_VERSION}`;
     this.clusterRules = new ResilientInformer(

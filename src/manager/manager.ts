@@ -102,7 +102,7 @@ export class Manager {
     try {
       for (const group of GROUPS) {
         if (stop.aborted) break;
-        const r = this.#startGroup(group, this.#groups.get(group)!, stop);
+        const r = this.#startGroup(group, this.#groups.get(group)!);
         running.push([group, r]);
         if (group === 'informers') await this.#waitForSync(this.#groups.get(group)!, AbortSignal.any([stop, r.controller.signal]));
       }
@@ -148,9 +148,10 @@ export class Manager {
     else this.#logger.warn(force?.aborted ? 'forced stop: not waiting for runnables' : 'graceful shutdown timed out; abandoning runnables still running');
   }
 
-  #startGroup(group: string, runnables: Runnable[], parent: AbortSignal, term?: LeaderTerm): Running {
+  /** Each group has its own controller (not tied to the stop signal) so shutdown can go group by group. */
+  #startGroup(group: string, runnables: Runnable[], term?: LeaderTerm): Running {
     const controller = new AbortController();
-    const signal = AbortSignal.any([parent, controller.signal, ...(term ? [term.signal] : [])]);
+    const signal = term ? AbortSignal.any([controller.signal, term.signal]) : controller.signal;
     return { controller, done: runnables.map((r) => this.#supervise(r, group, signal, term)) };
   }
 
@@ -189,7 +190,7 @@ export class Manager {
     if (stop.aborted) return;
     if (this.#leader) this.#logger.error('new term while the previous leader group still runs');
     this.#logger.info({ epoch: term.epochString, runnables: this.#leaderOnly.length }, 'starting leader-only group');
-    this.#leader = { ...this.#startGroup('leader', this.#leaderOnly, stop, term), term };
+    this.#leader = { ...this.#startGroup('leader', this.#leaderOnly, term), term };
   }
 
   async #stopLeading(): Promise<void> {

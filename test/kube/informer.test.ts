@@ -1,6 +1,6 @@
 /** ResilientInformer against the real embedded API server. */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { ResilientInformer, type InformerConfig } from '../../src/kube/informer.ts';
 import { NamespaceLabelCache } from '../../src/kube/namespace-labels.ts';
@@ -10,7 +10,7 @@ import { apiServer, clientFor, until } from '../leader/cluster.ts';
 
 const NAMESPACES: InformerConfig = { name: 'ns', path: '/api/v1/namespaces', apiVersion: 'v1', kind: 'Namespace', backoff: { initialMs: 20, maxMs: 200 } };
 
-function run(t: import('node:test').TestContext, client: KubeClient, config: Partial<InformerConfig> = {}) {
+function run(t: TestContext, client: KubeClient, config: Partial<InformerConfig> = {}) {
   const informer = new ResilientInformer(client, { ...NAMESPACES, ...config }, silentLogger());
   const controller = new AbortController();
   const done = informer.start(controller.signal);

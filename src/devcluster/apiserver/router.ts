@@ -141,7 +141,7 @@ export class Router {
         return;
       }
       const raw = method === 'GET' ? '' : await readBody(req);
-      let body: unknown = null;
+      let body: unknown;
       try {
         body = raw ? JSON.parse(raw) : null;
       } catch {

@@ -36,12 +36,6 @@ const NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease', 
 const RULE_KINDS = ['PortalRule', 'PortalClusterRule'];
 /** The status line refreshes this often. */
 const STATUS_INTERVAL_MS = 1000;
-/**
- * Replicas are given `--policies` too until `portal serve --kubeconfig`
- * reads its rules from the cluster (then drop this: the objects dev
- * installs become the only source).
- */
-const REPLICAS_READ_RULES_FROM_FILES = true;
 
 export interface DevRuntime {
   /** The Node binary (process.execPath). */
@@ -178,7 +172,6 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
           '--bind-address', '127.0.0.1',
           '--install-namespace', INSTALL_NAMESPACE,
           '--pod-name', name,
-          ...(REPLICAS_READ_RULES_FROM_FILES ? ['--policies', o.policies] : []),
           ...o.passthrough,
         ],
       });

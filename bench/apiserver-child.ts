@@ -1,0 +1,7 @@
+/** Child process of bench/apiserver.ts: the server runs alone on its event loop, as in `portal dev`. */
+import { startApiServer } from '../src/devcluster/apiserver/index.ts';
+
+const api = await startApiServer({ historyLimit: 20_000 });
+const token = api.addUser('bench');
+process.stdout.write(`${JSON.stringify({ url: api.url, token })}\n`);
+process.on('SIGTERM', () => void api.close().then(() => process.exit(0)));

@@ -1,0 +1,103 @@
+/**
+ * One ResilientInformer per audited kind, started and stopped as the set of
+ * matched kinds changes (rules come and go). Each informer runs under its own
+ * AbortController, a child of the controller's signal, so removing a kind
+ * tears down exactly its watch; `stopAll()` resolves after every watch ended.
+ */
+import type { Logger } from 'pino';
+import type { KubeClient } from '../kube/client.ts';
+import { ResilientInformer, type InformerEvent } from '../kube/informer.ts';
+import type { KubeObject } from '../policy/types.ts';
+import { apiVersionOf, collectionPath, type KindResource } from './kind-resources.ts';
+
+interface Running {
+  resource: KindResource;
+  informer: ResilientInformer<KubeObject>;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+export type KindEventHandler = (resource: KindResource, event: InformerEvent<KubeObject>) => void;
+
+export class KindInformers {
+  readonly #client: KubeClient;
+  readonly #logger: Logger;
+  readonly #onEvent: KindEventHandler;
+  readonly #running = new Map<string, Running>();
+  /** Watch bookkeeping overrides for tests (short stale bounds). */
+  readonly #staleAfterMs: number | undefined;
+
+  constructor(client: KubeClient, logger: Logger, onEvent: KindEventHandler, options: { staleAfterMs?: number } = {}) {
+    this.#client = client;
+    this.#logger = logger;
+    this.#onEvent = onEvent;
+    this.#staleAfterMs = options.staleAfterMs;
+  }
+
+  static key(group: string, kind: string): string {
+    return `${group}/${kind}`;
+  }
+
+  /** Starts informers for new kinds and stops those no longer wanted. Returns the kinds started. */
+  sync(wanted: readonly KindResource[], signal: AbortSignal): { started: KindResource[]; stopped: KindResource[] } {
+    const want = new Map(wanted.map((r) => [KindInformers.key(r.group, r.kind), r]));
+    const stopped: KindResource[] = [];
+    for (const [key, r] of this.#running) {
+      if (want.has(key)) continue;
+      r.controller.abort();
+      this.#running.delete(key);
+      stopped.push(r.resource);
+    }
+    const started: KindResource[] = [];
+    for (const [key, resource] of want) {
+      if (this.#running.has(key) || signal.aborted) continue;
+      const informer = new ResilientInformer<KubeObject>(
+        this.#client,
+        {
+          name: `audit-${resource.resource}${resource.group ? `.${resource.group}` : ''}`,
+          path: collectionPath(resource),
+          apiVersion: apiVersionOf(resource),
+          kind: resource.kind,
+          ...(this.#staleAfterMs !== undefined ? { staleAfterMs: this.#staleAfterMs } : {}),
+        },
+        this.#logger,
+      );
+      informer.onEvent((e) => this.#onEvent(resource, e));
+      const controller = new AbortController();
+      const onParentAbort = () => controller.abort();
+      signal.addEventListener('abort', onParentAbort, { once: true });
+      const done = informer.start(controller.signal).finally(() => signal.removeEventListener('abort', onParentAbort));
+      this.#running.set(key, { resource, informer, controller, done });
+      started.push(resource);
+    }
+    return { started, stopped };
+  }
+
+  informer(group: string, kind: string): ResilientInformer<KubeObject> | undefined {
+    return this.#running.get(KindInformers.key(group, kind))?.informer;
+  }
+
+  resource(group: string, kind: string): KindResource | undefined {
+    return this.#running.get(KindInformers.key(group, kind))?.resource;
+  }
+
+  all(): Array<{ resource: KindResource; informer: ResilientInformer<KubeObject> }> {
+    return [...this.#running.values()].map((r) => ({ resource: r.resource, informer: r.informer }));
+  }
+
+  /** Every running informer has listed once. */
+  synced(): boolean {
+    return [...this.#running.values()].every((r) => r.informer.hasSynced());
+  }
+
+  async waitForSync(signal: AbortSignal): Promise<void> {
+    await Promise.all([...this.#running.values()].map((r) => r.informer.waitForSync(signal)));
+  }
+
+  async stopAll(): Promise<void> {
+    const all = [...this.#running.values()];
+    this.#running.clear();
+    for (const r of all) r.controller.abort();
+    await Promise.allSettled(all.map((r) => r.done));
+  }
+}

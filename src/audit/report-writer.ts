@@ -1,0 +1,163 @@
+/**
+ * Writes PolicyReports / ClusterPolicyReports (leader-only) and keeps the
+ * observed ones (every replica watches them, label-selected on
+ * `app.kubernetes.io/managed-by=portal`), so a write happens only when the
+ * desired content differs from what is stored (`reportContentEqual`), and a
+ * new leader rewrites nothing its predecessor already got right.
+ *
+ * The observed cache is fed by the informers and by this writer's own
+ * responses, newest resourceVersion wins: a watch event that lags behind our
+ * own write must not make us think the old content is still stored.
+ */
+import type { Logger } from 'pino';
+import { apiStatusCode, callOptions, describeApiError, type KubeClient } from '../kube/client.ts';
+import { ResilientInformer, type InformerEvent } from '../kube/informer.ts';
+import type { LeaderTerm } from '../leader/term.ts';
+import { ErrorCode, PortalError } from '../observability/errors.ts';
+import type { KubeObject } from '../policy/types.ts';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, REPORT_API_VERSION, reportContentEqual, type PolicyReport } from './policy-report.ts';
+
+const GROUP = 'wgpolicyk8s.io';
+const VERSION = 'v1alpha2';
+
+export type ReportWrite = 'created' | 'updated' | 'deleted' | 'unchanged';
+
+function cacheKey(namespace: string, name: string): string {
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+/** resourceVersions are opaque, but every real server uses integers; compare them when both are. */
+function newer(a: string | undefined, b: string | undefined): boolean {
+  if (a === undefined) return false;
+  if (b === undefined) return true;
+  if (/^\d+$/.test(a) && /^\d+$/.test(b)) return BigInt(a) >= BigInt(b);
+  return true;
+}
+
+export class ReportWriter {
+  readonly reports: ResilientInformer<KubeObject>;
+  readonly clusterReports: ResilientInformer<KubeObject>;
+  readonly #client: KubeClient;
+  readonly #logger: Logger;
+  readonly #observed = new Map<string, PolicyReport>();
+  /** Writes that succeeded, by outcome (for tests, bench and /debug/vars). */
+  readonly writes: Record<ReportWrite, number> = { created: 0, updated: 0, deleted: 0, unchanged: 0 };
+
+  constructor(client: KubeClient, logger: Logger, options: { staleAfterMs?: number } = {}) {
+    this.#client = client;
+    this.#logger = logger.child({ component: 'report-writer' });
+    const common = { apiVersion: REPORT_API_VERSION, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`, ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}) };
+    this.reports = new ResilientInformer(client, { ...common, name: 'policyreports', path: `/apis/${GROUP}/${VERSION}/policyreports`, kind: 'PolicyReport' }, logger);
+    this.clusterReports = new ResilientInformer(client, { ...common, name: 'clusterpolicyreports', path: `/apis/${GROUP}/${VERSION}/clusterpolicyreports`, kind: 'ClusterPolicyReport' }, logger);
+    this.reports.onEvent((e) => this.#observe(e));
+    this.clusterReports.onEvent((e) => this.#observe(e));
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    await Promise.all([this.reports.start(signal), this.clusterReports.start(signal)]);
+  }
+
+  synced(): boolean {
+    return this.reports.hasSynced() && this.clusterReports.hasSynced();
+  }
+
+  observed(namespace: string, name: string): PolicyReport | undefined {
+    return this.#observed.get(cacheKey(namespace, name));
+  }
+
+  get size(): number {
+    return this.#observed.size;
+  }
+
+  #observe(event: InformerEvent<KubeObject>): void {
+    const r = event.object as unknown as PolicyReport;
+    const key = cacheKey(r.metadata?.namespace ?? '', r.metadata?.name ?? '');
+    if (event.type === 'delete') {
+      this.#observed.delete(key);
+      return;
+    }
+    this.#remember(key, r);
+  }
+
+  #remember(key: string, r: PolicyReport): void {
+    const current = this.#observed.get(key);
+    if (!current || newer(r.metadata.resourceVersion, current.metadata.resourceVersion)) this.#observed.set(key, r);
+  }
+
+  /**
+   * Makes the stored report for (namespace, name) equal to `desired`
+   * (`undefined` = delete it). Throws PortalError(TermExpired) when fenced,
+   * Kube on API errors (the work queue retries).
+   */
+  async apply(identity: { kind: PolicyReport['kind']; namespace: string; name: string }, desired: PolicyReport | undefined, term: LeaderTerm, signal: AbortSignal): Promise<ReportWrite> {
+    const key = cacheKey(identity.namespace, identity.name);
+    let current = this.#observed.get(key);
+    if (reportContentEqual(current, desired)) return this.#count('unchanged');
+    const co = this.#client.customObjects;
+    const plural = identity.kind === 'PolicyReport' ? 'policyreports' : 'clusterpolicyreports';
+    const ns = identity.namespace;
+    const opts = callOptions({ signal, timeoutMs: 10_000 });
+    try {
+      if (!desired) {
+        await this.#fence(term, signal);
+        if (ns) await co.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name }, opts);
+        else await co.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name }, opts);
+        this.#observed.delete(key);
+        return this.#count('deleted');
+      }
+      for (let attempt = 0; attempt < 2; attempt++) {
+        await this.#fence(term, signal);
+        let stored: PolicyReport;
+        if (!current) {
+          try {
+            stored = ns
+              ? ((await co.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, body: desired }, opts)) as PolicyReport)
+              : ((await co.createClusterCustomObject({ group: GROUP, version: VERSION, plural, body: desired }, opts)) as PolicyReport);
+          } catch (err) {
+            if (apiStatusCode(err) !== 409) throw err;
+            // Stored already (our cache lags): read it and compare again.
+            current = (ns
+              ? await co.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name }, opts)
+              : await co.getClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name }, opts)) as PolicyReport;
+            this.#remember(key, current);
+            if (reportContentEqual(current, desired)) return this.#count('unchanged');
+            continue;
+          }
+          this.#remember(key, stored);
+          return this.#count('created');
+        }
+        const body = { ...desired, metadata: { ...desired.metadata, resourceVersion: current.metadata.resourceVersion } };
+        stored = ns
+          ? ((await co.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name, body }, opts)) as PolicyReport)
+          : ((await co.replaceClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name, body }, opts)) as PolicyReport);
+        this.#remember(key, stored);
+        return this.#count('updated');
+      }
+      throw new PortalError(ErrorCode.Kube, `${identity.kind} ${key}: could not create or update`);
+    } catch (err) {
+      if (err instanceof PortalError) throw err;
+      if (signal.aborted) throw err;
+      const code = apiStatusCode(err);
+      if (!desired && code === 404) {
+        this.#observed.delete(key);
+        return this.#count('deleted');
+      }
+      if (code === 404 && desired) {
+        // The owner is gone (GC) or the report vanished: forget it; the next event decides.
+        this.#observed.delete(key);
+      }
+      this.#logger.debug({ report: key, err: describeApiError(err) }, 'report write failed');
+      throw new PortalError(ErrorCode.Kube, `${identity.kind} ${key}: ${describeApiError(err)}`, { cause: err });
+    }
+  }
+
+  async #fence(term: LeaderTerm, signal: AbortSignal): Promise<void> {
+    await this.#client.writeLimiter.take(signal);
+    term.assertValid();
+  }
+
+  #count(outcome: ReportWrite): ReportWrite {
+    this.writes[outcome]++;
+    return outcome;
+  }
+}

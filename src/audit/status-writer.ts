@@ -1,0 +1,162 @@
+/**
+ * Rule `.status` (leader-only), written through the status subresource with a
+ * JSON merge patch: observedGeneration, conditions (Ready: Compiled /
+ * CompileError; ActionsValid: problems with spec.audit.actions), violations
+ * (objects violating the rule now) and lastAuditTime (after full passes).
+ *
+ * Writes are debounced (`debounceMs`, ~1 s): a burst of object changes costs
+ * one status write per rule, and the count is still current within a second.
+ * A write is skipped when the stored status already says the same thing, so
+ * a new leader does not rewrite every rule's status after a failover.
+ */
+import type { Logger } from 'pino';
+import { apiStatusCode, describeApiError, mergePatchOptions, type KubeClient } from '../kube/client.ts';
+import type { LeaderTerm } from '../leader/term.ts';
+import { isPortalError } from '../observability/errors.ts';
+import { matchesPods, type RuleState } from '../policy/index.ts';
+import type { Condition, KubeObject, RuleSpec, RuleStatus } from '../policy/types.ts';
+import { validateActions } from './actions.ts';
+
+export interface StatusInputs {
+  states(): RuleState[];
+  /** Violating objects of a rule (display key: `name` or `namespace/name`). */
+  violations(display: string): number;
+  /** The stored rule object (for its spec and current status), if cached. */
+  ruleObject(state: RuleState): KubeObject | undefined;
+  /** Wall-clock time the last full pass finished. */
+  lastAuditTime(): Date | undefined;
+}
+
+export function ruleDisplay(state: Pick<RuleState, 'name' | 'namespace'>): string {
+  return state.namespace !== undefined ? `${state.namespace}/${state.name}` : state.name;
+}
+
+function actionProblems(state: RuleState, object: KubeObject | undefined): string[] {
+  const spec = (object as { spec?: RuleSpec } | undefined)?.spec;
+  const onlyPods = spec?.match?.kinds ? matchesPods(spec) && spec.match.kinds.every((k) => k.kinds.every((x) => x === 'Pod')) : true;
+  return validateActions(state.actions, onlyPods);
+}
+
+/** The status the rule should have now; `previous` supplies lastTransitionTime of unchanged conditions. */
+export function desiredStatus(state: RuleState, object: KubeObject | undefined, violations: number, lastAudit: Date | undefined, now: Date): RuleStatus {
+  const previous = ((object as { status?: RuleStatus } | undefined)?.status?.conditions ?? []);
+  const cond = (c: Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>): Condition => {
+    const prev = previous.find((p) => p.type === c.type);
+    const lastTransitionTime = prev && prev.status === c.status && prev.lastTransitionTime ? prev.lastTransitionTime : now.toISOString();
+    return { ...c, lastTransitionTime, observedGeneration: state.generation };
+  };
+  const problems = actionProblems(state, object);
+  const status: RuleStatus = {
+    observedGeneration: state.generation,
+    conditions: [
+      cond({ type: 'Ready', status: state.ready ? 'True' : 'False', reason: state.reason, message: state.message }),
+      problems.length === 0
+        ? cond({ type: 'ActionsValid', status: 'True', reason: 'Valid', message: `${state.actions.length} audit action(s)` })
+        : cond({ type: 'ActionsValid', status: 'False', reason: 'InvalidAction', message: problems.join('; ') }),
+    ],
+    violations,
+  };
+  const stored = (object as { status?: RuleStatus } | undefined)?.status?.lastAuditTime;
+  if (lastAudit) status.lastAuditTime = lastAudit.toISOString();
+  else if (stored) status.lastAuditTime = stored;
+  return status;
+}
+
+function sameStatus(a: RuleStatus | undefined, b: RuleStatus): boolean {
+  if (!a) return false;
+  const c = (s: RuleStatus) => (s.conditions ?? []).map((x) => `${x.type}|${x.status}|${x.reason}|${x.message}|${x.observedGeneration ?? ''}`).sort().join('\n');
+  return a.observedGeneration === b.observedGeneration && a.violations === b.violations && a.lastAuditTime === b.lastAuditTime && c(a) === c(b);
+}
+
+export class StatusWriter {
+  readonly #client: KubeClient;
+  readonly #inputs: StatusInputs;
+  readonly #logger: Logger;
+  readonly #debounceMs: number;
+  readonly #dirty = new Set<string>();
+  /** What this replica last wrote, by rule key (the informer may lag behind it). */
+  readonly #written = new Map<string, RuleStatus>();
+  #timer: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> | undefined;
+  writes = 0;
+
+  constructor(client: KubeClient, inputs: StatusInputs, logger: Logger, options: { debounceMs?: number } = {}) {
+    this.#client = client;
+    this.#inputs = inputs;
+    this.#logger = logger.child({ component: 'status-writer' });
+    // ~1 s: violations stay current within a second, and a burst of changes costs one write per rule.
+    this.#debounceMs = options.debounceMs ?? 1000;
+  }
+
+  /** Marks rules (by RuleState key) for a status write; all rules when omitted. */
+  markDirty(keys?: Iterable<string>): void {
+    for (const k of keys ?? this.#inputs.states().map((s) => s.key)) this.#dirty.add(k);
+  }
+
+  /** Starts the debounce timer if there is work; flush runs only with a valid term. */
+  schedule(termOf: () => LeaderTerm | undefined, signal: AbortSignal): void {
+    if (this.#timer || this.#dirty.size === 0 || signal.aborted) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      const term = termOf();
+      if (!term || !term.isValid()) return; // followers keep the dirty set: a new leader writes it at once
+      this.#flushing = this.flush(term, signal).finally(() => {
+        this.#flushing = undefined;
+        this.schedule(termOf, signal);
+      });
+    }, this.#debounceMs);
+  }
+
+  async flush(term: LeaderTerm, signal: AbortSignal): Promise<void> {
+    const keys = [...this.#dirty];
+    this.#dirty.clear();
+    const states = new Map(this.#inputs.states().map((s) => [s.key, s]));
+    const now = new Date();
+    for (const key of keys) {
+      const state = states.get(key);
+      if (!state) {
+        this.#written.delete(key);
+        continue;
+      }
+      const object = this.#inputs.ruleObject(state);
+      const desired = desiredStatus(state, object, this.#inputs.violations(ruleDisplay(state)), this.#inputs.lastAuditTime(), now);
+      const stored = (object as { status?: RuleStatus } | undefined)?.status;
+      if (sameStatus(stored, desired) || sameStatus(this.#written.get(key), desired)) continue;
+      try {
+        await this.#client.writeLimiter.take(signal);
+        term.assertValid();
+        await this.#patch(state, desired, signal);
+        this.#written.set(key, desired);
+        this.writes++;
+      } catch (err) {
+        if (signal.aborted || isPortalError(err)) {
+          this.#dirty.add(key);
+          if (signal.aborted) return;
+          this.#logger.info({ rule: key, err: (err as Error).message }, 'status write fenced');
+          return;
+        }
+        if (apiStatusCode(err) === 404) continue; // rule deleted meanwhile
+        this.#dirty.add(key);
+        this.#logger.warn({ rule: key, err: describeApiError(err) }, 'rule status write failed, will retry');
+      }
+    }
+  }
+
+  async #patch(state: RuleState, status: RuleStatus, signal: AbortSignal): Promise<void> {
+    const co = this.#client.customObjects;
+    const opts = mergePatchOptions({ signal, timeoutMs: 10_000 });
+    const body = { status };
+    if (state.namespace !== undefined) {
+      await co.patchNamespacedCustomObjectStatus({ group: 'portal.dev', version: 'v1alpha1', namespace: state.namespace, plural: 'portalrules', name: state.name, body }, opts);
+    } else {
+      await co.patchClusterCustomObjectStatus({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name: state.name, body }, opts);
+    }
+  }
+
+  /** Cancels the timer and waits for a running flush. */
+  async close(): Promise<void> {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#flushing;
+  }
+}

@@ -1,0 +1,50 @@
+/** RuleInformerSource feeds both rule kinds into a real RuleSet, ready only after both synced. */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import YAML from 'yaml';
+import { RuleInformerSource } from '../../src/kube/rule-source.ts';
+import { RuleSet, ruleKey } from '../../src/policy/rule-set.ts';
+import { silentLogger } from '../../src/observability/logger.ts';
+import { apiServer, clientFor, until } from '../leader/cluster.ts';
+
+const CRDS = ['portal.dev_portalclusterrules.yaml', 'portal.dev_portalrules.yaml'].map((f) =>
+  YAML.parse(readFileSync(new URL(`../../charts/portal/crds/${f}`, import.meta.url), 'utf8')),
+);
+
+const spec = { match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] }, validate: { schema: { type: 'object' } } };
+
+test('cluster and namespaced rules reach the rule set; deletes remove them', async (t) => {
+  const api = await apiServer(t);
+  const admin = clientFor(api, 'admin');
+  for (const crd of CRDS) {
+    await fetch(`${api.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${api.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(crd),
+    }).then(async (r) => assert.ok(r.ok, await r.text()));
+  }
+  await admin.customObjects.createClusterCustomObject({
+    group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules',
+    body: { apiVersion: 'portal.dev/v1alpha1', kind: 'PortalClusterRule', metadata: { name: 'c1' }, spec },
+  });
+  const rules = new RuleSet();
+  const source = new RuleInformerSource(clientFor(api, 'w'), rules, silentLogger());
+  const controller = new AbortController();
+  const done = source.start(controller.signal);
+  t.after(() => {
+    controller.abort();
+    return done;
+  });
+  await source.waitForSync();
+  assert.equal(source.hasSynced(), true);
+  assert.ok(rules.state(ruleKey({ kind: 'PortalClusterRule', metadata: { name: 'c1' } })));
+  await admin.customObjects.createNamespacedCustomObject({
+    group: 'portal.dev', version: 'v1alpha1', namespace: 'default', plural: 'portalrules',
+    body: { apiVersion: 'portal.dev/v1alpha1', kind: 'PortalRule', metadata: { name: 'r1', namespace: 'default' }, spec },
+  });
+  const nsKey = ruleKey({ kind: 'PortalRule', metadata: { name: 'r1', namespace: 'default' } });
+  await until(() => rules.state(nsKey) !== undefined, 2000, 'the namespaced rule');
+  await admin.customObjects.deleteClusterCustomObject({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name: 'c1' });
+  await until(() => rules.size === 1, 2000, 'the cluster rule to be removed');
+});

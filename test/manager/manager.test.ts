@@ -1,0 +1,163 @@
+/** Manager lifecycle with real runnables and real electors. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Registry } from 'prom-client';
+import { sleep } from '../../src/kube/backoff.ts';
+import { leaderElectionConfig } from '../../src/leader/config.ts';
+import { LeaderElector } from '../../src/leader/elector.ts';
+import type { LeaderTerm } from '../../src/leader/term.ts';
+import { Manager } from '../../src/manager/manager.ts';
+import type { Runnable } from '../../src/manager/runnable.ts';
+import { ErrorCode, isPortalError } from '../../src/observability/errors.ts';
+import { silentLogger } from '../../src/observability/logger.ts';
+import { FAST, apiServer, clientFor, until } from '../leader/cluster.ts';
+
+/** A runnable that records its lifecycle into `log`. */
+function recorder(log: string[], name: string, extra: Partial<Runnable> = {}): Runnable {
+  return {
+    name,
+    async start(signal) {
+      log.push(`start:${name}`);
+      await sleep(1e9, signal);
+      log.push(`stop:${name}`);
+    },
+    ...extra,
+  };
+}
+
+function aloneElector(): LeaderElector {
+  return new LeaderElector(leaderElectionConfig({ leaderElect: false, leaseNamespace: 'default' }), {
+    client: undefined as never, // never used when leading alone
+    identity: 'solo_1',
+    logger: silentLogger(),
+    registry: new Registry(),
+    recorder: false,
+  });
+}
+
+test('starts groups in order (waiting for informer sync) and stops them in reverse', async () => {
+  const log: string[] = [];
+  let synced!: () => void;
+  const syncGate = new Promise<void>((r) => (synced = r));
+  const m = new Manager({}, { logger: silentLogger(), election: aloneElector() });
+  m.add(recorder(log, 'audit'), 'others');
+  m.add(recorder(log, 'reports', { needLeaderElection: () => true }));
+  m.add(recorder(log, 'informer', { waitForSync: () => syncGate }), 'informers');
+  m.add(recorder(log, 'webhook'), 'webhook');
+  m.add(recorder(log, 'probes'), 'probes');
+  const controller = new AbortController();
+  const done = m.start(controller.signal);
+  await until(() => log.includes('start:informer'), 1000, 'informers to start');
+  await sleep(50);
+  assert.deepEqual(log, ['start:probes', 'start:webhook', 'start:informer'], 'others wait for the sync');
+  assert.equal(m.ready(), false);
+  synced();
+  await until(() => log.includes('start:reports'), 1000, 'the leader group');
+  assert.deepEqual(log.slice(3), ['start:audit', 'start:reports']);
+  assert.equal(m.ready(), true);
+  assert.equal(m.leaderTerm()?.isValid(), true);
+  controller.abort();
+  await done;
+  assert.deepEqual(log.slice(5), ['stop:reports', 'stop:audit', 'stop:informer', 'stop:webhook', 'stop:probes']);
+});
+
+test('a failing runnable is restarted with backoff; other runnables keep running', async () => {
+  const log: string[] = [];
+  let attempts = 0;
+  const m = new Manager({ restartBackoff: { initialMs: 10, maxMs: 20 } }, { logger: silentLogger() });
+  m.add(recorder(log, 'webhook'), 'webhook');
+  m.add({
+    name: 'flaky',
+    async start(signal) {
+      attempts++;
+      if (attempts < 3) throw new Error('boom');
+      await sleep(1e9, signal);
+    },
+  });
+  const controller = new AbortController();
+  const done = m.start(controller.signal);
+  await until(() => attempts >= 3, 2000, 'three attempts');
+  assert.deepEqual(log, ['start:webhook']);
+  controller.abort();
+  await done;
+});
+
+test('onRunnableFailure "stop" stops the manager and reports the failure', async () => {
+  const log: string[] = [];
+  const m = new Manager({ onRunnableFailure: 'stop' }, { logger: silentLogger() });
+  m.add(recorder(log, 'webhook'), 'webhook');
+  m.add({ name: 'broken', start: () => Promise.reject(new Error('cannot bind')) });
+  await assert.rejects(m.start(new AbortController().signal), (e: unknown) => isPortalError(e, ErrorCode.Internal) && /cannot bind/.test((e as Error).message));
+  assert.deepEqual(log, ['start:webhook', 'stop:webhook']);
+});
+
+test('shutdown is bounded by the grace period, and a second stop is immediate', async () => {
+  const stubborn: Runnable = { name: 'stubborn', start: () => new Promise(() => {}) };
+  const m1 = new Manager({ gracefulShutdownMs: 200 }, { logger: silentLogger() });
+  m1.add(stubborn);
+  const c1 = new AbortController();
+  const done1 = m1.start(c1.signal);
+  await sleep(20);
+  let t0 = performance.now();
+  c1.abort();
+  await done1;
+  const graceful = performance.now() - t0;
+  assert.ok(graceful >= 190 && graceful < 600, `took ${graceful}ms`);
+
+  const m2 = new Manager({ gracefulShutdownMs: 10_000 }, { logger: silentLogger() });
+  m2.add(stubborn);
+  const c2 = new AbortController();
+  const force = new AbortController();
+  const done2 = m2.start(c2.signal, { force: force.signal });
+  await sleep(20);
+  t0 = performance.now();
+  c2.abort();
+  await sleep(20);
+  force.abort();
+  await done2;
+  assert.ok(performance.now() - t0 < 300);
+});
+
+test('leadership moves between two managers; leader-only work follows the term, the webhook never stops', async (t) => {
+  const api = await apiServer(t);
+  const events: string[] = [];
+  const make = (name: string) => {
+    const elector = new LeaderElector(leaderElectionConfig({ leaseNamespace: 'default', ...FAST }), {
+      client: clientFor(api, name),
+      identity: `${name}_1`,
+      logger: silentLogger(),
+      registry: new Registry(),
+    });
+    const m = new Manager({ gracefulShutdownMs: 2000 }, { logger: silentLogger(), election: elector });
+    m.add(recorder(events, `${name}-webhook`), 'webhook');
+    m.add({
+      name: `${name}-reports`,
+      needLeaderElection: () => true,
+      async start(signal, term?: LeaderTerm) {
+        assert.ok(term, 'leader-only runnables get the term');
+        term.assertValid();
+        events.push(`lead:${name}:${term.epochString.split('/')[1]}`);
+        await sleep(1e9, signal);
+        events.push(`unlead:${name}`);
+      },
+    });
+    const controller = new AbortController();
+    const done = m.start(controller.signal);
+    t.after(() => {
+      controller.abort();
+      return done;
+    });
+    return { m, elector, controller, done };
+  };
+  const a = make('a');
+  await until(() => events.includes('lead:a:0'), 2000, 'a to lead');
+  const b = make('b');
+  await until(() => events.includes('start:b-webhook'), 1000, 'b webhook');
+  a.controller.abort();
+  await a.done;
+  await until(() => events.includes('lead:b:1'), 1000, 'b to lead after a released');
+  assert.ok(events.indexOf('unlead:a') < events.indexOf('lead:b:1'), 'a stopped leader work before b started');
+  assert.ok(events.indexOf('stop:a-webhook') > events.indexOf('unlead:a'), 'a webhook stopped last');
+  assert.ok(!events.includes('stop:b-webhook'));
+  assert.equal(b.elector.isLeader(), true);
+});
