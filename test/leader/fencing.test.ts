@@ -122,7 +122,7 @@ test('health check races with the election loop: followers and renewing leaders 
   await until(() => current.elector.healthy(), 2000, 'health to recover once it demotes or renews');
 });
 
-test('debugVars and metrics describe the leader', async (t) => {
+test('debugVars describe the leader', async (t) => {
   const api = await apiServer(t);
   const a = runElector(t, api, 'a');
   await until(() => a.elector.isLeader(), 2000, 'a to lead');

@@ -1,0 +1,163 @@
+/**
+ * In-process wiring of the AuditController for tests: a real embedded API
+ * server with Portal's and the PolicyReport CRDs installed, a cluster rule
+ * source (rule + namespace informers) per replica, and a leader term the test
+ * controls (grant / revoke), so leader and follower behaviour can be driven
+ * deterministically.
+ */
+import type { TestContext } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { Registry } from 'prom-client';
+import { ClusterRuleSource } from '../../../src/cli/cluster-source.ts';
+import { AuditController, type AuditControllerConfig } from '../../../src/audit/controller.ts';
+import { startApiServer, type ApiServer } from '../../../src/devcluster/apiserver/index.ts';
+import { DevApiClient } from '../../../src/devcluster/dev/api-client.ts';
+import { readManifests } from '../../../src/devcluster/dev/manifests.ts';
+import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
+import { Term } from '../../../src/leader/term.ts';
+import { silentLogger } from '../../../src/observability/logger.ts';
+
+export const INSTALL_NS = 'portal-system';
+export const APP_NS = 'apps';
+const CHART = fileURLToPath(new URL('../../../charts/portal/', import.meta.url));
+
+export async function clusterWithCrds(t: TestContext): Promise<{ api: ApiServer; admin: DevApiClient }> {
+  const api = await startApiServer({ port: 0 });
+  t.after(() => api.close());
+  const admin = new DevApiClient(api.url, api.adminToken);
+  for (const dir of ['crds', 'files/crds']) {
+    const { objects, problems } = await readManifests(CHART + dir);
+    if (problems.length) throw new Error(problems.join('; '));
+    for (const crd of objects) await admin.apply(crd);
+  }
+  for (const name of [INSTALL_NS, APP_NS]) await admin.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+  return { api, admin };
+}
+
+export interface Replica {
+  name: string;
+  client: KubeClient;
+  controller: AuditController;
+  source: ClusterRuleSource;
+  /** Makes this replica the leader with a fresh epoch (validity 60 s). */
+  grant(transitions?: number): Term;
+  revoke(): void;
+  stop(): Promise<void>;
+}
+
+let epochCounter = 0;
+
+export async function startReplica(t: TestContext, api: ApiServer, name: string, config: Partial<AuditControllerConfig> = {}): Promise<Replica> {
+  const client = createKubeClient({ kubeconfigYaml: api.kubeConfig(name), qps: 50, burst: 100, userAgent: `portal-test (${name})` });
+  const logger = silentLogger();
+  const source = new ClusterRuleSource({ client, logger });
+  let term: Term | undefined;
+  const controller = new AuditController(
+    {
+      installNamespace: INSTALL_NS,
+      exemptNamespaces: ['kube-system', 'kube-public', 'kube-node-lease'],
+      auditIntervalMs: 3_600_000,
+      workers: 4,
+      maxEvictionsPerMinute: 10,
+      alertmanagerUrls: [],
+      alertResendIntervalMs: 3_600_000,
+      statusDebounceMs: 200,
+      pollMs: 50,
+      ...config,
+    },
+    {
+      client,
+      ruleSet: source.ruleSet,
+      namespaceLabels: (ns) => source.namespaceLabels(ns),
+      currentTerm: () => term,
+      ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
+      onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
+      logger,
+      registry: new Registry(),
+    },
+  );
+  const ac = new AbortController();
+  const sourceDone = source.start(ac.signal);
+  await source.rules.waitForSync(ac.signal);
+  await source.namespaces.waitForSync(ac.signal);
+  const done = controller.start(ac.signal);
+  const r: Replica = {
+    name,
+    client,
+    controller,
+    source,
+    grant(transitions = ++epochCounter) {
+      term?.end('replaced');
+      term = new Term({ leaseUid: 'test-lease', transitions }, performance.now(), 60_000);
+      controller.leadershipChanged();
+      return term;
+    },
+    revoke() {
+      term?.end('revoked');
+      term = undefined;
+    },
+    async stop() {
+      term?.end('stopped');
+      ac.abort();
+      await Promise.allSettled([done, sourceDone]);
+    },
+  };
+  t.after(() => r.stop());
+  return r;
+}
+
+/** Polls `cond` every 20 ms; throws with `what` after `timeoutMs`. */
+export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const start = performance.now();
+  while (!(await cond())) {
+    if (performance.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export function privilegedRule(name: string, actions: unknown[] = [], extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    apiVersion: 'portal.dev/v1alpha1',
+    kind: 'PortalClusterRule',
+    metadata: { name },
+    spec: {
+      enforcement: 'Deny',
+      severity: 'high',
+      category: 'Pod Security',
+      match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] },
+      validate: {
+        message: 'Privileged containers are not allowed.',
+        schema: {
+          type: 'object',
+          properties: {
+            spec: {
+              type: 'object',
+              properties: {
+                containers: {
+                  type: 'array',
+                  items: { type: 'object', properties: { securityContext: { type: 'object', properties: { privileged: { const: false } } } } },
+                },
+              },
+            },
+          },
+        },
+      },
+      ...(actions.length ? { audit: { actions } } : {}),
+      ...extra,
+    },
+  };
+}
+
+export function pod(name: string, privileged: boolean, namespace = APP_NS): Record<string, unknown> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace },
+    spec: { containers: [{ name: 'c', image: 'nginx:1.27', securityContext: { privileged } }] },
+  };
+}
+
+/** Writes (not reads) in the API server's audit log. */
+export function writesBy(api: ApiServer, user?: string, resource?: string) {
+  return api.auditLog().filter((e) => ['create', 'update', 'patch', 'delete'].includes(e.verb) && (user === undefined || e.user === user) && (resource === undefined || e.resource === resource));
+}

@@ -1,0 +1,163 @@
+/**
+ * Helpers for the replica tests: spawn real `portal serve` / `portal dev`
+ * processes, talk to their webhook (CA-verified HTTPS) and probes, poll
+ * conditions with deadlines. Every child is killed after the test.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { TestContext } from 'node:test';
+
+export const root = fileURLToPath(new URL('../..', import.meta.url));
+export const bin = join(root, 'bin', 'portal.js');
+
+export interface Child {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  /** Every stdout line so far. */
+  lines: string[];
+  stderr: () => string;
+}
+
+/** Spawns `node bin/portal.js ...args`; SIGKILLed after the test if still running. */
+export function spawnPortal(t: TestContext, args: string[], env: Record<string, string> = {}): Child {
+  const child = spawn(process.execPath, [bin, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const lines: string[] = [];
+  let err = '';
+  createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGCONT');
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+  return { child, exited, lines, stderr: () => err };
+}
+
+export interface Serve extends Child {
+  probes: string;
+  webhook: string;
+  caFile: string;
+}
+
+/** Starts `portal serve` on free ports with a self-signed certificate and waits for "webhook listening". */
+export async function startServe(t: TestContext, args: string[], env: Record<string, string>): Promise<Serve> {
+  const c = spawnPortal(t, ['serve', '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--self-signed', ...args], env);
+  const found = { probes: '', webhook: '', caFile: '' };
+  await until('portal serve to listen', 30_000, () => {
+    for (const line of c.lines) {
+      let rec: { msg?: string; url?: string; caFile?: string };
+      try {
+        rec = JSON.parse(line) as typeof rec;
+      } catch {
+        continue;
+      }
+      if (rec.caFile) found.caFile = rec.caFile;
+      if (rec.msg === 'probes listening') found.probes = rec.url ?? '';
+      if (rec.msg === 'webhook listening') found.webhook = rec.url ?? '';
+    }
+    if (c.child.exitCode !== null) throw new Error(`portal serve exited ${c.child.exitCode}: ${c.stderr()}\n${c.lines.join('\n')}`);
+    return found.webhook !== '' ? true : undefined;
+  });
+  return { ...c, ...found };
+}
+
+/** Polls `check` every 50 ms until it returns a value other than undefined/false; fails after `ms`. */
+export async function until<T>(what: string, ms: number, check: () => T | undefined | false | Promise<T | undefined | false>): Promise<T> {
+  const deadline = performance.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined && v !== false) return v;
+    if (performance.now() > deadline) throw new Error(`timed out after ${ms}ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export interface ReviewResponse {
+  allowed: boolean;
+  status?: { code?: number; message?: string };
+  warnings?: string[];
+}
+
+/** POSTs an AdmissionReview to `url` (the /validate URL), verifying the server with `ca`. */
+export function review(url: string, ca: string | Buffer, body: unknown, timeoutMs = 5000): Promise<ReviewResponse> {
+  return new Promise((resolve, reject) => {
+    const data = JSON.stringify(body);
+    const req = request(url, { method: 'POST', ca, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }, timeout: timeoutMs }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => {
+        try {
+          resolve((JSON.parse(text) as { response: ReviewResponse }).response);
+        } catch (err) {
+          reject(new Error(`bad review response ${res.statusCode}: ${text}`, { cause: err }));
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('review timed out')));
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+export function readCa(file: string): Buffer {
+  return readFileSync(file);
+}
+
+let uid = 0;
+export function podReview(opts: { namespace?: string; privileged?: boolean } = {}): Record<string, unknown> {
+  const namespace = opts.namespace ?? 'default';
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: `uid-${++uid}`,
+      kind: { group: '', version: 'v1', kind: 'Pod' },
+      resource: { group: '', version: 'v1', resource: 'pods' },
+      requestKind: { group: '', version: 'v1', kind: 'Pod' },
+      name: 'web',
+      namespace,
+      operation: 'CREATE',
+      userInfo: { username: 'alice' },
+      object: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'web', namespace },
+        spec: { containers: [{ name: 'app', image: 'nginx:1.27', securityContext: { privileged: opts.privileged ?? false } }] },
+      },
+      oldObject: null,
+    },
+  };
+}
+
+export interface LeaderVars {
+  enabled: boolean;
+  is_leader: boolean;
+  identity: string;
+  lease_holder: string;
+  epoch: string | null;
+}
+
+/** `/debug/vars` of a replica, or undefined when it does not answer. */
+export async function debugVars(probes: string, timeoutMs = 1000): Promise<{ leader_election?: LeaderVars; admission?: { ready: { ready: boolean } } } | undefined> {
+  try {
+    const res = await fetch(`${probes}/debug/vars`, { signal: AbortSignal.timeout(timeoutMs) });
+    return res.ok ? ((await res.json()) as { leader_election?: LeaderVars }) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function readyz(probes: string): Promise<number | undefined> {
+  try {
+    return (await fetch(`${probes}/readyz`, { signal: AbortSignal.timeout(1000) })).status;
+  } catch {
+    return undefined;
+  }
+}
