@@ -96,8 +96,10 @@ if (mode === 'writer') {
   const count = Number(args[0] ?? '10');
   const lat: number[] = [];
   const perWatcher = new Array<number>(count).fill(0);
+  let connected = 0;
   for (let w = 0; w < count; w++) {
     request({ host: base.hostname, port: base.port, path: `${CM}?watch=true&resourceVersion=${args[1] ?? '0'}`, headers: { Authorization: `Bearer ${token}` } }, (res) => {
+      if (++connected === count) process.stdout.write('ready\n');
       let buf = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
@@ -117,7 +119,6 @@ if (mode === 'writer') {
       });
     }).on('error', () => undefined).end();
   }
-  process.stdout.write('ready\n');
   process.on('SIGTERM', () => {
     process.stdout.write(`${JSON.stringify({ watchers: count, events: lat.length, minPerWatcher: Math.min(...perWatcher), delivery: quantiles(lat) })}\n`);
     process.exit(0);

@@ -3,12 +3,14 @@
  * rules in policies/pod-security, or a synthetic set of 17 if absent) on a
  * realistic ~3 KB Pod, against a baseline measured in the same run: JSON.parse
  * of the AdmissionReview that carries that Pod (the least work any webhook
- * does per request). Also the cost of compiling the whole library.
+ * does per request) and JSON.parse + JSON.stringify of it. Also the cost of
+ * compiling the whole library.
  *
  * Run: node --import tsx bench/engine.ts [--seconds 2]
  * Prints one JSON object.
  */
 import { existsSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadRulesFromDirectory } from '../src/config/manifests.ts';
 import { decide, evaluate, RuleSet, type EvaluationInput, type KubeObject, type PortalRuleObject } from '../src/policy/index.ts';
@@ -162,9 +164,11 @@ async function main(): Promise<void> {
 
   const evalOps = opsPerSecond(() => decide(evaluate(rs, input)), SECONDS);
   const parseOps = opsPerSecond(() => JSON.parse(review), SECONDS);
+  // The round trip every webhook pays at least once: parse the review, serialize an answer of the same size.
+  const roundTripOps = opsPerSecond(() => JSON.stringify(JSON.parse(review)), SECONDS);
   const result = {
     benchmark: 'engine',
-    node: process.version,
+    machine: { cpus: cpus().length, node: process.version, loadavg1m: Math.round((loadavg()[0] ?? NaN) * 100) / 100 },
     rules: { source, count: rules.length, verdictsPerEvaluation: verdicts.length },
     podBytes: JSON.stringify(pod).length,
     reviewBytes: review.length,
@@ -176,6 +180,8 @@ async function main(): Promise<void> {
     microsecondsPerJsonParse: Number((1e6 / parseOps).toFixed(2)),
     // > 1 means evaluating all rules is cheaper than just parsing the review.
     evaluationsPerJsonParse: Number((evalOps / parseOps).toFixed(2)),
+    baselineJsonRoundTripPerSecond: Math.round(roundTripOps),
+    evaluationsPerJsonRoundTrip: Number((evalOps / roundTripOps).toFixed(2)),
     compileLibraryMs: Number(compileMs.toFixed(2)),
     compileMsPerRule: Number((compileMs / rules.length).toFixed(3)),
   };

@@ -8,6 +8,10 @@ import type { GroupVersionKind, KubeObject, Operation } from '../policy/types.ts
 export const REVIEW_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
 export type ReviewVersion = (typeof REVIEW_VERSIONS)[number];
 const OPERATIONS: readonly string[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
+// Field lists checked by decodeReview, hoisted so the hot path allocates nothing for them.
+const KIND_STRING_FIELDS = ['group', 'version'] as const;
+const REQUEST_STRING_FIELDS = ['name', 'namespace', 'subResource'] as const;
+const REQUEST_OBJECT_FIELDS = ['object', 'oldObject'] as const;
 
 /** The fields of `request` Portal uses. */
 export interface AdmissionRequest {
@@ -41,42 +45,40 @@ export interface AdmissionReviewResponse {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+function failure(message: string, uid: string | undefined, apiVersion: ReviewVersion | undefined): Decoded {
+  return { ok: false, message, ...(uid !== undefined ? { uid } : {}), ...(apiVersion !== undefined ? { apiVersion } : {}) };
+}
+
 export function decodeReview(body: unknown): Decoded {
   if (!isObject(body)) return { ok: false, message: 'body must be a JSON object (an AdmissionReview)' };
   const request = body.request;
   const uid = isObject(request) && typeof request.uid === 'string' && request.uid !== '' ? request.uid : undefined;
-  const apiVersion = REVIEW_VERSIONS.find((v) => v === body.apiVersion);
-  const fail = (message: string): Decoded => ({
-    ok: false,
-    message,
-    ...(uid !== undefined ? { uid } : {}),
-    ...(apiVersion !== undefined ? { apiVersion } : {}),
-  });
+  const apiVersion = (REVIEW_VERSIONS as readonly unknown[]).includes(body.apiVersion) ? (body.apiVersion as ReviewVersion) : undefined;
   if (apiVersion === undefined) {
-    return fail(`unsupported apiVersion ${JSON.stringify(body.apiVersion)}; send ${REVIEW_VERSIONS.join(' or ')}`);
+    return failure(`unsupported apiVersion ${JSON.stringify(body.apiVersion)}; send ${REVIEW_VERSIONS.join(' or ')}`, uid, apiVersion);
   }
-  if (body.kind !== 'AdmissionReview') return fail(`unsupported kind ${JSON.stringify(body.kind)}; send an AdmissionReview`);
-  if (!isObject(request)) return fail('AdmissionReview has no "request" object');
-  if (uid === undefined) return fail('request.uid is missing or not a non-empty string');
+  if (body.kind !== 'AdmissionReview') return failure(`unsupported kind ${JSON.stringify(body.kind)}; send an AdmissionReview`, uid, apiVersion);
+  if (!isObject(request)) return failure('AdmissionReview has no "request" object', uid, apiVersion);
+  if (uid === undefined) return failure('request.uid is missing or not a non-empty string', uid, apiVersion);
 
   const kind = request.kind;
   if (!isObject(kind) || typeof kind.kind !== 'string' || kind.kind === '') {
-    return fail('request.kind must be an object with a non-empty "kind"');
+    return failure('request.kind must be an object with a non-empty "kind"', uid, apiVersion);
   }
-  for (const f of ['group', 'version'] as const) {
-    if (kind[f] !== undefined && typeof kind[f] !== 'string') return fail(`request.kind.${f} must be a string`);
+  for (const f of KIND_STRING_FIELDS) {
+    if (kind[f] !== undefined && typeof kind[f] !== 'string') return failure(`request.kind.${f} must be a string`, uid, apiVersion);
   }
   if (typeof request.operation !== 'string' || !OPERATIONS.includes(request.operation)) {
-    return fail(`request.operation must be one of ${OPERATIONS.join(', ')}, got ${JSON.stringify(request.operation)}`);
+    return failure(`request.operation must be one of ${OPERATIONS.join(', ')}, got ${JSON.stringify(request.operation)}`, uid, apiVersion);
   }
-  for (const f of ['name', 'namespace', 'subResource'] as const) {
-    if (request[f] !== undefined && request[f] !== null && typeof request[f] !== 'string') return fail(`request.${f} must be a string`);
+  for (const f of REQUEST_STRING_FIELDS) {
+    if (request[f] !== undefined && request[f] !== null && typeof request[f] !== 'string') return failure(`request.${f} must be a string`, uid, apiVersion);
   }
-  for (const f of ['object', 'oldObject'] as const) {
-    if (request[f] !== undefined && request[f] !== null && !isObject(request[f])) return fail(`request.${f} must be an object or null`);
+  for (const f of REQUEST_OBJECT_FIELDS) {
+    if (request[f] !== undefined && request[f] !== null && !isObject(request[f])) return failure(`request.${f} must be an object or null`, uid, apiVersion);
   }
   if (request.dryRun !== undefined && request.dryRun !== null && typeof request.dryRun !== 'boolean') {
-    return fail('request.dryRun must be a boolean');
+    return failure('request.dryRun must be a boolean', uid, apiVersion);
   }
   return {
     ok: true,

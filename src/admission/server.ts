@@ -174,45 +174,57 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
       };
     }
 
-    const failed = (err: unknown): Outcome => {
-      gate.record(true);
-      metrics.errors.inc({ reason: 'internal' });
-      log.error({ [LogKey.error]: err, [LogKey.uid]: request.uid }, 'internal error while deciding');
-      const what = `${request.kind.kind} ${request.namespace ? `${request.namespace}/` : ''}${request.name || '(unnamed)'}`;
-      return {
-        ...base,
-        decision: 'error',
-        response: {
-          uid: request.uid,
-          allowed: false,
-          status: { code: 500, reason: 'InternalError', message: `internal error evaluating ${what}: ${errorMessage(err)}` },
-        },
-      };
-    };
-    const decided = (decision: Decision): Outcome => {
-      if (decision === null || typeof decision !== 'object' || typeof decision.allowed !== 'boolean' || !Array.isArray(decision.warnings)) {
-        return failed(new TypeError('the engine returned no decision'));
-      }
-      gate.record(false);
-      const warnings = decision.warnings.map(clipWarning);
-      const response: AdmissionResponseBody = decision.allowed
-        ? { uid: request.uid, allowed: true }
-        : {
-            uid: request.uid,
-            allowed: false,
-            status: { code: decision.code, reason: decision.code === 403 ? 'Forbidden' : 'InternalError', message: decision.message },
-          };
-      if (warnings.length > 0) response.warnings = warnings;
-      return { ...base, response, decision: !decision.allowed ? 'deny' : warnings.length > 0 ? 'warn' : 'allow' };
-    };
-
     let result: Decision | Promise<Decision>;
     try {
       result = opts.decide(toInput(request, opts.namespaceLabels));
     } catch (err) {
-      return failed(err);
+      return failed(apiVersion, request, err);
     }
-    return result instanceof Promise ? result.then(decided, failed) : decided(result);
+    // Closures only on the (rare) asynchronous path, not allocated per request.
+    return result instanceof Promise
+      ? result.then(
+          (d) => decided(apiVersion, request, d),
+          (err: unknown) => failed(apiVersion, request, err),
+        )
+      : decided(apiVersion, request, result);
+  }
+
+  function failed(apiVersion: ReviewVersion, request: AdmissionRequest, err: unknown): Outcome {
+    gate.record(true);
+    metrics.errors.inc({ reason: 'internal' });
+    log.error({ [LogKey.error]: err, [LogKey.uid]: request.uid }, 'internal error while deciding');
+    const what = `${request.kind.kind} ${request.namespace ? `${request.namespace}/` : ''}${request.name || '(unnamed)'}`;
+    return {
+      httpStatus: 200,
+      apiVersion,
+      request,
+      decision: 'error',
+      response: {
+        uid: request.uid,
+        allowed: false,
+        status: { code: 500, reason: 'InternalError', message: `internal error evaluating ${what}: ${errorMessage(err)}` },
+      },
+    };
+  }
+
+  function decided(apiVersion: ReviewVersion, request: AdmissionRequest, decision: Decision): Outcome {
+    if (decision === null || typeof decision !== 'object' || typeof decision.allowed !== 'boolean' || !Array.isArray(decision.warnings)) {
+      return failed(apiVersion, request, new TypeError('the engine returned no decision'));
+    }
+    gate.record(false);
+    if (decision.allowed && decision.warnings.length === 0) {
+      return { httpStatus: 200, apiVersion, request, decision: 'allow', response: { uid: request.uid, allowed: true } };
+    }
+    const warnings = decision.warnings.map(clipWarning);
+    const response: AdmissionResponseBody = decision.allowed
+      ? { uid: request.uid, allowed: true }
+      : {
+          uid: request.uid,
+          allowed: false,
+          status: { code: decision.code, reason: decision.code === 403 ? 'Forbidden' : 'InternalError', message: decision.message },
+        };
+    if (warnings.length > 0) response.warnings = warnings;
+    return { httpStatus: 200, apiVersion, request, response, decision: !decision.allowed ? 'deny' : warnings.length > 0 ? 'warn' : 'allow' };
   }
 
   function invalid(message: string, uid?: string, apiVersion?: ReviewVersion): Outcome {
@@ -229,7 +241,20 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
 }
 
 function send(reply: FastifyReply, out: Outcome): FastifyReply {
-  return reply.code(out.httpStatus).header('content-type', 'application/json').send(JSON.stringify(encodeReview(out.apiVersion, out.response)));
+  return reply.code(out.httpStatus).header('content-type', 'application/json').send(serializeReview(out.apiVersion, out.response));
+}
+
+/**
+ * The common answer (allowed, no warnings, no status) as a template: the
+ * uid is the only variable part and goes through JSON.stringify, so the
+ * result is byte-for-byte what JSON.stringify(encodeReview(...)) gives,
+ * without building and walking the envelope objects on every request.
+ */
+function serializeReview(apiVersion: ReviewVersion, response: AdmissionResponseBody): string {
+  if (response.allowed && response.status === undefined && response.warnings === undefined) {
+    return `{"apiVersion":"${apiVersion}","kind":"AdmissionReview","response":{"uid":${JSON.stringify(response.uid)},"allowed":true}}`;
+  }
+  return JSON.stringify(encodeReview(apiVersion, response));
 }
 
 function statusBody(code: number, message: string): Record<string, unknown> {

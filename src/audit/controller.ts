@@ -17,6 +17,7 @@
  * re-enqueues only objects whose desired side effects are not yet observed
  * done — from memory, without re-listing anything.
  */
+import { setMaxListeners } from 'node:events';
 import { KubernetesObjectApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
@@ -119,6 +120,8 @@ export class AuditController implements Runnable {
   #epoch: string | undefined;
   #lastAuditTime: Date | undefined;
   #passStartedAt = 0;
+  #passEpoch: string | undefined;
+  #lastPassTime: Date | undefined;
   #passes = 0;
   /** Wall-clock ms of the first side effect of the current term (bench/failover figures). */
   firstSideEffectAt: number | undefined;
@@ -176,6 +179,7 @@ export class AuditController implements Runnable {
         violations: (display) => this.#violators.get(display)?.size ?? 0,
         ruleObject: (s) => deps.ruleObject?.(s),
         lastAuditTime: () => this.#lastAuditTime,
+        lastPassTime: () => this.#lastPassTime,
       },
       this.#log,
       config.statusDebounceMs !== undefined ? { debounceMs: config.statusDebounceMs } : {},
@@ -193,6 +197,8 @@ export class AuditController implements Runnable {
 
   async start(signal: AbortSignal): Promise<void> {
     this.#signal = signal;
+    // One listener per informer (kinds, reports, ledger) and per in-flight list request: more than Node's default 10.
+    setMaxListeners(0, signal);
     const pool = new WorkerPool(this.#queue, (w, s) => this.#handle(w.key, s), { concurrency: this.#config.workers, logger: this.#log });
     const background = [this.reports.start(signal), this.#ledger.start(signal), pool.start(signal)];
     const unsubscribe = this.#deps.onNamespaceChange?.((ns) => this.#enqueueNamespace(ns));
@@ -277,14 +283,29 @@ export class AuditController implements Runnable {
     this.termStartedAt = Date.now();
     this.firstSideEffectAt = undefined;
     this.status.markDirty();
+    void this.#enqueuePending(term);
+  }
+
+  /**
+   * Enqueues objects whose side effects are not observed done, in slices
+   * that yield to the event loop: building and comparing 10,000 desired
+   * reports takes ~1 s of CPU, which must stall neither admission on this
+   * replica nor the workers that already act on the first keys.
+   */
+  async #enqueuePending(term: LeaderTerm): Promise<void> {
+    // 500 objects ≈ 50 ms of work at ~100 µs each: short enough not to stall admission noticeably.
+    const SLICE = 500;
     let pending = 0;
-    for (const [key, st] of this.#objects) {
+    let seen = 0;
+    for (const [key, st] of [...this.#objects]) {
+      if (term.signal.aborted || this.#epoch !== term.epochString) return;
       if (this.#pending(key, st, term)) {
         this.#enqueue(key);
         pending++;
       }
+      if (++seen % SLICE === 0) await new Promise((r) => setImmediate(r));
     }
-    this.#log.info({ epoch: term.epochString, objects: this.#objects.size, pending }, 'leading: acting on pending audit side effects');
+    this.#log.info({ epoch: term.epochString, objects: this.#objects.size, pending }, 'leading: pending audit side effects enqueued');
   }
 
   /** Does this object still need a side effect (as far as this replica has observed)? */
@@ -332,6 +353,7 @@ export class AuditController implements Runnable {
   fullPass(): number {
     if (this.#passPending.size > 0) return 0; // the previous pass is still running
     this.#passStartedAt = performance.now();
+    this.#passEpoch = this.#validTerm()?.epochString;
     const n = this.#enqueueAll(true);
     if (n === 0) this.#finishPass();
     return n;
@@ -354,7 +376,10 @@ export class AuditController implements Runnable {
 
   #finishPass(): void {
     this.#passes++;
-    this.#lastAuditTime = new Date();
+    // lastAuditTime is the leader's audit: a pass that began on a follower
+    // does not move it (so a takeover does not rewrite every rule's status).
+    this.#lastPassTime = new Date();
+    if (this.#passEpoch !== undefined && this.#passEpoch === this.#validTerm()?.epochString) this.#lastAuditTime = this.#lastPassTime;
     this.#gauges.passSeconds.set((performance.now() - this.#passStartedAt) / 1000);
     this.status.markDirty();
     if (this.#signal) this.status.schedule(() => this.#validTerm(), this.#signal);
@@ -447,7 +472,7 @@ export class AuditController implements Runnable {
       return;
     }
     if (!this.reports.synced() || !this.#ledger.hasSynced()) return { requeueAfterMs: 500 };
-    const signal = AbortSignal.any([poolSignal, term.signal]);
+    const signal = this.#termSignal(poolSignal, term);
     const outcomes: ActionOutcome[] = [];
     try {
       // 1. The report (desired vs observed; GC removes it with the object too).
@@ -508,6 +533,18 @@ export class AuditController implements Runnable {
       if (ms !== undefined && (after === undefined || ms < after)) after = ms;
     }
     return after !== undefined ? { requeueAfterMs: Math.max(0, after) } : undefined;
+  }
+
+  #combined: { term: LeaderTerm; signal: AbortSignal } | undefined;
+  /** One combined signal per term (not per key): every worker's writes listen on it. */
+  #termSignal(poolSignal: AbortSignal, term: LeaderTerm): AbortSignal {
+    if (this.#combined?.term !== term) {
+      const signal = AbortSignal.any([poolSignal, term.signal]);
+      // Each in-flight write (limiter wait, HTTP request) adds a listener; workers × writes exceeds Node's default of 10.
+      setMaxListeners(0, signal);
+      this.#combined = { term, signal };
+    }
+    return this.#combined.signal;
   }
 
   /** Forgets resolved rules (no alert left to resolve) and, once clean, deleted objects. */

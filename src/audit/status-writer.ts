@@ -23,8 +23,10 @@ export interface StatusInputs {
   violations(display: string): number;
   /** The stored rule object (for its spec and current status), if cached. */
   ruleObject(state: RuleState): KubeObject | undefined;
-  /** Wall-clock time the last full pass finished. */
+  /** Wall-clock time the last full pass that ran while leading finished. */
   lastAuditTime(): Date | undefined;
+  /** Any full pass (also as a follower): used only when the rule has no lastAuditTime yet. */
+  lastPassTime(): Date | undefined;
 }
 
 export function ruleDisplay(state: Pick<RuleState, 'name' | 'namespace'>): string {
@@ -38,7 +40,7 @@ function actionProblems(state: RuleState, object: KubeObject | undefined): strin
 }
 
 /** The status the rule should have now; `previous` supplies lastTransitionTime of unchanged conditions. */
-export function desiredStatus(state: RuleState, object: KubeObject | undefined, violations: number, lastAudit: Date | undefined, now: Date): RuleStatus {
+export function desiredStatus(state: RuleState, object: KubeObject | undefined, violations: number, lastAudit: Date | undefined, now: Date, anyPass?: Date): RuleStatus {
   const previous = ((object as { status?: RuleStatus } | undefined)?.status?.conditions ?? []);
   const cond = (c: Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>): Condition => {
     const prev = previous.find((p) => p.type === c.type);
@@ -59,6 +61,7 @@ export function desiredStatus(state: RuleState, object: KubeObject | undefined, 
   const stored = (object as { status?: RuleStatus } | undefined)?.status?.lastAuditTime;
   if (lastAudit) status.lastAuditTime = lastAudit.toISOString();
   else if (stored) status.lastAuditTime = stored;
+  else if (anyPass) status.lastAuditTime = anyPass.toISOString();
   return status;
 }
 
@@ -119,7 +122,7 @@ export class StatusWriter {
         continue;
       }
       const object = this.#inputs.ruleObject(state);
-      const desired = desiredStatus(state, object, this.#inputs.violations(ruleDisplay(state)), this.#inputs.lastAuditTime(), now);
+      const desired = desiredStatus(state, object, this.#inputs.violations(ruleDisplay(state)), this.#inputs.lastAuditTime(), now, this.#inputs.lastPassTime());
       const stored = (object as { status?: RuleStatus } | undefined)?.status;
       if (sameStatus(stored, desired) || sameStatus(this.#written.get(key), desired)) continue;
       try {

@@ -17,6 +17,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { NamespaceLabelCache } from '../kube/namespace-labels.ts';
 import { RuleInformerSource, type RuleSink } from '../kube/rule-source.ts';
 import type { Runnable } from '../manager/runnable.ts';
+import { LogKey } from '../observability/log-keys.ts';
 import { RuleSet, ruleKey, type PortalRuleObject } from '../policy/index.ts';
 
 export interface ClusterRuleSourceDeps {
@@ -41,10 +42,10 @@ export class ClusterRuleSource implements RuleSource {
     const sink: RuleSink = {
       upsert(rule: PortalRuleObject) {
         const state = ruleSet.upsert(rule);
-        if (state.ready) log.info({ rule: state.key, generation: state.generation }, 'rule in force');
+        if (state.ready) log.info({ [LogKey.name]: state.key, generation: state.generation }, 'rule in force');
         else {
           log.error(
-            { rule: state.key, generation: state.generation, compiledGeneration: state.compiledGeneration, reason: state.reason, problem: state.message },
+            { [LogKey.name]: state.key, generation: state.generation, compiledGeneration: state.compiledGeneration, [LogKey.reason]: state.message },
             state.compiledGeneration === undefined
               ? 'rule rejected and never compiled: objects it matches are denied until it is fixed'
               : 'rule rejected: keeping its last good version',
@@ -55,7 +56,7 @@ export class ClusterRuleSource implements RuleSource {
       },
       remove(key: string) {
         const removed = ruleSet.remove(key);
-        if (removed) log.info({ rule: key }, 'rule removed');
+        if (removed) log.info({ [LogKey.name]: key }, 'rule removed');
         deps.rulesLoaded?.set(ruleSet.size);
         return removed;
       },

@@ -193,7 +193,9 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
     );
     if (chosen.kind === 'cluster') for (const r of chosen.source.runnables()) manager.add(r, 'informers');
     else manager.add({ name: 'rule-files', start: (signal) => source.start(signal) }, 'informers');
-    for (const r of leaderOnly) manager.add({ ...r, needLeaderElection: () => true });
+    // Wrapped (not spread) so class-based runnables keep their methods; the
+    // seam's contract is that everything it returns is leader-only.
+    for (const r of leaderOnly) manager.add({ name: r.name, start: (signal, term) => r.start(signal, term), needLeaderElection: () => true });
 
     try {
       const probesUrl = await probes.listen({ port: config.probesPort, host: config.bindAddress });

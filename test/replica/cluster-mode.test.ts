@@ -109,6 +109,38 @@ test('cluster mode: sync gate, live rules and namespace labels, election, releas
     assert.equal((await decision(first, { namespace: 'kube-public', privileged: true })).allowed, true, 'exempt namespace untouched');
   });
 
+  await t.test('a rule that cannot compile is reported, never crashes the replica, and denies what it matches (fail closed)', async () => {
+    await admin.apply({
+      apiVersion: 'portal.dev/v1alpha1',
+      kind: 'PortalClusterRule',
+      metadata: { name: 'broken-configmaps' },
+      spec: {
+        match: { kinds: [{ apiGroups: [''], kinds: ['ConfigMap'] }] },
+        validate: { message: 'never compiles', schema: { type: 'object', properties: { data: { pattern: '([unclosed' } } } },
+      },
+    });
+    const state = await until('the broken rule to be reported', 15_000, async () => {
+      const vars = (await debugVars(first.probes)) as { rules?: { key: string; ready: boolean; reason: string }[] } | undefined;
+      return vars?.rules?.find((r) => r.key.endsWith('broken-configmaps'));
+    });
+    assert.equal(state.ready, false);
+    assert.equal(state.reason, 'CompileError');
+    assert.ok(first.lines.some((l) => l.includes('broken-configmaps') && l.includes('never compiled')), 'logged clearly');
+    const cm = structuredClone(podReview()) as { request: Record<string, unknown> };
+    Object.assign(cm.request, {
+      kind: { group: '', version: 'v1', kind: 'ConfigMap' },
+      resource: { group: '', version: 'v1', resource: 'configmaps' },
+      requestKind: { group: '', version: 'v1', kind: 'ConfigMap' },
+      object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web', namespace: 'default' }, data: { a: 'b' } },
+    });
+    const r = await review(first.webhook, await readFile(first.caFile), cm);
+    assert.equal(r.allowed, false);
+    assert.match(r.status?.message ?? '', /broken-configmaps/);
+    assert.equal(first.child.exitCode, null, 'still running');
+    const del = await admin.request('DELETE', '/apis/portal.dev/v1alpha1/portalclusterrules/broken-configmaps');
+    assert.equal(del.status, 200);
+  });
+
   let firstEpoch = '';
   await t.test('a single replica leads: /debug/vars leader_election.is_leader and /livez', async () => {
     const le = await until('leadership', 15_000, async () => {
@@ -133,6 +165,7 @@ test('cluster mode: sync gate, live rules and namespace labels, election, releas
   });
 
   const second = await startServe(t, ['--kubeconfig', kubeconfig, ...LEASE], ENV);
+  let third: Serve | undefined;
   await t.test('a replica restarted with the same POD_NAME is a new holder with a new epoch', async () => {
     const le = await until('the restarted replica to lead', 20_000, async () => {
       const v = (await debugVars(second.probes))?.leader_election;
@@ -140,29 +173,42 @@ test('cluster mode: sync gate, live rules and namespace labels, election, releas
     });
     assert.match(le.identity, /^portal-0_/);
     assert.notEqual(le.epoch, firstEpoch);
-    // Kill it without a release, start a third incarnation: it must wait for the lease to expire and then begins a new epoch.
+    // A slow API server holds up the release; a second SIGTERM exits at once
+    // without releasing, so the next incarnation must wait for the lease to
+    // expire, and then begins a new epoch.
     const epochBeforeKill = le.epoch;
-    second.child.kill('SIGKILL');
-    await second.exited;
-    const third = await startServe(t, ['--kubeconfig', kubeconfig, ...LEASE], ENV);
+    api.faults.setLatency(6000, { user: USER });
+    second.child.kill('SIGTERM');
+    await until('the replica to start shutting down', 10_000, () => second.lines.some((l) => l.includes('"shutting down"')));
+    const t0 = performance.now();
+    second.child.kill('SIGTERM');
+    assert.equal(await second.exited, 1, 'a second SIGTERM exits at once with code 1');
+    assert.ok(performance.now() - t0 < 3000, 'exited without waiting for the release');
+    api.faults.clear();
+    assert.match((await lease(admin))?.holderIdentity ?? '', /^portal-0_/, 'the lease was not released');
+    const restarted = await startServe(t, ['--kubeconfig', kubeconfig, ...LEASE], ENV);
+    third = restarted;
     const le3 = await until('the third incarnation to lead', 20_000, async () => {
-      const v = (await debugVars(third.probes))?.leader_election;
+      const v = (await debugVars(restarted.probes))?.leader_election;
       return v?.is_leader ? v : undefined;
     });
     assert.notEqual(le3.identity, le.identity);
     assert.notEqual(le3.epoch, epochBeforeKill);
+  });
 
-    await t.test('with the API server gone, it keeps answering admission from its cache', async () => {
-      await api.close();
-      apiClosed = true;
-      const denied = await decision(third, { privileged: true });
-      assert.equal(denied.allowed, false, 'the scoped rule, from the cache, still denies in the labelled namespace');
-      assert.match(denied.message, /locked-namespaces-no-privileged/);
-      assert.equal((await decision(third, { privileged: false })).allowed, true);
-      // Still answering after the client noticed (watches broken, renewals failing).
-      await until('the replica to notice the API server is gone', 10_000, async () => (await debugVars(third.probes))?.leader_election?.is_leader === false);
-      assert.equal((await decision(third, { privileged: true })).allowed, false);
-      assert.equal((await decision(third, { privileged: false })).allowed, true);
-    });
+  await t.test('with the API server gone, it keeps answering admission from its cache', async () => {
+    assert.ok(third, 'the third incarnation runs');
+    const replica = third;
+    await api.close();
+    apiClosed = true;
+    const denied = await decision(replica, { privileged: true });
+    assert.equal(denied.allowed, false, 'the scoped rule, from the cache, still denies in the labelled namespace');
+    assert.match(denied.message, /locked-namespaces-no-privileged/);
+    assert.equal((await decision(replica, { privileged: false })).allowed, true);
+    // Still answering after it noticed (renewals failing, so it demoted itself).
+    await until('the replica to notice the API server is gone', 10_000, async () => (await debugVars(replica.probes))?.leader_election?.is_leader === false);
+    assert.equal((await decision(replica, { privileged: true })).allowed, false);
+    assert.equal((await decision(replica, { privileged: false })).allowed, true);
+    assert.equal(await readyz(replica.probes), 200, 'still ready: it serves from a synced cache');
   });
 });

@@ -14,16 +14,22 @@ export interface AuditEntry {
 /** 100,000 entries of ~200 bytes is ~20 MB: enough for any test, bounded for a dev session. */
 const DEFAULT_LIMIT = 100_000;
 
+/** A ring buffer: recording is O(1) and the oldest entries fall off once `limit` is reached. */
 export class AuditLog {
-  private entries: AuditEntry[] = [];
+  private readonly entries: AuditEntry[] = [];
+  private head = 0;
   constructor(private readonly limit = DEFAULT_LIMIT) {}
 
   record(e: AuditEntry): void {
-    this.entries.push(e);
-    if (this.entries.length > this.limit) this.entries = this.entries.slice(-Math.floor(this.limit / 2));
+    if (this.entries.length < this.limit) this.entries.push(e);
+    else {
+      this.entries[this.head] = e;
+      this.head = (this.head + 1) % this.limit;
+    }
   }
 
+  /** Oldest first. */
   all(): AuditEntry[] {
-    return [...this.entries];
+    return [...this.entries.slice(this.head), ...this.entries.slice(0, this.head)];
   }
 }

@@ -367,7 +367,10 @@ export class Cluster {
     return this.commitUpdate(s, existing, obj);
   }
 
-  /** The shared tail of PUT and PATCH: merge rules, validation, admission, no-op detection, store. */
+  /**
+   * The shared tail of PUT and PATCH: merge rules, validation, admission,
+   * no-op detection, store. `incoming` is taken over (mutated and stored).
+   */
   private async commitUpdate(s: RequestScope, existing: Obj, incoming: Obj): Promise<Reply> {
     const dryRun = this.dryRun(s);
     const old = existing;
@@ -377,7 +380,8 @@ export class Cluster {
       obj = { ...clone(old), status: clone(incoming['status']) };
       if (incoming['status'] === undefined) delete obj['status'];
     } else {
-      obj = clone(incoming);
+      // No copy: every caller passes an object it owns (a fresh parse or a patched copy of the stored one).
+      obj = incoming;
       if (s.def.hasStatus) {
         if (old['status'] === undefined) delete obj['status'];
         else obj['status'] = clone(old['status']);

@@ -50,6 +50,10 @@ export function dualListener(handler: (req: IncomingMessage, res: ServerResponse
   let tlsPort = 0;
   const net = createNet((socket) => {
     sockets.add(socket);
+    // net.Server sockets keep Nagle on (unlike http.Server's): a small watch
+    // event written while the previous one is unacknowledged would wait for
+    // the peer's delayed ACK (~40 ms on Linux).
+    socket.setNoDelay(true);
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
     socket.once('data', (chunk: Buffer) => {
@@ -61,6 +65,7 @@ export function dualListener(handler: (req: IncomingMessage, res: ServerResponse
         return;
       }
       const upstream = connect(tlsPort, '127.0.0.1');
+      upstream.setNoDelay(true);
       sockets.add(upstream);
       upstream.once('close', () => { sockets.delete(upstream); socket.destroy(); });
       upstream.on('error', () => upstream.destroy());

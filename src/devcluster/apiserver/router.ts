@@ -270,6 +270,12 @@ export class Router {
     const accept = req.headers.accept;
     const includeObject = s.query.get('includeObject') ?? 'PartialObjectMetadata';
     const body = async (): Promise<unknown> => {
+      const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      // Protobuf bodies cannot be decoded here: 415 as kube-apiserver answers an unsupported body format.
+      if (type.includes('protobuf')) {
+        throw new ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml',
+          { causes: [{ reason: 'UnsupportedMediaType', message: type }] });
+      }
       const raw = await readBody(req);
       if (!raw) return undefined;
       try {
@@ -291,10 +297,10 @@ export class Router {
       }
       case 'watch': {
         const table = wantsTable(accept);
-        const w = serveWatch(c, s, res, {
+        const w = serveWatch(c, s, res, table ? {
           bookmarkIntervalMs: this.d.bookmarkIntervalMs,
-          render: (def, o) => (table ? toTable(def, [o], { resourceVersion: meta(o).resourceVersion }, includeObject) : o),
-        }, () => this.watches.delete(w));
+          render: (def, o) => toTable(def, [o], { resourceVersion: meta(o).resourceVersion }, includeObject),
+        } : { bookmarkIntervalMs: this.d.bookmarkIntervalMs }, () => this.watches.delete(w));
         if (!res.writableEnded) this.watches.add(w);
         return undefined;
       }

@@ -14,6 +14,11 @@ export interface StoreEvent {
   object: Obj;
   /** The previous state (for MODIFIED/DELETED), used to translate selector transitions. */
   old: Obj | undefined;
+  /**
+   * Wire lines already encoded for this event, by "TYPE apiVersion": each
+   * event is serialised once and the same buffer is written to every watcher.
+   */
+  wire?: Map<string, Buffer>;
 }
 
 export type Listener = (ev: StoreEvent) => void;
@@ -120,6 +125,8 @@ export class Store {
     this.history[slot] = ev;
     for (const l of this.listeners.get(ev.sk) ?? []) l(ev);
     for (const l of this.anyListeners) l(ev);
+    // The encoded lines only serve this fan-out; a watch replaying history re-encodes.
+    delete ev.wire;
   }
 
   /** Events of `sk` after `rv`, or undefined when `rv` is older than the history (410). */

@@ -14,8 +14,11 @@ import { meta, type Obj } from './types.ts';
 
 export interface WatchOptions {
   bookmarkIntervalMs: number;
-  /** Converts an object for the wire (e.g. to a Table row); identity by default. */
-  render: (def: ResourceDef, o: Obj) => unknown;
+  /**
+   * Converts an object for the wire (e.g. to a Table row). Omitted = the
+   * object itself, and then each event is serialised once for all watchers.
+   */
+  render?: (def: ResourceDef, o: Obj) => unknown;
 }
 
 export interface ActiveWatch {
@@ -34,8 +37,25 @@ export function serveWatch(cluster: Cluster, s: RequestScope, res: ServerRespons
   res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
   res.flushHeaders();
   let closed = false;
+  const render = opts.render;
   const send = (type: string, object: unknown): void => {
     if (!closed) res.write(`${JSON.stringify({ type, object })}\n`);
+  };
+  const gv = groupVersion(def);
+  const sendEvent = (type: string, ev: StoreEvent): void => {
+    if (closed) return;
+    if (render) {
+      send(type, render(def, present(def, ev.object)));
+      return;
+    }
+    const key = `${type} ${gv}`;
+    ev.wire ??= new Map();
+    let line = ev.wire.get(key);
+    if (!line) {
+      line = Buffer.from(`${JSON.stringify({ type, object: present(def, ev.object) })}\n`);
+      ev.wire.set(key, line);
+    }
+    res.write(line);
   };
   const emit = (ev: StoreEvent): void => {
     const now = inScope(ev.object) && match(ev.object);
@@ -46,7 +66,7 @@ export function serveWatch(cluster: Cluster, s: RequestScope, res: ServerRespons
     else if (now && before) type = 'MODIFIED';
     else if (now) type = 'ADDED';
     else if (before) type = 'DELETED';
-    if (type) send(type, opts.render(def, present(def, ev.object)));
+    if (type) sendEvent(type, ev);
   };
 
   const timers: NodeJS.Timeout[] = [];
@@ -64,7 +84,7 @@ export function serveWatch(cluster: Cluster, s: RequestScope, res: ServerRespons
   const initial = s.query.get('sendInitialEvents') === 'true';
   if (!rvParam || rvParam === '0' || initial) {
     for (const o of cluster.store.list(storeKey(def), def.namespaced && s.namespace ? s.namespace : undefined)) {
-      if (match(o)) send('ADDED', opts.render(def, present(def, o)));
+      if (match(o)) send('ADDED', render ? render(def, present(def, o)) : present(def, o));
     }
     if (initial) {
       // Streaming lists (WatchListClient, on in kubectl 1.35): the end of the

@@ -109,6 +109,11 @@ export class Supervisor {
       child = spawn(this.opts.nodePath, [this.opts.script, ...slot.spec.args], {
         env: slot.spec.env,
         stdio: ['ignore', log.fd, log.fd],
+        // Own process group: a terminal's Ctrl-C reaches only dev, which then
+        // stops each replica with ONE SIGTERM. Had the replicas also received
+        // the SIGINT, dev's SIGTERM would be their second signal: exit at
+        // once, without releasing the Lease.
+        detached: true,
       });
     } finally {
       // The child has its own copy of the descriptor.

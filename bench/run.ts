@@ -1,0 +1,86 @@
+/**
+ * `npm run bench [-- NAME... [--flag value...]]`: runs the named benchmarks
+ * (all that exist when none is named), one child process each so that they
+ * cannot disturb each other's JIT state or heap, one after the other so they
+ * do not compete for the CPU. Each prints one JSON object; this prints them
+ * as a JSON array on stdout. Flags after the names go to every benchmark.
+ *
+ *   npm run bench                     all benchmarks
+ *   npm run bench -- admission        one
+ *   npm run bench -- engine --seconds 1
+ *   npm run bench -- --help           this text
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+
+/** Known benchmarks, in the order `npm run bench` runs them, with the Node flags each needs. */
+const BENCHES: Record<string, { file: string; nodeFlags: string[]; about: string }> = {
+  engine: { file: 'engine.ts', nodeFlags: [], about: 'PSS library evaluations/s and compile cost vs JSON.parse' },
+  admission: { file: 'admission.ts', nodeFlags: [], about: 'portal serve vs a bare HTTPS ceiling: req/s ratio, p99 at 1,000 req/s' },
+  apiserver: { file: 'apiserver.ts', nodeFlags: [], about: 'the embedded API server under writes and watches' },
+  audit: { file: 'audit.ts', nodeFlags: ['--expose-gc'], about: 'audit passes over many Pods' },
+  failover: { file: 'failover.ts', nodeFlags: [], about: 'leader failover time' },
+};
+
+function usage(): string {
+  const lines = Object.entries(BENCHES).map(
+    ([name, b]) => `  ${name.padEnd(10)} ${b.about}${existsSync(`${here}${b.file}`) ? '' : ' (not written yet)'}`,
+  );
+  return `usage: npm run bench [-- NAME... [--flag value...]]\n\nbenchmarks:\n${lines.join('\n')}\n`;
+}
+
+function runOne(name: string, args: string[]): Promise<unknown> {
+  const b = BENCHES[name]!;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...b.nodeFlags, '--import', 'tsx', `${here}${b.file}`, ...args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const out: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      const text = Buffer.concat(out).toString().trim();
+      if (code !== 0) return reject(new Error(`bench ${name} failed (${signal ?? `exit ${code}`})`));
+      try {
+        resolve(JSON.parse(text));
+      } catch {
+        resolve({ benchmark: name, output: text });
+      }
+    });
+  });
+}
+
+const argv = process.argv.slice(2);
+if (argv.includes('--help') || argv.includes('-h') || argv[0] === 'help') {
+  process.stdout.write(usage());
+} else {
+  const firstFlag = argv.findIndex((a) => a.startsWith('-'));
+  const names = firstFlag < 0 ? argv : argv.slice(0, firstFlag);
+  const flags = firstFlag < 0 ? [] : argv.slice(firstFlag);
+  const unknown = names.filter((n) => !(n in BENCHES));
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown benchmark: ${unknown.join(', ')}\n\n${usage()}`);
+    process.exitCode = 2;
+  } else {
+    const selected = (names.length > 0 ? names : Object.keys(BENCHES)).filter((n) => {
+      const present = existsSync(`${here}${BENCHES[n]!.file}`);
+      if (!present) process.stderr.write(`skipping ${n}: bench/${BENCHES[n]!.file} does not exist yet\n`);
+      return present;
+    });
+    const results: unknown[] = [];
+    for (const name of selected) {
+      process.stderr.write(`running ${name}…\n`);
+      try {
+        results.push(await runOne(name, flags));
+      } catch (err) {
+        process.stderr.write(`${(err as Error).message}\n`);
+        results.push({ benchmark: name, error: (err as Error).message });
+        process.exitCode = 1;
+      }
+    }
+    process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * AuditController against the embedded API server (issue 5, parts 1–4):
+ * reports for violating pods that match their CRD schema and summary, no
+ * rewrite across full passes, clean-up when the pod goes, rule status kept
+ * current, the annotate action, a follower that never writes and takes over
+ * from memory, and bad rules / an unreachable Alertmanager that only produce
+ * conditions and retries.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { Ajv } from 'ajv';
+import YAML from 'yaml';
+import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
+import type { PolicyReport } from '../../src/audit/policy-report.ts';
+import type { ApiServer } from '../../src/devcluster/apiserver/index.ts';
+import { APP_NS, clusterWithCrds, pod, privilegedRule, startReplica, until, writesBy } from './support/controller-harness.ts';
+
+const reportSchema = (() => {
+  const crd = YAML.parse(readFileSync(new URL('../../charts/portal/files/crds/wgpolicyk8s.io_policyreports.yaml', import.meta.url), 'utf8')) as {
+    spec: { versions: Array<{ name: string; schema: { openAPIV3Schema: object } }> };
+  };
+  const v = crd.spec.versions.find((x) => x.name === 'v1alpha2')!;
+  return new Ajv({ strict: false, allErrors: true }).compile(v.schema.openAPIV3Schema);
+})();
+
+function tester(api: ApiServer): KubeClient {
+  return createKubeClient({ kubeconfigYaml: api.kubeConfig('tester'), qps: 100, burst: 100, userAgent: 'tester' });
+}
+
+async function reports(kube: KubeClient): Promise<PolicyReport[]> {
+  const list = (await kube.customObjects.listNamespacedCustomObject({ group: 'wgpolicyk8s.io', version: 'v1alpha2', namespace: APP_NS, plural: 'policyreports' })) as { items: PolicyReport[] };
+  return list.items;
+}
+
+async function ruleStatus(kube: KubeClient, name: string): Promise<{ violations?: number; conditions?: Array<{ type: string; status: string; reason: string; message: string }>; lastAuditTime?: string; observedGeneration?: number } | undefined> {
+  const r = (await kube.customObjects.getClusterCustomObject({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name })) as { status?: never };
+  return r.status;
+}
+
+test('leader: reports, status and annotate for violating pods; stable across passes; cleaned up when pods go', async (t) => {
+  const { api, admin } = await clusterWithCrds(t);
+  const kube = tester(api);
+  await admin.apply(privilegedRule('no-privileged', [{ type: 'annotate', key: 'portal.dev/violation', value: 'no-privileged' }]));
+  for (const [name, priv] of [['bad-1', true], ['bad-2', true], ['good', false]] as const) {
+    await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod(name, priv) as never });
+  }
+  const leader = await startReplica(t, api, 'replica-a');
+  leader.grant();
+
+  await until(async () => (await reports(kube)).length === 3, 10_000, 'three PolicyReports');
+  const all = await reports(kube);
+  const pods = await kube.core.listNamespacedPod({ namespace: APP_NS });
+  for (const r of all) {
+    assert.ok(reportSchema(r), `report ${r.metadata.name} violates the CRD schema: ${JSON.stringify(reportSchema.errors)}`);
+    const p = pods.items.find((x) => x.metadata?.uid === r.metadata.name);
+    assert.ok(p, 'report named after the pod uid');
+    assert.equal(r.scope.name, p.metadata?.name);
+    assert.deepEqual(r.metadata.ownerReferences.map((o) => o.uid), [p.metadata?.uid]);
+    const counted = { pass: 0, fail: 0, warn: 0, error: 0, skip: 0 };
+    for (const x of r.results) counted[x.result]++;
+    assert.deepEqual({ ...counted, ...r.summary }, counted, 'summary matches the results');
+    assert.equal(r.results[0]?.result, p.metadata?.name === 'good' ? 'pass' : 'fail', r.results[0]?.message);
+    assert.match(r.results[0]?.properties.epoch ?? '', /^test-lease\/\d+$/);
+  }
+
+  await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 2, 5000, 'status.violations = 2');
+  await until(async () => (await ruleStatus(kube, 'no-privileged'))?.lastAuditTime !== undefined, 5000, 'status.lastAuditTime');
+  const status = await ruleStatus(kube, 'no-privileged');
+  assert.equal(status?.conditions?.find((c) => c.type === 'Ready')?.reason, 'Compiled');
+  assert.equal(status?.observedGeneration, 1);
+  assert.ok(status?.lastAuditTime, 'lastAuditTime set after the first full pass');
+  await until(async () => {
+    const p = await kube.core.readNamespacedPod({ namespace: APP_NS, name: 'bad-1' });
+    return p.metadata?.annotations?.['portal.dev/violation'] === 'no-privileged';
+  }, 5000, 'annotation on bad-1');
+  const good = await kube.core.readNamespacedPod({ namespace: APP_NS, name: 'good' });
+  assert.equal(good.metadata?.annotations?.['portal.dev/violation'], undefined, 'compliant pod not annotated');
+
+  // Full passes rewrite nothing that is already right.
+  await until(() => leader.controller.idle(), 5000, 'idle');
+  const before = writesBy(api, 'replica-a', 'policyreports').length;
+  const annotateBefore = writesBy(api, 'replica-a', 'pods').length;
+  const passes = leader.controller.passes;
+  for (let i = 0; i < 2; i++) {
+    const n = leader.controller.passes;
+    leader.controller.fullPass();
+    await until(() => leader.controller.passes > n && leader.controller.idle(), 5000, 'full pass');
+  }
+  assert.ok(leader.controller.passes >= passes + 2);
+  assert.equal(writesBy(api, 'replica-a', 'policyreports').length, before, 'no report rewrite across full passes');
+  assert.equal(writesBy(api, 'replica-a', 'pods').length, annotateBefore, 'no second annotate');
+
+  // A pod that goes away takes its report with it and the count follows.
+  await kube.core.deleteNamespacedPod({ namespace: APP_NS, name: 'bad-2' });
+  await until(async () => (await reports(kube)).length === 2, 5000, 'report of bad-2 gone');
+  await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 1, 5000, 'status.violations = 1');
+
+  // A rule change that makes the pod compliant rewrites its report to pass.
+  await admin.apply({ ...privilegedRule('no-privileged'), spec: { ...(privilegedRule('no-privileged').spec as object), validate: { schema: true } } });
+  await until(async () => (await reports(kube)).every((r) => r.summary.fail === 0 && r.summary.pass === 1), 5000, 'reports rewritten to pass');
+  await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 0, 5000, 'status.violations = 0');
+  assert.ok(writesBy(api).every((e) => e.user !== 'replica-a' || e.code < 300 || e.code === 404 || e.code === 409), 'no failing writes');
+});
+
+test('follower: computes everything, writes nothing; on leadership it acts from memory at once', async (t) => {
+  const { api, admin } = await clusterWithCrds(t);
+  const kube = tester(api);
+  await admin.apply(privilegedRule('no-privileged', [{ type: 'label', key: 'portal.dev/violation', value: 'no-privileged' }]));
+  await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad', true) as never });
+  const follower = await startReplica(t, api, 'replica-f');
+  await until(() => follower.controller.synced() && follower.controller.violations('no-privileged') === 1 && follower.controller.passes > 0, 5000, 'follower evaluated');
+  await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad-late', true) as never });
+  await until(() => follower.controller.violations('no-privileged') === 2, 5000, 'follower saw the new pod');
+  await new Promise((r) => setTimeout(r, 400)); // past the status debounce: a follower must not flush
+  assert.deepEqual(writesBy(api, 'replica-f'), [], 'a follower makes no writes');
+
+  const grantedAt = Date.now();
+  follower.grant();
+  await until(async () => (await reports(kube)).length === 2, 5000, 'reports after takeover');
+  await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 2, 5000, 'status after takeover');
+  const first = follower.controller.firstSideEffectAt;
+  assert.ok(first !== undefined && first - grantedAt < 1000, `first side effect ${first! - grantedAt} ms after the term began`);
+  const labelled = await kube.core.readNamespacedPod({ namespace: APP_NS, name: 'bad' });
+  assert.equal(labelled.metadata?.labels?.['portal.dev/violation'], 'no-privileged');
+  assert.ok(Object.keys(labelled.metadata?.annotations ?? {}).some((k) => k.startsWith('actions.portal.dev/label.')), 'provenance annotation with the epoch');
+
+  // After losing the term it stops writing again.
+  follower.revoke();
+  await until(() => follower.controller.idle(), 5000, 'idle');
+  const n = writesBy(api, 'replica-f').length;
+  await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad-after', true) as never });
+  await until(() => follower.controller.violations('no-privileged') === 3, 5000, 'third violation seen');
+  await new Promise((r) => setTimeout(r, 400));
+  assert.equal(writesBy(api, 'replica-f').length, n, 'no writes after the term ended');
+});
+
+test('a second leader repeats nothing its predecessor did', async (t) => {
+  const { api, admin } = await clusterWithCrds(t);
+  const kube = tester(api);
+  await admin.apply(privilegedRule('no-privileged', [{ type: 'annotate', key: 'portal.dev/violation', value: 'no-privileged' }]));
+  for (let i = 0; i < 5; i++) await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod(`bad-${i}`, true) as never });
+  const [a, b] = await Promise.all([startReplica(t, api, 'replica-a'), startReplica(t, api, 'replica-b')]);
+  a.grant();
+  await until(async () => (await reports(kube)).length === 5, 10_000, 'reports by a');
+  await until(async () => (await kube.core.listNamespacedPod({ namespace: APP_NS })).items.every((p) => p.metadata?.annotations?.['portal.dev/violation']), 5000, 'annotations by a');
+  await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 5, 5000, 'status by a');
+  await until(() => a.controller.idle() && b.controller.idle() && b.controller.store.size >= 5, 5000, 'b learnt the annotations');
+  a.revoke();
+  b.grant();
+  await new Promise((r) => setTimeout(r, 600));
+  await until(() => b.controller.idle(), 5000, 'b idle');
+  assert.deepEqual(writesBy(api, 'replica-b').map((e) => `${e.verb} ${e.resource}/${e.subresource}`), [], 'the new leader wrote nothing');
+});
+
+test('bad rules and an unreachable Alertmanager give conditions and retries, never a crash', async (t) => {
+  const { api, admin } = await clusterWithCrds(t);
+  const kube = tester(api);
+  // evict on a rule that matches Deployments only: rejected, with a clear condition.
+  const evictDeploy = privilegedRule('evict-deployments', [{ type: 'evict' }]);
+  (evictDeploy.spec as { match: unknown }).match = { kinds: [{ apiGroups: ['apps'], kinds: ['Deployment'] }] };
+  await admin.apply(evictDeploy);
+  await admin.apply(privilegedRule('alerting', [{ type: 'alert' }]));
+  await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad', true) as never });
+  const leader = await startReplica(t, api, 'replica-a', { alertmanagerUrls: ['http://127.0.0.1:9'] });
+  leader.grant();
+  await until(async () => (await ruleStatus(kube, 'evict-deployments'))?.conditions !== undefined, 5000, 'condition on evict-deployments');
+  const ready = (await ruleStatus(kube, 'evict-deployments'))?.conditions?.find((c) => c.type === 'Ready');
+  assert.equal(ready?.status, 'False');
+  assert.equal(ready?.reason, 'CompileError');
+  assert.match(ready?.message ?? '', /evict/);
+  // The report is still written although the alert cannot be delivered.
+  await until(async () => (await reports(kube)).length === 1, 5000, 'report despite Alertmanager down');
+  await until(async () => (await ruleStatus(kube, 'alerting'))?.violations === 1, 5000, 'alerting violations');
+  assert.equal((await ruleStatus(kube, 'alerting'))?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
+  assert.ok(leader.controller.stats().queue !== undefined, 'controller alive');
+});
