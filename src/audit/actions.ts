@@ -21,7 +21,7 @@ import type { LeaderTerm } from '../leader/term.ts';
 import type { GroupVersionKind, KubeObject, RuleAction } from '../policy/types.ts';
 import { actionAnnotation } from './action-annotation.ts';
 import type { AlertmanagerClient } from './alertmanager.ts';
-import { decideAlert, firingAlert, resolvedAlert, type ViolationAlert } from './alert-scheduler.ts';
+import { alertLabels, decideAlert, firingAlert, resolvedAlert, type ViolationAlert } from './alert-scheduler.ts';
 import { actionKey, type EmittedAction, type IdempotencyStore } from './idempotency.ts';
 import type { LedgerWriter } from './ledger-writer.ts';
 import { actionMetrics, type ActionMetrics } from './metrics.ts';
@@ -248,8 +248,25 @@ export class ActionExecutor {
     if (!this.#o.alertmanager.configured) return this.#count('alert', { status: 'error', reason: 'no --alertmanager-url configured' });
     const key = this.#key(target, violation.rule, 'alert');
     const now = this.#now();
-    const decision = decideAlert(this.#o.store.get(key), violating, now, this.#resendMs);
     const v = { ...violation, epoch: term.epochString };
+    let record = this.#o.store.get(key);
+    if (record?.state === 'intent' && violating) {
+      // An intent nobody confirmed (a leader died or was fenced between the
+      // ledger write and the send, or right after the send): Alertmanager
+      // itself knows whether it arrived. Sent → confirm it; not sent → send now.
+      const active = await this.#o.alertmanager.isActive(alertLabels(v), AbortSignal.any([signal, term.signal]));
+      if (active === undefined) return this.#count('alert', { status: 'error', reason: 'cannot settle an unconfirmed alert: no Alertmanager answered' });
+      if (active) {
+        const done: EmittedAction = { ...record, state: 'done' };
+        this.#o.store.record(key, done);
+        await this.#o.ledger.write({ [key]: done }, [], term, signal);
+        record = done;
+      } else {
+        this.#o.store.forget(key);
+        record = undefined;
+      }
+    }
+    const decision = decideAlert(record, violating, now, this.#resendMs);
     switch (decision.type) {
       case 'none':
         return { status: 'skipped', reason: 'no violation, no alert' };

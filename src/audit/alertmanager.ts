@@ -142,6 +142,36 @@ export class AlertmanagerClient {
     return { delivered, outcomes };
   }
 
+  /**
+   * Is an alert with exactly these labels active in any Alertmanager?
+   * (`GET /api/v2/alerts`, filtered by alertname and name, compared
+   * exactly here.) `undefined` when no Alertmanager answered. Used to settle
+   * an `intent` a previous leader left behind: was it sent or not?
+   */
+  async isActive(labels: Readonly<Record<string, string>>, signal: AbortSignal): Promise<boolean | undefined> {
+    let answered = false;
+    const query = new URLSearchParams({ active: 'true', silenced: 'true', inhibited: 'true', unprocessed: 'true' });
+    for (const key of ['alertname', 'name'] as const) if (labels[key] !== undefined) query.append('filter', `${key}=${JSON.stringify(labels[key])}`);
+    const want = JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)));
+    for (const url of this.#urls) {
+      try {
+        const res = await fetch(`${url}/api/v2/alerts?${query}`, { signal: AbortSignal.any([signal, AbortSignal.timeout(this.#timeoutMs)]) });
+        if (!res.ok) {
+          await res.text().catch(() => '');
+          continue;
+        }
+        answered = true;
+        const alerts = (await res.json()) as Array<{ labels?: Record<string, string>; endsAt?: string }>;
+        const now = Date.now();
+        if (alerts.some((a) => JSON.stringify(Object.entries(a.labels ?? {}).sort(([x], [y]) => (x < y ? -1 : 1))) === want && (!a.endsAt || Date.parse(a.endsAt) > now))) return true;
+      } catch (err) {
+        signal.throwIfAborted();
+        this.#logger?.debug({ url, err: (err as Error).message }, 'alertmanager alert query failed');
+      }
+    }
+    return answered ? false : undefined;
+  }
+
   async #sendTo(url: string, body: string, signal: AbortSignal): Promise<UrlOutcome> {
     const outcome: UrlOutcome = { url, ok: false, attempts: 0 };
     for (let attempt = 1; attempt <= this.#maxAttempts; attempt++) {

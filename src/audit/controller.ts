@@ -325,7 +325,11 @@ export class AuditController implements Runnable {
         if ((a.type === 'label' || a.type === 'annotate' || a.type === 'evict') && !this.store.has(k(a.type))) return true;
       }
       if (this.#alertmanager.configured) {
-        const d = decideAlert(this.store.get(k('alert')), violating && !st.deleted && (rule.state?.actions ?? []).some((a) => a.type === 'alert'), now, this.#config.alertResendIntervalMs);
+        const wants = violating && !st.deleted && (rule.state?.actions ?? []).some((a) => a.type === 'alert');
+        const record = this.store.get(k('alert'));
+        // An unconfirmed intent (its sender died or was fenced) is settled with Alertmanager by the executor.
+        if (wants && record?.state === 'intent') return true;
+        const d = decideAlert(record, wants, now, this.#config.alertResendIntervalMs);
         if (d.type === 'fire' || d.type === 'resolve') return true;
         if (d.type === 'wait') this.#queue.addAfter(key, undefined, d.dueAt - now);
       }

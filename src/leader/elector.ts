@@ -268,7 +268,11 @@ export class LeaderElector {
       await sleep(this.config.retryPeriodMs, signal, term.signal);
       if (signal.aborted) return 'shutdown';
       if (term.ended) return (term.signal.reason as Error).message;
-      // client-go: each cycle polls every retryPeriod under a renewDeadline timeout.
+      // client-go: each cycle polls every retryPeriod under a renewDeadline
+      // timeout that starts with the cycle, i.e. retryPeriod after the last
+      // success (wait.Until, sliding): a leader that cannot renew gives up
+      // D + R after its last success at the latest. Every request, a hanging
+      // one included, is bounded by the time left in the cycle.
       const deadline = performance.now() + this.config.renewDeadlineMs;
       for (;;) {
         const remaining = deadline - performance.now();

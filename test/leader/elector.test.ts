@@ -196,7 +196,9 @@ test('cancel during an in-flight renew still releases', async (t) => {
 test('fast path falls back to the slow path on 409 and keeps leading', async (t) => {
   const api = await apiServer(t);
   const admin = clientFor(api, 'admin');
-  const a = runElector(t, api, 'a');
+  // A roomier lease than FAST: this test provokes conflicts on purpose and
+  // must not also lose the lease to a slow machine's renew deadline.
+  const a = runElector(t, api, 'a', { leaseDurationMs: 5000, renewDeadlineMs: 4000, retryPeriodMs: 200 });
   await until(() => a.elector.isLeader(), 2000, 'a to lead');
   const epoch = a.elector.term()?.epochString;
   // Metadata-only writes bump resourceVersion. The watch usually tells a about
@@ -224,7 +226,10 @@ test('fast path falls back to the slow path on 409 and keeps leading', async (t)
   writing = false;
   await writer;
   api.faults.clear();
-  await new Promise((r) => setTimeout(r, 450));
+  // After the fallback the slow path must renew again: wait for a renewal
+  // that lands after the conflicts stopped.
+  const renewTime = (await readLease(admin)).spec?.renewTime;
+  await until(async () => String((await readLease(admin)).spec?.renewTime) !== String(renewTime), 3000, 'a renewal after the fallback');
   assert.equal(a.elector.isLeader(), true);
   assert.equal(a.started, 1);
   assert.equal(a.elector.term()?.epochString, epoch, 'same term');

@@ -11,6 +11,7 @@ import { AuditLog, type AuditEntry } from './audit.ts';
 import { Users } from './auth.ts';
 import { Cluster, type Reply, type RequestScope } from './cluster.ts';
 import { Faults } from './faults.ts';
+import { RequestCounts } from './request-counts.ts';
 import { dualListener, selfSignedCert } from './listener.ts';
 import { Router } from './router.ts';
 import { errors } from './status.ts';
@@ -63,12 +64,13 @@ export interface ApiServer {
 
 const ADMIN = 'admin';
 
-function sideApi(faults: Faults, audit: AuditLog, users: Users): (method: string, path: string, body: unknown) => Promise<Reply> {
+function sideApi(faults: Faults, audit: AuditLog, users: Users, requests: RequestCounts): (method: string, path: string, body: unknown) => Promise<Reply> {
   return async (method, path, body) => {
     const b = isPlainObject(body) ? body : {};
     const scope = (): { user?: string } => (typeof b['user'] === 'string' ? { user: b['user'] } : {});
     if (method === 'GET' && path === '/_portal/audit') return { code: 200, body: audit.all() };
     if (method === 'GET' && path === '/_portal/faults') return { code: 200, body: faults.snapshot() };
+    if (method === 'GET' && path === '/_portal/requests') return { code: 200, body: requests.snapshot() };
     if (method === 'POST' && path === '/_portal/users') {
       if (typeof b['name'] !== 'string') throw errors.badRequest('name is required');
       const groups = Array.isArray(b['groups']) ? b['groups'].map(String) : [];
@@ -105,15 +107,16 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
   const users = new Users();
   const adminToken = users.add(ADMIN, ['system:masters']);
   const audit = new AuditLog();
+  const requests = new RequestCounts();
   let address = '';
   // eslint-disable-next-line prefer-const
   let router: Router;
   const faults = new Faults({ dropWatches: (u) => router.dropWatches(u), dropConnections: (u) => router.dropConnections(u) });
   router = new Router({
-    cluster, users, faults, audit, logger, adminUser: ADMIN,
+    cluster, users, faults, audit, requests, logger, adminUser: ADMIN,
     bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000,
     serverAddress: () => address,
-    side: sideApi(faults, audit, users),
+    side: sideApi(faults, audit, users, requests),
   });
   const system = { username: ADMIN, uid: 'admin', groups: ['system:masters'] };
   const nsDef = cluster.registry.get('', 'v1', 'namespaces')!;

@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { AuditLog } from './audit.ts';
+import type { RequestCounts } from './request-counts.ts';
 import type { Users } from './auth.ts';
 import type { Cluster, Reply, RequestScope } from './cluster.ts';
 import { apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
@@ -27,6 +28,8 @@ export interface RouterDeps {
   users: Users;
   faults: Faults;
   audit: AuditLog;
+  /** Every authenticated non-side request, by user (optional). */
+  requests?: RequestCounts;
   logger: Logger;
   bookmarkIntervalMs: number;
   serverAddress: () => string;
@@ -162,6 +165,7 @@ export class Router {
       req.socket.destroy();
       return;
     }
+    this.d.requests?.record(user.username, method, path, url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1');
     await this.dispatch(req, res, method, path, url.searchParams, user);
   }
 
