@@ -177,6 +177,17 @@ export class DevCluster {
     return res.json();
   }
 
+  /** POST /_portal/faults (e.g. `{action: 'cutOff', user}`). */
+  async fault(body: Record<string, unknown>): Promise<void> {
+    const res = await fetch(`${this.#api}/_portal/faults`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${this.#token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(5000),
+    });
+    if (res.status !== 200) throw new Error(`POST /_portal/faults ${JSON.stringify(body)}: ${res.status}`);
+  }
+
   async audit(): Promise<AuditEntry[]> {
     return (await this.#side('/_portal/audit')) as AuditEntry[];
   }

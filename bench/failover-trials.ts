@@ -123,6 +123,35 @@ export async function pausedTrial(c: DevCluster): Promise<PausedTrial> {
   };
 }
 
+export interface PartitionTrial {
+  from: string;
+  to: string;
+  /** Cut-off → the leader's /debug/vars says is_leader false. */
+  demotedAfterCutMs: number;
+  /** Its last successful renewal → that answer (client-go bound: R + D, plus the last request's round trip). */
+  demotedAfterLastRenewalMs: number;
+  /** Its last successful renewal → the takeover write (never before L). */
+  takeoverFromLastRenewalMs: number;
+}
+
+/** The API server hangs up on everything the leader sends (fault injection); its webhook keeps running. */
+export async function partitionTrial(c: DevCluster): Promise<PartitionTrial> {
+  const old = await steadyLeader(c);
+  const user = userOf(old.name);
+  const t0 = Date.now();
+  await c.fault({ action: 'cutOff', user });
+  try {
+    await until('the cut-off leader to report is_leader false', takeoverWaitMs(c), async () => (await leaderVars(old.probes, 1000))?.is_leader === false, 5);
+    const demoted = Date.now();
+    const take = await until('a takeover write after the cut-off', takeoverWaitMs(c), async () => takeoverAfter(await c.leaseWrites(), old.name, t0), 50);
+    const last = lastBy(await c.leaseWrites(), old.name, take.at);
+    if (!last) throw new Error(`no renewal by ${old.name} in the write log`);
+    return { from: old.name, to: nameOf(take.user), demotedAfterCutMs: demoted - t0, demotedAfterLastRenewalMs: demoted - last.at, takeoverFromLastRenewalMs: take.at - last.at };
+  } finally {
+    await c.fault({ action: 'restore', user });
+  }
+}
+
 export interface SteadyTraffic {
   windowS: number;
   /** Successful + failed Lease writes per second, by replica (leader first). */

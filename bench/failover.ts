@@ -10,6 +10,8 @@
  * - paused: SIGSTOP until someone took over, SIGCONT → the woken replica's
  *   first /debug/vars answer must say is_leader false, and it must write no
  *   Lease after the takeover;
+ * - partition: the API server hangs up on the leader (fault injection) →
+ *   it reports is_leader false at most R + D after its last renewal;
  * - throughout: every replica's is_leader sampled in rounds ~20 ms apart;
  *   goal: zero rounds with two leaders;
  * - steady state: Lease writes per second per replica over `--window`.
@@ -18,13 +20,24 @@
  * them (production timings spend ~20 s per crash trial waiting for the lease).
  *
  * Run: node --import tsx bench/failover.ts [--profile scaled|default]
- *        [--trials 10] [--clusters 1] [--window 30s] [--kinds graceful,crash,paused]
+ *        [--trials 10] [--clusters 1] [--window 30s] [--kinds graceful,crash,paused,partition]
  * Prints one JSON object on stdout; progress on stderr.
  */
 import { cpus, loadavg } from 'node:os';
 import { parseGoDuration } from '../src/leader/config.ts';
 import { DevCluster, type SampleStats, type Timings } from './failover-cluster.ts';
-import { crashTrial, gracefulTrial, pausedTrial, steadyTraffic, type CrashTrial, type GracefulTrial, type PausedTrial, type SteadyTraffic } from './failover-trials.ts';
+import {
+  crashTrial,
+  gracefulTrial,
+  partitionTrial,
+  pausedTrial,
+  steadyTraffic,
+  type CrashTrial,
+  type GracefulTrial,
+  type PartitionTrial,
+  type PausedTrial,
+  type SteadyTraffic,
+} from './failover-trials.ts';
 
 function flag(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -43,7 +56,7 @@ if (!TIMINGS) throw new Error(`--profile must be one of ${Object.keys(PROFILES).
 const TRIALS = Number(flag('trials', '10'));
 const CLUSTERS = Number(flag('clusters', '1'));
 const WINDOW_MS = parseGoDuration(flag('window', '30s'));
-const KINDS = flag('kinds', 'graceful,crash,paused').split(',');
+const KINDS = flag('kinds', 'graceful,crash,paused,partition').split(',');
 /** Graceful handover goal (issue 4): median ≤ 0.25 s thanks to the Lease watch. */
 const GRACEFUL_GOAL_MS = 250;
 
@@ -62,6 +75,7 @@ interface ClusterResult {
   graceful: GracefulTrial[];
   crash: CrashTrial[];
   paused: PausedTrial[];
+  partition: PartitionTrial[];
   errors: string[];
   sampling: SampleStats;
   steady?: SteadyTraffic;
@@ -69,7 +83,7 @@ interface ClusterResult {
 
 async function runCluster(index: number, trials: number, withSteady: boolean): Promise<ClusterResult> {
   const c = new DevCluster(3, TIMINGS!);
-  const r: ClusterResult = { graceful: [], crash: [], paused: [], errors: [], sampling: c.stats };
+  const r: ClusterResult = { graceful: [], crash: [], paused: [], partition: [], errors: [], sampling: c.stats };
   try {
     await c.start();
     log(`cluster ${index}: 3 replicas ready`);
@@ -94,6 +108,7 @@ async function runCluster(index: number, trials: number, withSteady: boolean): P
     await run('graceful', gracefulTrial, r.graceful);
     await run('crash', crashTrial, r.crash);
     await run('paused', pausedTrial, r.paused);
+    await run('partition', partitionTrial, r.partition);
     await c.stopSampling();
   } finally {
     await c.stop();
@@ -112,6 +127,15 @@ const R = TIMINGS.retryMs;
 const graceful = results.flatMap((r) => r.graceful);
 const crash = results.flatMap((r) => r.crash);
 const paused = results.flatMap((r) => r.paused);
+const partition = results.flatMap((r) => r.partition);
+const D = TIMINGS.renewDeadlineMs;
+/**
+ * Demotion is observed, not reported: a /debug/vars poll every 5 ms plus its
+ * round trip, and the last renewal's time is when the API server processed it
+ * (the replica's own clock starts R later, when the response arrived). 100 ms
+ * covers that on a loaded 2-core machine; the raw figures are printed.
+ */
+const OBSERVATION_ALLOWANCE_MS = 100;
 const crashBound = { min: L, max: L + 2 * 2.2 * R };
 const inBound = (ms: number): boolean => ms >= crashBound.min && ms <= crashBound.max;
 const gracefulSummary = summary(graceful.map((g) => g.handoverMs));
@@ -161,9 +185,19 @@ const out = {
     earlierThanLease: paused.filter((t) => t.fromLastRenewalMs < L).length,
     met: paused.length > 0 && paused.every((t) => !t.firstAnswerIsLeader && t.leaderAnswersAfterWake === 0 && t.leaseWritesAfterTakeover === 0 && t.fromLastRenewalMs >= L),
   },
+  partition: {
+    demotedAfterCutMs: summary(partition.map((t) => t.demotedAfterCutMs)),
+    demotedAfterLastRenewalMs: summary(partition.map((t) => t.demotedAfterLastRenewalMs)),
+    takeoverFromLastRenewalMs: summary(partition.map((t) => t.takeoverFromLastRenewalMs)),
+    demotionBoundMs: R + D,
+    observationAllowanceMs: OBSERVATION_ALLOWANCE_MS,
+    laterThanBound: partition.filter((t) => t.demotedAfterLastRenewalMs > R + D + OBSERVATION_ALLOWANCE_MS).length,
+    takeoverEarlierThanLease: partition.filter((t) => t.takeoverFromLastRenewalMs < L).length,
+    met: partition.length > 0 && partition.every((t) => t.demotedAfterLastRenewalMs <= R + D + OBSERVATION_ALLOWANCE_MS && t.takeoverFromLastRenewalMs >= L),
+  },
   twoLeaders: { ...sampling, goal: 'zero rounds with two replicas answering is_leader true', met: sampling.twoLeaderRounds === 0 },
   steady: results[0]?.steady ?? null,
   errors: results.flatMap((r) => r.errors),
-  trials: { graceful, crash, paused },
+  trials: { graceful, crash, paused, partition },
 };
 process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);

@@ -42,9 +42,11 @@
  * between (1) and (2) loses at most one send until the window `u` expires —
  * for alerts that is the re-send interval, and the alert is then sent by the
  * new leader — while a crash between (2) and (3) never causes a second send.
- * This is at-most-once inside the window and at-least-once across windows;
- * Alertmanager deduplicates identical label sets anyway, so even a missed
- * intent would be harmless to it, but our duplicate counting would see it.
+ * This is at-most-once inside the window and at-least-once across windows.
+ * For alerts the successor does better: it settles an unconfirmed `intent`
+ * by asking Alertmanager (`GET /api/v2/alerts`) whether the alert is active —
+ * active: mark it done; absent: send it now (ActionExecutor.alert). So a crash
+ * or a fenced term between intent and send neither loses nor repeats it.
  *
  * Wall-clock time is used for windows (`at`, `until`) because they cross
  * processes via the ledger; fencing never uses it (LeaderTerm is monotonic).

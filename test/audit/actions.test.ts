@@ -226,3 +226,29 @@ void test('alert: an unreachable Alertmanager is an error outcome (retried by th
   assert.equal(store.has(key), false);
   assert.equal((await ledgerData(key))[key], undefined);
 });
+
+void test('alert: a successor settles an unconfirmed intent with Alertmanager — sent: confirmed, not re-sent; not sent: sent now', async () => {
+  const v = (name: string) => ({ rule: 'settle', severity: 'low', kind: 'Pod', namespace: 'default', name, message: 'm', epoch: '' });
+  const key = (name: string) => actionKey({ rule: 'settle', gvk: POD, namespace: 'default', name, actionType: 'alert' });
+  const sends = async (name: string) => (await am.alerts()).filter((a) => a.labels.name === name).length;
+
+  // Predecessor sent the alert but died before marking it done.
+  const sent = await pod('default', 'settle-sent');
+  const first = executor();
+  assert.equal((await first.exec.alert(sent, v('settle-sent'), true, term(), signal)).status, 'done');
+  const intent = { ...first.store.get(key('settle-sent'))!, state: 'intent' as const };
+  const successor = new IdempotencyStore();
+  successor.record(key('settle-sent'), intent);
+  const settled = await executor({ store: successor }).exec.alert(sent, v('settle-sent'), true, term(), signal);
+  assert.equal(settled.status, 'retry', 'confirmed as sent: wait for the re-send, do not fire again');
+  assert.equal(successor.get(key('settle-sent'))?.state, 'done');
+  assert.equal(JSON.parse((await ledgerData(key('settle-sent')))[key('settle-sent')]!).s, 'done');
+
+  // Predecessor recorded the intent and died before sending.
+  const lost = await pod('default', 'settle-lost');
+  const store = new IdempotencyStore();
+  store.record(key('settle-lost'), { state: 'intent', epoch: 'old/1', at: Date.now(), until: Date.now() + 120_000, startsAt: Date.now() });
+  assert.equal(await sends('settle-lost'), 0);
+  assert.equal((await executor({ store }).exec.alert(lost, v('settle-lost'), true, term(), signal)).status, 'done', 'not in Alertmanager: sent now');
+  assert.equal(await sends('settle-lost'), 1);
+});
