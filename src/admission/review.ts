@@ -77,6 +77,12 @@ export function decodeReview(body: unknown): Decoded {
   for (const f of REQUEST_OBJECT_FIELDS) {
     if (request[f] !== undefined && request[f] !== null && !isObject(request[f])) return failure(`request.${f} must be an object or null`, uid, apiVersion);
   }
+  // `object` is null only on DELETE (FACTS.md): a CREATE or UPDATE without
+  // it there is nothing to validate, so the
+  // review itself is malformed (400), not a violation of every rule.
+  if ((request.operation === 'CREATE' || request.operation === 'UPDATE') && !isObject(request.object)) {
+    return failure(`request.object is missing or null on a ${request.operation}; send the object being ${request.operation === 'CREATE' ? 'created' : 'updated'}`, uid, apiVersion);
+  }
   if (request.dryRun !== undefined && request.dryRun !== null && typeof request.dryRun !== 'boolean') {
     return failure('request.dryRun must be a boolean', uid, apiVersion);
   }

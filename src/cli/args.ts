@@ -17,6 +17,13 @@ export interface ParsedArgs {
   /** Raw values per flag, in order (repeatable flags keep all; use the last for single ones). */
   values: Map<string, string[]>;
   positionals: string[];
+  /**
+   * Positionals that directly follow an unknown flag (`--polices x`): most
+   * likely that flag's value. Unknown flags consume nothing, so these are
+   * also in `positionals`; a command that takes no arguments can skip
+   * reporting them again.
+   */
+  strays: string[];
   problems: string[];
 }
 
@@ -28,6 +35,7 @@ export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], com
   }
   const values = new Map<string, string[]>();
   const positionals: string[] = [];
+  const strays: string[] = [];
   const problems: string[] = [];
   const push = (def: FlagDef, v: string): void => {
     const list = values.get(def.flag);
@@ -52,8 +60,15 @@ export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], com
     const def = byName.get(name);
     if (!def || (!long && def.short !== name)) {
       const hint = closest(name, defs.map((d) => d.flag));
+      // An unknown flag takes no value (we cannot know whether it wants one);
+      // say what happened to the word after it so the user is not surprised.
+      const next = argv[i + 1];
+      const stray = eq === -1 && next !== undefined && next !== '--' && !next.startsWith('-') ? next : undefined;
+      if (stray !== undefined) strays.push(stray);
       problems.push(
-        `unknown flag ${arg.split('=')[0]}${hint ? ` (did you mean --${hint}?)` : ''}; run '${command} --help' for the list`,
+        `unknown flag ${arg.split('=')[0]}${hint ? ` (did you mean --${hint}?)` : ''}` +
+          (stray !== undefined ? `; ${JSON.stringify(stray)} after it was not taken as its value` : '') +
+          `; run '${command} --help' for the list`,
       );
       continue;
     }
@@ -73,7 +88,7 @@ export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], com
     push(def, next);
     i++;
   }
-  return { values, positionals, problems };
+  return { values, positionals, strays, problems };
 }
 
 /** The known name within edit distance 2 of `name`, for "did you mean". */

@@ -5,10 +5,14 @@
  * after --grace-period anyway).
  */
 import { fileURLToPath } from 'node:url';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { loadServeConfig } from '../config/load.ts';
 import { runDev } from '../devcluster/dev/dev.ts';
-import { DEV_HELP, parseDevArgs } from '../devcluster/dev/options.ts';
-import { EXIT_OK, EXIT_USAGE, type Command } from './command.ts';
+import { DEV_HELP, INSTALL_NAMESPACE, parseDevArgs } from '../devcluster/dev/options.ts';
+import { parseArgs } from './args.ts';
+import { EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
+import { SERVE_FLAG_DEFS } from './serve-flags.ts';
 
 const packageRoot = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -23,6 +27,10 @@ export const devCommand: Command = {
       io.stdout.write(DEV_HELP);
       return EXIT_OK;
     }
+    // Flags passed through are checked here, the way each replica will check
+    // them, so a typo is a usage error before the API server starts rather
+    // than N replicas exiting with code 2 afterwards.
+    problems.push(...passthroughProblems(options.passthrough, io));
     if (problems.length > 0) {
       io.stderr.write(`portal dev: ${problems.join('\nportal dev: ')}\nRun 'portal dev --help' for the flags.\n`);
       return EXIT_USAGE;
@@ -53,3 +61,25 @@ export const devCommand: Command = {
     }
   },
 };
+
+function passthroughProblems(passthrough: readonly string[], io: CommandIO): string[] {
+  if (passthrough.length === 0) return [];
+  const args = parseArgs(passthrough, SERVE_FLAG_DEFS, 'portal serve');
+  const problems = [...args.problems];
+  const unexpected = args.positionals.filter((p) => !args.strays.includes(p));
+  if (unexpected.length > 0) {
+    problems.push(`unexpected argument ${JSON.stringify(unexpected[0])}; portal dev takes only flags (its own, and 'portal serve' flags for the replicas)`);
+  }
+  const configFile = args.values.get('config')?.at(-1);
+  const loaded = loadServeConfig({
+    flags: args.values,
+    ...(configFile !== undefined ? { configFile } : {}),
+    env: { ...io.env, POD_NAME: 'portal-0', POD_NAMESPACE: INSTALL_NAMESPACE },
+    hostname: hostname(),
+    cwd: io.cwd,
+    // Dev writes each replica's certificate and kubeconfig itself.
+    deferred: new Set(['tls', 'ruleSource'] as const),
+  });
+  if (!loaded.ok) problems.push(...loaded.problems);
+  return problems;
+}

@@ -70,6 +70,8 @@ export interface ReplicaOptions {
   force: AbortSignal;
   /** Receives problems that are configuration errors (exit code 2). */
   usage: (title: string, problems: readonly string[]) => void;
+  /** Receives a one-line, human explanation of a start-up failure (exit code 1), besides the log. */
+  failure?: (message: string) => void;
 }
 
 type Source = { kind: 'files'; source: FileRuleSource } | { kind: 'cluster'; source: ClusterRuleSource; client: KubeClient };
@@ -144,16 +146,25 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
       source.ruleSet.states().map((s) => ({ key: s.key, ready: s.ready, reason: s.reason, message: s.message, generation: s.generation, enforcement: s.enforcement })),
     );
 
-    const tls = await readTlsFiles(tlsFiles);
-    const webhook = buildAdmissionServer({
-      tls,
+    let tls: Awaited<ReturnType<typeof readTlsFiles>>;
+    let webhook: ReturnType<typeof buildAdmissionServer>;
+    try {
+      // The pair was checked with the configuration; this catches a file
+      // replaced in between, which would otherwise throw out of the server factory.
+      tls = await readTlsFiles(tlsFiles);
+      webhook = buildAdmissionServer({
+        tls,
       decide: engineDecider(source.ruleSet),
       gate,
       exemptNamespaces: config.exemptNamespaces,
       namespaceLabels: source.namespaceLabels,
-      metrics,
-      logger: componentLogger(root, 'admission'),
-    });
+        metrics,
+        logger: componentLogger(root, 'admission'),
+      });
+    } catch (err) {
+      o.usage('cannot use the serving certificate', [`${tlsFiles.certFile} / ${tlsFiles.keyFile}: ${(err as Error).message}`]);
+      return EXIT_USAGE;
+    }
     const probes = buildProbesServer({ registry, gate, liveness, debugVars, logger: componentLogger(root, 'probes') });
 
     let election: LeaderElector | undefined;
@@ -225,13 +236,16 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
     // seam's contract is that everything it returns is leader-only.
     for (const r of leaderOnly) manager.add({ name: r.name, start: (signal, term) => r.start(signal, term), needLeaderElection: () => true });
 
+    let listening = '--probes-port';
     try {
       const probesUrl = await probes.listen({ port: config.probesPort, host: config.bindAddress });
       log.info({ [LogKey.url]: probesUrl }, 'probes listening');
+      listening = '--webhook-port';
       const webhookUrl = await webhook.listen({ port: config.webhookPort, host: config.bindAddress });
       log.info({ [LogKey.url]: `${webhookUrl}/validate`, [LogKey.count]: source.ruleSet.size }, 'webhook listening');
     } catch (err) {
       log.error({ [LogKey.error]: err }, 'cannot start');
+      o.failure?.(listenFailure(err, listening, config));
       await Promise.allSettled([webhook.close(), probes.close()]);
       return EXIT_FAILURE;
     }
@@ -249,5 +263,22 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
     return EXIT_OK;
   } finally {
     if (selfSignedDir) await rm(selfSignedDir, { recursive: true, force: true });
+  }
+}
+
+/** What went wrong binding a port, and what to do about it. */
+function listenFailure(err: unknown, flag: string, config: Readonly<ServeConfig>): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  const port = flag === '--probes-port' ? config.probesPort : config.webhookPort;
+  const where = `${config.bindAddress}:${port} (${flag})`;
+  switch (code) {
+    case 'EADDRINUSE':
+      return `cannot listen on ${where}: the port is already in use; stop what uses it or give another ${flag}`;
+    case 'EACCES':
+      return `cannot listen on ${where}: permission denied; ports below 1024 need privileges, give another ${flag}`;
+    case 'EADDRNOTAVAIL':
+      return `cannot listen on ${where}: ${config.bindAddress} is not an address of this machine; fix --bind-address`;
+    default:
+      return `cannot listen on ${where}: ${(err as Error).message}`;
   }
 }

@@ -8,27 +8,25 @@
 import { hostname } from 'node:os';
 import type { DestinationStream } from 'pino';
 import { loadServeConfig, serveHelp } from '../config/load.ts';
-import { META_FLAGS, SERVE_OPTIONS, type ServeConfig } from '../config/options.ts';
+import type { ServeConfig } from '../config/options.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, createLogger, type Logger } from '../observability/logger.ts';
-import { parseArgs, type FlagDef } from './args.ts';
+import { parseArgs } from './args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { runReplica } from './replica.ts';
-
-const FLAG_DEFS: FlagDef[] = [
-  ...SERVE_OPTIONS.map((o): FlagDef => ({ flag: o.flag, type: o.type === 'bool' ? 'bool' : 'value' })),
-  ...META_FLAGS.map((o): FlagDef => ({ flag: o.flag, type: o.type === 'bool' ? 'bool' : 'value' })),
-];
+import { formatProblems, SERVE_FLAG_DEFS } from './serve-flags.ts';
 
 export const serveCommand: Command = {
   async run(argv, io) {
-    const args = parseArgs(argv, FLAG_DEFS, 'portal serve');
+    const args = parseArgs(argv, SERVE_FLAG_DEFS, 'portal serve');
     if (args.values.has('help')) {
       io.stdout.write(serveHelp());
       return EXIT_OK;
     }
     const problems = [...args.problems];
-    if (args.positionals.length > 0) problems.push(`unexpected argument ${JSON.stringify(args.positionals[0])}; portal serve takes only flags`);
+    // A word after an unknown flag was already explained with that flag.
+    const unexpected = args.positionals.filter((p) => !args.strays.includes(p));
+    if (unexpected.length > 0) problems.push(`unexpected argument ${JSON.stringify(unexpected[0])}; portal serve takes only flags`);
     const configFile = args.values.get('config')?.at(-1);
     const loaded = loadServeConfig({ flags: args.values, ...(configFile !== undefined ? { configFile } : {}), env: io.env, hostname: hostname(), cwd: io.cwd });
     if (!loaded.ok) problems.push(...loaded.problems);
@@ -38,7 +36,7 @@ export const serveCommand: Command = {
 };
 
 function usage(io: CommandIO, title: string, problems: readonly string[]): number {
-  io.stderr.write(`portal serve: ${title}:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`);
+  io.stderr.write(`portal serve: ${title}:\n${formatProblems(problems)}`);
   return EXIT_USAGE;
 }
 
@@ -66,6 +64,7 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
       signal: graceful.signal,
       force: force.signal,
       usage: (title, problems) => usage(io, title, problems),
+      failure: (message) => io.stderr.write(`portal serve: ${message}\n`),
     });
     if (graceful.signal.aborted) {
       // Safety net: a runnable abandoned after the grace period may still hold

@@ -24,6 +24,7 @@ import {
   type EvaluationInput,
   type KubeObject,
   type PortalRuleObject,
+  type RuleVerdict,
 } from '../policy/index.ts';
 import {
   formatJson,
@@ -241,7 +242,7 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
       problems.push(
         skippedRules > 0
           ? 'the FILE arguments hold only rules; name the manifests to evaluate (rules are not evaluated as resources)'
-          : 'the FILE arguments hold no Kubernetes objects',
+          : `the FILE arguments (${args.positionals.join(', ')}) hold no Kubernetes objects: they are empty or hold only comments; name files with apiVersion/kind/metadata documents`,
       );
     }
   }
@@ -275,7 +276,7 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
     // A Namespace is matched on its own labels (FACTS.md, namespaceSelector).
     const nsLabels = ref.kind === 'Namespace' ? labelsOf(ref.name, loaded.namespaceLabels) : labelsOf(ref.namespace, loaded.namespaceLabels);
     // Sorted by rule, like the audit's reports, so output is stable across runs.
-    const verdicts = evaluate(set, { ...input, namespaceLabels: nsLabels }).sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
+    const verdicts = safeEvaluate(set, loaded.rules, { ...input, namespaceLabels: nsLabels }).sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
     return { resource: ref, verdicts };
   });
   const results = toResults(evaluated);
@@ -292,6 +293,40 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
       break;
   }
   return results.some((r) => r.result === 'fail' || r.result === 'error') ? EXIT_FAILURE : EXIT_OK;
+}
+
+/**
+ * evaluate(), but a rule whose schema throws on this input (e.g. a recursive
+ * schema on a very deep object overflowing the stack) becomes an `error`
+ * verdict for that rule instead of ending the run. Only after a throw are the
+ * rules evaluated one by one, to find which one it was.
+ */
+function safeEvaluate(set: RuleSet, rules: readonly PortalRuleObject[], input: EvaluationInput): RuleVerdict[] {
+  try {
+    return evaluate(set, input);
+  } catch {
+    const out: RuleVerdict[] = [];
+    for (const rule of rules) {
+      const single = new RuleSet();
+      const state = single.upsert(rule);
+      const display = state.namespace === undefined ? state.name : `${state.namespace}/${state.name}`;
+      try {
+        out.push(...evaluate(single, input));
+      } catch (err) {
+        out.push({
+          rule: display,
+          ruleKind: state.ruleKind,
+          enforcement: state.enforcement,
+          severity: state.severity,
+          category: state.category,
+          result: 'error',
+          message: `rule ${display} could not be evaluated: ${err instanceof Error ? err.message : String(err)}`,
+          violations: [],
+        });
+      }
+    }
+    return out;
+  }
 }
 
 export const testCommand: Command = { run: runTest };

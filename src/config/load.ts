@@ -6,6 +6,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { createSecureContext } from 'node:tls';
 import { parse as parseYaml } from 'yaml';
 import { formatDuration, parseDuration } from './duration.ts';
 import { DEFAULTS, SERVE_OPTIONS, type OptionSpec, type ServeConfig } from './options.ts';
@@ -20,6 +21,12 @@ export interface ConfigSources {
   hostname: string;
   /** Relative paths on the command line are resolved against this. */
   cwd: string;
+  /**
+   * Checks the caller makes true itself and so skips: `portal dev` validates
+   * the flags it passes through to its replicas before it has written their
+   * certificates and kubeconfigs.
+   */
+  deferred?: ReadonlySet<'tls' | 'ruleSource'>;
 }
 
 export type ConfigResult = { ok: true; config: Readonly<ServeConfig> } | { ok: false; problems: string[] };
@@ -70,7 +77,7 @@ export function loadServeConfig(src: ConfigSources): ConfigResult {
   const config = values as unknown as ServeConfig;
   if (config.leaseNamespace === '') config.leaseNamespace = config.installNamespace;
   if (!config.exemptNamespaces.includes(config.installNamespace)) config.exemptNamespaces.push(config.installNamespace);
-  validate(config, invalid, problems, (src.env.KUBERNETES_SERVICE_HOST ?? '') !== '');
+  validate(config, invalid, problems, (src.env.KUBERNETES_SERVICE_HOST ?? '') !== '', src.deferred ?? new Set());
   if (problems.length > 0) return { ok: false, problems };
   Object.freeze(config.exemptNamespaces);
   Object.freeze(config.alertmanagerUrl);
@@ -89,7 +96,8 @@ function readConfigFile(path: string, problems: string[]): Record<string, unknow
   try {
     doc = parseYaml(text);
   } catch (err) {
-    problems.push(`--config ${path}: not valid YAML (${(err as Error).message.split('\n')[0]}); fix the syntax`);
+    const first = ((err as Error).message.split('\n')[0] ?? '').replace(/:$/, '');
+    problems.push(`--config ${path}: not valid YAML (${first}); fix the syntax`);
     return {};
   }
   if (doc === null || doc === undefined) return {};
@@ -143,7 +151,13 @@ function coerce(spec: OptionSpec, raw: unknown, where: string, problems: string[
   }
 }
 
-function validate(c: ServeConfig, invalid: ReadonlySet<keyof ServeConfig>, problems: string[], inCluster: boolean): void {
+function validate(
+  c: ServeConfig,
+  invalid: ReadonlySet<keyof ServeConfig>,
+  problems: string[],
+  inCluster: boolean,
+  deferred: ReadonlySet<'tls' | 'ruleSource'>,
+): void {
   // Cross-field rules. Type/range errors were already recorded by coerce().
   if (invalid.has('leaseDuration') || invalid.has('renewDeadline') || invalid.has('retryPeriod')) {
     // Reported already; comparing with a default would mislead.
@@ -170,22 +184,8 @@ function validate(c: ServeConfig, invalid: ReadonlySet<keyof ServeConfig>, probl
     problems.push(`--webhook-port and --probes-port are both ${c.webhookPort}; give them different ports`);
   }
 
-  if ((c.tlsCertFile === '') !== (c.tlsKeyFile === '')) {
-    problems.push('--tls-cert-file and --tls-key-file go together; give both (or neither with --self-signed)');
-  } else if (c.tlsCertFile === '' && !c.selfSigned) {
-    problems.push('no serving certificate: give --tls-cert-file and --tls-key-file, or --self-signed for local use');
-  } else if (c.tlsCertFile !== '' && c.selfSigned) {
-    problems.push('--self-signed conflicts with --tls-cert-file/--tls-key-file; drop one of them');
-  }
-  for (const [flag, file] of [['--tls-cert-file', c.tlsCertFile], ['--tls-key-file', c.tlsKeyFile]] as const) {
-    if (file !== '') checkPath(flag, file, 'file', problems);
-  }
-
-  if (c.policies !== '') checkPath('--policies', c.policies, 'directory', problems);
-  else if (c.kubeconfig === '') {
-    // In a pod (KUBERNETES_SERVICE_HOST set) cluster mode uses the service account.
-    if (!inCluster) problems.push('no rule source: give --policies DIR (rules from files) or --kubeconfig FILE (rules from the cluster)');
-  } else checkPath('--kubeconfig', c.kubeconfig, 'file', problems);
+  if (!deferred.has('tls')) checkTls(c, problems);
+  if (!deferred.has('ruleSource')) checkRuleSource(c, problems, inCluster);
 
   const dns1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
   for (const ns of [...c.exemptNamespaces, c.installNamespace, c.leaseNamespace]) {
@@ -207,12 +207,76 @@ function validate(c: ServeConfig, invalid: ReadonlySet<keyof ServeConfig>, probl
   }
 }
 
-function checkPath(flag: string, path: string, want: 'file' | 'directory', problems: string[]): void {
+function checkTls(c: ServeConfig, problems: string[]): void {
+  if ((c.tlsCertFile === '') !== (c.tlsKeyFile === '')) {
+    problems.push('--tls-cert-file and --tls-key-file go together; give both (or neither with --self-signed)');
+  } else if (c.tlsCertFile === '' && !c.selfSigned) {
+    problems.push('no serving certificate: give --tls-cert-file and --tls-key-file, or --self-signed for local use');
+  } else if (c.tlsCertFile !== '' && c.selfSigned) {
+    problems.push('--self-signed conflicts with --tls-cert-file/--tls-key-file; drop one of them');
+  }
+  let readable = c.tlsCertFile !== '' && c.tlsKeyFile !== '';
+  for (const [flag, file] of [['--tls-cert-file', c.tlsCertFile], ['--tls-key-file', c.tlsKeyFile]] as const) {
+    if (file !== '' && !checkPath(flag, file, 'file', problems)) readable = false;
+  }
+  if (readable) checkKeyPair(c.tlsCertFile, c.tlsKeyFile, problems);
+}
+
+/**
+ * Loads the pair the way the webhook will, so a file that is not PEM or a key
+ * that does not belong to the certificate is a configuration error now, not a
+ * crash when the server starts.
+ */
+function checkKeyPair(certFile: string, keyFile: string, problems: string[]): void {
+  let cert: string;
+  let key: string;
+  try {
+    cert = readFileSync(certFile, 'utf8');
+    key = readFileSync(keyFile, 'utf8');
+  } catch (err) {
+    problems.push(`--tls-cert-file/--tls-key-file: cannot read them (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    return;
+  }
+  const before = problems.length;
+  if (!cert.includes('-----BEGIN CERTIFICATE-----')) {
+    problems.push(`--tls-cert-file ${certFile}: holds no PEM certificate (a "-----BEGIN CERTIFICATE-----" block); give the certificate file`);
+  }
+  if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key)) {
+    problems.push(`--tls-key-file ${keyFile}: holds no PEM private key (a "-----BEGIN ... PRIVATE KEY-----" block); give the key file`);
+  }
+  if (problems.length > before) return;
+  try {
+    createSecureContext({ cert, key });
+  } catch (err) {
+    const message = (err as Error).message;
+    problems.push(
+      /key values mismatch/i.test(message)
+        ? `--tls-key-file ${keyFile} is not the private key of the certificate in --tls-cert-file ${certFile}; give the matching key`
+        : `--tls-cert-file ${certFile} / --tls-key-file ${keyFile}: cannot be used for TLS (${message.replace(/^error:[0-9A-F]+:/, '')})`,
+    );
+  }
+}
+
+function checkRuleSource(c: ServeConfig, problems: string[], inCluster: boolean): void {
+  if (c.policies !== '') checkPath('--policies', c.policies, 'directory', problems);
+  else if (c.kubeconfig === '') {
+    // In a pod (KUBERNETES_SERVICE_HOST set) cluster mode uses the service account.
+    if (!inCluster) problems.push('no rule source: give --policies DIR (rules from files) or --kubeconfig FILE (rules from the cluster)');
+  } else checkPath('--kubeconfig', c.kubeconfig, 'file', problems);
+}
+
+/** Records a problem and returns false when `path` is not a readable file/directory. */
+function checkPath(flag: string, path: string, want: 'file' | 'directory', problems: string[]): boolean {
   try {
     const st = statSync(path);
-    if (want === 'file' ? !st.isFile() : !st.isDirectory()) problems.push(`${flag} ${path}: not a ${want}`);
+    if (want === 'file' ? !st.isFile() : !st.isDirectory()) {
+      problems.push(`${flag} ${path}: not a ${want}`);
+      return false;
+    }
+    return true;
   } catch (err) {
     problems.push(`${flag} ${path}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)}); check the path`);
+    return false;
   }
 }
 

@@ -28,6 +28,15 @@ export interface ManifestReadResult {
 }
 
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
+/**
+ * Largest manifest file read. The API server stores at most ~1.5 MiB per
+ * object (etcd's default request limit), so 16 MiB is over ten of the largest
+ * objects; parsing costs ~100x the file size in memory (a 20 MB file of small
+ * Pods peaked at ~3.4 GB RSS in `portal test`), so much larger files would
+ * exhaust the heap and crash instead of being reported.
+ */
+export const MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -180,6 +189,36 @@ function parseJson(text: string, source: string, result: ManifestReadResult): vo
   flatten(value, source, 0, result, { n: 0 });
 }
 
+/** The file as text, or undefined after recording why it cannot be a manifest. */
+async function readText(file: string, result: ManifestReadResult): Promise<string | undefined> {
+  let bytes: Buffer;
+  try {
+    const info = await stat(file);
+    if (info.size > MAX_MANIFEST_BYTES) {
+      const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+      result.errors.push({ source: file, message: `file is ${mib(info.size)}, over the ${mib(MAX_MANIFEST_BYTES)} limit; split it into smaller files` });
+      return undefined;
+    }
+    bytes = await readFile(file);
+  } catch (e) {
+    result.errors.push({ source: file, message: `cannot read: ${reason(e)}` });
+    return undefined;
+  }
+  // YAML and JSON are text; a NUL byte or invalid UTF-8 means a binary file
+  // (an image, an archive) given by mistake, which YAML would otherwise
+  // misreport as one odd string or a syntax error deep inside.
+  if (bytes.includes(0)) {
+    result.errors.push({ source: file, message: 'is a binary file (it contains NUL bytes), not YAML or JSON' });
+    return undefined;
+  }
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    result.errors.push({ source: file, message: 'is not UTF-8 text, so not YAML or JSON; check that this is the manifest you meant' });
+    return undefined;
+  }
+}
+
 export async function readManifests(paths: readonly string[]): Promise<ManifestReadResult> {
   const result: ManifestReadResult = { documents: [], errors: [] };
   for (const path of paths) {
@@ -196,13 +235,8 @@ export async function readManifests(paths: readonly string[]): Promise<ManifestR
       continue;
     }
     for (const file of files) {
-      let text: string;
-      try {
-        text = await readFile(file, 'utf8');
-      } catch (e) {
-        result.errors.push({ source: file, message: `cannot read: ${reason(e)}` });
-        continue;
-      }
+      const text = await readText(file, result);
+      if (text === undefined) continue;
       if (extname(file).toLowerCase() === '.json') parseJson(text, file, result);
       else parseYaml(text, file, result);
     }

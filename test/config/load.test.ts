@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { writeSelfSigned } from '../../src/admission/certs.ts';
 import { parseArgs } from '../../src/cli/args.ts';
 import { formatDuration, parseDuration } from '../../src/config/duration.ts';
 import { loadServeConfig, serveHelp } from '../../src/config/load.ts';
@@ -25,10 +26,10 @@ describe('Go-style durations', () => {
 
 describe('loadServeConfig', () => {
   let dir: string;
-  before(() => {
+  before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'portal-config-'));
-    writeFileSync(join(dir, 'tls.crt'), 'x');
-    writeFileSync(join(dir, 'tls.key'), 'x');
+    // A real pair: the configuration loads it the way the webhook will.
+    await writeSelfSigned(dir);
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -136,7 +137,7 @@ describe('parseArgs', () => {
   it('collects unknown flags with a suggestion and missing values', () => {
     const r = parseArgs(['--webhook-prot', '1', '--policies', '--self-signed', '--', '--x'], defs, 'portal serve');
     assert.deepEqual(r.problems, [
-      "unknown flag --webhook-prot (did you mean --webhook-port?); run 'portal serve --help' for the list",
+      `unknown flag --webhook-prot (did you mean --webhook-port?); "1" after it was not taken as its value; run 'portal serve --help' for the list`,
       'flag --policies needs a value: --policies VALUE',
     ]);
     assert.deepEqual(r.positionals, ['1', '--x']);

@@ -59,7 +59,9 @@ export function sendJson(res: ServerResponse, code: number, body: unknown, warni
     if (typeof retry === 'number') headers['Retry-After'] = String(retry);
   }
   res.writeHead(code, headers);
-  res.end(data);
+  // A string body makes Node send headers and body in one UTF-8 write, which
+  // would re-encode the latin1 Warning bytes; a Buffer keeps them raw.
+  res.end(Buffer.from(data, 'utf8'));
 }
 
 function readBody(req: IncomingMessage): Promise<string> {

@@ -22,13 +22,28 @@ export function humanAge(ts: unknown, now = Date.now()): string {
   return `${Math.floor(h / 24)}d`;
 }
 
-/** A `.a.b[0].c` JSONPath (the subset printer columns use). */
+/**
+ * The JSONPath subset printer columns use: `.a.b[0].c` and the filter form
+ * `.status.conditions[?(@.type=="Ready")].status` (first match, as kubectl
+ * prints a single value per cell).
+ */
 function evalPath(o: unknown, path: string): unknown {
-  const parts = path.replace(/^\{?\.?/, '').replace(/\}$/, '').split(/\.|\[(\d+)\]/).filter((p) => p !== undefined && p !== '');
+  const tokens = path.replace(/^\{?\.?/, '').replace(/\}$/, '').match(/\[\?\(@\.[^)]*\)\]|\[\d+\]|[^.[\]]+/g) ?? [];
   let cur = o;
-  for (const p of parts) {
-    if (Array.isArray(cur)) cur = cur[Number(p)];
-    else if (isPlainObject(cur)) cur = cur[p];
+  for (const t of tokens) {
+    const filter = /^\[\?\(@\.([\w.-]+)\s*==\s*(?:"([^"]*)"|'([^']*)')\)\]$/.exec(t);
+    if (filter) {
+      if (!Array.isArray(cur)) return undefined;
+      const [, field = '', dq, sq] = filter;
+      const want = dq ?? sq;
+      cur = cur.find((item) => isPlainObject(item) && String(evalPath(item, field)) === want);
+      continue;
+    }
+    const index = /^\[(\d+)\]$/.exec(t);
+    if (index) {
+      if (!Array.isArray(cur)) return undefined;
+      cur = cur[Number(index[1])];
+    } else if (isPlainObject(cur)) cur = cur[t];
     else return undefined;
   }
   return cur;
