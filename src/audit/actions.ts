@@ -25,6 +25,7 @@ import { alertLabels, decideAlert, firingAlert, resolvedAlert, type ViolationAle
 import { actionKey, type EmittedAction, type IdempotencyStore } from './idempotency.ts';
 import type { LedgerWriter } from './ledger-writer.ts';
 import { actionMetrics, type ActionMetrics } from './metrics.ts';
+import { LogKey } from '../observability/log-keys.ts';
 
 export type ActionOutcome =
   /** `requeueAfterMs`: run this object again then (an alert's next re-send). */
@@ -158,7 +159,7 @@ export class ActionExecutor {
     this.#evictWindowMs = options.evictWindowMs ?? 3_600_000;
     this.#pdbRetryMs = options.pdbRetryMs ?? 5000;
     this.#now = options.now ?? Date.now;
-    this.#logger = options.logger?.child({ component: 'audit-actions' });
+    this.#logger = options.logger?.child({ [LogKey.subcomponent]: 'audit-actions' });
     this.#metrics = options.registry ? actionMetrics(options.registry) : undefined;
   }
 

@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 import { alertMetrics, type AlertMetrics } from './metrics.ts';
+import { LogKey } from '../observability/log-keys.ts';
 
 export interface AlertmanagerAlert {
   labels: Record<string, string>;
@@ -111,7 +112,7 @@ export class AlertmanagerClient {
     this.#maxAttempts = options.maxAttempts ?? 4;
     this.#baseDelayMs = options.baseDelayMs ?? 250;
     this.#maxDelayMs = options.maxDelayMs ?? 5000;
-    this.#logger = options.logger?.child({ component: 'alertmanager' });
+    this.#logger = options.logger?.child({ [LogKey.subcomponent]: 'alertmanager' });
     this.#metrics = options.registry ? alertMetrics(options.registry) : undefined;
   }
 

@@ -42,6 +42,7 @@ import { ReportWriter } from './report-writer.ts';
 import { ruleDisplay, StatusWriter } from './status-writer.ts';
 import { objectKey, parseObjectKey, WorkQueue } from './work-queue.ts';
 import { WorkerPool } from './worker-pool.ts';
+import { LogKey } from '../observability/log-keys.ts';
 
 export interface AuditControllerConfig {
   /** Where the ledger ConfigMaps live. */
@@ -131,7 +132,7 @@ export class AuditController implements Runnable {
   constructor(config: AuditControllerConfig, deps: AuditControllerDeps) {
     this.#config = Object.freeze({ ...config });
     this.#deps = deps;
-    this.#log = deps.logger.child({ component: 'audit' });
+    this.#log = deps.logger.child({ [LogKey.subcomponent]: 'audit' });
     const { client } = deps;
     this.#exempt = new Set([...config.exemptNamespaces, config.installNamespace]);
     this.#queue = new WorkQueue({ name: 'audit', logger: this.#log, registry: deps.registry });

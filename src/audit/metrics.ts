@@ -51,6 +51,6 @@ export interface ActionMetrics {
 
 export function actionMetrics(registry: Registry): ActionMetrics {
   return {
-    actions: counter(registry, 'portal_audit_actions_total', 'Audit side effects by action type and outcome (done, skipped, retry, failed, fenced).', ['action', 'outcome']),
+    actions: counter(registry, 'portal_audit_actions_total', 'Audit side effects by action type and outcome (done, skipped, retry, error).', ['action', 'outcome']),
   };
 }

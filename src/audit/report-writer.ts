@@ -16,6 +16,7 @@ import type { LeaderTerm } from '../leader/term.ts';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 import type { KubeObject } from '../policy/types.ts';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, REPORT_API_VERSION, reportContentEqual, type PolicyReport } from './policy-report.ts';
+import { LogKey } from '../observability/log-keys.ts';
 
 const GROUP = 'wgpolicyk8s.io';
 const VERSION = 'v1alpha2';
@@ -45,7 +46,7 @@ export class ReportWriter {
 
   constructor(client: KubeClient, logger: Logger, options: { staleAfterMs?: number } = {}) {
     this.#client = client;
-    this.#logger = logger.child({ component: 'report-writer' });
+    this.#logger = logger.child({ [LogKey.subcomponent]: 'report-writer' });
     const common = { apiVersion: REPORT_API_VERSION, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`, ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}) };
     this.reports = new ResilientInformer(client, { ...common, name: 'policyreports', path: `/apis/${GROUP}/${VERSION}/policyreports`, kind: 'PolicyReport' }, logger);
     this.clusterReports = new ResilientInformer(client, { ...common, name: 'clusterpolicyreports', path: `/apis/${GROUP}/${VERSION}/clusterpolicyreports`, kind: 'ClusterPolicyReport' }, logger);

@@ -16,6 +16,7 @@ import { isPortalError } from '../observability/errors.ts';
 import { matchesPods, type RuleState } from '../policy/index.ts';
 import type { Condition, KubeObject, RuleSpec, RuleStatus } from '../policy/types.ts';
 import { validateActions } from './actions.ts';
+import { LogKey } from '../observability/log-keys.ts';
 
 export interface StatusInputs {
   states(): RuleState[];
@@ -86,7 +87,7 @@ export class StatusWriter {
   constructor(client: KubeClient, inputs: StatusInputs, logger: Logger, options: { debounceMs?: number } = {}) {
     this.#client = client;
     this.#inputs = inputs;
-    this.#logger = logger.child({ component: 'status-writer' });
+    this.#logger = logger.child({ [LogKey.subcomponent]: 'status-writer' });
     // ~1 s: violations stay current within a second, and a burst of changes costs one write per rule.
     this.#debounceMs = options.debounceMs ?? 1000;
   }

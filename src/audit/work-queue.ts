@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 import { queueMetrics, type QueueMetrics } from './metrics.ts';
+import { LogKey } from '../observability/log-keys.ts';
 
 export interface WorkQueueOptions {
   /** Name used in logs and the `queue` metric label. @default "audit" */
@@ -93,7 +94,7 @@ export class WorkQueue<T = undefined> {
     this.#maxRetries = options.maxRetries ?? 8;
     this.#baseDelayMs = options.baseDelayMs ?? 200;
     this.#maxDelayMs = options.maxDelayMs ?? 60_000;
-    this.#logger = options.logger?.child({ component: 'work-queue', queue: this.name });
+    this.#logger = options.logger?.child({ [LogKey.subcomponent]: 'work-queue', queue: this.name });
     this.#metrics = options.registry ? queueMetrics(options.registry) : undefined;
     if (!(this.#maxSize > 0) || !(this.#maxRetries >= 0) || !(this.#baseDelayMs >= 0) || !(this.#maxDelayMs >= this.#baseDelayMs)) {
       throw new PortalError(ErrorCode.ConfigInvalid, `work queue "${this.name}": invalid options`);

@@ -10,6 +10,7 @@
 import type { Logger } from 'pino';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 import type { WorkItem, WorkQueue } from './work-queue.ts';
+import { LogKey } from '../observability/log-keys.ts';
 
 /** What a handler may return; `void` means done. */
 export type HandlerResult = void | { requeueAfterMs: number };
@@ -34,7 +35,7 @@ export class WorkerPool<T> {
     this.#queue = queue;
     this.#handler = handler;
     this.#concurrency = options.concurrency ?? 4;
-    this.#logger = options.logger?.child({ component: 'worker-pool', queue: queue.name });
+    this.#logger = options.logger?.child({ [LogKey.subcomponent]: 'worker-pool', queue: queue.name });
     if (!Number.isInteger(this.#concurrency) || this.#concurrency < 1) {
       throw new PortalError(ErrorCode.ConfigInvalid, `worker pool: concurrency must be a positive integer, got ${this.#concurrency}`);
     }

@@ -28,6 +28,7 @@ import { LeaseLock, microTime, newerResourceVersion, observeLease, sameRecord, t
 import { createLeaderMetrics, type LeaderMetrics } from './metrics.ts';
 import { LeaseEventRecorder, type LeaderEventRecorder } from './recorder.ts';
 import { Term, type LeaderTerm } from './term.ts';
+import { LogKey } from '../observability/log-keys.ts';
 
 export interface LeaderCallbacks {
   /** This replica leads; start leader-only work under `term.signal`. Not awaited. */
@@ -91,7 +92,7 @@ export class LeaderElector {
     this.config = config;
     this.identity = deps.identity;
     this.#deps = deps;
-    this.#logger = deps.logger.child({ component: 'leader-election', identity: deps.identity, lease: `${config.leaseNamespace}/${config.leaseName}` });
+    this.#logger = deps.logger.child({ [LogKey.subcomponent]: 'leader-election', identity: deps.identity, lease: `${config.leaseNamespace}/${config.leaseName}` });
     this.#lock = new LeaseLock(deps.client, config.leaseNamespace, config.leaseName);
     this.#metrics = createLeaderMetrics(deps.registry, { isLeader: () => this.isLeader(), heldSeconds: () => this.#heldSecondsNow() });
     this.#recorder =

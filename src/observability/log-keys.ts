@@ -5,6 +5,8 @@
  */
 export const LogKey = {
   component: 'component',
+  /** A part inside a component (a component's child logger): pino would otherwise repeat `component`. */
+  subcomponent: 'subcomponent',
   uid: 'uid',
   operation: 'operation',
   kind: 'kind',
