@@ -208,12 +208,19 @@ export class ActionExecutor {
     if (this.#o.exemptNamespaces.has(namespace)) return this.#count('evict', { status: 'skipped', reason: `namespace ${namespace} is exempt` });
     if (meta.deletionTimestamp) return this.#count('evict', { status: 'skipped', reason: 'pod is already terminating' });
     const key = this.#key(target, rule, 'evict');
-    if (this.#o.store.has(key)) return this.#count('evict', { status: 'skipped', reason: 'evicted within its window' });
+    const record = this.#o.store.get(key);
+    if (record?.state === 'intent') {
+      // Unconfirmed (its leader died or was fenced between the ledger intent
+      // and the Eviction call, or right after it): the pod itself tells.
+      const settled = await this.#settleEviction(target, key, record, term, signal);
+      if (settled !== 'evict') return settled;
+    } else if (record) return this.#count('evict', { status: 'skipped', reason: 'evicted within its window' });
     if (!this.#o.evictionLimiter.tryTake()) {
       return this.#count('evict', { status: 'retry', afterMs: Math.ceil(this.#o.evictionLimiter.delayMs()), reason: '--max-evictions-per-minute reached' });
     }
     const at = this.#now();
     const intent: EmittedAction = { state: 'intent', epoch: term.epochString, at, until: at + this.#evictWindowMs };
+    if (meta.uid) intent.uid = meta.uid;
     await this.#o.ledger.write({ [key]: intent }, [], term, signal);
     this.#o.store.record(key, intent);
     await this.#o.writeLimiter.take(signal);
@@ -239,6 +246,41 @@ export class ActionExecutor {
     this.#o.store.record(key, done);
     await this.#o.ledger.write({ [key]: done }, [], term, signal);
     return this.#count('evict', { status: 'done' });
+  }
+
+  /**
+   * Settles an eviction `intent` nobody confirmed by reading the pod now
+   * (not the informer cache, which may lag behind an eviction):
+   * gone, terminating, or another UID under the same name (evicted and
+   * re-created) → the eviction happened: mark it done, keep its window;
+   * the same pod, still running → it never happened: 'evict' (now).
+   * Evicting one pod twice is impossible: a first eviction would have
+   * removed it. Without a recorded UID (an older entry) a pod created after
+   * the intent counts as re-created.
+   */
+  async #settleEviction(target: ActionTarget, key: string, record: EmittedAction, term: LeaderTerm, signal: AbortSignal): Promise<ActionOutcome | 'evict'> {
+    const meta = target.object.metadata ?? {};
+    let evicted: string | undefined;
+    try {
+      const live = await this.#o.core.readNamespacedPod({ name: meta.name ?? '', namespace: meta.namespace ?? '' }, callOptions({ signal }));
+      const ct = live.metadata?.creationTimestamp as Date | string | undefined;
+      // creationTimestamp has second precision: compare with the intent's second.
+      const created = ct instanceof Date ? ct.getTime() : Date.parse(ct ?? '');
+      if (live.metadata?.deletionTimestamp) evicted = 'the pod is terminating';
+      else if (record.uid !== undefined ? live.metadata?.uid !== record.uid : created >= Math.floor(record.at / 1000) * 1000) evicted = 'the pod was re-created under its name';
+    } catch (err) {
+      if (apiStatusCode(err) !== 404) return this.#count('evict', { status: 'error', reason: `cannot settle an unconfirmed eviction: ${describeApiError(err)}` });
+      evicted = 'the pod is gone';
+    }
+    if (evicted === undefined) {
+      this.#logger?.info({ epoch: record.epoch, [LogKey.namespace]: meta.namespace, [LogKey.name]: meta.name }, 'unconfirmed eviction never happened: evicting now');
+      this.#o.store.forget(key);
+      return 'evict';
+    }
+    const done: EmittedAction = { ...record, state: 'done' };
+    this.#o.store.record(key, done);
+    await this.#o.ledger.write({ [key]: done }, [], term, signal);
+    return this.#count('evict', { status: 'skipped', reason: `unconfirmed eviction settled as done: ${evicted}` });
   }
 
   /**

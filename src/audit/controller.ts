@@ -121,8 +121,9 @@ export class AuditController implements Runnable {
   #epoch: string | undefined;
   #lastAuditTime: Date | undefined;
   #passStartedAt = 0;
-  #passEpoch: string | undefined;
   #lastPassTime: Date | undefined;
+  /** The current term's takeover reconciliation (see #enqueuePending); lastAuditTime waits for it. */
+  #takeover: { epoch: string; keys: Set<string>; scanned: boolean; passEnded: boolean } | undefined;
   #passes = 0;
   /** Wall-clock ms of the first side effect of the current term (bench/failover figures). */
   firstSideEffectAt: number | undefined;
@@ -283,6 +284,7 @@ export class AuditController implements Runnable {
   #becameLeader(term: LeaderTerm): void {
     this.termStartedAt = Date.now();
     this.firstSideEffectAt = undefined;
+    this.#takeover = { epoch: term.epochString, keys: new Set(), scanned: false, passEnded: false };
     this.status.markDirty();
     void this.#enqueuePending(term);
   }
@@ -298,15 +300,39 @@ export class AuditController implements Runnable {
     const SLICE = 500;
     let pending = 0;
     let seen = 0;
+    const takeover = this.#takeover;
     for (const [key, st] of [...this.#objects]) {
       if (term.signal.aborted || this.#epoch !== term.epochString) return;
       if (this.#pending(key, st, term)) {
+        takeover?.keys.add(key);
         this.#enqueue(key);
         pending++;
       }
       if (++seen % SLICE === 0) await new Promise((r) => setImmediate(r));
     }
     this.#log.info({ epoch: term.epochString, objects: this.#objects.size, pending }, 'leading: pending audit side effects enqueued');
+    if (takeover) {
+      takeover.scanned = true;
+      this.#takeoverProgress(takeover);
+    }
+  }
+
+  /**
+   * The takeover is reconciled once every key it enqueued was handled: the
+   * world then matches this replica's complete, warm evaluation. A full pass
+   * that ended while leading but before that moment sets lastAuditTime now.
+   */
+  #takeoverProgress(takeover: NonNullable<AuditController['#takeover']>, key?: string): void {
+    if (key !== undefined) takeover.keys.delete(key);
+    if (!takeover.scanned || takeover.keys.size > 0 || this.#takeover !== takeover) return;
+    this.#takeover = undefined;
+    if (takeover.passEnded && this.#validTerm()?.epochString === takeover.epoch) this.#setLastAuditTime(new Date());
+  }
+
+  #setLastAuditTime(at: Date): void {
+    this.#lastAuditTime = at;
+    this.status.markDirty();
+    if (this.#signal) this.status.schedule(() => this.#validTerm(), this.#signal);
   }
 
   /** Does this object still need a side effect (as far as this replica has observed)? */
@@ -323,7 +349,9 @@ export class AuditController implements Runnable {
       const k = (type: 'label' | 'annotate' | 'alert' | 'evict') => actionKey({ rule: rule.display, gvk: st.gvk, namespace: st.object.metadata?.namespace ?? '', name: st.object.metadata?.name ?? '', actionType: type });
       for (const a of rule.state?.actions ?? []) {
         if (!violating || st.deleted) continue;
-        if ((a.type === 'label' || a.type === 'annotate' || a.type === 'evict') && !this.store.has(k(a.type))) return true;
+        if ((a.type === 'label' || a.type === 'annotate') && !this.store.has(k(a.type))) return true;
+        // An unconfirmed eviction intent is settled by the executor (it reads the pod).
+        if (a.type === 'evict' && this.#config.maxEvictionsPerMinute > 0 && this.store.get(k('evict'))?.state !== 'done') return true;
       }
       if (this.#alertmanager.configured) {
         const wants = violating && !st.deleted && (rule.state?.actions ?? []).some((a) => a.type === 'alert');
@@ -358,7 +386,6 @@ export class AuditController implements Runnable {
   fullPass(): number {
     if (this.#passPending.size > 0) return 0; // the previous pass is still running
     this.#passStartedAt = performance.now();
-    this.#passEpoch = this.#validTerm()?.epochString;
     const n = this.#enqueueAll(true);
     if (n === 0) this.#finishPass();
     return n;
@@ -381,10 +408,16 @@ export class AuditController implements Runnable {
 
   #finishPass(): void {
     this.#passes++;
-    // lastAuditTime is the leader's audit: a pass that began on a follower
-    // does not move it (so a takeover does not rewrite every rule's status).
+    // lastAuditTime (docs/architecture.md, "Rule status") is the leader's
+    // audit: the end of a full pass that ENDS while this replica leads. Keys
+    // the pass handled before leadership arrived (as a follower: evaluated,
+    // side effects skipped) are covered by the takeover reconciliation, so
+    // until that has drained the time waits for it. The takeover itself
+    // moves nothing, so a failover rewrites no rule status that is right.
     this.#lastPassTime = new Date();
-    if (this.#passEpoch !== undefined && this.#passEpoch === this.#validTerm()?.epochString) this.#lastAuditTime = this.#lastPassTime;
+    const term = this.#validTerm();
+    if (term && this.#takeover?.epoch === term.epochString) this.#takeover.passEnded = true;
+    else if (term) this.#lastAuditTime = this.#lastPassTime;
     this.#gauges.passSeconds.set((performance.now() - this.#passStartedAt) / 1000);
     this.status.markDirty();
     if (this.#signal) this.status.schedule(() => this.#validTerm(), this.#signal);
@@ -420,6 +453,7 @@ export class AuditController implements Runnable {
       return await this.#act(key, signal);
     } finally {
       if (this.#passPending.delete(key) && this.#passPending.size === 0) this.#finishPass();
+      if (this.#takeover?.keys.has(key)) this.#takeoverProgress(this.#takeover, key);
     }
   }
 

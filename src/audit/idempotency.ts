@@ -43,10 +43,16 @@
  * for alerts that is the re-send interval, and the alert is then sent by the
  * new leader — while a crash between (2) and (3) never causes a second send.
  * This is at-most-once inside the window and at-least-once across windows.
- * For alerts the successor does better: it settles an unconfirmed `intent`
+ * Both alerts and evictions do better, by asking the world. Evictions: an
+ * unconfirmed `intent` for a pod that is still violating is settled by
+ * reading the pod (ActionExecutor.evict): gone, terminating, or a different
+ * UID (re-created under its name) → it was evicted: mark it done; the same
+ * pod still running → it never was: evict now. Evicting one pod twice is
+ * impossible (the first eviction would have removed it). For alerts: it settles an unconfirmed `intent`
  * by asking Alertmanager (`GET /api/v2/alerts`) whether the alert is active —
  * active: mark it done; absent: send it now (ActionExecutor.alert). So a crash
- * or a fenced term between intent and send neither loses nor repeats it.
+ * or a fenced term between intent and send neither loses nor repeats an alert
+ * or an eviction.
  *
  * Wall-clock time is used for windows (`at`, `until`) because they cross
  * processes via the ledger; fencing never uses it (LeaderTerm is monotonic).
@@ -85,6 +91,8 @@ export interface EmittedAction {
   until?: number;
   /** Alerts: when the alert first fired (kept across re-sends). */
   startsAt?: number;
+  /** Evictions: UID of the pod the intent was for (tells "evicted and re-created" from "never evicted"). */
+  uid?: string;
 }
 
 export interface IdempotencyStoreOptions {

@@ -7,9 +7,11 @@
  * Layout: 16 ConfigMaps `portal-audit-ledger-<0-f>` in the install
  * namespace, sharded by the first hex digit of the action key. A ConfigMap
  * holds at most 1 MiB; an entry is a 64-character key plus a value of about
- * 110 bytes (`{"s":"done","e":"<36-char uid>/<n>","t":…,"u":…,"st":…}`),
- * ~180 bytes with JSON overhead, so one shard holds ~5,800 entries and we
- * cap it at {@link LEDGER_MAX_ENTRIES_PER_SHARD} = 4,000 for headroom: 64,000
+ * 110 bytes (`{"s":"done","e":"<36-char uid>/<n>","t":…,"u":…,"st":…}`; evictions
+ * add `"id":"<36-char pod uid>"`, ~45 bytes more), ~180 bytes with JSON
+ * overhead (~225 for an eviction), so one shard holds ~4,600–5,800 entries and
+ * we cap it at {@link LEDGER_MAX_ENTRIES_PER_SHARD} = 4,000 for headroom
+ * (≤ 0.9 MB even if every entry were an eviction): 64,000
  * entries overall, enough for the 10,000-object sizing point with every
  * action type. Each write is a merge patch of single data keys, so
  * concurrent workers never overwrite each other's entries and no
@@ -41,12 +43,15 @@ interface Wire {
   t: number;
   u?: number;
   st?: number;
+  /** Evictions: the pod UID. */
+  id?: string;
 }
 
 export function encodeLedgerEntry(entry: EmittedAction): string {
   const wire: Wire = { s: entry.state, e: entry.epoch, t: entry.at };
   if (entry.until !== undefined) wire.u = entry.until;
   if (entry.startsAt !== undefined) wire.st = entry.startsAt;
+  if (entry.uid !== undefined) wire.id = entry.uid;
   return JSON.stringify(wire);
 }
 
@@ -63,6 +68,7 @@ export function decodeLedgerEntry(value: string): EmittedAction | undefined {
   const entry: EmittedAction = { state: w.s, epoch: w.e, at: w.t };
   if (typeof w.u === 'number') entry.until = w.u;
   if (typeof w.st === 'number') entry.startsAt = w.st;
+  if (typeof w.id === 'string') entry.uid = w.id;
   return entry;
 }
 
