@@ -95,6 +95,14 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
 
   // The handler stays synchronous unless the decider returns a promise: at
   // thousands of requests per second the extra microtask hops are measurable.
+  // kube-apiserver only ever POSTs; anything else is a client mistake worth a
+  // precise answer rather than a 404.
+  app.route({
+    method: ['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE'],
+    url: '/validate',
+    handler: (_req, reply) => reply.code(405).header('Allow', 'POST').send(statusBody(405, 'method not allowed: send the AdmissionReview with POST')),
+  });
+
   app.post('/validate', (req, reply) => {
     const started = performance.now();
     metrics.inFlight.inc();

@@ -94,6 +94,17 @@ interface ObjectState {
   deleted: boolean;
 }
 
+/** A new term's reconciliation of what its follower time computed but did not act on. */
+interface Takeover {
+  epoch: string;
+  /** Keys enqueued as pending and not handled yet. */
+  keys: Set<string>;
+  /** Every object has been looked at (#enqueuePending finished). */
+  scanned: boolean;
+  /** A full pass ended during the takeover: its lastAuditTime waits for the drain. */
+  passEnded: boolean;
+}
+
 const isViolation = (v: RuleVerdict): boolean => v.result === 'fail' || v.result === 'warn';
 
 export class AuditController implements Runnable {
@@ -123,7 +134,7 @@ export class AuditController implements Runnable {
   #passStartedAt = 0;
   #lastPassTime: Date | undefined;
   /** The current term's takeover reconciliation (see #enqueuePending); lastAuditTime waits for it. */
-  #takeover: { epoch: string; keys: Set<string>; scanned: boolean; passEnded: boolean } | undefined;
+  #takeover: Takeover | undefined;
   #passes = 0;
   /** Wall-clock ms of the first side effect of the current term (bench/failover figures). */
   firstSideEffectAt: number | undefined;
@@ -322,7 +333,7 @@ export class AuditController implements Runnable {
    * world then matches this replica's complete, warm evaluation. A full pass
    * that ended while leading but before that moment sets lastAuditTime now.
    */
-  #takeoverProgress(takeover: NonNullable<AuditController['#takeover']>, key?: string): void {
+  #takeoverProgress(takeover: Takeover, key?: string): void {
     if (key !== undefined) takeover.keys.delete(key);
     if (!takeover.scanned || takeover.keys.size > 0 || this.#takeover !== takeover) return;
     this.#takeover = undefined;
@@ -417,7 +428,7 @@ export class AuditController implements Runnable {
     this.#lastPassTime = new Date();
     const term = this.#validTerm();
     if (term && this.#takeover?.epoch === term.epochString) this.#takeover.passEnded = true;
-    else if (term) this.#lastAuditTime = this.#lastPassTime;
+    else if (term && term.epochString === this.#epoch) this.#lastAuditTime = this.#lastPassTime;
     this.#gauges.passSeconds.set((performance.now() - this.#passStartedAt) / 1000);
     this.status.markDirty();
     if (this.#signal) this.status.schedule(() => this.#validTerm(), this.#signal);

@@ -124,9 +124,17 @@ function evaluateOne(item: IndexedEntry, input: EvaluationInput): RuleVerdict | 
   if (target === null || typeof target !== 'object') {
     return errorVerdict(entry, `the ${input.operation} request carries no object to validate`);
   }
-  const violations = templatePath
-    ? entry.validate(templatePod(target, templatePath), templatePath.join('.'))
-    : entry.validate(target);
+  let violations: ReturnType<typeof entry.validate>;
+  try {
+    violations = templatePath
+      ? entry.validate(templatePod(target, templatePath), templatePath.join('.'))
+      : entry.validate(target);
+  } catch (err) {
+    // A schema can still blow up on a hostile object (e.g. a recursive $ref
+    // meeting a very deep document). Only this rule is undecidable: it gives
+    // an `error` verdict, which denies (fail closed) and names the rule.
+    return errorVerdict(entry, `its schema failed on this object (${err instanceof Error ? err.message : String(err)})`);
+  }
   if (violations.length === 0) return verdict(entry, 'pass', `${entry.display}: passed`);
   return verdict(
     entry,

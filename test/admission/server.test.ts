@@ -138,6 +138,14 @@ describe('POST /validate bad input', () => {
     });
   }
 
+  it('answers other methods on /validate with 405 and Allow: POST', async () => {
+    for (const method of ['GET', 'PUT', 'DELETE'] as const) {
+      const res = await s.app.inject({ method, url: '/validate' });
+      assert.equal(res.statusCode, 405, method);
+      assert.equal(res.headers['allow'], 'POST');
+    }
+  });
+
   it('rejects a wrong or missing content type with 415', async () => {
     for (const headers of [{ 'content-type': 'text/plain' }, { 'content-type': 'application/yaml' }, {}]) {
       const res = await s.app.inject({ method: 'POST', url: '/validate', headers, payload: JSON.stringify(podReview()) });

@@ -226,11 +226,21 @@ test('faults: errors, latency, cut off, side API', () => withServer({}, async (s
   await call('GET', '/api/v1/namespaces/default/configmaps');
   assert.ok(Date.now() - t0 >= 140);
   await admin('POST', '/_portal/faults', { action: 'clear' });
-  const watch = readWatch(`${s.url}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1`, token, () => false, 5000);
-  await new Promise((r2) => setTimeout(r2, 100));
+  // Cut only once the stream is open (its first event arrived), not after a
+  // fixed sleep; then the watch must end well before its 5 s deadline.
+  assert.equal((await admin('POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'seen' } })).status, 201);
+  let opened!: () => void;
+  const open = new Promise<void>((r2) => (opened = r2));
+  const watch = readWatch(`${s.url}/api/v1/namespaces/default/configmaps?watch=true`, token, (e) => {
+    if (e.length > 0) opened();
+    return false;
+  }, 5000);
+  await open;
+  const cutAt = Date.now();
   const cut = await admin('POST', '/_portal/faults', { action: 'cutOff', user: 'victim' });
   assert.equal(cut.status, 200);
-  await watch; // ends well before its 5 s deadline because the stream was cut
+  await watch;
+  assert.ok(Date.now() - cutAt < 2500, `the cut watch ended after ${Date.now() - cutAt} ms, not at once`);
   await assert.rejects(call('GET', '/api/v1/namespaces'));
   await admin('POST', '/_portal/faults', { action: 'restore', user: 'victim' });
   assert.equal((await call('GET', '/api/v1/namespaces')).status, 200);

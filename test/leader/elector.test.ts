@@ -98,8 +98,17 @@ test('renews an already-held Lease: renewTime moves, acquireTime and transitions
   const a = runElector(t, api, 'a');
   await until(() => a.elector.isLeader(), 2000, 'a to lead');
   const first = await readLease(admin);
-  await new Promise((r) => setTimeout(r, 700));
-  const later = await readLease(admin);
+  // Wait for three renewals (one per 200 ms retry period) instead of sleeping.
+  let later = first;
+  let renewals = 0;
+  await until(async () => {
+    const lease = await readLease(admin);
+    if (String(lease.spec?.renewTime) !== String(later.spec?.renewTime)) {
+      renewals++;
+      later = lease;
+    }
+    return renewals >= 3;
+  }, 3000, 'three renewals');
   assert.equal(later.spec?.holderIdentity, 'a_test');
   assert.equal(String(later.spec?.acquireTime), String(first.spec?.acquireTime));
   assert.equal(later.spec?.leaseTransitions, first.spec?.leaseTransitions);

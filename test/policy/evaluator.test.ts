@@ -127,3 +127,24 @@ void describe('decide', () => {
     assert.deepEqual(d.warnings, ['w: Bad. (spec.x: must be equal to false)']);
   });
 });
+
+describe('a schema that throws on a hostile object', () => {
+  it('gives an error verdict for that rule only, which denies', () => {
+    // A recursive $ref walks as deep as the object: deep enough, the stack
+    // overflows inside ajv's generated code.
+    const recursive = { $defs: { node: { type: 'object', properties: { next: { $ref: '#/$defs/node' } } } }, $ref: '#/$defs/node' };
+    const rules = new RuleSet();
+    rules.upsert(clusterRule('recursive', { match: { kinds: [{ apiGroups: [''], kinds: ['ConfigMap'] }] }, validate: { message: 'm', schema: recursive } }));
+    rules.upsert(clusterRule('other', { match: { kinds: [{ apiGroups: [''], kinds: ['ConfigMap'] }] }, validate: { message: 'm', schema: true } }));
+    let deep: Record<string, unknown> = {};
+    for (let i = 0; i < 100_000; i++) deep = { next: deep };
+    const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'default' }, ...deep };
+    const verdicts = evaluate(rules, input(cm));
+    const byRule = Object.fromEntries(verdicts.map((v) => [v.rule, v]));
+    assert.equal(byRule['recursive']?.result, 'error');
+    assert.match(byRule['recursive']?.message ?? '', /recursive could not be evaluated: its schema failed on this object/);
+    assert.equal(byRule['other']?.result, 'pass');
+    const decision = decide(verdicts);
+    assert.equal(decision.allowed, false);
+  });
+});
