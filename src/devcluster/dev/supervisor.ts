@@ -48,13 +48,15 @@ export interface SupervisorOptions {
    */
   onFatal?: (name: string, logTail: string) => void;
   logger?: Logger;
+  /** Restart backoff; the defaults below suit a dev loop (tests shorten them). */
+  backoff?: { initialMs?: number; maxMs?: number; resetAfterMs?: number };
 }
 
 /** First restart after 500 ms, doubling up to 30 s, like CrashLoopBackOff but scaled for a dev loop. */
-const BACKOFF_INITIAL_MS = 500;
-const BACKOFF_MAX_MS = 30_000;
+export const BACKOFF_INITIAL_MS = 500;
+export const BACKOFF_MAX_MS = 30_000;
 /** A replica that stayed up this long is considered healthy again: its backoff is reset. */
-const BACKOFF_RESET_AFTER_MS = 30_000;
+export const BACKOFF_RESET_AFTER_MS = 30_000;
 const EXIT_USAGE = 2;
 
 interface Slot {
@@ -136,8 +138,9 @@ export class Supervisor {
           void this.logTail(slot.spec.logFile).then((tail) => this.opts.onFatal?.(slot.spec.name, tail));
           return;
         }
-        if (performance.now() - startedAt >= BACKOFF_RESET_AFTER_MS) slot.failures = 0;
-        const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_INITIAL_MS * 2 ** slot.failures);
+        const backoff = this.opts.backoff ?? {};
+        if (performance.now() - startedAt >= (backoff.resetAfterMs ?? BACKOFF_RESET_AFTER_MS)) slot.failures = 0;
+        const delay = Math.min(backoff.maxMs ?? BACKOFF_MAX_MS, (backoff.initialMs ?? BACKOFF_INITIAL_MS) * 2 ** slot.failures);
         slot.failures++;
         this.changed();
         slot.timer = setTimeout(() => {
