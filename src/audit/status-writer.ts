@@ -2,7 +2,8 @@
  * Rule `.status` (leader-only), written through the status subresource with a
  * JSON merge patch: observedGeneration, conditions (Ready: Compiled /
  * CompileError; ActionsValid: problems with spec.audit.actions), violations
- * (objects violating the rule now) and lastAuditTime (after full passes).
+ * (objects violating the rule now) and lastAuditTime (the end of the last
+ * full pass that ended while leading; docs/architecture.md).
  *
  * Writes are debounced (`debounceMs`, ~1 s): a burst of object changes costs
  * one status write per rule, and the count is still current within a second.
@@ -24,7 +25,7 @@ export interface StatusInputs {
   violations(display: string): number;
   /** The stored rule object (for its spec and current status), if cached. */
   ruleObject(state: RuleState): KubeObject | undefined;
-  /** Wall-clock time the last full pass that ran while leading finished. */
+  /** Wall-clock time the last full pass that ended while leading (takeover drained) finished. */
   lastAuditTime(): Date | undefined;
   /** Any full pass (also as a follower): used only when the rule has no lastAuditTime yet. */
   lastPassTime(): Date | undefined;

@@ -28,6 +28,11 @@ async function ledgerEntry(kube: KubeClient, key: string) {
   return raw === undefined ? undefined : decodeLedgerEntry(raw);
 }
 
+async function reports(kube: KubeClient): Promise<number> {
+  const list = (await kube.customObjects.listNamespacedCustomObject({ group: 'wgpolicyk8s.io', version: 'v1alpha2', namespace: APP_NS, plural: 'policyreports' })) as { items: unknown[] };
+  return list.items.length;
+}
+
 async function lastAuditTime(kube: KubeClient, name: string): Promise<string | undefined> {
   const r = (await kube.customObjects.getClusterCustomObject({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name })) as { status?: { lastAuditTime?: string } };
   return r.status?.lastAuditTime;
@@ -56,8 +61,14 @@ test('an unconfirmed eviction intent is settled by the pod: still there → evic
     await kube.core.createNamespacedConfigMap({ namespace: INSTALL_NS, body: { metadata: { name, namespace: INSTALL_NS, labels: { ...LEDGER_LABELS } }, data } });
   }
 
-  const next = await startReplica(t, api, 'replica-next');
-  await until(() => next.controller.synced() && next.controller.violations('evicting') === 2 && next.controller.store.get(key('stuck'))?.state === 'intent' && next.controller.store.get(key('recreated'))?.state === 'intent', 10_000, 'the follower learnt both intents');
+  // The predecessor wrote the reports (its evictions are disabled here, so the
+  // intents below are the only trace of them): nothing else is pending.
+  const [prev, next] = await Promise.all([startReplica(t, api, 'replica-prev', { maxEvictionsPerMinute: 0 }), startReplica(t, api, 'replica-next')]);
+  prev.grant();
+  await until(async () => (await reports(kube)) === 2, 10_000, 'reports by the predecessor');
+  await until(() => prev.controller.idle(), 10_000, 'predecessor idle');
+  prev.revoke();
+  await until(() => next.controller.synced() && next.controller.idle() && next.controller.reports.synced() && next.controller.violations('evicting') === 2 && next.controller.store.get(key('stuck'))?.state === 'intent' && next.controller.store.get(key('recreated'))?.state === 'intent', 10_000, 'the follower learnt both intents');
   assert.deepEqual(writesBy(api, 'replica-next', 'pods'), [], 'a follower evicts nothing');
   next.grant();
 
@@ -69,6 +80,7 @@ test('an unconfirmed eviction intent is settled by the pod: still there → evic
   const evictions = (name: string) => api.auditLog().filter((e) => e.subresource === 'eviction' && e.name === name).map((e) => `${e.user} ${e.code}`);
   assert.deepEqual(evictions('stuck'), ['replica-next 201'], 'the pod that was never evicted is evicted once');
   assert.deepEqual(evictions('recreated'), [], 'a pod re-created after its eviction is not evicted again inside the window');
+  assert.deepEqual(writesBy(api, 'replica-next', 'policyreports').filter((e) => e.verb !== 'delete'), [], 'the reports were already right: only the eviction was pending');
   const still = await kube.core.readNamespacedPod({ namespace: APP_NS, name: 'recreated' });
   assert.equal(still.metadata?.uid, fresh.metadata?.uid);
   assert.equal((await ledgerEntry(kube, key('recreated')))?.uid, old.metadata?.uid, 'the settled entry keeps the evicted pod uid and window');
@@ -131,7 +143,6 @@ test('lastAuditTime: a takeover moves nothing; the first full pass as leader doe
   assert.ok(b.controller.fullPass() > 0, 'a pass started as a follower');
   b.grant();
   await until(() => b.controller.passes > passes && b.controller.idle(), 10_000, 'the pass ended');
-  console.error('DBG', first, await lastAuditTime(kube, 'audited'), JSON.stringify(writesBy(api, 'replica-b', 'portalclusterrules')));
   await until(async () => ((await lastAuditTime(kube, 'audited')) ?? '') > (first ?? ''), 5000, 'lastAuditTime moved by the new leader');
   assert.ok(writesBy(api, 'replica-b', 'portalclusterrules').every((e) => e.subresource === 'status'), 'status subresource only');
 });

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { Ajv } from 'ajv';
 import YAML from 'yaml';
-import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
+import { createKubeClient, mergePatchOptions, type KubeClient } from '../../src/kube/client.ts';
 import type { PolicyReport } from '../../src/audit/policy-report.ts';
 import type { ApiServer } from '../../src/devcluster/apiserver/index.ts';
 import { APP_NS, clusterWithCrds, pod, privilegedRule, startReplica, until, writesBy } from './support/controller-harness.ts';
@@ -174,4 +174,28 @@ test('bad rules and an unreachable Alertmanager give conditions and retries, nev
   await until(async () => (await ruleStatus(kube, 'alerting'))?.violations === 1, 5000, 'alerting violations');
   assert.equal((await ruleStatus(kube, 'alerting'))?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
   assert.ok(leader.controller.stats().queue !== undefined, 'controller alive');
+});
+
+test('namespace label changes re-evaluate the objects in that namespace (namespaceSelector)', async (t) => {
+  const { api, admin } = await clusterWithCrds(t);
+  const kube = tester(api);
+  const rule = privilegedRule('prod-only');
+  (rule.spec as { match: Record<string, unknown> }).match['namespaceSelector'] = { matchLabels: { env: 'prod' } };
+  await admin.apply(rule);
+  for (const name of ['bad-1', 'bad-2']) await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod(name, true) as never });
+  const leader = await startReplica(t, api, 'replica-a');
+  leader.grant();
+  const failing = async () => (await reports(kube)).filter((r) => r.results.some((x) => x.policy === 'prod-only' && x.result === 'fail')).length;
+  await until(() => leader.controller.passes > 0 && leader.controller.idle(), 10_000, 'first pass');
+  assert.equal(leader.controller.violations('prod-only'), 0, 'the namespace is not prod: the rule does not apply');
+  assert.equal(await failing(), 0);
+
+  const env = (value: string | null) => kube.core.patchNamespace({ name: APP_NS, body: { metadata: { labels: { env: value } } } }, mergePatchOptions());
+  await env('prod');
+  await until(async () => (await failing()) === 2, 10_000, 'both reports fail once the namespace is labelled env=prod');
+  await until(async () => (await ruleStatus(kube, 'prod-only'))?.violations === 2, 5000, 'status.violations = 2');
+
+  await env(null);
+  await until(async () => (await failing()) === 0, 10_000, 'no failing report once the label is gone');
+  await until(async () => (await ruleStatus(kube, 'prod-only'))?.violations === 0, 5000, 'status.violations = 0');
 });

@@ -103,6 +103,8 @@ void test('followers learn alert/evict records from the ledger; removed keys are
 void test('ledger codec, sharding, merge patch and compaction', () => {
   const e = { state: 'done' as const, epoch: 'u/1', at: 5, until: 10, startsAt: 4 };
   assert.deepEqual(decodeLedgerEntry(encodeLedgerEntry(e)), e);
+  const eviction = { state: 'intent' as const, epoch: 'u/2', at: 5, until: 10, uid: '3f1c2b9e-0000-4000-8000-000000000001' };
+  assert.deepEqual(decodeLedgerEntry(encodeLedgerEntry(eviction)), eviction, 'the evicted pod uid survives the ledger');
   assert.equal(decodeLedgerEntry('{"s":"maybe","e":"x","t":1}'), undefined);
   assert.equal(decodeLedgerEntry('null'), undefined);
   assert.equal(ledgerShardName('c0ffee'), 'portal-audit-ledger-c');
