@@ -58,7 +58,7 @@ test('kubectl 1.35 with default flags', { timeout: 60_000 }, () => withServer({}
     assert.match(await k('create', '-f', pod), /pod\/p1 created/);
     await k('patch', 'pod', 'p1', '--type', 'strategic', '-p', '{"spec":{"containers":[{"name":"b","image":"three"}]}}');
     assert.equal(await k('get', 'pod', 'p1', '-o', 'jsonpath={.spec.containers[*].image}'), 'one three');
-    assert.match(await k('get', 'pods'), /^NAME\s+STATUS\s+AGE\n\s*p1\s+Pending/);
+    assert.match(await k('get', 'pods'), /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\n\s*p1\s+0\/2\s+Pending\s+0\s+\d+s\n/);
     assert.match(await k('api-resources'), /leases\s+coordination\.k8s\.io\/v1\s+true\s+Lease/);
     const crd = join(dir, 'crd.yaml');
     writeFileSync(crd, CRD);
@@ -90,6 +90,67 @@ test('kubectl 1.35 with default flags', { timeout: 60_000 }, () => withServer({}
     await assert.rejects(k('get', 'cm', 'cm1'), /NotFound/);
   } finally {
     for (const c of children) c.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}));
+
+/** Lines of `out` that are pod rows (not the header). */
+const rowsOf = (out: string): string[][] => out.trim().split('\n').filter((l) => l && !l.startsWith('NAME')).map((l) => l.trim().split(/\s+/));
+
+test('kubectl get pods: READY STATUS RESTARTS AGE as on a real cluster, and plain -w prints rows as events arrive', { timeout: 60_000 }, () => withServer({}, async (s) => {
+  const dir = mkdtempSync(join(tmpdir(), 'portal-kubectl-pods-'));
+  const env = { PATH: process.env['PATH'] ?? '', HOME: dir };
+  let watcher: ReturnType<typeof spawn> | undefined;
+  try {
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, s.kubeConfig('kubectl-user'));
+    const k = async (...args: string[]): Promise<string> => (await run(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { env })).stdout;
+    const pod = join(dir, 'pod.yaml');
+    writeFileSync(pod, 'apiVersion: v1\nkind: Pod\nmetadata: {name: web, finalizers: [example.com/hold]}\nspec:\n  containers:\n  - {name: a, image: one}\n  - {name: b, image: two}\n  - {name: c, image: three}\n');
+    await k('create', '-f', pod);
+
+    // Default flags: no --output-watch-events, no -o. kubectl lists, then prints one row per event.
+    watcher = spawn(kubectlPath(), ['--kubeconfig', kubeconfig, 'get', 'pods', '-w'], { env });
+    let out = '';
+    let errOut = '';
+    watcher.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    watcher.stderr?.on('data', (d: Buffer) => (errOut += d.toString()));
+    const waitFor = async (what: string, ok: (rows: string[][]) => boolean): Promise<void> => {
+      const deadline = Date.now() + 10_000;
+      while (!ok(rowsOf(out))) {
+        assert.ok(Date.now() < deadline, `kubectl get pods -w: no ${what} in ${JSON.stringify(out)} (stderr ${JSON.stringify(errOut)})`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    await waitFor('initial row', (rows) => rows.length === 1);
+    assert.match(out, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\n/);
+    assert.deepEqual(rowsOf(out)[0]!.slice(0, 4), ['web', '0/3', 'Pending', '0']);
+
+    // The kubelet's report: two of three containers ready, restarts summed over containers.
+    const status = {
+      status: {
+        phase: 'Running',
+        containerStatuses: [
+          { name: 'a', ready: true, restartCount: 2, image: 'one', imageID: '', started: true, state: { running: {} } },
+          { name: 'b', ready: true, restartCount: 0, image: 'two', imageID: '', started: true, state: { running: {} } },
+          { name: 'c', ready: false, restartCount: 3, image: 'three', imageID: '', started: false, state: { waiting: { reason: 'CrashLoopBackOff' } } },
+        ],
+      },
+    };
+    await k('patch', 'pod', 'web', '--subresource=status', '--type', 'merge', '-p', JSON.stringify(status));
+    await waitFor('row for the status change', (rows) => rows.some((r) => r[1] === '2/3'));
+    assert.deepEqual(rowsOf(out).at(-1)!.slice(0, 4), ['web', '2/3', 'Running', '5']);
+    assert.match(await k('get', 'pods'), /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\n\s*web\s+2\/3\s+Running\s+5\s+\d+s\n$/);
+
+    // A finalizer holds the deleted pod: kubectl shows Terminating.
+    await k('delete', 'pod', 'web', '--wait=false');
+    await waitFor('Terminating row', (rows) => rows.some((r) => r[2] === 'Terminating'));
+    assert.match(await k('get', 'pods'), /\n\s*web\s+2\/3\s+Terminating\s+5\s+\d+s\n$/);
+    await k('patch', 'pod', 'web', '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}');
+    await assert.rejects(k('get', 'pod', 'web'), /NotFound/);
+    assert.ok(watcher.exitCode === null, `kubectl get -w still running: ${errOut}`);
+  } finally {
+    watcher?.kill();
     rmSync(dir, { recursive: true, force: true });
   }
 }));

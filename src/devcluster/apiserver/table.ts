@@ -1,6 +1,8 @@
 /**
  * `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` responses, which
- * `kubectl get` asks for: Name, the printer columns, Age.
+ * `kubectl get` asks for: Name, the printer columns, Age. Pods get the
+ * computed columns of kube-apiserver's own pod printer instead (READY STATUS
+ * RESTARTS AGE), which no JSONPath can express.
  */
 import type { PrinterColumn, ResourceDef } from './registry.ts';
 import { isPlainObject, meta, type Obj } from './types.ts';
@@ -56,10 +58,41 @@ function cell(col: PrinterColumn, o: Obj): unknown {
   return typeof v === 'object' ? JSON.stringify(v) : v;
 }
 
+const isCorePods = (def: ResourceDef): boolean => def.group === '' && def.resource === 'pods';
+
+/** kube-apiserver's pod columns (pkg/printers/internalversion), the default-priority ones. */
+const POD_COLUMNS: readonly PrinterColumn[] = [
+  { name: 'Ready', type: 'string', jsonPath: '', description: 'The aggregate readiness state of this pod for accepting traffic.' },
+  { name: 'Status', type: 'string', jsonPath: '', description: 'The aggregate status of the containers in this pod.' },
+  { name: 'Restarts', type: 'string', jsonPath: '', description: 'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.' },
+  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' },
+];
+
+const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.filter(isPlainObject) : []);
+
+/** READY, STATUS, RESTARTS, AGE of a pod, as `kubectl get pods` shows them on a real cluster. */
+function podCells(o: Obj, now = Date.now()): unknown[] {
+  const spec = isPlainObject(o['spec']) ? o['spec'] : {};
+  const status = isPlainObject(o['status']) ? o['status'] : {};
+  const statuses = list(status['containerStatuses']);
+  // Total is the declared containers (the kubelet may not have reported yet: 0/N).
+  const total = list(spec['containers']).length;
+  const ready = statuses.filter((c) => c['ready'] === true).length;
+  const restarts = statuses.reduce((sum, c) => sum + (typeof c['restartCount'] === 'number' ? c['restartCount'] : 0), 0);
+  const m = meta(o);
+  let phase = typeof status['reason'] === 'string' && status['reason'] ? status['reason'] : typeof status['phase'] === 'string' ? status['phase'] : '';
+  if (m.deletionTimestamp) phase = 'Terminating';
+  return [`${ready}/${total}`, phase, String(restarts), humanAge(m.creationTimestamp, now)];
+}
+
+function columnsOf(def: ResourceDef): readonly PrinterColumn[] {
+  return isCorePods(def) ? POD_COLUMNS : def.columns;
+}
+
 function columnDefs(def: ResourceDef): Obj[] {
   return [
     { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
-    ...def.columns.map((c) => ({ name: c.name, type: c.type === 'date' ? 'string' : c.type, format: c.format ?? '', description: c.description ?? '', priority: c.priority ?? 0 })),
+    ...columnsOf(def).map((c) => ({ name: c.name, type: c.type === 'date' ? 'string' : c.type, format: c.format ?? '', description: c.description ?? '', priority: c.priority ?? 0 })),
   ];
 }
 
@@ -68,7 +101,7 @@ function row(def: ResourceDef, o: Obj, includeObject: string): Obj {
   const object = includeObject === 'Object' ? o
     : includeObject === 'None' ? undefined
       : { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: m };
-  const r: Obj = { cells: [m.name, ...def.columns.map((c) => cell(c, o))] };
+  const r: Obj = { cells: [m.name, ...(isCorePods(def) ? podCells(o) : def.columns.map((c) => cell(c, o)))] };
   if (object) r['object'] = object;
   return r;
 }
