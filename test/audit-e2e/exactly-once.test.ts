@@ -1,26 +1,47 @@
 /**
- * Exactly once across leader crashes (issue 5, part 4): `portal dev
+ * Exactly once across leader changes (issue 5, part 4): `portal dev
  * --replicas 3` with short lease timings, a counting Alertmanager stand-in, a
  * rule with `alert` and `annotate` actions, 30 violating pods, then three
- * SIGKILLs of the current leader while more violating pods are created.
- * Every pod ends up reported, alerted and annotated; no firing alert is sent
- * twice; and every leader-only write in the API server's log comes from the
- * replica that held the Lease at that moment (the last successful Lease write
- * before it, in log order, is its own).
+ * SIGKILLs of the current leader and one SIGSTOP of the leader past its lease
+ * (SIGCONT after another replica took over and acted), while more violating
+ * pods are created. Then, from what a user sees:
+ * - every pod is reported, alerted and annotated;
+ * - each side effect happened once: one firing alert per pod, one annotate
+ *   patch per pod (a repeated identical patch is a repeated side effect too),
+ *   one PolicyReport create per pod and no rewrite (the content never changes);
+ * - every leader-only write in the API server's log comes from the replica
+ *   that held the Lease at that moment (the last successful Lease write before
+ *   it, in log order, is its own);
+ * - the paused leader says it is not the leader the moment it wakes, and
+ *   neither writes nor alerts after the takeover Lease write that ended its term.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
+import { debugVars } from '../replica/support.ts';
+import {
+  countingAlertmanager, isLeaderOnly, podPatchesByName, readState, replicaOf, replicaUser, reportWrites, takeoverAfter, until, writesAfter, writesNotFromHolder,
+  type AuditEntry, type DevState,
+} from './harness.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const NS = 'default';
+const RULE_NAME = 'e2e-require-audited';
+const ANNOTATION = 'portal.dev/violation';
+/** --lease-duration / --retry-period below. */
+const LEASE_MS = 3000;
+const RETRY_MS = 500;
+/**
+ * After SIGCONT the woken replica gets this long to do anything stale (finish
+ * queued work, renew): 4 retry periods, so its elector and work queue have run
+ * several times over. It is a window for a negative check, not a wait for a result.
+ */
+const WAKE_WINDOW_MS = 4 * RETRY_MS;
 const RULE = `apiVersion: portal.dev/v1alpha1
 kind: PortalClusterRule
 metadata:
@@ -48,87 +69,20 @@ spec:
       - { type: alert }
 `;
 
-interface State {
-  kubeconfig: string;
-  apiserver: string;
-  replicas: { name: string; pid: number | null; webhook: string; probes: string }[];
-}
-interface AuditEntry {
-  verb: string;
-  resource: string;
-  subresource: string;
-  namespace: string;
-  name: string;
-  user: string;
-  code: number;
-  time: string;
-}
-interface PostedAlert {
-  labels: Record<string, string>;
-  endsAt: string;
-}
-
-async function until<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function readState(file: string): Promise<State | undefined> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as State;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A counting Alertmanager: records every POSTed alert with its arrival time. */
-async function countingAlertmanager(): Promise<{ url: string; alerts: Array<PostedAlert & { at: number }>; server: Server }> {
-  const alerts: Array<PostedAlert & { at: number }> = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (req.method === 'POST' && req.url === '/api/v2/alerts') {
-        for (const a of JSON.parse(Buffer.concat(chunks).toString('utf8')) as PostedAlert[]) alerts.push({ ...a, at: Date.now() });
-        res.writeHead(200).end();
-      } else if (req.method === 'GET' && req.url?.startsWith('/api/v2/alerts')) {
-        // Active alerts, the latest per label set (what a successor asks to settle an unconfirmed intent).
-        const latest = new Map<string, PostedAlert>();
-        for (const a of alerts) latest.set(JSON.stringify(a.labels), { labels: a.labels, endsAt: a.endsAt });
-        const now = Date.now();
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify([...latest.values()].filter((a) => Date.parse(a.endsAt) > now)));
-      } else res.writeHead(404).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, alerts, server };
-}
-
 async function leaseHolder(kube: KubeClient): Promise<string | undefined> {
   const lease = await kube.coordination.readNamespacedLease({ name: 'portal-leader', namespace: 'portal-system' });
   return lease.spec?.holderIdentity || undefined;
 }
 
-/** Writes only the leader may make: reports, rule status, the annotate patch, the ledger. */
-const leaderOnly = (e: AuditEntry) =>
-  e.code < 300 &&
-  e.user.startsWith('system:serviceaccount:portal-system:') &&
-  (e.resource === 'policyreports' || e.resource === 'clusterpolicyreports' || (e.resource === 'portalclusterrules' && e.subresource === 'status') || (e.resource === 'pods' && e.verb === 'patch') || (e.resource === 'configmaps' && e.name.startsWith('portal-audit-ledger-')));
-const replicaUser = (name: string) => `system:serviceaccount:portal-system:${name}`;
-const replicaOf = (identity: string) => identity.slice(0, identity.lastIndexOf('_'));
-
-void test('exactly once: three leader crashes, every pod reported, alerted and annotated once, writes only from the leader of the moment', { timeout: 300_000 }, async () => {
+void test('exactly once: three leader crashes and a paused leader; every pod reported, alerted and annotated once; writes only from the leader of the moment', { timeout: 300_000 }, async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'portal-e2e-'));
   const stateFile = join(dir, 'state', 'state.json');
   const am = await countingAlertmanager();
   let dev: ChildProcess | undefined;
   let output = '';
   const pids = new Set<number>();
+  const figures: string[] = [];
+  const t0 = performance.now();
   try {
     await mkdir(join(dir, 'policies'));
     await writeFile(join(dir, 'policies', 'rule.yaml'), RULE);
@@ -137,26 +91,32 @@ void test('exactly once: three leader crashes, every pod reported, alerted and a
       [
         join(root, 'bin', 'portal.js'), 'dev', '--replicas', '3', '--port', '0', '--state-dir', join(dir, 'state'), '--policies', join(dir, 'policies'),
         '--grace-period', '2s', '--log-level', 'warn',
-        '--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '500ms', '--audit-interval', '10s', '--alertmanager-url', am.url,
+        '--lease-duration', `${LEASE_MS}ms`, '--renew-deadline', '2s', '--retry-period', `${RETRY_MS}ms`, '--audit-interval', '10s', '--alertmanager-url', am.url,
       ],
       { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));
     dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-    const state = await until('three running replicas', 60_000, async () => {
+    const state = async (): Promise<DevState | undefined> => {
       const s = await readState(stateFile);
+      // Replicas run in their own process groups: collect every pid so none outlives the test.
+      for (const r of s?.replicas ?? []) if (r.pid) pids.add(r.pid);
+      return s;
+    };
+    const first = await until('three running replicas', 60_000, async () => {
+      const s = await state();
       return s && s.replicas.length === 3 && s.replicas.every((r) => r.pid !== null) ? s : undefined;
     });
-    const kube = createKubeClient({ kubeconfigYaml: await readFile(state.kubeconfig, 'utf8'), qps: 200, burst: 200, userAgent: 'e2e' });
-    const adminToken = /token: (\S+)/.exec(await readFile(state.kubeconfig, 'utf8'))?.[1] ?? '';
+    const kube = createKubeClient({ kubeconfigYaml: await readFile(first.kubeconfig, 'utf8'), qps: 200, burst: 200, userAgent: 'e2e' });
+    const adminToken = /token: (\S+)/.exec(await readFile(first.kubeconfig, 'utf8'))?.[1] ?? '';
 
-    const auditLog = async () => (await (await fetch(`${state.apiserver}/_portal/audit`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as AuditEntry[];
+    const auditLog = async () => (await (await fetch(`${first.apiserver}/_portal/audit`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as AuditEntry[];
     let created = 0;
     const createPods = async (n: number) => {
       for (let i = 0; i < n; i++, created++) {
         const body = { metadata: { name: `v-${created}`, namespace: NS }, spec: { containers: [{ name: 'c', image: 'nginx:1.27' }] } };
-        // The webhook fails closed: a call routed to the replica just killed is a 500; retry like a user would.
-        await until(`pod v-${created} created`, 20_000, async () => {
+        // The webhook fails closed: a call routed to a killed or paused replica fails; retry like a user would.
+        await until(`pod v-${created} created`, 30_000, async () => {
           try {
             await kube.core.createNamespacedPod({ namespace: NS, body });
             return true;
@@ -167,38 +127,77 @@ void test('exactly once: three leader crashes, every pod reported, alerted and a
         });
       }
     };
+    /** The current Lease holder's replica (name, pid, probes). */
+    const currentLeader = async () => {
+      const holder = (await leaseHolder(kube))!;
+      const replica = (await state())?.replicas.find((r) => r.name === replicaOf(holder));
+      assert.ok(replica?.pid, `leader ${holder} has a pid in state.json`);
+      return { holder, replica: { ...replica, pid: replica.pid } };
+    };
+    const newLeader = (old: string, ms: number) =>
+      until(`a leader other than ${old}`, ms, async () => {
+        const h = await leaseHolder(kube);
+        return h && h !== old ? h : undefined;
+      });
+    /** Waits for the first leader-only write by `identity` at or after `since` (so it is stopped mid-work, not idle). */
+    const acting = (identity: string, since: number) => {
+      const user = replicaUser(replicaOf(identity));
+      return until(`${identity} acting`, 30_000, async () => ((await auditLog()).some((e) => e.user === user && isLeaderOnly(e) && Date.parse(e.time) >= since) ? true : undefined));
+    };
+
     await until('a leader', 60_000, () => leaseHolder(kube));
     await createPods(30);
 
     for (let crash = 0; crash < 3; crash++) {
-      const holder = (await leaseHolder(kube))!;
-      const s = (await readState(stateFile))!;
-      const victim = s.replicas.find((r) => r.name === replicaOf(holder));
-      assert.ok(victim?.pid, `leader ${holder} has a pid in state.json`);
-      for (const r of s.replicas) if (r.pid) pids.add(r.pid);
+      const { holder, replica } = await currentLeader();
       const killedAt = Date.now() - 5; // the API server's clock is this machine's
-      process.kill(victim.pid, 'SIGKILL');
+      process.kill(replica.pid, 'SIGKILL');
       await createPods(10);
-      const next = await until(`a new leader after crash ${crash + 1}`, 20_000, async () => {
-        const h = await leaseHolder(kube);
-        return h && h !== holder ? h : undefined;
-      });
-      // Let the new leader start acting (so it is crashed mid-work, not before it did anything).
-      const user = replicaUser(replicaOf(next));
-      await until(`${next} acting`, 20_000, async () => ((await auditLog()).some((e) => e.user === user && leaderOnly(e) && Date.parse(e.time) >= killedAt) ? true : undefined));
+      const next = await newLeader(holder, 20_000);
+      await acting(next, killedAt);
     }
+
+    // The paused leader: SIGSTOP past its lease while it works, another replica
+    // takes over and acts on pods created meanwhile, then SIGCONT.
+    const paused = await currentLeader();
+    const pausedUser = replicaUser(paused.replica.name);
+    const pausedVars = await until(`${paused.holder} to report its term`, 10_000, async () => {
+      const le = (await debugVars(paused.replica.probes))?.leader_election;
+      return le?.is_leader && le.epoch ? le : undefined;
+    });
+    const pausedAt = Date.now();
+    process.kill(paused.replica.pid, 'SIGSTOP');
+    let contAt: number;
+    let successor: string;
+    try {
+      await createPods(10);
+      // Well past leaseDuration + 2 × 2.2 × retryPeriod (the takeover bound), with room for a loaded machine.
+      successor = await newLeader(paused.holder, LEASE_MS + 2 * 2.2 * RETRY_MS + 15_000);
+      await acting(successor, pausedAt);
+    } finally {
+      contAt = Date.now();
+      process.kill(paused.replica.pid, 'SIGCONT');
+    }
+    figures.push(`paused ${contAt - pausedAt} ms (lease ${LEASE_MS} ms)`);
+    const woke = await until(`${paused.holder} to answer after SIGCONT`, 10_000, async () => (await debugVars(paused.replica.probes, 2000))?.leader_election);
+    assert.equal(woke.is_leader, false, 'the first /debug/vars answer after waking says it is not the leader');
+    // Pods created after waking give the woken replica fresh work to evaluate (as a follower).
+    await createPods(5);
+    await until(`${paused.holder} to see ${successor} hold the Lease`, 10_000, async () => ((await debugVars(paused.replica.probes))?.leader_election?.lease_holder === successor ? true : undefined));
+    await until('the wake window to pass', WAKE_WINDOW_MS + 5000, () => Promise.resolve(Date.now() - contAt >= WAKE_WINDOW_MS ? true : undefined));
+    assert.equal((await debugVars(paused.replica.probes))?.leader_election?.is_leader, false, 'still not the leader after the wake window');
 
     const pending = async () => {
       const pods = (await kube.core.listNamespacedPod({ namespace: NS })).items;
       const reports = (await kube.customObjects.listNamespacedCustomObject({ group: 'wgpolicyk8s.io', version: 'v1alpha2', namespace: NS, plural: 'policyreports' })) as { items: Array<{ metadata: { name: string }; summary: { warn: number } }> };
       const reported = new Set(reports.items.filter((r) => r.summary.warn === 1).map((r) => r.metadata.name));
-      const alerted = new Set(am.alerts.filter((a) => a.labels.rule === 'e2e-require-audited').map((a) => a.labels.name));
+      const alerted = new Set(am.alerts.filter((a) => a.labels.rule === RULE_NAME).map((a) => a.labels.name));
       return pods
         .map((p) => ({
           name: p.metadata?.name ?? '',
           missing: [
             ...(reported.has(p.metadata?.uid ?? '') ? [] : ['report']),
-            ...(p.metadata?.annotations?.['portal.dev/violation'] === 'e2e-require-audited' ? [] : ['annotation']),
+            ...(p.metadata?.annotations?.[ANNOTATION] === RULE_NAME ? [] : ['annotation']),
             ...(alerted.has(p.metadata?.name ?? '') ? [] : ['alert']),
           ],
         }))
@@ -210,33 +209,75 @@ void test('exactly once: three leader crashes, every pod reported, alerted and a
     } catch (err) {
       throw new Error(`${(err as Error).message}: ${JSON.stringify((await pending()).slice(0, 10))}`, { cause: err });
     }
-    assert.equal(created, 60);
+    assert.equal(created, 75);
+    const log = await auditLog();
+    const pods = (await kube.core.listNamespacedPod({ namespace: NS })).items;
+    assert.equal(pods.length, created);
 
-    // No firing alert (same labels) twice: the resend interval (1 h default) is far beyond this test.
+    // Alerts: no firing alert (same labels) twice; the resend interval (1 h default) is far beyond this test.
     const firing = new Map<string, number>();
     for (const a of am.alerts) if (Date.parse(a.endsAt) > a.at) firing.set(JSON.stringify(a.labels), (firing.get(JSON.stringify(a.labels)) ?? 0) + 1);
-    const twice = [...firing].filter(([, n]) => n > 1);
-    assert.deepEqual(twice, [], 'firing alerts sent more than once');
-    assert.equal(firing.size, 60);
+    assert.deepEqual([...firing].filter(([, n]) => n > 1), [], 'firing alerts sent more than once');
+    assert.equal(firing.size, created);
+
+    // Annotate: exactly one merge patch per pod across all leader changes, and
+    // it is the write that left the pod as it is (its resourceVersion).
+    const patches = podPatchesByName(log, NS);
+    const annotateProblems = pods.flatMap((p): string[] => {
+      const name = p.metadata?.name ?? '';
+      const mine = patches.get(name) ?? [];
+      if (mine.length !== 1) return [`${name}: ${mine.length} patches (${mine.map((e) => `${e.user} ${e.time}`).join(', ')})`];
+      return mine[0]?.resourceVersion === p.metadata?.resourceVersion ? [] : [`${name}: patched to rv ${mine[0]?.resourceVersion}, now rv ${p.metadata?.resourceVersion}`];
+    });
+    assert.deepEqual(annotateProblems, [], 'pods not annotated by exactly one patch');
+    assert.deepEqual([...patches.keys()].filter((n) => !pods.some((p) => p.metadata?.name === n)), [], 'patches of unknown pods');
+
+    // PolicyReports: the log names no object on create, but a create of an
+    // existing name is a 409, so with no delete every successful create is a
+    // distinct report; one per pod means exactly one create per report name.
+    // The content never changes here, so there is no rewrite at all, and each
+    // report is still the object its create returned.
+    const reports = (await kube.customObjects.listNamespacedCustomObject({ group: 'wgpolicyk8s.io', version: 'v1alpha2', namespace: NS, plural: 'policyreports' })) as { items: Array<{ metadata: { name: string; resourceVersion: string } }> };
+    const rw = reportWrites(log, NS);
+    assert.deepEqual(rw.deletes, [], 'no PolicyReport deleted');
+    assert.deepEqual(rw.rewrites, [], 'no PolicyReport rewritten (its content never changed)');
+    assert.equal(reports.items.length, created, 'one PolicyReport per pod');
+    assert.equal(rw.creates.length, reports.items.length, 'one PolicyReport create per report');
+    const createdRvs = new Set(rw.creates.map((e) => e.resourceVersion));
+    assert.deepEqual(reports.items.filter((r) => !createdRvs.has(r.metadata.resourceVersion)).map((r) => r.metadata.name), [], 'reports not as their create left them');
 
     // Leader-only writes come only from the Lease holder of that moment.
-    const log = await auditLog();
-    let holderUser = '';
-    const offenders: AuditEntry[] = [];
-    let checked = 0;
-    for (const e of log) {
-      if (e.resource === 'leases' && e.name === 'portal-leader' && (e.verb === 'update' || e.verb === 'create' || e.verb === 'patch') && e.code < 300) holderUser = e.user;
-      else if (leaderOnly(e)) {
-        checked++;
-        if (e.user !== holderUser) offenders.push(e);
-      }
-    }
-    assert.ok(checked >= 60, `leader-only writes checked: ${checked}`);
+    const { checked, offenders } = writesNotFromHolder(log);
+    assert.ok(checked >= 2 * created, `leader-only writes checked: ${checked}`);
     assert.deepEqual(offenders, [], 'leader-only writes from a replica that did not hold the Lease');
-    assert.ok(new Set(log.filter(leaderOnly).map((e) => e.user)).size >= 2, 'more than one leader acted');
+    assert.ok(new Set(log.filter(isLeaderOnly).map((e) => e.user)).size >= 2, 'more than one leader acted');
+
+    // The paused leader: its term ended with the successor's takeover Lease write;
+    // after that, in the server's order of writes, nothing leader-only and no Lease write from it.
+    const takeover = takeoverAfter(log, pausedUser, pausedAt);
+    assert.ok(takeover, 'a takeover Lease write after the pause');
+    assert.equal(takeover.entry.user, replicaUser(replicaOf(successor)), 'the successor wrote the takeover');
+    assert.ok(log.slice(0, takeover.index).some((e) => e.user === pausedUser && isLeaderOnly(e)), 'the paused leader had acted in its term');
+    assert.ok(log.slice(takeover.index).some((e) => e.user === replicaUser(replicaOf(successor)) && isLeaderOnly(e) && Date.parse(e.time) < contAt), 'the successor acted while the old leader was paused');
+    assert.deepEqual(writesAfter(log, pausedUser, takeover.index), [], 'writes by the paused leader after its term ended');
+    const takeoverAt = Date.parse(takeover.entry.time);
+    figures.push(`takeover ${takeoverAt - pausedAt} ms after SIGSTOP`);
+    // Alerts carry the epoch of the term that sent them: none from the paused term after it ended.
+    const staleAlerts = am.alerts.filter((a) => a.annotations?.epoch === pausedVars.epoch && a.at > takeoverAt);
+    assert.deepEqual(staleAlerts, [], `alerts from the paused term ${pausedVars.epoch} after its end`);
+    figures.push(`${created} pods, ${checked} leader-only writes, ${am.alerts.length} alerts, ${Math.round(performance.now() - t0)} ms`);
+    t.diagnostic(figures.join('; '));
   } catch (err) {
     throw new Error(`${(err as Error).message}\n--- portal dev output (tail) ---\n${output.slice(-3000)}`, { cause: err });
   } finally {
+    // A replica still stopped would ignore dev's SIGTERM until its grace period ran out.
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // already gone
+      }
+    }
     if (dev && dev.exitCode === null && dev.signalCode === null) {
       const exited = new Promise((r) => dev!.once('exit', r));
       dev.kill('SIGTERM');
