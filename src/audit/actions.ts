@@ -24,6 +24,7 @@ import type { AlertmanagerClient } from './alertmanager.ts';
 import { alertLabels, decideAlert, firingAlert, resolvedAlert, type ViolationAlert } from './alert-scheduler.ts';
 import { actionKey, type EmittedAction, type IdempotencyStore } from './idempotency.ts';
 import type { LedgerWriter } from './ledger-writer.ts';
+import { PrefetchingObjectApi } from './object-api.ts';
 import { actionMetrics, type ActionMetrics } from './metrics.ts';
 import { LogKey } from '../observability/log-keys.ts';
 
@@ -46,6 +47,12 @@ export function ruleLabelValue(rule: string): string {
   return v.replace(/^[^A-Za-z0-9]+/, '').replace(/[^A-Za-z0-9]+$/, '');
 }
 
+/**
+ * After a 409 on a mark: a watch event normally follows the write that
+ * caused it within milliseconds; 500 ms leaves room for a loaded machine
+ * without holding the mark back noticeably.
+ */
+const CONFLICT_RETRY_MS = 500;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const QUALIFIED_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
@@ -110,7 +117,7 @@ export function markPatch(object: KubeObject, rule: string, actions: readonly Ru
 }
 
 export interface ActionExecutorOptions {
-  /** Generic client for merge patches on any kind (`KubernetesObjectApi.makeApiClient(kc)`). */
+  /** Generic client for merge patches on any kind; a {@link PrefetchingObjectApi} keeps discovery out of the fenced section. */
   objects: KubernetesObjectApi;
   core: CoreV1Api;
   /** `--kube-api-qps` / `--kube-api-burst`. */
@@ -186,14 +193,27 @@ export class ActionExecutor {
     const spec: KubernetesObject = {
       apiVersion: target.object.apiVersion ?? (target.gvk.group ? `${target.gvk.group}/${target.gvk.version}` : target.gvk.version),
       kind: target.object.kind ?? target.gvk.kind,
-      metadata: { name: meta.name ?? '', ...(meta.namespace ? { namespace: meta.namespace } : {}), ...patch.metadata },
+      // The resourceVersion makes the patch conditional on the object being as observed: a
+      // second mark racing this one (a request a paused predecessor sent as it woke, or a
+      // decision taken on a cache that lags) fails with 409 instead of repeating the effect.
+      metadata: { name: meta.name ?? '', ...(meta.namespace ? { namespace: meta.namespace } : {}), ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}), ...patch.metadata },
     };
+    // Discovery before the fence: patch() must do no I/O between term.assertValid() and its request (see object-api.ts).
+    if (this.#o.objects instanceof PrefetchingObjectApi) {
+      try {
+        await this.#o.objects.resolvePath(spec);
+      } catch (err) {
+        return this.#count('mark', { status: 'error', reason: describeApiError(err) });
+      }
+    }
     await this.#o.writeLimiter.take(signal);
     term.assertValid();
     try {
       await this.#o.objects.patch(spec, undefined, undefined, 'portal', undefined, PatchStrategy.MergePatch);
     } catch (err) {
       if (apiStatusCode(err) === 404) return this.#count('mark', { status: 'skipped', reason: 'object is gone' });
+      // Decide again on the object as it is now, once the informer has delivered the change.
+      if (apiStatusCode(err) === 409) return this.#count('mark', { status: 'retry', afterMs: CONFLICT_RETRY_MS, reason: 'the object changed since it was observed' });
       return this.#count('mark', { status: 'error', reason: describeApiError(err) });
     }
     for (const type of patch.types) this.#o.store.record(this.#key(target, rule, type), { epoch: term.epochString, at, state: 'done' });

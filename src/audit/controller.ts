@@ -18,7 +18,6 @@
  * done — from memory, without re-listing anything.
  */
 import { setMaxListeners } from 'node:events';
-import { KubernetesObjectApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import type { KubeClient } from '../kube/client.ts';
@@ -37,6 +36,7 @@ import { KindInformers } from './kind-informers.ts';
 import { KindResolver, type KindResource } from './kind-resources.ts';
 import { LEDGER_LABELS } from './ledger.ts';
 import { LedgerWriter } from './ledger-writer.ts';
+import { PrefetchingObjectApi } from './object-api.ts';
 import { buildPolicyReport, reportContentEqual, reportIdentity, resourceReference } from './policy-report.ts';
 import { ReportWriter } from './report-writer.ts';
 import { ruleDisplay, StatusWriter } from './status-writer.ts';
@@ -172,7 +172,7 @@ export class AuditController implements Runnable {
     });
     this.#alertmanager = new AlertmanagerClient({ urls: config.alertmanagerUrls, logger: this.#log, registry: deps.registry });
     this.#executor = new ActionExecutor({
-      objects: KubernetesObjectApi.makeApiClient(client.kubeConfig),
+      objects: PrefetchingObjectApi.fromKubeConfig(client.kubeConfig),
       core: client.core,
       writeLimiter: client.writeLimiter,
       // N per minute, burst 1: evictions spread evenly (see ActionExecutorOptions).

@@ -6,7 +6,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 
 export interface DevState {
   kubeconfig: string;
@@ -155,4 +156,16 @@ export function takeoverAfter(log: AuditEntry[], user: string, pausedAt: number)
 /** Leader-only writes (and Lease writes) by `user` after log index `from`. */
 export function writesAfter(log: AuditEntry[], user: string, from: number): AuditEntry[] {
   return log.slice(from + 1).filter((e) => e.user === user && (isLeaderOnly(e) || isLeaseWrite(e)));
+}
+
+/** The last `chars` of every replica log under `logsDir` (for failure messages; '' when there are none). */
+export async function replicaLogTails(logsDir: string, chars: number): Promise<string> {
+  let names: string[];
+  try {
+    names = (await readdir(logsDir)).filter((n) => n.startsWith('portal-')).sort();
+  } catch {
+    return '';
+  }
+  const parts = await Promise.all(names.map(async (n) => `--- ${n} (tail) ---\n${(await readFile(join(logsDir, n), 'utf8').catch(() => '')).slice(-chars)}`));
+  return parts.join('\n');
 }
