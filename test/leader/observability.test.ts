@@ -12,7 +12,15 @@ import type { ApiServer } from '../../src/devcluster/apiserver/index.ts';
 import { leaderElectionConfig } from '../../src/leader/config.ts';
 import { LeaderElector } from '../../src/leader/elector.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
-import { apiServer, clientFor, FAST, readLease, until } from './cluster.ts';
+import { apiServer, clientFor, readLease, until } from './cluster.ts';
+
+/**
+ * Roomier than FAST: these tests count exact event and metric sequences, so
+ * a renewal that misses its deadline on a busy machine (a spurious demotion
+ * and re-election) must not happen. The handover itself is a release, which
+ * does not wait for the lease to expire.
+ */
+const ROOMY = { leaseDurationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 200 };
 
 interface Running {
   elector: LeaderElector;
@@ -23,7 +31,7 @@ interface Running {
 /** An elector as user `name` (identity `<name>_test`) with a Registry the test reads. */
 function start(t: TestContext, api: ApiServer, name: string): Running {
   const registry = new Registry();
-  const elector = new LeaderElector(leaderElectionConfig({ leaseNamespace: 'default', ...FAST }), {
+  const elector = new LeaderElector(leaderElectionConfig({ leaseNamespace: 'default', ...ROOMY }), {
     client: clientFor(api, name),
     identity: `${name}_test`,
     logger: silentLogger(),
@@ -57,13 +65,13 @@ async function leaseEvents(api: ApiServer): Promise<CoreV1Event[]> {
 test('Events on the Lease: "<id> became leader" and "<id> stopped leading", involvedObject = the Lease', async (t) => {
   const api = await apiServer(t);
   const a = start(t, api, 'a');
-  await until(() => a.elector.isLeader(), 3000, 'a to lead');
+  await until(() => a.elector.isLeader(), 15000, 'a to lead');
   const lease = await readLease(clientFor(api, 'admin'));
   const uid = lease.metadata?.uid;
   assert.ok(uid);
 
   const became = async (id: string) => (await leaseEvents(api)).find((e) => e.message === `${id} became leader`);
-  await until(async () => (await became('a_test')) !== undefined, 3000, 'the BecameLeader event of a');
+  await until(async () => (await became('a_test')) !== undefined, 15000, 'the BecameLeader event of a');
   const e = (await became('a_test'))!;
   assert.deepEqual(
     { apiVersion: e.involvedObject.apiVersion, kind: e.involvedObject.kind, name: e.involvedObject.name, namespace: e.involvedObject.namespace, uid: e.involvedObject.uid },
@@ -78,7 +86,7 @@ test('Events on the Lease: "<id> became leader" and "<id> stopped leading", invo
 
   // A follower records nothing while it follows.
   const b = start(t, api, 'b');
-  await until(() => b.elector.debugVars().lease_holder === 'a_test', 3000, 'b to observe a');
+  await until(() => b.elector.debugVars().lease_holder === 'a_test', 15000, 'b to observe a');
   assert.equal((await leaseEvents(api)).filter((x) => x.reportingInstance === 'b_test').length, 0);
 
   // Graceful stop: a releases (its run() flushes the event), b takes over.
@@ -90,7 +98,7 @@ test('Events on the Lease: "<id> became leader" and "<id> stopped leading", invo
   assert.equal(stopped.involvedObject.name, 'portal-leader');
   assert.equal(stopped.involvedObject.namespace, 'default');
   assert.equal(stopped.involvedObject.uid, uid);
-  await until(async () => (await became('b_test')) !== undefined, 3000, 'the BecameLeader event of b');
+  await until(async () => (await became('b_test')) !== undefined, 15000, 'the BecameLeader event of b');
   assert.equal((await became('b_test'))?.involvedObject.uid, uid, 'same Lease object, new holder');
   // Exactly one event per transition, none duplicated.
   const messages = (await leaseEvents(api)).map((x) => x.message).sort();
@@ -100,10 +108,10 @@ test('Events on the Lease: "<id> became leader" and "<id> stopped leading", invo
 test('metrics: is_leader, transitions, acquire duration and held seconds for a leader and a follower', async (t) => {
   const api = await apiServer(t);
   const a = start(t, api, 'a');
-  await until(() => a.elector.isLeader(), 3000, 'a to lead');
+  await until(() => a.elector.isLeader(), 15000, 'a to lead');
   const bStartedAt = performance.now();
   const b = start(t, api, 'b');
-  await until(() => b.elector.debugVars().lease_holder === 'a_test', 3000, 'b to observe a');
+  await until(() => b.elector.debugVars().lease_holder === 'a_test', 15000, 'b to observe a');
 
   assert.equal(await metric(a.registry, 'portal_leader_is_leader'), 1);
   assert.equal(await metric(a.registry, 'portal_leader_transitions_total'), 1);
@@ -112,7 +120,7 @@ test('metrics: is_leader, transitions, acquire duration and held seconds for a l
   // No Lease existed: a created it on the first try.
   assert.ok(acquired >= 0 && acquired < 1, `acquire took ${acquired}s`);
   const held1 = await metric(a.registry, 'portal_leader_held_seconds_total');
-  await until(async () => (await metric(a.registry, 'portal_leader_held_seconds_total')) > held1 + 0.1, 2000, 'held seconds to grow while leading');
+  await until(async () => (await metric(a.registry, 'portal_leader_held_seconds_total')) > held1 + 0.1, 15000, 'held seconds to grow while leading');
 
   assert.equal(await metric(b.registry, 'portal_leader_is_leader'), 0);
   assert.equal(await metric(b.registry, 'portal_leader_transitions_total'), 0);
@@ -122,7 +130,7 @@ test('metrics: is_leader, transitions, acquire duration and held seconds for a l
   // Handover: a stops (releases), b acquires.
   const campaignStart = performance.now();
   await a.stop();
-  await until(() => b.elector.isLeader(), 3000, 'b to lead');
+  await until(() => b.elector.isLeader(), 15000, 'b to lead');
   assert.equal(await metric(a.registry, 'portal_leader_is_leader'), 0);
   assert.equal(await metric(a.registry, 'portal_leader_transitions_total'), 1, 'a counted one term only');
   const heldA = await metric(a.registry, 'portal_leader_held_seconds_total');
@@ -134,10 +142,10 @@ test('metrics: is_leader, transitions, acquire duration and held seconds for a l
   // b campaigned from its start until the handover: at least until a stopped, at most until now.
   const bAcquire = (await metric(b.registry, 'portal_leader_acquire_duration_seconds', 'portal_leader_acquire_duration_seconds_sum')) * 1000;
   assert.ok(bAcquire >= campaignStart - bStartedAt && bAcquire <= performance.now() - bStartedAt, `b acquire ${bAcquire}ms`);
-  await until(async () => (await metric(b.registry, 'portal_leader_held_seconds_total')) > 0.05, 2000, 'b held seconds to grow');
+  await until(async () => (await metric(b.registry, 'portal_leader_held_seconds_total')) > 0.05, 15000, 'b held seconds to grow');
 
   // The former leader's counter stays where it was (a counter never goes back, and it no longer grows).
-  await until(async () => (await metric(b.registry, 'portal_leader_held_seconds_total')) > 0.3, 3000, 'b to lead for a while');
+  await until(async () => (await metric(b.registry, 'portal_leader_held_seconds_total')) > 0.3, 15000, 'b to lead for a while');
   assert.equal(await metric(a.registry, 'portal_leader_held_seconds_total'), heldA);
 
   // The exposition text a scrape would see.
