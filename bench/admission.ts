@@ -170,12 +170,15 @@ async function main(): Promise<void> {
     const ca = await readFile(files.caFile);
     const body = podReview();
 
-    const ceiling = await startProcess(['--import', 'tsx', join(root, 'bench', 'ceiling-server.ts'), files.certFile, files.keyFile], (l) =>
+    // --cpu-prof DIR profiles both servers (DIR/ceiling, DIR/portal), so a
+    // profile of the gap can subtract what the ceiling pays as well.
+    const profile = (side: string): string[] => (CPU_PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', join(CPU_PROF_DIR, side)] : []);
+    const ceiling = await startProcess([...profile('ceiling'), '--import', 'tsx', join(root, 'bench', 'ceiling-server.ts'), files.certFile, files.keyFile], (l) =>
       l.startsWith('listening ') ? Number(l.slice(10)) : undefined,
     );
     const portal = await startProcess(
       [
-        ...(CPU_PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF_DIR] : []),
+        ...profile('portal'),
         join(root, 'bin', 'portal.js'), 'serve', '--policies', join(root, 'policies'), '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
         '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info',
       ],

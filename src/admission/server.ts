@@ -128,8 +128,8 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   function finish(reply: FastifyReply, out: Outcome, started: number): FastifyReply {
     metrics.inFlight.dec();
     const r = out.request;
-    metrics.requests.inc({ operation: r?.operation ?? '', kind: r?.kind.kind ?? '', decision: out.decision });
-    metrics.duration.observe({ decision: out.decision }, (performance.now() - started) / 1000);
+    const ms = performance.now() - started;
+    metrics.answered(r?.operation ?? '', r?.kind.kind ?? '', out.decision, ms / 1000);
     if (out.decision === 'error' || log.isLevelEnabled('debug')) {
       // Identifiers only: never the object (it can be a Secret).
       log[out.decision === 'error' ? 'warn' : 'debug'](
@@ -140,7 +140,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
           [LogKey.namespace]: r?.namespace,
           [LogKey.name]: r?.name,
           [LogKey.decision]: out.decision,
-          [LogKey.durationMs]: performance.now() - started,
+          [LogKey.durationMs]: ms,
           [LogKey.reason]: out.response.status?.message,
         },
         'admission request',

@@ -248,7 +248,7 @@ export class ActionExecutor {
     try {
       await this.#o.core.createNamespacedPodEviction(
         { name: meta.name ?? '', namespace, body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: meta.name ?? '', namespace } } },
-        callOptions({ signal }),
+        callOptions({ signal, fence: () => term.assertValid() }),
       );
     } catch (err) {
       // Not evicted: close the window again so the next attempt is not suppressed.
@@ -337,7 +337,7 @@ export class ActionExecutor {
         return { status: 'retry', afterMs: decision.dueAt - now, reason: 're-send not due yet' };
       case 'resolve': {
         term.assertValid();
-        const result = await this.#o.alertmanager.send([resolvedAlert(v, decision.startsAt, now, this.#o.generatorURL)], AbortSignal.any([signal, term.signal]));
+        const result = await this.#o.alertmanager.send([resolvedAlert(v, decision.startsAt, now, this.#o.generatorURL)], AbortSignal.any([signal, term.signal]), () => term.assertValid());
         if (!result.delivered) return this.#count('alert', { status: 'error', reason: `resolve not delivered: ${result.outcomes.map((o) => `${o.url}: ${o.error}`).join('; ')}` });
         this.#o.store.forget(key);
         await this.#o.ledger.write({}, [key], term, signal);
@@ -348,7 +348,7 @@ export class ActionExecutor {
         await this.#o.ledger.write({ [key]: intent }, [], term, signal);
         this.#o.store.record(key, intent);
         term.assertValid();
-        const result = await this.#o.alertmanager.send([firingAlert(v, decision.startsAt, decision.endsAt, this.#o.generatorURL)], AbortSignal.any([signal, term.signal]));
+        const result = await this.#o.alertmanager.send([firingAlert(v, decision.startsAt, decision.endsAt, this.#o.generatorURL)], AbortSignal.any([signal, term.signal]), () => term.assertValid());
         if (!result.delivered) {
           this.#o.store.forget(key);
           await this.#o.ledger.write({}, [key], term, signal);

@@ -11,7 +11,8 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { fencedRequest, type Fence } from '../kube/fenced-http.ts';
+import { ErrorCode, PortalError, isPortalError } from '../observability/errors.ts';
 import { alertMetrics, type AlertMetrics } from './metrics.ts';
 import { LogKey } from '../observability/log-keys.ts';
 
@@ -127,12 +128,14 @@ export class AlertmanagerClient {
 
   /**
    * Sends one batch to every URL. Resolves with per-URL outcomes; rejects
-   * only when `signal` aborts.
+   * only when `signal` aborts or `fence` throws (leader-only sends pass
+   * `() => term.assertValid()`: it is checked again synchronously before
+   * each attempt's bytes reach the socket, see kube/fenced-http.ts).
    */
-  async send(alerts: readonly AlertmanagerAlert[], signal: AbortSignal): Promise<SendResult> {
+  async send(alerts: readonly AlertmanagerAlert[], signal: AbortSignal, fence?: Fence): Promise<SendResult> {
     if (this.#urls.length === 0) return { delivered: false, outcomes: [] };
     const body = JSON.stringify(alerts);
-    const outcomes = await Promise.all(this.#urls.map((url) => this.#sendTo(url, body, signal)));
+    const outcomes = await Promise.all(this.#urls.map((url) => this.#sendTo(url, body, signal, fence)));
     signal.throwIfAborted();
     const delivered = outcomes.some((o) => o.ok);
     if (delivered) {
@@ -173,23 +176,23 @@ export class AlertmanagerClient {
     return answered ? false : undefined;
   }
 
-  async #sendTo(url: string, body: string, signal: AbortSignal): Promise<UrlOutcome> {
+  async #sendTo(url: string, body: string, signal: AbortSignal, fence: Fence | undefined): Promise<UrlOutcome> {
     const outcome: UrlOutcome = { url, ok: false, attempts: 0 };
     for (let attempt = 1; attempt <= this.#maxAttempts; attempt++) {
       if (signal.aborted) break;
       outcome.attempts = attempt;
       let retryable = true;
       try {
-        const res = await fetch(`${url}/api/v2/alerts`, {
+        const res = await fencedRequest(`${url}/api/v2/alerts`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body,
           signal: AbortSignal.any([signal, AbortSignal.timeout(this.#timeoutMs)]),
+          ...(fence ? { fence } : {}),
         });
         outcome.status = res.status;
-        // Drain the body so the connection can be reused.
-        const text = await res.text().catch(() => '');
-        if (res.ok) {
+        const text = res.text;
+        if (res.status >= 200 && res.status < 300) {
           outcome.ok = true;
           delete outcome.error;
           break;
@@ -197,6 +200,7 @@ export class AlertmanagerClient {
         retryable = res.status >= 500 || res.status === 429;
         outcome.error = `HTTP ${res.status}: ${text.slice(0, 200)}`;
       } catch (err) {
+        if (isPortalError(err, ErrorCode.TermExpired)) throw err; // fenced: nothing was sent, and nothing more may be
         if (signal.aborted) break;
         const e = err as Error & { cause?: { code?: string } };
         outcome.error = e.name === 'TimeoutError' ? `timed out after ${this.#timeoutMs} ms` : `${e.message}${e.cause?.code ? ` (${e.cause.code})` : ''}`;

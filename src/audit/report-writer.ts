@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { apiStatusCode, callOptions, describeApiError, type KubeClient } from '../kube/client.ts';
 import { ResilientInformer, type InformerEvent } from '../kube/informer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
-import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { ErrorCode, PortalError, isPortalError } from '../observability/errors.ts';
 import type { KubeObject } from '../policy/types.ts';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, REPORT_API_VERSION, reportContentEqual, type PolicyReport } from './policy-report.ts';
 import { LogKey } from '../observability/log-keys.ts';
@@ -93,16 +93,35 @@ export class ReportWriter {
   async apply(identity: { kind: PolicyReport['kind']; namespace: string; name: string }, desired: PolicyReport | undefined, term: LeaderTerm, signal: AbortSignal): Promise<ReportWrite> {
     const key = cacheKey(identity.namespace, identity.name);
     let current = this.#observed.get(key);
-    if (reportContentEqual(current, desired)) return this.#count('unchanged');
     const co = this.#client.customObjects;
     const plural = identity.kind === 'PolicyReport' ? 'policyreports' : 'clusterpolicyreports';
     const ns = identity.namespace;
     const opts = callOptions({ signal, timeoutMs: 10_000 });
+    const informer = identity.kind === 'PolicyReport' ? this.reports : this.clusterReports;
+    if (!current && !informer.ready()) {
+      // Absent from a cache whose watch is not running (yet, e.g. right after a takeover, or again):
+      // it may exist all the same. Read it rather than try a create that is likely to conflict.
+      try {
+        current = (ns
+          ? await co.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name }, opts)
+          : await co.getClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name }, opts)) as PolicyReport;
+        this.#remember(key, current);
+      } catch (err) {
+        if (signal.aborted) throw err;
+        if (apiStatusCode(err) !== 404) throw new PortalError(ErrorCode.Kube, `${identity.kind} ${key}: ${describeApiError(err)}`, { cause: err });
+      }
+    }
+    if (reportContentEqual(current, desired)) return this.#count('unchanged');
+    // Writes are fenced again at the socket (kube/fenced-http.ts); every write is also conditional:
+    // create fails if the report exists, replace and delete carry the resourceVersion observed.
+    const writeOpts = callOptions({ signal, timeoutMs: 10_000, fence: () => term.assertValid() });
     try {
       if (!desired) {
         await this.#fence(term, signal);
-        if (ns) await co.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name }, opts);
-        else await co.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name }, opts);
+        const rv = current?.metadata.resourceVersion;
+        const body = rv !== undefined ? { preconditions: { resourceVersion: rv } } : {};
+        if (ns) await co.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name, body }, writeOpts);
+        else await co.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name, body }, writeOpts);
         this.#observed.delete(key);
         return this.#count('deleted');
       }
@@ -112,10 +131,10 @@ export class ReportWriter {
         if (!current) {
           try {
             stored = ns
-              ? ((await co.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, body: desired }, opts)) as PolicyReport)
-              : ((await co.createClusterCustomObject({ group: GROUP, version: VERSION, plural, body: desired }, opts)) as PolicyReport);
+              ? ((await co.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, body: desired }, writeOpts)) as PolicyReport)
+              : ((await co.createClusterCustomObject({ group: GROUP, version: VERSION, plural, body: desired }, writeOpts)) as PolicyReport);
           } catch (err) {
-            if (apiStatusCode(err) !== 409) throw err;
+            if (isPortalError(err) || apiStatusCode(err) !== 409) throw err;
             // Stored already (our cache lags): read it and compare again.
             current = (ns
               ? await co.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name }, opts)
@@ -127,10 +146,11 @@ export class ReportWriter {
           this.#remember(key, stored);
           return this.#count('created');
         }
+        // PUT requires the resourceVersion, and it makes the replace conditional on the report being as observed.
         const body = { ...desired, metadata: { ...desired.metadata, resourceVersion: current.metadata.resourceVersion } };
         stored = ns
-          ? ((await co.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name, body }, opts)) as PolicyReport)
-          : ((await co.replaceClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name, body }, opts)) as PolicyReport);
+          ? ((await co.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name, body }, writeOpts)) as PolicyReport)
+          : ((await co.replaceClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name, body }, writeOpts)) as PolicyReport);
         this.#remember(key, stored);
         return this.#count('updated');
       }

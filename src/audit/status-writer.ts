@@ -67,6 +67,12 @@ export function desiredStatus(state: RuleState, object: KubeObject | undefined, 
   return status;
 }
 
+/** resourceVersions are opaque, but every real server uses integers: `a` is newer than `b` when both are and a > b. */
+function newerRv(a: string | undefined, b: string | undefined): boolean {
+  if (a === undefined || b === undefined || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
+  return BigInt(a) > BigInt(b);
+}
+
 function sameStatus(a: RuleStatus | undefined, b: RuleStatus): boolean {
   if (!a) return false;
   const c = (s: RuleStatus) => (s.conditions ?? []).map((x) => `${x.type}|${x.status}|${x.reason}|${x.message}|${x.observedGeneration ?? ''}`).sort().join('\n');
@@ -79,8 +85,8 @@ export class StatusWriter {
   readonly #logger: Logger;
   readonly #debounceMs: number;
   readonly #dirty = new Set<string>();
-  /** What this replica last wrote, by rule key (the informer may lag behind it). */
-  readonly #written = new Map<string, RuleStatus>();
+  /** What this replica last wrote and the resourceVersion that write produced, by rule key (the informer may lag behind it). */
+  readonly #written = new Map<string, { status: RuleStatus; resourceVersion: string | undefined }>();
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   writes = 0;
@@ -126,12 +132,18 @@ export class StatusWriter {
       const object = this.#inputs.ruleObject(state);
       const desired = desiredStatus(state, object, this.#inputs.violations(ruleDisplay(state)), this.#inputs.lastAuditTime(), now, this.#inputs.lastPassTime());
       const stored = (object as { status?: RuleStatus } | undefined)?.status;
-      if (sameStatus(stored, desired) || sameStatus(this.#written.get(key), desired)) continue;
+      const storedRv = object?.metadata?.resourceVersion;
+      // Our own write counts only while the cache has not caught up with it: once the stored object is newer
+      // (someone else wrote, e.g. a late request of a paused predecessor), what is stored decides.
+      const written = this.#written.get(key);
+      const ownIsCurrent = written !== undefined && !newerRv(storedRv, written.resourceVersion);
+      if (sameStatus(stored, desired) || (ownIsCurrent && sameStatus(written.status, desired))) continue;
+      const precondition = ownIsCurrent ? written.resourceVersion : storedRv;
       try {
         await this.#client.writeLimiter.take(signal);
         term.assertValid();
-        await this.#patch(state, desired, signal);
-        this.#written.set(key, desired);
+        const resourceVersion = await this.#patch(state, desired, precondition, term, signal);
+        this.#written.set(key, { status: desired, resourceVersion });
         this.writes++;
       } catch (err) {
         if (signal.aborted || isPortalError(err)) {
@@ -142,20 +154,34 @@ export class StatusWriter {
         }
         if (apiStatusCode(err) === 404) continue; // rule deleted meanwhile
         this.#dirty.add(key);
+        if (apiStatusCode(err) === 409) {
+          // Changed since observed (a spec edit, another writer): decide again on the next flush, on the newer object.
+          this.#written.delete(key);
+          this.#logger.debug({ rule: key }, 'rule changed since observed; status write retried');
+          continue;
+        }
         this.#logger.warn({ rule: key, err: describeApiError(err) }, 'rule status write failed, will retry');
       }
     }
   }
 
-  async #patch(state: RuleState, status: RuleStatus, signal: AbortSignal): Promise<void> {
+  /**
+   * Merge patch of the status subresource, fenced again at the socket and
+   * conditional on the rule's resourceVersion as observed: a write delayed
+   * across a pause fails with 409 if the rule changed since. A stale status
+   * is low-harm anyway (it is derived state: the current leader recomputes
+   * it and overwrites a stored status that differs), but a stale write
+   * would go unnoticed until the next change of that rule. Returns the new
+   * resourceVersion.
+   */
+  async #patch(state: RuleState, status: RuleStatus, resourceVersion: string | undefined, term: LeaderTerm, signal: AbortSignal): Promise<string | undefined> {
     const co = this.#client.customObjects;
-    const opts = mergePatchOptions({ signal, timeoutMs: 10_000 });
-    const body = { status };
-    if (state.namespace !== undefined) {
-      await co.patchNamespacedCustomObjectStatus({ group: 'portal.dev', version: 'v1alpha1', namespace: state.namespace, plural: 'portalrules', name: state.name, body }, opts);
-    } else {
-      await co.patchClusterCustomObjectStatus({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name: state.name, body }, opts);
-    }
+    const opts = mergePatchOptions({ signal, timeoutMs: 10_000, fence: () => term.assertValid() });
+    const body = resourceVersion !== undefined ? { metadata: { resourceVersion }, status } : { status };
+    const stored = (state.namespace !== undefined
+      ? await co.patchNamespacedCustomObjectStatus({ group: 'portal.dev', version: 'v1alpha1', namespace: state.namespace, plural: 'portalrules', name: state.name, body }, opts)
+      : await co.patchClusterCustomObjectStatus({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name: state.name, body }, opts)) as KubeObject | undefined;
+    return stored?.metadata?.resourceVersion;
   }
 
   /** Cancels the timer and waits for a running flush. */

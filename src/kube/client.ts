@@ -17,6 +17,7 @@ import {
   type RequestContext,
 } from '@kubernetes/client-node';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { FencedHttpLibrary, fenceMiddleware, type Fence } from './fenced-http.ts';
 import { TokenBucket } from './rate-limiter.ts';
 
 export interface KubeClientConfig {
@@ -65,9 +66,13 @@ export function createKubeClient(config: KubeClientConfig): KubeClient {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new PortalError(ErrorCode.ConfigInvalid, 'kubeconfig has no current cluster');
   // Same wiring as KubeConfig.makeApiClient, plus a User-Agent middleware so
-  // the API server's audit log names the replica.
+  // the API server's audit log names the replica, and an HTTP library that
+  // pools connections and re-checks a call's fence at the socket write
+  // (fenced-http.ts). Only one static middleware: client-node reverses the
+  // static list in place on every response, so two would swap order per call.
   const configuration = createConfiguration({
     baseServer: new ServerConfiguration(cluster.server, {}),
+    httpApi: new FencedHttpLibrary(),
     authMethods: { default: kc },
     middleware: [setHeaderMiddleware('User-Agent', config.userAgent)],
   });
@@ -105,6 +110,13 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Content-Type override (patch strategies). */
   contentType?: string;
+  /**
+   * Leader-only writes: `() => term.assertValid()`. Checked again right
+   * before the request is handed to the transport and synchronously before
+   * its bytes are written to the socket (after any connect / TLS handshake);
+   * when it throws, nothing is sent and the call rejects with its error.
+   */
+  fence?: Fence;
 }
 
 /**
@@ -118,6 +130,7 @@ export function callOptions(options: CallOptions): ConfigurationOptions {
   if (options.timeoutMs !== undefined) signals.push(AbortSignal.timeout(options.timeoutMs));
   if (signals.length > 0) middleware.push(signalMiddleware(signals.length === 1 ? signals[0]! : AbortSignal.any(signals)));
   if (options.contentType !== undefined) middleware.push(setHeaderMiddleware('Content-Type', options.contentType));
+  if (options.fence) middleware.push(fenceMiddleware(options.fence));
   return { middleware, middlewareMergeStrategy: 'append' };
 }
 

@@ -230,9 +230,12 @@ export class Router {
   }
 
   private record(verb: string, s: RequestScope, code: number, body: unknown): void {
-    const rv = isPlainObject(body) && isPlainObject(body['metadata']) ? String(body['metadata']['resourceVersion'] ?? '') : '';
+    const meta = isPlainObject(body) && isPlainObject(body['metadata']) ? body['metadata'] : undefined;
+    const rv = meta ? String(meta['resourceVersion'] ?? '') : '';
+    // A create's URL has no name (POST to the collection): take it from the created object.
+    const name = s.name || (meta && typeof meta['name'] === 'string' ? meta['name'] : '');
     this.d.audit.record({
-      verb, resource: s.def.resource, subresource: s.subresource, namespace: s.def.namespaced ? s.namespace : '', name: s.name,
+      verb, resource: s.def.resource, subresource: s.subresource, namespace: s.def.namespaced ? s.namespace : '', name,
       user: s.user.username, resourceVersion: rv, code, time: new Date().toISOString(),
     });
   }
