@@ -154,10 +154,10 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
       tls = await readTlsFiles(tlsFiles);
       webhook = buildAdmissionServer({
         tls,
-      decide: engineDecider(source.ruleSet),
-      gate,
-      exemptNamespaces: config.exemptNamespaces,
-      namespaceLabels: source.namespaceLabels,
+        decide: engineDecider(source.ruleSet),
+        gate,
+        exemptNamespaces: config.exemptNamespaces,
+        namespaceLabels: source.namespaceLabels,
         metrics,
         logger: componentLogger(root, 'admission'),
       });
