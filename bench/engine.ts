@@ -13,7 +13,7 @@ import { existsSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadRulesFromDirectory } from '../src/config/manifests.ts';
-import { decide, evaluate, RuleSet, type EvaluationInput, type KubeObject, type PortalRuleObject } from '../src/policy/index.ts';
+import { decide, decideAdmission, evaluate, RuleSet, type EvaluationInput, type KubeObject, type PortalRuleObject } from '../src/policy/index.ts';
 
 const secondsArg = process.argv.indexOf('--seconds');
 const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 2;
@@ -163,6 +163,8 @@ async function main(): Promise<void> {
   const decision = decide(verdicts);
 
   const evalOps = opsPerSecond(() => decide(evaluate(rs, input)), SECONDS);
+  // The admission path: decideAdmission builds no pass/skip verdicts.
+  const admissionOps = opsPerSecond(() => decideAdmission(rs, input), SECONDS);
   const parseOps = opsPerSecond(() => JSON.parse(review), SECONDS);
   // The round trip every webhook pays at least once: parse the review, serialize an answer of the same size.
   const roundTripOps = opsPerSecond(() => JSON.stringify(JSON.parse(review)), SECONDS);
@@ -176,6 +178,7 @@ async function main(): Promise<void> {
     warnings: decision.warnings.length,
     evaluationsPerSecond: Math.round(evalOps),
     microsecondsPerEvaluation: Number((1e6 / evalOps).toFixed(2)),
+    microsecondsPerAdmissionDecision: Number((1e6 / admissionOps).toFixed(2)),
     baselineJsonParsePerSecond: Math.round(parseOps),
     microsecondsPerJsonParse: Number((1e6 / parseOps).toFixed(2)),
     // > 1 means evaluating all rules is cheaper than just parsing the review.

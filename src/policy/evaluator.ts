@@ -17,16 +17,14 @@
  */
 import { anyNamespaceGlobMatches } from './namespace-glob.ts';
 import { selectorMatches } from './label-selector.ts';
-import { podTemplateKind, templatePod } from './pod-templates.ts';
-import type { IndexedEntry, RuleEntry, RuleSet } from './rule-set.ts';
-import type { EvaluationInput, KindMatch, KubeObject, RuleVerdict, SchemaViolation, Verdict } from './types.ts';
+import { candidatesFor, type Candidate } from './candidates.ts';
+import { decide, type AdmissionDecision } from './decision.ts';
+import { templatePod } from './pod-templates.ts';
+import type { RuleEntry, RuleSet } from './rule-set.ts';
+import type { EvaluationInput, KubeObject, RuleVerdict, SchemaViolation, Verdict } from './types.ts';
 
 /** How many schema errors a message shows. */
 export const MESSAGE_VIOLATIONS = 3;
-
-function kindMatches(k: KindMatch, group: string, kind: string): boolean {
-  return (k.apiGroups.includes('*') || k.apiGroups.includes(group)) && (k.kinds.includes('*') || k.kinds.includes(kind));
-}
 
 function labelsOf(obj: KubeObject | null): Record<string, string> | undefined {
   const labels = obj?.metadata?.labels;
@@ -63,60 +61,52 @@ export function violationMessage(display: string, ruleMessage: string, violation
   return shown.length ? `${head} [${shown.join(', ')}]` : head;
 }
 
-function evaluateOne(item: IndexedEntry, input: EvaluationInput): RuleVerdict | undefined {
-  const { entry } = item;
+/**
+ * The verdict of one candidate rule. With `all` false (admission), the
+ * verdicts decide() ignores, pass and skip, are not built: undefined instead.
+ */
+function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean): RuleVerdict | undefined {
+  const { entry } = c;
   const m = entry.match;
-  const { group, kind } = input.kind;
   const sub = input.subResource ?? '';
 
   // PortalRule scope: its own namespace only (no verdict elsewhere).
   if (entry.ruleNamespace !== undefined && input.namespace !== entry.ruleNamespace) return undefined;
 
-  let templatePath: readonly string[] | undefined;
-  if (item.viaTemplate) {
-    const t = podTemplateKind(group, kind);
-    if (!t) return undefined; // same kind name in another group: not a workload we know
-    if (sub !== '') return skip(entry, `the ${sub} subresource of a ${kind} is not checked for pod templates`);
-    templatePath = t.path;
-  } else {
-    let kindMatched = false;
-    let subMatched = false;
-    for (const k of m.kinds) {
-      if (!kindMatches(k, group, kind)) continue;
-      kindMatched = true;
-      if (sub === '' || (k.subresources ?? []).some((s) => s === '*' || s === sub)) {
-        subMatched = true;
-        break;
-      }
+  const templatePath = c.templatePath;
+  if (sub !== '') {
+    if (templatePath) {
+      return all ? skip(entry, `the ${sub} subresource of a ${input.kind.kind} is not checked for pod templates`) : undefined;
     }
-    if (!kindMatched) return undefined;
-    if (!subMatched) return skip(entry, `the ${sub} subresource is not named in match.kinds`);
+    if (!c.subresources.has('*') && !c.subresources.has(sub)) {
+      return all ? skip(entry, `the ${sub} subresource is not named in match.kinds`) : undefined;
+    }
   }
 
   if (input.operation !== 'AUDIT' && !m.operations.has(input.operation)) {
-    return skip(entry, `operation ${input.operation} is not matched`);
+    return all ? skip(entry, `operation ${input.operation} is not matched`) : undefined;
   }
 
-  const isNamespace = group === '' && kind === 'Namespace';
+  const isNamespace = input.kind.group === '' && input.kind.kind === 'Namespace';
   const nsName = isNamespace ? input.name : input.namespace;
   if (nsName !== '') {
     if (m.namespaces.length > 0 && !anyNamespaceGlobMatches(m.namespaces, nsName)) {
-      return skip(entry, `namespace ${nsName} is not in match.namespaces`);
+      return all ? skip(entry, `namespace ${nsName} is not in match.namespaces`) : undefined;
     }
     if (m.excludedNamespaces.length > 0 && anyNamespaceGlobMatches(m.excludedNamespaces, nsName)) {
-      return skip(entry, `namespace ${nsName} is excluded`);
+      return all ? skip(entry, `namespace ${nsName} is excluded`) : undefined;
     }
     if (m.namespaceSelector) {
       const labels = input.namespaceLabels ?? (isNamespace ? labelsOf(input.object ?? input.oldObject) : undefined);
       if (labels === undefined) return errorVerdict(entry, `the labels of namespace ${nsName} are unknown, so namespaceSelector cannot be decided`);
-      if (!selectorMatches(m.namespaceSelector, labels)) return skip(entry, `namespace ${nsName} does not match namespaceSelector`);
+      if (!selectorMatches(m.namespaceSelector, labels)) return all ? skip(entry, `namespace ${nsName} does not match namespaceSelector`) : undefined;
     }
   }
   if (m.objectSelector) {
     const ok =
       (input.object !== null && selectorMatches(m.objectSelector, labelsOf(input.object))) ||
       (input.oldObject !== null && selectorMatches(m.objectSelector, labelsOf(input.oldObject)));
-    if (!ok) return skip(entry, 'the object does not match objectSelector');
+    if (!ok) return all ? skip(entry, 'the object does not match objectSelector') : undefined;
   }
 
   if (!entry.validate) return errorVerdict(entry, entry.failure);
@@ -127,7 +117,7 @@ function evaluateOne(item: IndexedEntry, input: EvaluationInput): RuleVerdict | 
   let violations: ReturnType<typeof entry.validate>;
   try {
     violations = templatePath
-      ? entry.validate(templatePod(target, templatePath), templatePath.join('.'))
+      ? entry.validate(templatePod(target, templatePath), c.templatePrefix)
       : entry.validate(target);
   } catch (err) {
     // A schema can still blow up on a hostile object (e.g. a recursive $ref
@@ -135,7 +125,7 @@ function evaluateOne(item: IndexedEntry, input: EvaluationInput): RuleVerdict | 
     // an `error` verdict, which denies (fail closed) and names the rule.
     return errorVerdict(entry, `its schema failed on this object (${err instanceof Error ? err.message : String(err)})`);
   }
-  if (violations.length === 0) return verdict(entry, 'pass', `${entry.display}: passed`);
+  if (violations.length === 0) return all ? verdict(entry, 'pass', c.passMessage) : undefined;
   return verdict(
     entry,
     entry.enforcement === 'Deny' ? 'fail' : 'warn',
@@ -149,15 +139,24 @@ function evaluateOne(item: IndexedEntry, input: EvaluationInput): RuleVerdict | 
  * set is read, never changed.
  */
 export function evaluate(rules: RuleSet, input: EvaluationInput): RuleVerdict[] {
-  const { specific, wildcard } = rules.candidates(input.kind.kind);
   const out: RuleVerdict[] = [];
-  for (const item of specific) {
-    const v = evaluateOne(item, input);
-    if (v) out.push(v);
-  }
-  for (const item of wildcard) {
-    const v = evaluateOne(item, input);
+  for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
+    const v = evaluateOne(c, input, true);
     if (v) out.push(v);
   }
   return out;
+}
+
+/**
+ * The admission answer for one request: the same as
+ * `decide(evaluate(rules, input))`, without building the pass and skip
+ * verdicts that decide() ignores (the common case on the request path).
+ */
+export function decideAdmission(rules: RuleSet, input: EvaluationInput): AdmissionDecision {
+  let out: RuleVerdict[] | undefined;
+  for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
+    const v = evaluateOne(c, input, false);
+    if (v) (out ??= []).push(v);
+  }
+  return decide(out ?? []);
 }

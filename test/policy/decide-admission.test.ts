@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { decide, decideAdmission, evaluate, RuleSet, type EvaluationInput, type KindMatch, type Operation, type PortalRuleObject, type RuleSpec } from '../../src/policy/index.ts';
+import { clusterRule, namespacedRule } from './support.ts';
+
+const KINDS = [
+  { group: '', kind: 'Pod' },
+  { group: 'apps', kind: 'Deployment' },
+  { group: 'batch', kind: 'CronJob' },
+  { group: 'example.com', kind: 'Deployment' },
+  { group: '', kind: 'Namespace' },
+  { group: '', kind: 'ConfigMap' },
+];
+const OPERATIONS: (Operation | 'AUDIT')[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT', 'AUDIT'];
+const enforcement = fc.constantFrom('Deny' as const, 'Warn' as const, 'Audit' as const);
+
+const ruleArb = fc.record({
+  name: fc.constantFrom('a', 'b', 'c', 'd'),
+  namespaced: fc.boolean(),
+  enforcement,
+  kinds: fc.constantFrom(['Pod'], ['*'], ['Deployment'], ['Pod', 'Namespace'], ['*', 'Pod']),
+  apiGroups: fc.constantFrom([''], ['*'], ['apps']),
+  subresources: fc.constantFrom(undefined, ['status'], ['*']),
+  operations: fc.constantFrom(undefined, ['DELETE' as const], ['CREATE' as const, 'UPDATE' as const]),
+  namespaces: fc.constantFrom(undefined, ['prod-*'], ['default']),
+  namespaceSelector: fc.constantFrom(undefined, { matchLabels: { env: 'prod' } }),
+  objectSelector: fc.constantFrom(undefined, { matchLabels: { app: 'web' } }),
+  broken: fc.boolean(),
+});
+
+type Generated<A> = A extends fc.Arbitrary<infer T> ? T : never;
+
+function toRule(r: Generated<typeof ruleArb>): PortalRuleObject {
+  const kind: KindMatch = { apiGroups: [...r.apiGroups], kinds: [...r.kinds], ...(r.subresources ? { subresources: [...r.subresources] } : {}) };
+  const spec: Partial<RuleSpec> = {
+    enforcement: r.enforcement,
+    match: {
+      kinds: [kind],
+      ...(r.operations ? { operations: [...r.operations] } : {}),
+      ...(r.namespaces ? { namespaces: [...r.namespaces] } : {}),
+      ...(r.namespaceSelector ? { namespaceSelector: { matchLabels: { ...r.namespaceSelector.matchLabels } } } : {}),
+      ...(r.objectSelector ? { objectSelector: { matchLabels: { ...r.objectSelector.matchLabels } } } : {}),
+    },
+    // A schema that never compiles: the rule stays in force as an `error`.
+    ...(r.broken ? { validate: { schema: { type: 'object', notAKeyword: true } } } : {}),
+  };
+  return r.namespaced ? namespacedRule('default', r.name, spec) : clusterRule(r.name, spec);
+}
+
+const inputArb = fc.record({
+  kind: fc.constantFrom(...KINDS),
+  operation: fc.constantFrom(...OPERATIONS),
+  subResource: fc.constantFrom('', 'status', 'scale'),
+  namespace: fc.constantFrom('', 'default', 'prod-eu'),
+  privileged: fc.boolean(),
+  labelled: fc.boolean(),
+  namespaceLabels: fc.constantFrom(undefined, { env: 'prod' }, {}),
+  hasObject: fc.boolean(),
+});
+
+function toInput(i: Generated<typeof inputArb>): EvaluationInput {
+  const podSpec = { containers: [{ name: 'c', image: 'x', securityContext: { privileged: i.privileged } }] };
+  const object = {
+    apiVersion: 'v1',
+    kind: i.kind.kind,
+    metadata: { name: 'o', namespace: i.namespace, ...(i.labelled ? { labels: { app: 'web' } } : {}) },
+    spec: i.kind.kind === 'Pod' ? podSpec : { template: { spec: podSpec }, jobTemplate: { spec: { template: { spec: podSpec } } } },
+  };
+  return {
+    operation: i.operation,
+    kind: { ...i.kind, version: 'v1' },
+    subResource: i.subResource,
+    namespace: i.namespace,
+    name: 'o',
+    object: i.hasObject ? object : null,
+    oldObject: i.operation === 'DELETE' && i.hasObject ? object : null,
+    namespaceLabels: i.namespaceLabels,
+  };
+}
+
+void describe('decideAdmission', () => {
+  void it('gives exactly decide(evaluate(...)) for random rules and requests', () => {
+    fc.assert(
+      fc.property(fc.array(ruleArb, { maxLength: 6 }), fc.array(inputArb, { minLength: 1, maxLength: 4 }), (rules, inputs) => {
+        const rs = new RuleSet();
+        for (const r of rules) rs.upsert(toRule(r));
+        for (const i of inputs) {
+          const input = toInput(i);
+          assert.deepEqual(decideAdmission(rs, input), decide(evaluate(rs, input)));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  void it('follows rule changes (the per-kind candidate cache is dropped on a new revision)', () => {
+    const rs = new RuleSet();
+    const privileged = toInput({ kind: { group: '', kind: 'Pod' }, operation: 'CREATE', subResource: '', namespace: 'default', privileged: true, labelled: false, namespaceLabels: {}, hasObject: true });
+    assert.equal(decideAdmission(rs, privileged).allowed, true);
+    rs.upsert(clusterRule('no-priv'));
+    assert.equal(decideAdmission(rs, privileged).allowed, false);
+    rs.remove('PortalClusterRule/no-priv');
+    assert.equal(decideAdmission(rs, privileged).allowed, true);
+  });
+});
