@@ -116,7 +116,7 @@ export interface CallOptions {
    * its bytes are written to the socket (after any connect / TLS handshake);
    * when it throws, nothing is sent and the call rejects with its error.
    */
-
+  fence?: Fence;
 }
 
 /**
