@@ -14,8 +14,10 @@
  * (≤ 0.9 MB even if every entry were an eviction): 64,000
  * entries overall, enough for the 10,000-object sizing point with every
  * action type. Each write is a merge patch of single data keys, so
- * concurrent workers never overwrite each other's entries and no
- * read-modify-write (or resourceVersion conflict) is involved.
+ * concurrent workers never overwrite each other's entries. The patch also
+ * carries the shard's last-seen resourceVersion (ledger-writer.ts): a write
+ * delayed past its term then fails with 409 instead of landing late, and the
+ * writer re-reads and retries while it still leads.
  */
 import type { EmittedAction } from './idempotency.ts';
 
