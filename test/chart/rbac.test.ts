@@ -93,7 +93,7 @@ void test('RBAC: no wildcards, and exactly the verbs each resource needs', async
     ['', 'secrets', '', []],
   ];
   // ... and patch on the 16 shards only.
-  for (const shard of allLedgerShardNames()) expectRole.push(['', 'configmaps', shard, ['create', 'list', 'patch', 'watch']]);
+  for (const shard of allLedgerShardNames()) expectRole.push(['', 'configmaps', shard, ['create', 'get', 'list', 'patch', 'watch']]);
   for (const [group, resource, name, verbs] of expectRole) assert.deepEqual(verbsFor(role, group, resource, name), verbs, `Role ${group}/${resource} ${name}`);
   const named = role.filter((r) => r.resourceNames);
   assert.deepEqual(named.map((r) => [...r.resourceNames!].sort()), [allLedgerShardNames().sort()]);
