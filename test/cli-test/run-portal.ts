@@ -14,9 +14,20 @@ export interface RunResult {
   stderr: string;
 }
 
-export function runPortal(args: readonly string[]): Promise<RunResult> {
+export interface RunOptions {
+  /** @default the repository root */
+  cwd?: string;
+  /** Extra environment on top of this process's. */
+  env?: Record<string, string>;
+}
+
+export function runPortal(args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: options.cwd ?? ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
