@@ -84,7 +84,7 @@ export function expectationAt(fx: Fixture, version: number): Expectation {
 
 export function loadFixtures(dir: string): Fixture[] {
   const out: Fixture[] = [];
-  for (const group of readdirSync(dir).sort()) {
+  for (const group of readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()) {
     for (const f of readdirSync(join(dir, group)).sort()) {
       if (!f.endsWith('.yaml')) continue;
       const file = join(dir, group, f);
