@@ -227,6 +227,17 @@ void describe('Pod Security checks and versions', () => {
     }
   });
 
+  void it('every container-level check covers initContainers, containers and ephemeralContainers (C[*])', () => {
+    const podLevelOnly = new Set(['disallow-host-namespaces', 'disallow-host-path', 'restrict-sysctls', 'restrict-volume-types']);
+    for (const name of Object.keys(CHECKS)) {
+      if (podLevelOnly.has(name)) continue;
+      const schema = JSON.stringify(byName.get(name)?.spec.validate.schema);
+      for (const list of ['initContainers', 'containers', 'ephemeralContainers']) {
+        assert.ok(schema.includes(`"${list}":{"type":"array","items":`), `${name} checks ${list}`);
+      }
+    }
+  });
+
   void it('every version boundary of every check has a good and a bad fixture changing there', () => {
     for (const [name, variants] of Object.entries(VARIANTS)) {
       const mine = fixtures.filter((f) => f.group === name);
