@@ -21,6 +21,7 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import type { KubeClient } from '../kube/client.ts';
+import type { FencedWriter } from '../kube/fenced-writer.ts';
 import { ResilientInformer, type InformerEvent } from '../kube/informer.ts';
 import { TokenBucket } from '../kube/rate-limiter.ts';
 import type { LeaderTerm } from '../leader/term.ts';
@@ -36,7 +37,6 @@ import { KindInformers } from './kind-informers.ts';
 import { KindResolver, type KindResource } from './kind-resources.ts';
 import { LEDGER_LABELS } from './ledger.ts';
 import { LedgerWriter } from './ledger-writer.ts';
-import { PrefetchingObjectApi } from './object-api.ts';
 import { buildPolicyReport, reportContentEqual, reportIdentity, resourceReference } from './policy-report.ts';
 import { ReportWriter } from './report-writer.ts';
 import { ruleDisplay, StatusWriter } from './status-writer.ts';
@@ -69,6 +69,8 @@ export interface AuditControllerConfig {
 
 export interface AuditControllerDeps {
   client: KubeClient;
+  /** The replica's one leader-only writer: every report, status, ledger, label/annotate, eviction and alert write goes through it. */
+  writer: FencedWriter;
   ruleSet: RuleSet;
   namespaceLabels: (namespace: string) => Record<string, string> | undefined;
   /** The current leader term, or undefined on a follower (from the elector's callbacks). */
@@ -145,13 +147,13 @@ export class AuditController implements Runnable {
     this.#config = Object.freeze({ ...config });
     this.#deps = deps;
     this.#log = deps.logger.child({ [LogKey.subcomponent]: 'audit' });
-    const { client } = deps;
+    const { client, writer } = deps;
     this.#exempt = new Set([...config.exemptNamespaces, config.installNamespace]);
     this.#queue = new WorkQueue({ name: 'audit', logger: this.#log, registry: deps.registry });
     const staleOpt = config.staleAfterMs !== undefined ? { staleAfterMs: config.staleAfterMs } : {};
     this.#informers = new KindInformers(client, this.#log, (r, e) => this.#onObjectEvent(r, e), staleOpt);
     this.#resolver = new KindResolver(client);
-    this.reports = new ReportWriter(client, this.#log, staleOpt);
+    this.reports = new ReportWriter(client, writer, this.#log, staleOpt);
     this.#ledger = new ResilientInformer(
       client,
       {
@@ -170,14 +172,13 @@ export class AuditController implements Runnable {
       else if (e.type === 'update') this.store.observeLedger(data(e.object), data(e.old));
       else this.store.observeLedger(undefined, data(e.object));
     });
-    this.#alertmanager = new AlertmanagerClient({ urls: config.alertmanagerUrls, logger: this.#log, registry: deps.registry });
+    this.#alertmanager = new AlertmanagerClient({ urls: config.alertmanagerUrls, writer, logger: this.#log, registry: deps.registry });
     this.#executor = new ActionExecutor({
-      objects: PrefetchingObjectApi.fromKubeConfig(client.kubeConfig),
-      core: client.core,
+      writer,
       writeLimiter: client.writeLimiter,
       // N per minute, burst 1: evictions spread evenly (see ActionExecutorOptions).
       evictionLimiter: new TokenBucket({ qps: Math.max(config.maxEvictionsPerMinute, 1e-6) / 60, burst: 1 }),
-      ledger: new LedgerWriter({ core: client.core, namespace: config.installNamespace, writeLimiter: client.writeLimiter }),
+      ledger: new LedgerWriter({ writer, namespace: config.installNamespace, writeLimiter: client.writeLimiter }),
       alertmanager: this.#alertmanager,
       store: this.store,
       exemptNamespaces: this.#exempt,
@@ -187,6 +188,7 @@ export class AuditController implements Runnable {
     });
     this.status = new StatusWriter(
       client,
+      writer,
       {
         states: () => deps.ruleSet.states(),
         violations: (display) => this.#violators.get(display)?.size ?? 0,

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { KubernetesObjectApi, PolicyV1Api } from '@kubernetes/client-node';
+import { PolicyV1Api } from '@kubernetes/client-node';
 import pino from 'pino';
 import { ActionExecutor, markPatch, ruleLabelValue, validateActions, type ActionTarget } from '../../src/audit/actions.ts';
 import { AlertmanagerClient } from '../../src/audit/alertmanager.ts';
@@ -15,8 +15,9 @@ import { ledgerShardName } from '../../src/audit/ledger.ts';
 import { LedgerWriter } from '../../src/audit/ledger-writer.ts';
 import { startApiServer, type ApiServer } from '../../src/devcluster/apiserver/index.ts';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
+import { FencedWriter } from '../../src/kube/fenced-writer.ts';
 import { TokenBucket } from '../../src/kube/rate-limiter.ts';
-import { Term } from '../../src/leader/term.ts';
+import { Term, type LeaderTerm } from '../../src/leader/term.ts';
 import { ErrorCode, isPortalError } from '../../src/observability/errors.ts';
 import type { KubeObject } from '../../src/policy/types.ts';
 import { freePort, startAlertmanager, type RunningAlertmanager } from './support/alertmanager.ts';
@@ -25,17 +26,19 @@ const INSTALL_NS = 'portal-system';
 const POD = { group: '', version: 'v1', kind: 'Pod' };
 let api: ApiServer;
 let kube: KubeClient;
+let writer: FencedWriter;
 let am: RunningAlertmanager;
 const terms: Term[] = [];
 
 before(async () => {
   [api, am] = await Promise.all([startApiServer({ port: 0 }), startAlertmanager()]);
   kube = createKubeClient({ kubeconfigYaml: api.kubeConfig('portal'), qps: 100, burst: 100, userAgent: 'audit-test' });
+  writer = new FencedWriter({ kubeConfig: kube.kubeConfig, userAgent: 'audit-test' });
   await kube.core.createNamespace({ body: { metadata: { name: INSTALL_NS } } });
 });
 after(async () => {
   for (const t of terms) t.end('test over');
-  await Promise.all([api?.close(), am?.close()]);
+  await Promise.all([writer?.close(), api?.close(), am?.close()]);
 });
 
 function term(validFor = 60_000, sentAgo = 0): Term {
@@ -47,12 +50,11 @@ function term(validFor = 60_000, sentAgo = 0): Term {
 function executor(opts: { store?: IdempotencyStore; evictionLimiter?: TokenBucket; urls?: string[]; exempt?: string[] } = {}) {
   const store = opts.store ?? new IdempotencyStore();
   const exec = new ActionExecutor({
-    objects: KubernetesObjectApi.makeApiClient(kube.kubeConfig),
-    core: kube.core,
+    writer,
     writeLimiter: kube.writeLimiter,
     evictionLimiter: opts.evictionLimiter ?? new TokenBucket({ qps: 100, burst: 100 }),
-    ledger: new LedgerWriter({ core: kube.core, namespace: INSTALL_NS, writeLimiter: kube.writeLimiter }),
-    alertmanager: new AlertmanagerClient({ urls: opts.urls ?? [am.url], maxAttempts: 2, baseDelayMs: 10 }),
+    ledger: new LedgerWriter({ writer, namespace: INSTALL_NS, writeLimiter: kube.writeLimiter }),
+    alertmanager: new AlertmanagerClient({ urls: opts.urls ?? [am.url], writer, maxAttempts: 2, baseDelayMs: 10 }),
     store,
     exemptNamespaces: new Set(opts.exempt ?? ['kube-system', INSTALL_NS]),
     resendIntervalMs: 60_000,
@@ -127,6 +129,34 @@ void test('a fenced term sends nothing', async () => {
   await assert.rejects(exec.mark(target, 'r', [{ type: 'label', key: 'k' }], expired, signal), (e) => isPortalError(e, ErrorCode.TermExpired));
   await assert.rejects(exec.evict(target, 'r', expired, signal), (e) => isPortalError(e, ErrorCode.TermExpired));
   assert.equal(api.auditLog().filter((e) => e.name === 'fenced-1' && e.verb !== 'create').length, 0);
+});
+
+/** A valid term that ends at its `n`-th check (the executor's own check is the first of a write). */
+function endingAtCheck(n: number): LeaderTerm {
+  const t = term();
+  let checks = 0;
+  return {
+    epoch: t.epoch,
+    epochString: t.epochString,
+    signal: t.signal,
+    isValid: () => t.isValid(),
+    validUntil: () => t.validUntil(),
+    assertValid: () => {
+      if (++checks === n) t.end('lost the lease');
+      t.assertValid();
+    },
+  };
+}
+
+void test('a term that ends after the executor checked it: the patch and the eviction are stopped at the socket, and TermExpired is thrown', async () => {
+  const target = await pod('default', 'fenced-late-1');
+  const { exec } = executor();
+  // mark: its own check (1), the transport's (2), the connected socket's (3).
+  await assert.rejects(exec.mark(target, 'r', [{ type: 'label', key: 'k' }], endingAtCheck(3), signal), (e) => isPortalError(e, ErrorCode.TermExpired));
+  // evict: the ledger intent is written first (three checks), then its own check (4), the transport's (5), the socket's (6).
+  await assert.rejects(exec.evict(target, 'r', endingAtCheck(6), signal), (e) => isPortalError(e, ErrorCode.TermExpired));
+  assert.deepEqual(api.auditLog().filter((e) => e.name === 'fenced-late-1' && e.verb !== 'create'), []);
+  assert.equal((await readPod('default', 'fenced-late-1')).metadata?.labels?.['k'], undefined);
 });
 
 void test('evict: 201 through the Eviction API, recorded in the ledger, learned by a follower', async () => {

@@ -13,6 +13,7 @@ import { AuditController, type AuditControllerConfig } from '../../../src/audit/
 import { startApiServer, type ApiServer } from '../../../src/devcluster/apiserver/index.ts';
 import { DevApiClient } from '../../../src/devcluster/dev/api-client.ts';
 import { readManifests } from '../../../src/devcluster/dev/manifests.ts';
+import { FencedWriter } from '../../../src/kube/fenced-writer.ts';
 import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
 import { Term } from '../../../src/leader/term.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
@@ -51,6 +52,8 @@ export async function startReplica(t: TestContext, api: ApiServer, name: string,
   const client = createKubeClient({ kubeconfigYaml: api.kubeConfig(name), qps: 50, burst: 100, userAgent: `portal-test (${name})` });
   const logger = silentLogger();
   const source = new ClusterRuleSource({ client, logger });
+  const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: `portal-test (${name})` });
+  t.after(() => writer.close());
   let term: Term | undefined;
   const controller = new AuditController(
     {
@@ -67,6 +70,7 @@ export async function startReplica(t: TestContext, api: ApiServer, name: string,
     },
     {
       client,
+      writer,
       ruleSet: source.ruleSet,
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       currentTerm: () => term,
