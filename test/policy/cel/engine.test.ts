@@ -177,7 +177,7 @@ describe('CEL engine: cost limits', () => {
     const budget = newBudget(100_000);
     const first = evaluate(p, { object: { l } }, budget);
     assert.equal(first.ok, true);
-    let r = first;
+    let r: EvalResult = first;
     for (let i = 0; i < 10 && r.ok; i++) r = evaluate(p, { object: { l } }, budget);
     assert.equal(r.ok, false);
     if (!r.ok) {
