@@ -24,9 +24,25 @@ export function unescapeFieldName(name: string): string {
   return name.replace(/__(underscores|dot|dash|slash)__/g, (_m, w: string) => ESCAPES[w] ?? _m);
 }
 
-/** Namespaced functions (`sets.contains(…)`) that cel-js cannot declare: we rename them `sets_contains`. */
-export const FUNCTION_NAMESPACES = ['sets', 'strings', 'base64', 'format', 'lists'] as const;
-const NAMESPACE_CALL = new RegExp(`(?<![.\\w])(${FUNCTION_NAMESPACES.join('|')})\\.([A-Za-z_]\\w*)\\s*\\(`, 'g');
+/**
+ * Namespaced functions (`sets.contains(…)`) that cel-js cannot declare: we
+ * rename them `sets_contains`. Only these exact names, so that a comprehension
+ * variable called `ip` or `format` keeps working.
+ */
+export const NAMESPACED_FUNCTIONS: Readonly<Record<string, readonly string[]>> = {
+  sets: ['contains', 'equivalent', 'intersects'],
+  strings: ['quote'],
+  base64: ['encode', 'decode'],
+  ip: ['isCanonical'],
+  format: [
+    'dns1123Label', 'dns1123Subdomain', 'dns1035Label', 'qualifiedName', 'dns1123LabelPrefix', 'dns1123SubdomainPrefix',
+    'dns1035LabelPrefix', 'labelValue', 'uri', 'uuid', 'byte', 'date', 'datetime', 'named',
+  ],
+};
+const NAMESPACE_CALL = new RegExp(
+  `(?<![.\\w])(${Object.entries(NAMESPACED_FUNCTIONS).map(([ns, fns]) => `${ns}\\.(?:${fns.join('|')})`).join('|')})\\s*\\(`,
+  'g',
+);
 
 /**
  * The source with string literal contents blanked (same length), so that
@@ -62,7 +78,7 @@ export function rewriteNamespacedCalls(src: string): string {
   const masked = maskStrings(src);
   let out = src;
   for (const m of masked.matchAll(NAMESPACE_CALL)) {
-    const dot = m.index + (m[1]?.length ?? 0);
+    const dot = m.index + (m[1] ?? '').indexOf('.');
     out = out.slice(0, dot) + '_' + out.slice(dot + 1);
   }
   return out;
