@@ -21,6 +21,7 @@ export class CelURL {
 const URI = /^(?:([a-zA-Z][a-zA-Z0-9+.-]*):)?(?:\/\/([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#.*)?$/;
 
 function parse(s: string): CelURL | undefined {
+  // eslint-disable-next-line no-control-regex -- Go's URL parser refuses ASCII control characters
   if (s === '' || /[\x00-\x1f\x7f]/.test(s)) return undefined;
   const m = URI.exec(s);
   if (!m) return undefined;
