@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { decide, decideAdmission, evaluate, RuleSet, type EvaluationInput, type KindMatch, type Operation, type PortalRuleObject, type RuleSpec } from '../../src/policy/index.ts';
-import { clusterRule, namespacedRule } from './support.ts';
+import { clusterRule, namespacedRule, NO_PRIVILEGED_SCHEMA } from './support.ts';
 
 const KINDS = [
   { group: '', kind: 'Pod' },
@@ -27,7 +27,20 @@ const ruleArb = fc.record({
   namespaceSelector: fc.constantFrom(undefined, { matchLabels: { env: 'prod' } }),
   objectSelector: fc.constantFrom(undefined, { matchLabels: { app: 'web' } }),
   broken: fc.boolean(),
+  // validate.cel beside or instead of the schema, including CEL outcomes that skip or err.
+  validation: fc.constantFrom('schema', 'cel', 'both', 'cel-skip', 'cel-error', 'cel-cost'),
 });
+
+const NO_PRIVILEGED_CEL = { expressions: [{ expression: 'object.spec.containers.all(c, !c.?securityContext.?privileged.orValue(false))', message: 'no privileged' }] };
+const HUNDRED = `[${Array.from({ length: 100 }, (_, i) => i).join(',')}]`;
+const CEL_VARIANTS: Record<string, RuleSpec['validate']> = {
+  schema: { message: 'Privileged containers are not allowed.', schema: NO_PRIVILEGED_SCHEMA },
+  cel: { cel: NO_PRIVILEGED_CEL },
+  both: { schema: NO_PRIVILEGED_SCHEMA, cel: NO_PRIVILEGED_CEL },
+  'cel-skip': { cel: { ...NO_PRIVILEGED_CEL, matchConditions: [{ name: 'labelled', expression: "object.metadata.?labels[?'app'].orValue('') == 'web'" }] } },
+  'cel-error': { cel: { expressions: [{ expression: 'object.spec.nope.size() == 0' }] } },
+  'cel-cost': { cel: { expressions: [{ expression: `${HUNDRED}.all(a, ${HUNDRED}.all(b, ${HUNDRED}.all(c, a + b + c >= 0)))` }] } },
+};
 
 type Generated<A> = A extends fc.Arbitrary<infer T> ? T : never;
 
@@ -43,7 +56,7 @@ function toRule(r: Generated<typeof ruleArb>): PortalRuleObject {
       ...(r.objectSelector ? { objectSelector: { matchLabels: { ...r.objectSelector.matchLabels } } } : {}),
     },
     // A schema that never compiles: the rule stays in force as an `error`.
-    ...(r.broken ? { validate: { schema: { type: 'object', notAKeyword: true } } } : {}),
+    validate: r.broken ? { schema: { type: 'object', notAKeyword: true } } : (CEL_VARIANTS[r.validation] ?? CEL_VARIANTS['schema']!),
   };
   return r.namespaced ? namespacedRule('default', r.name, spec) : clusterRule(r.name, spec);
 }

@@ -1,0 +1,102 @@
+/**
+ * `validate.cel` in a PortalRule / PortalClusterRule (DESIGN.md §8): compiled
+ * once per rule generation with the CEL engine, evaluated per request against
+ * the activation Kubernetes gives a ValidatingAdmissionPolicy.
+ *
+ * - `object` / `oldObject` are the request's (null on CREATE / DELETE), or,
+ *   under pod-template autogen, the Pod that stands in for the template
+ *   (`metadata` and `spec` of the template); violations then carry the
+ *   template's path.
+ * - `request` is the AdmissionRequest when the caller has it, else one built
+ *   from the evaluation input (the audit: operation "AUDIT").
+ * - `namespaceObject` carries the namespace's name and labels when known.
+ * - `params` is null (Portal rules take no params).
+ */
+import {
+  compileComposition,
+  evaluateComposition,
+  type Budget,
+  type Composition,
+  type FieldCompileError,
+} from './cel/index.ts';
+import { templatePod } from './pod-templates.ts';
+import type { CelValidation, EvaluationInput, KubeObject, SchemaViolation } from './types.ts';
+
+export interface CelRule {
+  readonly composition: Composition;
+}
+
+/** `spec.validate.cel.expressions[0].expression (line 1, column 5): message` */
+export function formatCelCompileError(e: FieldCompileError): string {
+  const field = e.field.replace(/^validations/, 'expressions');
+  return `spec.validate.cel.${field} (line ${e.position.line}, column ${e.position.column}): ${e.message}`;
+}
+
+export function compileCelRule(cel: CelValidation): { ok: true; rule: CelRule } | { ok: false; errors: string[] } {
+  const c = compileComposition({
+    ...(cel.matchConditions ? { matchConditions: cel.matchConditions } : {}),
+    ...(cel.variables ? { variables: cel.variables } : {}),
+    validations: cel.expressions,
+  });
+  if (!c.ok) return { ok: false, errors: c.errors.map(formatCelCompileError) };
+  return { ok: true, rule: Object.freeze({ composition: c }) };
+}
+
+export type CelRuleResult =
+  | { kind: 'skip'; why: string }
+  | { kind: 'error'; why: string }
+  | { kind: 'checked'; violations: SchemaViolation[] };
+
+function requestFor(input: EvaluationInput): Readonly<Record<string, unknown>> {
+  if (input.request) {
+    // `object` and `oldObject` are variables of their own, as in the API server.
+    const { object: _o, oldObject: _p, ...rest } = input.request;
+    return rest;
+  }
+  return {
+    kind: input.kind,
+    operation: input.operation,
+    name: input.name,
+    namespace: input.namespace,
+    subResource: input.subResource ?? '',
+    dryRun: false,
+  };
+}
+
+function namespaceObject(input: EvaluationInput): KubeObject | null {
+  const ns = input.kind.group === '' && input.kind.kind === 'Namespace' ? input.name : input.namespace;
+  if (ns === '' || input.namespaceLabels === undefined) return null;
+  return { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: input.namespaceLabels } };
+}
+
+/**
+ * Evaluates a CEL rule on one input. `budget` is the request's CEL budget,
+ * shared by every CEL rule evaluated for the same input.
+ */
+export function evaluateCelRule(
+  rule: CelRule,
+  input: EvaluationInput,
+  template: { path: readonly string[]; prefix: string } | undefined,
+  budget: Budget,
+): CelRuleResult {
+  const asTemplate = (o: KubeObject | null): KubeObject | null => (o && template ? templatePod(o, template.path) : o);
+  const out = evaluateComposition(
+    rule.composition,
+    {
+      object: input.operation === 'DELETE' ? null : asTemplate(input.object),
+      oldObject: asTemplate(input.oldObject),
+      request: requestFor(input),
+      params: null,
+      namespaceObject: namespaceObject(input),
+    },
+    budget,
+  );
+  if (out.matched === false) return { kind: 'skip', why: `matchCondition "${out.condition}" is false` };
+  if (out.matched === 'error') return { kind: 'error', why: `matchCondition "${out.condition}" failed: ${out.message}` };
+  const violations: SchemaViolation[] = [];
+  for (const v of out.validations) {
+    if (v.result === 'error') return { kind: 'error', why: `validate.cel.expressions[${v.index}] failed: ${v.message}` };
+    if (v.result === 'fail') violations.push({ path: template?.prefix ?? '', message: v.message });
+  }
+  return { kind: 'checked', violations };
+}
