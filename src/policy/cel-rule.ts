@@ -42,6 +42,15 @@ export function compileCelRule(cel: CelValidation): { ok: true; rule: CelRule } 
   return { ok: true, rule: Object.freeze({ composition: c }) };
 }
 
+/**
+ * True for the message of an `error` verdict caused by a CEL cost limit: a
+ * defect of the rule (an unbounded loop), not of the object, which `portal
+ * test` reports as bad input.
+ */
+export function isCostOverrun(message: string): boolean {
+  return /validate\.cel\.[a-zA-Z]+\[\d+\] failed: evaluation exceeded|matchCondition "[^"]*" failed: evaluation exceeded/.test(message);
+}
+
 export type CelRuleResult =
   | { kind: 'skip'; why: string }
   | { kind: 'error'; why: string }
