@@ -73,6 +73,8 @@ describe('CEL engine: Kubernetes variables and values', () => {
     assert.equal(value("object.metadata.labels[?'nope'].hasValue()"), false);
     assert.equal(value('optional.of(1).value()'), 1n);
     assert.equal(value('optional.none().or(optional.of(2)).value()'), 2n);
+    assert.equal(value("optional.ofNonZeroValue('').hasValue() || optional.ofNonZeroValue([]).hasValue() || optional.ofNonZeroValue(0).hasValue()"), false);
+    assert.equal(value('optional.ofNonZeroValue(object.spec.containers).hasValue()'), true);
   });
 
   it('unescapes property names (__dash__, __dot__, __slash__, __underscores__, keywords)', () => {

@@ -3,6 +3,7 @@ import type { Environment } from '@marcbachmann/cel-js';
 import { registerBase64 } from './base64.ts';
 import { registerFormat } from './format.ts';
 import { registerIP } from './ip.ts';
+import { registerOptional } from './optional.ts';
 import { registerQuantity } from './quantity.ts';
 import { registerSemver } from './semver.ts';
 import { registerURL } from './url.ts';
@@ -13,6 +14,7 @@ import { registerStrings } from './strings.ts';
 
 export function registerLibraries(env: Environment): void {
   registerRegex(env);
+  registerOptional(env);
   registerStrings(env);
   registerLists(env);
   registerSets(env);
