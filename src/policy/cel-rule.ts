@@ -15,6 +15,7 @@
 import {
   compileComposition,
   evaluateComposition,
+  type Activation,
   type Budget,
   type Composition,
   type FieldCompileError,
@@ -79,6 +80,36 @@ function namespaceObject(input: EvaluationInput): KubeObject | null {
 }
 
 /**
+ * The activation of one input (and template path), built once and shared by
+ * every CEL rule evaluated on that input: the engine converts each object to
+ * CEL values once per identity, so handing every rule the same objects is what
+ * keeps that conversion to once per request.
+ */
+const activations = new WeakMap<EvaluationInput, Map<string, Activation>>();
+
+function activationFor(input: EvaluationInput, template: { path: readonly string[]; prefix: string } | undefined): Activation {
+  let byTemplate = activations.get(input);
+  if (!byTemplate) {
+    byTemplate = new Map();
+    activations.set(input, byTemplate);
+  }
+  const key = template?.prefix ?? '';
+  let a = byTemplate.get(key);
+  if (!a) {
+    const asTemplate = (o: KubeObject | null): KubeObject | null => (o && template ? templatePod(o, template.path) : o);
+    a = {
+      object: input.operation === 'DELETE' ? null : asTemplate(input.object),
+      oldObject: asTemplate(input.oldObject),
+      request: requestFor(input),
+      params: null,
+      namespaceObject: namespaceObject(input),
+    };
+    byTemplate.set(key, a);
+  }
+  return a;
+}
+
+/**
  * Evaluates a CEL rule on one input. `budget` is the request's CEL budget,
  * shared by every CEL rule evaluated for the same input.
  */
@@ -88,18 +119,7 @@ export function evaluateCelRule(
   template: { path: readonly string[]; prefix: string } | undefined,
   budget: Budget,
 ): CelRuleResult {
-  const asTemplate = (o: KubeObject | null): KubeObject | null => (o && template ? templatePod(o, template.path) : o);
-  const out = evaluateComposition(
-    rule.composition,
-    {
-      object: input.operation === 'DELETE' ? null : asTemplate(input.object),
-      oldObject: asTemplate(input.oldObject),
-      request: requestFor(input),
-      params: null,
-      namespaceObject: namespaceObject(input),
-    },
-    budget,
-  );
+  const out = evaluateComposition(rule.composition, activationFor(input, template), budget);
   if (out.matched === false) return { kind: 'skip', why: `matchCondition "${out.condition}" is false` };
   if (out.matched === 'error') return { kind: 'error', why: `matchCondition "${out.condition}" failed: ${out.message}` };
   const violations: SchemaViolation[] = [];

@@ -157,8 +157,9 @@ function lazyVariables(c: Composition, context: Record<string, unknown>): Record
  * budget (shared across every policy evaluated for the request).
  */
 export function evaluateComposition(c: Composition, activation: Activation, budget: Budget = newBudget()): CompositionOutcome {
-  const context = celContext(activation);
-  context['variables'] = lazyVariables(c, context);
+  const shared = celContext(activation);
+  const context: Record<string, unknown> = c.variables.length > 0 ? { ...shared } : (shared as Record<string, unknown>);
+  if (c.variables.length > 0) context['variables'] = lazyVariables(c, context);
   let cost = 0;
   let conditionError: { condition: string; message: string; kind: 'runtime' | 'cost' } | undefined;
   for (const mc of c.matchConditions) {

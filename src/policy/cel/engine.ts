@@ -13,9 +13,10 @@
  * Pure: no I/O.
  */
 import { Environment, type ParseResult } from '@marcbachmann/cel-js';
-import { CostLimitExceeded, installMeter, withMeter, type Meter } from './meter.ts';
+import { CostLimitExceeded, enterMeter, exitMeter, installMeter, type Meter } from './meter.ts';
 import { lineColumn, offsetOf, rewriteNamespacedCalls, unescapeFieldName, walk } from './source.ts';
 import { toCel } from './values.ts';
+import { installFastOptionals } from './fast-optional.ts';
 import { registerLibraries } from './lib/index.ts';
 
 /** celconfig.PerCallLimit: the most one expression evaluation may cost. */
@@ -200,11 +201,26 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
   if (resultType !== 'any' && t !== resultType && t !== 'dyn') {
     return compileError(expression, `the expression must evaluate to ${resultType}, but it evaluates to ${t}`, 0);
   }
+  installFastOptionals(run.ast);
   return Object.freeze({ ok: true as const, expression, resultType, run });
 }
 
-/** The cel-js context for an activation: JSON → CEL values, missing → null. */
-export function celContext(a: Activation): Record<string, unknown> {
+const contexts = new WeakMap<Activation, Readonly<Record<string, unknown>>>();
+
+/**
+ * The cel-js context for an activation: JSON → CEL values, missing → null.
+ * Cached per activation object (callers share one activation across the rules
+ * of a request); callers that add `variables` must copy it.
+ */
+export function celContext(a: Activation): Readonly<Record<string, unknown>> {
+  const hit = contexts.get(a);
+  if (hit) return hit;
+  const c = buildContext(a);
+  contexts.set(a, c);
+  return c;
+}
+
+function buildContext(a: Activation): Record<string, unknown> {
   return {
     object: toCel(a.object),
     oldObject: toCel(a.oldObject),
@@ -253,10 +269,13 @@ export function evaluate(
   const context = converted ? (activation as Record<string, unknown>) : celContext(activation as Activation);
   let value: unknown;
   let failure: unknown;
+  const outer = enterMeter(meter);
   try {
-    value = withMeter(meter, () => program.run(context));
+    value = program.run(context);
   } catch (e) {
     failure = e;
+  } finally {
+    exitMeter(outer);
   }
   const cost = Math.min(meter.used, limit + 1);
   budget.remaining = Math.max(0, budget.remaining - cost);

@@ -59,18 +59,15 @@ export function sizeCost(value: unknown): number {
   return 0;
 }
 
-/**
- * Runs `fn` with `meter` active; nested calls (lazy variables) share the
- * outer meter.
- */
-export function withMeter<T>(meter: Meter, fn: () => T): T {
+/** Makes `meter` the active one; returns the previous one for exitMeter (always call it, in a finally). */
+export function enterMeter(meter: Meter): Meter | undefined {
   const outer = active;
   active = meter;
-  try {
-    return fn();
-  } finally {
-    active = outer;
-  }
+  return outer;
+}
+
+export function exitMeter(outer: Meter | undefined): void {
+  active = outer;
 }
 
 type Run = (this: unknown, ast: unknown, ctx: unknown) => unknown;
