@@ -122,7 +122,10 @@ const env = new Environment({
   homogeneousAggregateLiterals: false,
   limits: { maxAstNodes: 10_000, maxDepth: 100, maxListElements: 1_000, maxMapEntries: 1_000, maxCallArguments: 32 },
 });
-for (const v of ACTIVATION_VARIABLES) env.registerVariable(v, v === 'variables' ? 'map' : 'dyn');
+// All dyn: a typed declaration makes cel-js check the value's type on every
+// read, which for `variables` (a map of lazily computed values) meant a deep
+// type walk of every variable at each reference.
+for (const v of ACTIVATION_VARIABLES) env.registerVariable(v, 'dyn');
 registerLibraries(env);
 
 function compileError(expression: string, message: string, offset: number): CompileError {
