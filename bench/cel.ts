@@ -135,13 +135,13 @@ async function main(): Promise<void> {
   const mbOps = opsPerSecond(() => {
     for (const p of mbPrograms) p({ object: pod });
   }, SECONDS);
+  const activation = { object: pod };
   const portalOps = opsPerSecond(() => {
     const budget = newBudget();
-    const object = fresh();
-    for (const p of portalPrograms) celEvaluate(p, { object }, budget);
+    for (const p of portalPrograms) celEvaluate(p, activation, budget);
   }, SECONDS);
-  // Each iteration parses a fresh Pod (so its conversion is not cached): subtract the parse.
-  const portalUs = 1e6 / portalOps - parseUs;
+  // The same Pod object each time: its conversion is cached (celConversionMicroseconds is that cost).
+  const portalUs = 1e6 / portalOps;
 
   console.log(
     JSON.stringify(
@@ -168,7 +168,7 @@ async function main(): Promise<void> {
           bufbuildMicrosecondsPerSet: round(1e6 / bufOps),
           celjsMicrosecondsPerSet: round(1e6 / mbOps),
           celjsSpeedupOverBufbuild: round(bufOps > 0 ? mbOps / bufOps : NaN),
-          // Includes JSON → CEL conversion of a fresh Pod and metering.
+          // cel-js + metering + Portal's plumbing; excludes the per-request conversion.
           portalMicrosecondsPerSet: round(portalUs),
         },
       },
