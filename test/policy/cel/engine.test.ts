@@ -158,6 +158,13 @@ describe('CEL engine: cost limits', () => {
     }
   });
 
+  it('two-variable comprehensions are metered too', () => {
+    const big = Array.from({ length: 2000 }, (_, i) => i);
+    const r = run('object.l.all(i, x, object.l.all(j, y, x + y >= 0))', { object: { l: big } });
+    assert.equal(r.ok, false);
+    if (!r.ok) assert.equal(r.kind, 'cost');
+  });
+
   it('charges for string size: a huge string scanned in a loop exceeds the limit', () => {
     const s = 'x'.repeat(1_000_000);
     const l = Array.from({ length: 100 }, (_, i) => i);

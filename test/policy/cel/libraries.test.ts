@@ -143,6 +143,19 @@ table('format library', [
   ["format.uuid().validate('123e4567-e89b-12d3-a456-426614174000').hasValue()", false],
 ]);
 
+table('two-variable comprehensions', [
+  ['[1, 2, 3].all(i, v, v > i)', true],
+  ["{'a': 1, 'b': 2}.all(k, v, v > 0 && k != '')", true],
+  ["{'a': 1, 'b': 0}.exists(k, v, v == 0 && k == 'b')", true],
+  ['[1, 2, 2].existsOne(i, v, v == 2)', false],
+  ['[1, 2, 3].transformList(i, v, v * 2)', [2n, 4n, 6n]],
+  ['[1, 2, 3].transformList(i, v, i > 0, v * 2)', [4n, 6n]],
+  ["{'a': 1}.transformMap(k, v, v + 1)", { a: 2n }],
+  ["{'a': 1, 'b': 2}.transformMap(k, v, v > 1, v)", { b: 2n }],
+  ["{'a': 1}.transformMapEntry(k, v, {k + 'x': v})", { ax: 1n }],
+  ['[0, 1].all(i, v, 1 / v > 0) || true', true],
+]);
+
 describe('library errors are evaluation errors', () => {
   it('invalid inputs say what is wrong', () => {
     fails("quantity('1.3x')", /quantities must match/);
@@ -150,6 +163,7 @@ describe('library errors are evaluation errors', () => {
     fails("semver('x')", /invalid semver/);
     fails("url('rel')", /not a valid absolute URL/);
     fails('[].max()', /empty list/);
+    fails('[0, 1].all(i, v, 1 / v > 0)', /division by zero/);
   });
 
   it('a comprehension variable named like a namespace still works', () => {

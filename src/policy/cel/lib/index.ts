@@ -1,6 +1,7 @@
 /** Every library Kubernetes adds to CEL, registered on one environment. */
 import type { Environment } from '@marcbachmann/cel-js';
 import { registerBase64 } from './base64.ts';
+import { registerComprehensions } from './comprehensions.ts';
 import { registerFormat } from './format.ts';
 import { registerIP } from './ip.ts';
 import { registerOptional } from './optional.ts';
@@ -24,4 +25,5 @@ export function registerLibraries(env: Environment): void {
   registerIP(env);
   registerSemver(env);
   registerFormat(env);
+  registerComprehensions(env);
 }
