@@ -96,5 +96,19 @@ test('cluster mode: CEL rules deny, and a CEL compile error is reported in statu
     assert.equal(r.allowed, false);
     assert.match(r.status?.message ?? '', /rule cel-typo could not be evaluated: it has never compiled/);
     assert.equal(serve.child.exitCode, null, 'still running');
+    const del = await admin.request('DELETE', '/apis/portal.dev/v1alpha1/portalclusterrules/cel-typo');
+    assert.equal(del.status, 200);
+  });
+
+  await t.test('a hostile expression (a 10^8-step loop) is a cost error that denies; the replica keeps answering', async () => {
+    const hundred = `[${Array.from({ length: 100 }, (_, i) => i).join(',')}]`;
+    await admin.apply(celRule('cel-hostile', `${hundred}.all(a, ${hundred}.all(b, ${hundred}.all(c, ${hundred}.all(d, a + b + c + d >= 0))))`));
+    const denied = await until('the hostile rule to deny', 15_000, async () => {
+      const r = await review(serve.webhook, ca, podReview({ privileged: false }));
+      return r.allowed ? undefined : r;
+    });
+    assert.match(denied.status?.message ?? '', /rule cel-hostile could not be evaluated: validate\.cel\.expressions\[0\] failed: evaluation exceeded the per-expression cost limit/);
+    assert.equal(await readyz(serve.probes), 200);
+    assert.equal(serve.child.exitCode, null, 'still running');
   });
 });
