@@ -23,6 +23,8 @@ const BENCHES: Record<string, { file: string; nodeFlags: string[]; about: string
   apiserver: { file: 'apiserver.ts', nodeFlags: [], about: 'the embedded API server under writes and watches' },
   audit: { file: 'audit.ts', nodeFlags: ['--expose-gc'], about: 'audit passes over many Pods' },
   failover: { file: 'failover.ts', nodeFlags: [], about: 'leader failover time' },
+  cel: { file: 'cel.ts', nodeFlags: [], about: 'CEL rules vs the JSON Schema PSS library on the same Pod; cel-js vs @bufbuild/cel' },
+  'cel-conformance': { file: 'cel-conformance.ts', nodeFlags: [], about: 'cel-spec conformance of @bufbuild/cel, cel-js and Portal\'s CEL environment' },
 };
 
 function usage(): string {

@@ -284,6 +284,8 @@ function toInput(r: AdmissionRequest, namespaceLabels: NamespaceLabels): Evaluat
     object: r.object,
     oldObject: r.oldObject,
     namespaceLabels: labels,
+    // CEL rules read the request's attributes (userInfo, dryRun, …) as `request`.
+    request: r as unknown as Readonly<Record<string, unknown>>,
   };
 }
 

@@ -37,7 +37,7 @@ import { DebugVars } from '../observability/debug-vars.ts';
 import { EventBus } from '../observability/event-bus.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
-import { createAdmissionMetrics } from '../observability/metrics.ts';
+import { createAdmissionMetrics, registerRulesNotReady } from '../observability/metrics.ts';
 import { ClusterRuleSource } from './cluster-source.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './command.ts';
 
@@ -140,6 +140,7 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
     const registry = new Registry();
     const metrics = createAdmissionMetrics(registry);
     metrics.rulesLoaded.set(source.ruleSet.size);
+    registerRulesNotReady(registry, () => source.ruleSet.states().filter((s) => !s.ready).length);
     const gate = new ReadinessGate();
     gate.addCheck('rules', () => source.ready() || source.notReadyReason());
     const liveness = new HealthChecks();

@@ -23,6 +23,7 @@ import {
   evaluate,
   POD_SECURITY_VERSION_LABEL,
   podSecurityVersionProblem,
+  isCostOverrun,
   ruleKey,
   RuleSet,
   RULE_GROUP,
@@ -70,7 +71,8 @@ use minPodSecurityVersion read the namespace label
 pod-security.kubernetes.io/enforce-version (see policies/README.md).
 
 Exit codes: 0 nothing failed (warn is not a failure), 1 a rule failed or could
-not be evaluated, 2 bad input (flags, files, YAML, objects or rules).
+not be evaluated, 2 bad input (flags, files, YAML, objects or rules, including
+CEL expressions that do not compile or exceed their cost limit).
 `;
 
 const FLAGS: readonly FlagDef[] = [
@@ -190,6 +192,8 @@ function stringLabels(o: Record<string, unknown>): Record<string, string> {
 interface Inputs {
   format: OutputFormat;
   rules: PortalRuleObject[];
+  /** Rule key → the --policies argument it came from. */
+  ruleSources: Map<string, string>;
   resources: Resource[];
   namespaceLabels: Map<string, Record<string, string>>;
   /** --pod-security-version: the enforce-version label of namespaces that do not set one. */
@@ -267,7 +271,7 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
     }
   }
   if (problems.length > 0) return { problems };
-  return { format: output as OutputFormat, rules, resources, namespaceLabels, podSecurityVersion };
+  return { format: output as OutputFormat, rules, ruleSources, resources, namespaceLabels, podSecurityVersion };
 }
 
 function labelsOf(ns: string, known: Map<string, Record<string, string>>, podSecurityVersion: string | undefined): Record<string, string> | undefined {
@@ -302,6 +306,19 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
     const verdicts = safeEvaluate(set, loaded.rules, { ...input, namespaceLabels: nsLabels }).sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
     return { resource: ref, verdicts };
   });
+  // A CEL expression that exceeds its cost limit is a defect of the rule (an
+  // unbounded loop), reported like any other bad input.
+  const overruns = evaluated.flatMap(({ resource, verdicts }) =>
+    verdicts
+      .filter((v) => v.result === 'error' && isCostOverrun(v.message))
+      .map((v) => `${loaded.ruleSources.get(`${v.ruleKind}/${v.rule}`) ?? '?'}: ${v.ruleKind} "${v.rule}" on ${resource.kind} ${resource.namespace ? `${resource.namespace}/` : ''}${resource.name}: ${v.message}`),
+  );
+  if (overruns.length > 0) {
+    io.stderr.write(`portal test: ${overruns.length} CEL cost overrun${overruns.length === 1 ? '' : 's'}:\n`);
+    for (const p of overruns) io.stderr.write(`  - ${p}\n`);
+    io.stderr.write('Bound the loops of these expressions (the per-expression limit is 1,000,000 units, the per-object budget 10,000,000) and run again.\n');
+    return EXIT_USAGE;
+  }
   const results = toResults(evaluated);
 
   switch (loaded.format) {

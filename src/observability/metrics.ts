@@ -167,3 +167,20 @@ export function createAdmissionMetrics(registry: Registry): AdmissionMetrics {
     },
   };
 }
+
+/**
+ * `portal_rules_not_ready`: rules whose latest version failed to validate or
+ * compile (status Ready=False, reason CompileError), e.g. a CEL expression
+ * that does not type-check. Read from the rule set at scrape time, so it can
+ * never drift from it.
+ */
+export function registerRulesNotReady(registry: Registry, notReady: () => number): Gauge {
+  return new Gauge({
+    name: 'portal_rules_not_ready',
+    help: 'Rules whose latest version failed to validate or compile (Ready=False, reason CompileError); see the rule status for the error and its position.',
+    registers: [registry],
+    collect() {
+      this.set(notReady());
+    },
+  });
+}

@@ -231,10 +231,8 @@ export const RULE_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = {
           }
         },
         "validate": {
+          "description": "What a compliant object satisfies; give schema, cel or both (both must pass).",
           "type": "object",
-          "required": [
-            "schema"
-          ],
           "properties": {
             "message": {
               "description": "Shown to users when the rule is violated.",
@@ -244,6 +242,95 @@ export const RULE_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = {
             "schema": {
               "description": "JSON Schema (draft 2020-12) that a compliant object satisfies.",
               "x-kubernetes-preserve-unknown-fields": true
+            },
+            "cel": {
+              "description": "CEL checks in ValidatingAdmissionPolicy syntax (matchConditions, variables, expressions).",
+              "type": "object",
+              "required": [
+                "expressions"
+              ],
+              "properties": {
+                "matchConditions": {
+                  "description": "All must be true for the rule to apply; otherwise it is skipped.",
+                  "type": "array",
+                  "maxItems": 64,
+                  "items": {
+                    "type": "object",
+                    "required": [
+                      "name",
+                      "expression"
+                    ],
+                    "properties": {
+                      "name": {
+                        "type": "string",
+                        "maxLength": 63
+                      },
+                      "expression": {
+                        "type": "string",
+                        "maxLength": 10240
+                      }
+                    }
+                  }
+                },
+                "variables": {
+                  "description": "Named expressions, read as variables.NAME by later variables and expressions.",
+                  "type": "array",
+                  "maxItems": 64,
+                  "items": {
+                    "type": "object",
+                    "required": [
+                      "name",
+                      "expression"
+                    ],
+                    "properties": {
+                      "name": {
+                        "type": "string",
+                        "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
+                        "maxLength": 63
+                      },
+                      "expression": {
+                        "type": "string",
+                        "maxLength": 10240
+                      }
+                    }
+                  }
+                },
+                "expressions": {
+                  "description": "Each must evaluate to true for a compliant object.",
+                  "type": "array",
+                  "minItems": 1,
+                  "maxItems": 64,
+                  "items": {
+                    "type": "object",
+                    "required": [
+                      "expression"
+                    ],
+                    "properties": {
+                      "expression": {
+                        "type": "string",
+                        "maxLength": 10240
+                      },
+                      "message": {
+                        "type": "string",
+                        "maxLength": 1024
+                      },
+                      "messageExpression": {
+                        "type": "string",
+                        "maxLength": 10240
+                      },
+                      "reason": {
+                        "type": "string",
+                        "enum": [
+                          "Unauthorized",
+                          "Forbidden",
+                          "Invalid",
+                          "RequestEntityTooLarge"
+                        ]
+                      }
+                    }
+                  }
+                }
+              }
             }
           }
         },

@@ -20,7 +20,7 @@ function shorten(s: string, max: number): string {
 function warningFor(v: RuleVerdict): string {
   const first = v.violations[0];
   const ruleMessage = v.message.startsWith(`${v.rule}: `) ? v.message.slice(v.rule.length + 2).replace(/ \[.*$/s, '') : v.message;
-  const detail = first ? ` (${first.path}: ${first.message})` : '';
+  const detail = first ? (first.path ? ` (${first.path}: ${first.message})` : ` (${first.message})`) : '';
   return shorten(`${v.rule}: ${ruleMessage}${detail}`, MAX_WARNING_LENGTH);
 }
 

@@ -25,6 +25,8 @@ import { candidatesFor, type Candidate } from './candidates.ts';
 import { decide, type AdmissionDecision } from './decision.ts';
 import { templatePod } from './pod-templates.ts';
 import { LATEST, POD_SECURITY_VERSION_LABEL, resolvePodSecurityVersion } from './pod-security-version.ts';
+import { evaluateCelRule } from './cel-rule.ts';
+import { newBudget, type Budget } from './cel/index.ts';
 import type { RuleEntry, RuleSet } from './rule-set.ts';
 import type { EvaluationInput, KubeObject, RuleVerdict, SchemaViolation, Verdict } from './types.ts';
 
@@ -59,7 +61,8 @@ function errorVerdict(entry: RuleEntry, why: string): RuleVerdict {
 
 /** `rule: message [path: error, ...]` with the first MESSAGE_VIOLATIONS errors. */
 export function violationMessage(display: string, ruleMessage: string, violations: readonly SchemaViolation[]): string {
-  const shown = violations.slice(0, MESSAGE_VIOLATIONS).map((v) => `${v.path}: ${v.message}`);
+  // CEL violations of a Pod itself have no path (the expression is about the whole object).
+  const shown = violations.slice(0, MESSAGE_VIOLATIONS).map((v) => (v.path ? `${v.path}: ${v.message}` : v.message));
   const more = violations.length - shown.length;
   if (more > 0) shown.push(`and ${more} more`);
   const head = `${display}: ${ruleMessage || 'the object violates this rule'}`;
@@ -70,7 +73,7 @@ export function violationMessage(display: string, ruleMessage: string, violation
  * The verdict of one candidate rule. With `all` false (admission), the
  * verdicts decide() ignores, pass and skip, are not built: undefined instead.
  */
-function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean): RuleVerdict | undefined {
+function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean, budget: () => Budget): RuleVerdict | undefined {
   const { entry } = c;
   const m = entry.match;
   const sub = input.subResource ?? '';
@@ -132,6 +135,16 @@ function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean): RuleVe
   if (target === null || typeof target !== 'object') {
     return errorVerdict(entry, `the ${input.operation} request carries no object to validate`);
   }
+  // CEL first: a false matchCondition skips the whole rule, schema included.
+  let celViolations: SchemaViolation[] = [];
+  if (entry.cel) {
+    const r = evaluateCelRule(entry.cel, input, templatePath ? { path: templatePath, prefix: c.templatePrefix } : undefined, budget());
+    if (r.kind === 'skip') return all ? skip(entry, r.why) : undefined;
+    // An expression that errs or exceeds its cost gives `error`, which
+    // denies whatever the enforcement (fail closed).
+    if (r.kind === 'error') return errorVerdict(entry, r.why);
+    celViolations = r.violations;
+  }
   let violations: ReturnType<typeof entry.validate>;
   try {
     violations = templatePath
@@ -143,6 +156,7 @@ function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean): RuleVe
     // an `error` verdict, which denies (fail closed) and names the rule.
     return errorVerdict(entry, `its schema failed on this object (${err instanceof Error ? err.message : String(err)})`);
   }
+  if (celViolations.length > 0) violations = violations.length > 0 ? [...violations, ...celViolations] : celViolations;
   if (violations.length === 0) return all ? verdict(entry, 'pass', c.passMessage) : undefined;
   return verdict(
     entry,
@@ -158,8 +172,10 @@ function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean): RuleVe
  */
 export function evaluate(rules: RuleSet, input: EvaluationInput): RuleVerdict[] {
   const out: RuleVerdict[] = [];
+  let budget: Budget | undefined;
+  const requestBudget = (): Budget => (budget ??= newBudget());
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
-    const v = evaluateOne(c, input, true);
+    const v = evaluateOne(c, input, true, requestBudget);
     if (v) out.push(v);
   }
   return out;
@@ -172,8 +188,11 @@ export function evaluate(rules: RuleSet, input: EvaluationInput): RuleVerdict[] 
  */
 export function decideAdmission(rules: RuleSet, input: EvaluationInput): AdmissionDecision {
   let out: RuleVerdict[] | undefined;
+  // One CEL cost budget per request, shared by every CEL rule (as the API server does).
+  let budget: Budget | undefined;
+  const requestBudget = (): Budget => (budget ??= newBudget());
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
-    const v = evaluateOne(c, input, false);
+    const v = evaluateOne(c, input, false, requestBudget);
     if (v) (out ??= []).push(v);
   }
   return decide(out ?? []);

@@ -17,3 +17,4 @@ export {
   podSecurityVersionProblem,
   resolvePodSecurityVersion,
 } from './pod-security-version.ts';
+export { isCostOverrun } from './cel-rule.ts';

@@ -5,6 +5,7 @@
  * too, so that the evaluator can deny what it matches (fail closed).
  */
 import { createHash } from 'node:crypto';
+import { compileCelRule, type CelRule } from './cel-rule.ts';
 import { compileSchema, type Validator } from './compiler.ts';
 import { isEmptySelector } from './label-selector.ts';
 import { POD_TEMPLATE_KINDS } from './pod-templates.ts';
@@ -65,8 +66,10 @@ export interface RuleEntry {
   readonly category: string;
   readonly message: string;
   readonly match: PreparedMatch;
-  /** Undefined when no version ever compiled. */
+  /** Undefined when no version ever compiled (a rule with only `cel` has a validator that accepts everything). */
   readonly validate: Validator | undefined;
+  /** The compiled `validate.cel`, when the rule has one. */
+  readonly cel?: CelRule | undefined;
   /** Why no version compiled (when validate is undefined). */
   readonly failure: string;
   /**
@@ -134,6 +137,31 @@ function usableMatch(spec: unknown): spec is RuleSpec {
   );
 }
 
+const ACCEPT_ALL: Validator = () => [];
+
+/** Compiles `validate.schema` and `validate.cel` (whichever are given). */
+function compileValidation(
+  v: RuleSpec['validate'],
+): { ok: true; validate: Validator; release: () => void; cel: CelRule | undefined } | { ok: false; error: string } {
+  let validate = ACCEPT_ALL;
+  let release = (): void => {};
+  if (v.schema !== undefined) {
+    const c = compileSchema(v.schema);
+    if (!c.ok) return { ok: false, error: c.error };
+    [validate, release] = [c.validate, c.release];
+  }
+  let cel: CelRule | undefined;
+  if (v.cel !== undefined) {
+    const c = compileCelRule(v.cel);
+    if (!c.ok) {
+      release();
+      return { ok: false, error: c.errors.join('; ') };
+    }
+    cel = c.rule;
+  }
+  return { ok: true, validate, release, cel };
+}
+
 const ENFORCEMENTS = new Set(['Deny', 'Warn', 'Audit']);
 const SEVERITIES = new Set(['critical', 'high', 'medium', 'low', 'info']);
 
@@ -186,11 +214,12 @@ export class RuleSet {
     let failure: string | undefined;
     let validate: Validator | undefined;
     let release: (() => void) | undefined;
+    let cel: CelRule | undefined;
     const shape = validateRuleShape(rule);
     if (!shape.ok) failure = `invalid rule: ${shape.problems.join('; ')}`;
     else {
-      const compiled = compileSchema(shape.rule.spec.validate.schema);
-      if (compiled.ok) [validate, release] = [compiled.validate, compiled.release];
+      const compiled = compileValidation(shape.rule.spec.validate);
+      if (compiled.ok) [validate, release, cel] = [compiled.validate, compiled.release, compiled.cel];
       else failure = compiled.error;
     }
 
@@ -208,6 +237,7 @@ export class RuleSet {
         message: s.validate.message ?? '',
         match: prepareMatch(s),
         validate,
+        cel,
         failure: '',
         podSecurityVersion: usesVersionKeyword(s.validate.schema) ? (s.podSecurity?.version ?? 'latest') : undefined,
       };

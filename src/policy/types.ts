@@ -82,10 +82,27 @@ export interface RuleSpec {
   podSecurity?: PodSecuritySettings;
   validate: {
     message?: string;
-    /** JSON Schema (draft 2020-12) that a compliant object satisfies. */
-    schema: Record<string, unknown> | boolean;
+    /** JSON Schema (draft 2020-12) that a compliant object satisfies. At least one of schema and cel. */
+    schema?: Record<string, unknown> | boolean;
+    /** CEL checks in ValidatingAdmissionPolicy syntax; both must pass when both are given. */
+    cel?: CelValidation;
   };
   audit?: { actions?: RuleAction[] };
+}
+
+/** `validate.cel`: ValidatingAdmissionPolicy's syntax (DESIGN.md §8). */
+export interface CelValidation {
+  /** All must be true for the rule to apply; a false one skips the rule. */
+  matchConditions?: { name: string; expression: string }[];
+  /** Lazily evaluated, read as `variables.NAME`; each may read earlier ones. */
+  variables?: { name: string; expression: string }[];
+  expressions: {
+    expression: string;
+    message?: string;
+    messageExpression?: string;
+    /** @default "Invalid" */
+    reason?: 'Unauthorized' | 'Forbidden' | 'Invalid' | 'RequestEntityTooLarge';
+  }[];
 }
 
 export interface Condition {
@@ -156,6 +173,12 @@ export interface EvaluationInput {
    * `undefined` when unknown: rules with a namespaceSelector then give `error`.
    */
   namespaceLabels: Record<string, string> | undefined;
+  /**
+   * The AdmissionRequest, for CEL rules' `request` variable (userInfo, dryRun,
+   * resource, options, …). Absent for the audit and `portal test`, where CEL
+   * sees a request built from the fields above.
+   */
+  request?: Readonly<Record<string, unknown>>;
 }
 
 export type Verdict = 'pass' | 'fail' | 'warn' | 'skip' | 'error';

@@ -6,6 +6,7 @@
  */
 import { Ajv } from 'ajv';
 import type { ErrorObject } from 'ajv';
+import { compileCelRule } from './cel-rule.ts';
 import { compileSchema, schemaGuardProblem } from './compiler.ts';
 import { RULE_CRD_OPENAPI_SCHEMA } from './crd-schema.generated.ts';
 import { labelKeyProblem, labelValueProblem, selectorProblems } from './label-selector.ts';
@@ -79,8 +80,15 @@ function semanticProblems(spec: RuleSpec): string[] {
     const p = podSecurityVersionProblem(version);
     if (p) problems.push(`spec.podSecurity.version: ${p}`);
   }
-  const guard = schemaGuardProblem(spec.validate.schema);
-  if (guard) problems.push(`spec.${guard}`);
+  if (spec.validate.schema !== undefined) {
+    const guard = schemaGuardProblem(spec.validate.schema);
+    if (guard) problems.push(`spec.${guard}`);
+  }
+  const seen = new Set<string>();
+  (spec.validate.cel?.variables ?? []).forEach((v, i) => {
+    if (seen.has(v.name)) problems.push(`spec.validate.cel.variables[${i}].name: "${v.name}" is declared twice; variable names must be unique`);
+    seen.add(v.name);
+  });
   (spec.audit?.actions ?? []).forEach((a, i) => {
     const at = `spec.audit.actions[${i}]`;
     if (a.type === 'label' || a.type === 'annotate') {
@@ -145,6 +153,11 @@ export function validateRuleShape(obj: unknown): RuleValidation {
   }
   const structural = crdProblems(obj);
   problems.push(...structural);
+  // The CRD cannot say "schema or cel" (structural schemas have no anyOf of required), so it is checked here.
+  const validate = (o['spec'] as { validate?: unknown } | undefined)?.validate;
+  if (validate !== null && typeof validate === 'object' && !('schema' in validate) && !('cel' in validate)) {
+    problems.push('spec.validate: give a schema, a cel block or both');
+  }
   // Semantic checks need a structurally valid spec to read.
   if (structural.length === 0 && problems.length === 0) {
     problems.push(...semanticProblems((o as unknown as PortalRuleObject).spec));
@@ -152,12 +165,20 @@ export function validateRuleShape(obj: unknown): RuleValidation {
   return problems.length ? { ok: false, problems } : { ok: true, rule: obj as PortalRuleObject };
 }
 
-/** Everything, including compiling `validate.schema` (the full answer for `portal test` and tooling). */
+/** Everything, including compiling `validate.schema` and `validate.cel` (the full answer for `portal test` and tooling). */
 export function validateRule(obj: unknown): RuleValidation {
   const shape = validateRuleShape(obj);
   if (!shape.ok) return shape;
-  const compiled = compileSchema(shape.rule.spec.validate.schema);
-  if (!compiled.ok) return { ok: false, problems: [`spec.${compiled.error}`] };
-  compiled.release();
-  return shape;
+  const problems: string[] = [];
+  const { schema, cel } = shape.rule.spec.validate;
+  if (schema !== undefined) {
+    const compiled = compileSchema(schema);
+    if (!compiled.ok) problems.push(`spec.${compiled.error}`);
+    else compiled.release();
+  }
+  if (cel !== undefined) {
+    const compiled = compileCelRule(cel);
+    if (!compiled.ok) problems.push(...compiled.errors);
+  }
+  return problems.length ? { ok: false, problems } : shape;
 }

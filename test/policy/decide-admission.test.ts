@@ -30,7 +30,20 @@ const ruleArb = fc.record({
   // Pod Security version pinning: the schema checks only from v1.30 on.
   versioned: fc.boolean(),
   pinned: fc.constantFrom(undefined, 'latest', 'v1.29'),
+  // validate.cel beside or instead of the schema, including CEL outcomes that skip or err.
+  validation: fc.constantFrom('schema', 'cel', 'both', 'cel-skip', 'cel-error', 'cel-cost'),
 });
+
+const NO_PRIVILEGED_CEL = { expressions: [{ expression: 'object.spec.containers.all(c, !c.?securityContext.?privileged.orValue(false))', message: 'no privileged' }] };
+const HUNDRED = `[${Array.from({ length: 100 }, (_, i) => i).join(',')}]`;
+const CEL_VARIANTS: Record<string, RuleSpec['validate']> = {
+  schema: { message: 'Privileged containers are not allowed.', schema: NO_PRIVILEGED_SCHEMA },
+  cel: { cel: NO_PRIVILEGED_CEL },
+  both: { schema: NO_PRIVILEGED_SCHEMA, cel: NO_PRIVILEGED_CEL },
+  'cel-skip': { cel: { ...NO_PRIVILEGED_CEL, matchConditions: [{ name: 'labelled', expression: "object.metadata.?labels[?'app'].orValue('') == 'web'" }] } },
+  'cel-error': { cel: { expressions: [{ expression: 'object.spec.nope.size() == 0' }] } },
+  'cel-cost': { cel: { expressions: [{ expression: `${HUNDRED}.all(a, ${HUNDRED}.all(b, ${HUNDRED}.all(c, a + b + c >= 0)))` }] } },
+};
 
 type Generated<A> = A extends fc.Arbitrary<infer T> ? T : never;
 
@@ -46,9 +59,12 @@ function toRule(r: Generated<typeof ruleArb>): PortalRuleObject {
       ...(r.objectSelector ? { objectSelector: { matchLabels: { ...r.objectSelector.matchLabels } } } : {}),
     },
     ...(r.pinned ? { podSecurity: { version: r.pinned } } : {}),
-    ...(r.versioned ? { validate: { schema: { if: { minPodSecurityVersion: 'v1.30' }, then: NO_PRIVILEGED_SCHEMA } } } : {}),
     // A schema that never compiles: the rule stays in force as an `error`.
-    ...(r.broken ? { validate: { schema: { type: 'object', notAKeyword: true } } } : {}),
+    validate: r.broken
+      ? { schema: { type: 'object', notAKeyword: true } }
+      : r.versioned
+        ? { schema: { if: { minPodSecurityVersion: 'v1.30' }, then: NO_PRIVILEGED_SCHEMA } }
+        : (CEL_VARIANTS[r.validation] ?? CEL_VARIANTS['schema']!),
   };
   return r.namespaced ? namespacedRule('default', r.name, spec) : clusterRule(r.name, spec);
 }

@@ -37,7 +37,7 @@ void describe('validateRule', () => {
       'metadata.namespace is required (a PortalRule is namespaced: set the namespace it applies to, or use a PortalClusterRule)',
       'spec.enforcment: unknown field; check its spelling against the PortalRule API',
       'spec.match.kinds: must NOT have fewer than 1 items',
-      'spec.validate.schema: is required',
+      'spec.validate: give a schema, a cel block or both',
     ]);
   });
   void it('checks enums of the CRD', () => {
