@@ -154,7 +154,7 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
       tls = await readTlsFiles(tlsFiles);
       webhook = buildAdmissionServer({
         tls,
-        decide: engineDecider(source.ruleSet),
+        decide: engineDecider(source.ruleSet, { evaluationTimeoutMs: config.evaluationTimeout }),
         gate,
         exemptNamespaces: config.exemptNamespaces,
         namespaceLabels: source.namespaceLabels,

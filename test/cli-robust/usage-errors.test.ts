@@ -175,7 +175,7 @@ describe('portal test: bad input', { concurrency: 3 }, () => {
   });
 
   it('invalid rules are reported, nothing is evaluated', async () => {
-    assertReported(await t('--policies', 'bad-rules', 'pod.yaml'), 2, /"bad-schema" is invalid/, /"redos" is invalid/, /"bad-action" is invalid/, /"evict-deploy" is invalid/, /Nothing was evaluated/);
+    assertReported(await t('--policies', 'bad-rules', 'pod.yaml'), 2, /"bad-schema" is invalid/, /"backref" is invalid/, /"bad-action" is invalid/, /"evict-deploy" is invalid/, /Nothing was evaluated/);
   });
 
   it('a rule whose schema throws while evaluating gives an error verdict (exit 1), not a crash', async () => {
