@@ -78,8 +78,21 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
-  app.setErrorHandler((err: FastifyError, _req, reply) => {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
     const code = err.statusCode ?? 500;
+    const identity = code >= 500 ? reviewIdentity(req.body) : undefined;
+    if (identity) {
+      // An error after the review was read (the route guards every step it
+      // knows of; this catches the rest): a denial that echoes the uid.
+      try {
+        gate.record(true);
+        metrics.errors.inc({ reason: 'internal' });
+        log.error({ [LogKey.error]: err, [LogKey.uid]: identity.uid }, 'unexpected error in the admission server');
+      } catch {
+        // Still answer below.
+      }
+      return reply.code(200).header('content-type', 'application/json').send(internalErrorReview(identity.apiVersion, identity.uid, 'internal error'));
+    }
     let message: string;
     if (code === 413) message = `request body is larger than the limit of ${opts.bodyLimit ?? ADMISSION_BODY_LIMIT} bytes`;
     else if (code === 415) message = 'unsupported content type; send an AdmissionReview as application/json';
@@ -127,6 +140,19 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
 
   function finish(reply: FastifyReply, out: Outcome, started: number): FastifyReply {
     metrics.inFlight.dec();
+    let answer = out;
+    try {
+      observe(out, started);
+    } catch (err) {
+      // The decision is made but could not be recorded: the request is
+      // still answered, with its uid, and as a denial (fail closed): a
+      // replica whose bookkeeping is broken must not keep admitting unseen.
+      answer = out.request ? failed(out.apiVersion, out.request, err) : out;
+    }
+    return send(reply, answer, log);
+  }
+
+  function observe(out: Outcome, started: number): void {
     const r = out.request;
     const ms = performance.now() - started;
     metrics.answered(r?.operation ?? '', r?.kind.kind ?? '', out.decision, ms / 1000);
@@ -146,7 +172,6 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
         'admission request',
       );
     }
-    return send(reply, out);
   }
 
   function handle(body: unknown): Outcome | Promise<Outcome> {
@@ -191,16 +216,30 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     // Closures only on the (rare) asynchronous path, not allocated per request.
     return result instanceof Promise
       ? result.then(
-          (d) => decided(apiVersion, request, d),
+          (d) => safeDecided(apiVersion, request, d),
           (err: unknown) => failed(apiVersion, request, err),
         )
-      : decided(apiVersion, request, result);
+      : safeDecided(apiVersion, request, result);
   }
 
+  /** decided(), with a throw while shaping the answer (e.g. a warning that is not a string) turned into a denial that keeps the uid. */
+  function safeDecided(apiVersion: ReviewVersion, request: AdmissionRequest, decision: Decision): Outcome {
+    try {
+      return decided(apiVersion, request, decision);
+    } catch (err) {
+      return failed(apiVersion, request, err);
+    }
+  }
+
+  /** Never throws: the answer that carries the uid must not depend on the logger or the metrics working. */
   function failed(apiVersion: ReviewVersion, request: AdmissionRequest, err: unknown): Outcome {
-    gate.record(true);
-    metrics.errors.inc({ reason: 'internal' });
-    log.error({ [LogKey.error]: err, [LogKey.uid]: request.uid }, 'internal error while deciding');
+    try {
+      gate.record(true);
+      metrics.errors.inc({ reason: 'internal' });
+      log.error({ [LogKey.error]: err, [LogKey.uid]: request.uid }, 'internal error while deciding');
+    } catch {
+      // Bookkeeping is broken too; the denial below still goes out.
+    }
     const what = `${request.kind.kind} ${request.namespace ? `${request.namespace}/` : ''}${request.name || '(unnamed)'}`;
     return {
       httpStatus: 200,
@@ -219,8 +258,8 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     if (decision === null || typeof decision !== 'object' || typeof decision.allowed !== 'boolean' || !Array.isArray(decision.warnings)) {
       return failed(apiVersion, request, new TypeError('the engine returned no decision'));
     }
-    gate.record(false);
     if (decision.allowed && decision.warnings.length === 0) {
+      gate.record(false);
       return { httpStatus: 200, apiVersion, request, decision: 'allow', response: { uid: request.uid, allowed: true } };
     }
     const warnings = decision.warnings.map(clipWarning);
@@ -232,6 +271,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
           status: { code: decision.code, reason: decision.code === 403 ? 'Forbidden' : 'InternalError', message: decision.message },
         };
     if (warnings.length > 0) response.warnings = warnings;
+    gate.record(false);
     return { httpStatus: 200, apiVersion, request, response, decision: !decision.allowed ? 'deny' : warnings.length > 0 ? 'warn' : 'allow' };
   }
 
@@ -248,8 +288,43 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   return app;
 }
 
-function send(reply: FastifyReply, out: Outcome): FastifyReply {
-  return reply.code(out.httpStatus).header('content-type', 'application/json').send(serializeReview(out.apiVersion, out.response));
+function send(reply: FastifyReply, out: Outcome, log: Logger): FastifyReply {
+  let body: string;
+  try {
+    body = serializeReview(out.apiVersion, out.response);
+  } catch (err) {
+    // The answer could not be encoded (say, a message that is not a
+    // string): deny with the uid rather than let the error handler answer
+    // without one (the API server rejects an answer whose uid differs).
+    try {
+      log.error({ [LogKey.error]: err, [LogKey.uid]: out.response.uid }, 'cannot encode the admission answer');
+    } catch {
+      // Nothing more to do: the denial below still goes out.
+    }
+    return reply.code(200).header('content-type', 'application/json').send(internalErrorReview(out.apiVersion, out.response.uid, 'internal error encoding the answer'));
+  }
+  return reply.code(out.httpStatus).header('content-type', 'application/json').send(body);
+}
+
+/** A denial built only from strings known to encode: the last resort that still carries the uid. */
+function internalErrorReview(apiVersion: ReviewVersion, uid: string, message: string): string {
+  return JSON.stringify(encodeReview(apiVersion, { uid, allowed: false, status: { code: 500, reason: 'InternalError', message } }));
+}
+
+/**
+ * The uid and version of the review in a body that fastify handed to the
+ * route, for the error handler: an error that escaped the route must still
+ * be answered with the request's uid.
+ */
+function reviewIdentity(body: unknown): { uid: string; apiVersion: ReviewVersion } | undefined {
+  if (typeof body !== 'string') return undefined;
+  try {
+    const d = decodeReview(JSON.parse(body));
+    if (d.ok) return { uid: d.request.uid, apiVersion: d.apiVersion };
+    return d.uid !== undefined ? { uid: d.uid, apiVersion: d.apiVersion ?? 'admission.k8s.io/v1' } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
