@@ -170,7 +170,7 @@ describe('portal test: bad input', { concurrency: 3 }, () => {
       2,
       /binary\.yaml: is a binary file \(it contains NUL bytes\), not YAML or JSON/,
       /latin1\.yaml: is not UTF-8 text/,
-      /huge\.yaml: file is 17\.0 MiB, over the 16\.0 MiB limit; split it/,
+      /huge\.yaml: file is 17\.0 MiB, over the 16\.0 MiB limit for a manifest; split it/,
     );
   });
 
