@@ -5,6 +5,7 @@
  * Fail closed (DESIGN §3): a request is allowed only when the engine decided
  * so; not ready, an exception, or a rejection all answer `allowed: false`.
  */
+import type { IncomingMessage } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import { fastify, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
@@ -27,11 +28,53 @@ import { TLS_MIN_VERSION, type TlsMaterial } from './tls-reload.ts';
 export const ADMISSION_BODY_LIMIT = 8 * 1024 * 1024;
 
 /**
- * The apiserver's webhook timeout is at most 30 s, so a request still being
- * received after that is of no use to anyone; closing it stops slow clients
- * from wedging sockets.
+ * Bounds on every connection, each derived from the API server's side of
+ * the call: a webhook's timeoutSeconds is at most 30, and client-go's
+ * transport (which the API server's webhook client uses) abandons a TLS
+ * handshake after 10 s (TLSHandshakeTimeout). Time the API server no longer
+ * waits for is time an attacker could hold a socket for free.
  */
-const REQUEST_TIMEOUT_MS = 30_000;
+export interface ConnectionLimits {
+  /** A TLS handshake unfinished after this is dropped (Node's default: 120 s). @default 10 s, client-go's TLSHandshakeTimeout */
+  handshakeMs: number;
+  /** Request headers must be complete this long after the connection (or the previous request). The API server writes them at once. @default 10 s */
+  headersMs: number;
+  /** Headers and body must be complete within this (answered 408, closed). @default 30 s, the longest webhook timeout */
+  requestMs: number;
+  /**
+   * How often Node checks the two timeouts above. Its default (30 s) let a
+   * 30 s request timeout hold a 1 byte/s body for 66 s; 1 s keeps each
+   * bound within a second. @default 1 s
+   */
+  checkIntervalMs: number;
+  /**
+   * Open connections per replica; more are closed at once. Each API server
+   * has at most 200 mutating requests in flight (its default
+   * --max-mutating-requests-inflight), each waiting on at most one
+   * connection to this webhook, plus 25 idle keep-alive ones (client-go's
+   * idle pool per host): 512 covers two API servers sending everything to
+   * one replica (2 × 225), while bounding sockets and buffered bodies.
+   * @default 512
+   */
+  maxConnections: number;
+  /**
+   * After a body goes over the limit, up to this many more bytes are read
+   * and discarded so that the client, still sending, gets the 413 instead
+   * of a reset (closing a socket with unread data makes TCP send RST, and
+   * the client may lose the answer). No API server sends such a body, so
+   * this only bounds the courtesy. @default 4 × ADMISSION_BODY_LIMIT
+   */
+  drainBytes: number;
+}
+
+export const CONNECTION_LIMITS: Readonly<ConnectionLimits> = Object.freeze({
+  handshakeMs: 10_000,
+  headersMs: 10_000,
+  requestMs: 30_000,
+  checkIntervalMs: 1_000,
+  maxConnections: 512,
+  drainBytes: 4 * ADMISSION_BODY_LIMIT,
+});
 
 /** The apiserver shows warnings to users; Portal keeps each under 120 characters (DESIGN §2). */
 const MAX_WARNING_LENGTH = 119;
@@ -48,6 +91,8 @@ export interface AdmissionServerOptions {
   logger: Logger;
   /** @default ADMISSION_BODY_LIMIT */
   bodyLimit?: number;
+  /** @default CONNECTION_LIMITS */
+  limits?: Partial<ConnectionLimits>;
 }
 
 export type AdmissionServer = FastifyInstance<HttpsServer>;
@@ -64,25 +109,60 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   const exempt = new Set(opts.exemptNamespaces);
   const { metrics, gate, logger: log } = opts;
 
+  const limits: ConnectionLimits = { ...CONNECTION_LIMITS, ...opts.limits };
+  const bodyLimit = opts.bodyLimit ?? ADMISSION_BODY_LIMIT;
   const app = fastify({
-    https: { cert: opts.tls.cert, key: opts.tls.key, minVersion: TLS_MIN_VERSION },
-    bodyLimit: opts.bodyLimit ?? ADMISSION_BODY_LIMIT,
-    requestTimeout: REQUEST_TIMEOUT_MS,
+    https: {
+      cert: opts.tls.cert,
+      key: opts.tls.key,
+      minVersion: TLS_MIN_VERSION,
+      handshakeTimeout: limits.handshakeMs,
+      // http.Server options, which https.createServer passes through.
+      headersTimeout: limits.headersMs,
+      requestTimeout: limits.requestMs,
+      connectionsCheckingInterval: limits.checkIntervalMs,
+    },
+    bodyLimit,
+    requestTimeout: limits.requestMs,
     logger: false,
     // Idle keep-alive connections are closed on shutdown; in-flight requests finish.
     forceCloseConnections: 'idle',
   }) as unknown as AdmissionServer;
+
+  app.server.maxConnections = limits.maxConnections;
 
   // We parse JSON ourselves so a malformed body still gets our clear 400
   // (and any other media type fastify's 415).
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
-  app.setErrorHandler((err: FastifyError, _req, reply) => {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
     const code = err.statusCode ?? 500;
+    if (code === 413) {
+      metrics.requests.inc({ operation: '', kind: '', decision: 'invalid' });
+      metrics.errors.inc({ reason: 'invalid_input' });
+      const tooLarge = (): FastifyReply =>
+        reply
+          .code(413)
+          .header('connection', 'close')
+          .send(statusBody(413, `request body is larger than the limit of ${bodyLimit} bytes; an AdmissionReview from the API server is at most ${bodyLimit} bytes`));
+      return drain(req.raw, limits.drainBytes).then(tooLarge);
+    }
+    const identity = code >= 500 ? reviewIdentity(req.body) : undefined;
+    if (identity) {
+      // An error after the review was read (the route guards every step it
+      // knows of; this catches the rest): a denial that echoes the uid.
+      try {
+        gate.record(true);
+        metrics.errors.inc({ reason: 'internal' });
+        log.error({ [LogKey.error]: err, [LogKey.uid]: identity.uid }, 'unexpected error in the admission server');
+      } catch {
+        // Still answer below.
+      }
+      return reply.code(200).header('content-type', 'application/json').send(internalErrorReview(identity.apiVersion, identity.uid, 'internal error'));
+    }
     let message: string;
-    if (code === 413) message = `request body is larger than the limit of ${opts.bodyLimit ?? ADMISSION_BODY_LIMIT} bytes`;
-    else if (code === 415) message = 'unsupported content type; send an AdmissionReview as application/json';
+    if (code === 415) message = 'unsupported content type; send an AdmissionReview as application/json';
     else if (code < 500) message = err.message;
     else {
       log.error({ [LogKey.error]: err }, 'unexpected error in the admission server');
@@ -127,6 +207,19 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
 
   function finish(reply: FastifyReply, out: Outcome, started: number): FastifyReply {
     metrics.inFlight.dec();
+    let answer = out;
+    try {
+      observe(out, started);
+    } catch (err) {
+      // The decision is made but could not be recorded: the request is
+      // still answered, with its uid, and as a denial (fail closed): a
+      // replica whose bookkeeping is broken must not keep admitting unseen.
+      answer = out.request ? failed(out.apiVersion, out.request, err) : out;
+    }
+    return send(reply, answer, log);
+  }
+
+  function observe(out: Outcome, started: number): void {
     const r = out.request;
     const ms = performance.now() - started;
     metrics.answered(r?.operation ?? '', r?.kind.kind ?? '', out.decision, ms / 1000);
@@ -146,7 +239,6 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
         'admission request',
       );
     }
-    return send(reply, out);
   }
 
   function handle(body: unknown): Outcome | Promise<Outcome> {
@@ -191,16 +283,30 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     // Closures only on the (rare) asynchronous path, not allocated per request.
     return result instanceof Promise
       ? result.then(
-          (d) => decided(apiVersion, request, d),
+          (d) => safeDecided(apiVersion, request, d),
           (err: unknown) => failed(apiVersion, request, err),
         )
-      : decided(apiVersion, request, result);
+      : safeDecided(apiVersion, request, result);
   }
 
+  /** decided(), with a throw while shaping the answer (e.g. a warning that is not a string) turned into a denial that keeps the uid. */
+  function safeDecided(apiVersion: ReviewVersion, request: AdmissionRequest, decision: Decision): Outcome {
+    try {
+      return decided(apiVersion, request, decision);
+    } catch (err) {
+      return failed(apiVersion, request, err);
+    }
+  }
+
+  /** Never throws: the answer that carries the uid must not depend on the logger or the metrics working. */
   function failed(apiVersion: ReviewVersion, request: AdmissionRequest, err: unknown): Outcome {
-    gate.record(true);
-    metrics.errors.inc({ reason: 'internal' });
-    log.error({ [LogKey.error]: err, [LogKey.uid]: request.uid }, 'internal error while deciding');
+    try {
+      gate.record(true);
+      metrics.errors.inc({ reason: 'internal' });
+      log.error({ [LogKey.error]: err, [LogKey.uid]: request.uid }, 'internal error while deciding');
+    } catch {
+      // Bookkeeping is broken too; the denial below still goes out.
+    }
     const what = `${request.kind.kind} ${request.namespace ? `${request.namespace}/` : ''}${request.name || '(unnamed)'}`;
     return {
       httpStatus: 200,
@@ -219,8 +325,8 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     if (decision === null || typeof decision !== 'object' || typeof decision.allowed !== 'boolean' || !Array.isArray(decision.warnings)) {
       return failed(apiVersion, request, new TypeError('the engine returned no decision'));
     }
-    gate.record(false);
     if (decision.allowed && decision.warnings.length === 0) {
+      gate.record(false);
       return { httpStatus: 200, apiVersion, request, decision: 'allow', response: { uid: request.uid, allowed: true } };
     }
     const warnings = decision.warnings.map(clipWarning);
@@ -232,6 +338,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
           status: { code: decision.code, reason: decision.code === 403 ? 'Forbidden' : 'InternalError', message: decision.message },
         };
     if (warnings.length > 0) response.warnings = warnings;
+    gate.record(false);
     return { httpStatus: 200, apiVersion, request, response, decision: !decision.allowed ? 'deny' : warnings.length > 0 ? 'warn' : 'allow' };
   }
 
@@ -248,8 +355,71 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   return app;
 }
 
-function send(reply: FastifyReply, out: Outcome): FastifyReply {
-  return reply.code(out.httpStatus).header('content-type', 'application/json').send(serializeReview(out.apiVersion, out.response));
+function send(reply: FastifyReply, out: Outcome, log: Logger): FastifyReply {
+  let body: string;
+  try {
+    body = serializeReview(out.apiVersion, out.response);
+  } catch (err) {
+    // The answer could not be encoded (say, a message that is not a
+    // string): deny with the uid rather than let the error handler answer
+    // without one (the API server rejects an answer whose uid differs).
+    try {
+      log.error({ [LogKey.error]: err, [LogKey.uid]: out.response.uid }, 'cannot encode the admission answer');
+    } catch {
+      // Nothing more to do: the denial below still goes out.
+    }
+    return reply.code(200).header('content-type', 'application/json').send(internalErrorReview(out.apiVersion, out.response.uid, 'internal error encoding the answer'));
+  }
+  return reply.code(out.httpStatus).header('content-type', 'application/json').send(body);
+}
+
+/**
+ * Reads and discards what is left of a request body, up to `max` bytes:
+ * resolves when the body has ended, was cut off, or went over `max`. The
+ * request timeout still bounds how long this can take.
+ */
+function drain(req: IncomingMessage, max: number): Promise<void> {
+  if (req.complete || req.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    const done = (): void => {
+      req.off('data', onData);
+      req.off('end', done);
+      req.off('close', done);
+      req.off('error', done);
+      resolve();
+    };
+    const onData = (chunk: Buffer): void => {
+      seen += chunk.length;
+      if (seen > max) done();
+    };
+    req.on('data', onData);
+    req.once('end', done);
+    req.once('close', done);
+    req.once('error', done);
+    req.resume();
+  });
+}
+
+/** A denial built only from strings known to encode: the last resort that still carries the uid. */
+function internalErrorReview(apiVersion: ReviewVersion, uid: string, message: string): string {
+  return JSON.stringify(encodeReview(apiVersion, { uid, allowed: false, status: { code: 500, reason: 'InternalError', message } }));
+}
+
+/**
+ * The uid and version of the review in a body that fastify handed to the
+ * route, for the error handler: an error that escaped the route must still
+ * be answered with the request's uid.
+ */
+function reviewIdentity(body: unknown): { uid: string; apiVersion: ReviewVersion } | undefined {
+  if (typeof body !== 'string') return undefined;
+  try {
+    const d = decodeReview(JSON.parse(body));
+    if (d.ok) return { uid: d.request.uid, apiVersion: d.apiVersion };
+    return d.uid !== undefined ? { uid: d.uid, apiVersion: d.apiVersion ?? 'admission.k8s.io/v1' } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -18,7 +18,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { Registry } from 'prom-client';
+import { Registry, type Gauge } from 'prom-client';
 import { writeSelfSigned } from '../admission/certs.ts';
 import { AuditController } from '../audit/controller.ts';
 import { engineDecider } from '../admission/engine-decider.ts';
@@ -77,7 +77,7 @@ export interface ReplicaOptions {
 
 type Source = { kind: 'files'; source: FileRuleSource } | { kind: 'cluster'; source: ClusterRuleSource; client: KubeClient };
 
-async function chooseSource(o: ReplicaOptions, log: Logger): Promise<Source | { problems: string[] }> {
+async function chooseSource(o: ReplicaOptions, log: Logger, rulesLoaded: Gauge): Promise<Source | { problems: string[] }> {
   const { config } = o;
   if (config.policies !== '') {
     const source = new FileRuleSource(config.policies, loadRulesFromDirectory);
@@ -97,7 +97,7 @@ async function chooseSource(o: ReplicaOptions, log: Logger): Promise<Source | { 
     return { problems: [(err as Error).message] };
   }
   log.info({ [LogKey.url]: client.server, inCluster }, 'cluster mode: rules and namespace labels from the API server');
-  return { kind: 'cluster', client, source: new ClusterRuleSource({ client, logger: componentLogger(o.root, 'rules') }) };
+  return { kind: 'cluster', client, source: new ClusterRuleSource({ client, logger: componentLogger(o.root, 'rules'), rulesLoaded }) };
 }
 
 /** A Runnable that keeps an already-listening server until its signal aborts, then closes it. */
@@ -118,7 +118,10 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
   const { config, root } = o;
   const log = componentLogger(root, 'serve');
 
-  const chosen = await chooseSource(o, log);
+  const registry = new Registry();
+  const metrics = createAdmissionMetrics(registry);
+  // Cluster mode: the rule informers keep portal_rules_loaded current.
+  const chosen = await chooseSource(o, log, metrics.rulesLoaded);
   if ('problems' in chosen) {
     o.usage(config.policies !== '' ? 'invalid rules' : 'cannot use the cluster', chosen.problems);
     return EXIT_USAGE;
@@ -137,8 +140,6 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
       log.info({ [LogKey.dir]: selfSignedDir, caFile: files.caFile }, 'generated a self-signed certificate (local use only)');
     }
 
-    const registry = new Registry();
-    const metrics = createAdmissionMetrics(registry);
     metrics.rulesLoaded.set(source.ruleSet.size);
     registerRulesNotReady(registry, () => source.ruleSet.states().filter((s) => !s.ready).length);
     const gate = new ReadinessGate();
@@ -158,7 +159,8 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
       tls = await readTlsFiles(tlsFiles);
       webhook = buildAdmissionServer({
         tls,
-        decide: engineDecider(source.ruleSet),
+        decide: engineDecider(source.ruleSet, { evaluationTimeoutMs: config.evaluationTimeout }),
+        limits: { maxConnections: config.webhookMaxConnections },
         gate,
         exemptNamespaces: config.exemptNamespaces,
         namespaceLabels: source.namespaceLabels,

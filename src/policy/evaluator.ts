@@ -27,8 +27,28 @@ import { templatePod } from './pod-templates.ts';
 import { LATEST, POD_SECURITY_VERSION_LABEL, resolvePodSecurityVersion } from './pod-security-version.ts';
 import { evaluateCelRule } from './cel-rule.ts';
 import { newBudget, type Budget } from './cel/index.ts';
+import { enterDeadline, leaveDeadline, RegexLimitError } from './re2.ts';
 import type { RuleEntry, RuleSet } from './rule-set.ts';
 import type { EvaluationInput, KubeObject, RuleVerdict, SchemaViolation, Verdict } from './types.ts';
+
+/**
+ * A bound on the time one evaluation may take. JavaScript cannot preempt
+ * synchronous code, so the bound is cooperative: the deadline is checked
+ * before each rule's schema runs and before each regular expression test
+ * inside it (re2.ts). Past it, every remaining matched rule gets an `error`
+ * verdict, which denies (fail closed, like every `error`). An evaluation
+ * therefore ends at most one regex test (bounded by re2.ts's MAX_TEST_COST)
+ * or one regex-free stretch of ajv code (linear in the object, which the
+ * admission body limit bounds) after the deadline.
+ */
+export interface EvaluationBudget {
+  /** No rule or regex test starts after this instant (clock of `now`). */
+  deadline: number;
+  /** Monotonic clock, in milliseconds (performance.now in production). */
+  now: () => number;
+  /** The budget's length, for the message. */
+  ms: number;
+}
 
 /** How many schema errors a message shows. */
 export const MESSAGE_VIOLATIONS = 3;
@@ -73,7 +93,13 @@ export function violationMessage(display: string, ruleMessage: string, violation
  * The verdict of one candidate rule. With `all` false (admission), the
  * verdicts decide() ignores, pass and skip, are not built: undefined instead.
  */
-function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean, budget: () => Budget): RuleVerdict | undefined {
+function evaluateOne(
+  c: Candidate,
+  input: EvaluationInput,
+  all: boolean,
+  celBudget: () => Budget,
+  timeBudget: EvaluationBudget | undefined,
+): RuleVerdict | undefined {
   const { entry } = c;
   const m = entry.match;
   const sub = input.subResource ?? '';
@@ -135,10 +161,13 @@ function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean, budget:
   if (target === null || typeof target !== 'object') {
     return errorVerdict(entry, `the ${input.operation} request carries no object to validate`);
   }
+  if (timeBudget !== undefined && timeBudget.now() > timeBudget.deadline) {
+    return errorVerdict(entry, `the evaluation time budget (${timeBudget.ms} ms) ran out before this rule ran`);
+  }
   // CEL first: a false matchCondition skips the whole rule, schema included.
   let celViolations: SchemaViolation[] = [];
   if (entry.cel) {
-    const r = evaluateCelRule(entry.cel, input, templatePath ? { path: templatePath, prefix: c.templatePrefix } : undefined, budget());
+    const r = evaluateCelRule(entry.cel, input, templatePath ? { path: templatePath, prefix: c.templatePrefix } : undefined, celBudget());
     if (r.kind === 'skip') return all ? skip(entry, r.why) : undefined;
     // An expression that errs or exceeds its cost gives `error`, which
     // denies whatever the enforcement (fail closed).
@@ -147,10 +176,22 @@ function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean, budget:
   }
   let violations: ReturnType<typeof entry.validate>;
   try {
-    violations = templatePath
-      ? entry.validate(templatePod(target, templatePath), c.templatePrefix, version)
-      : entry.validate(target, '', version);
+    const validate = entry.validate;
+    const run = (): SchemaViolation[] =>
+      templatePath ? validate(templatePod(target, templatePath), c.templatePrefix, version) : validate(target, '', version);
+    if (timeBudget === undefined) {
+      violations = run();
+    } else {
+      // Regex work inside the schema reads the same deadline (re2.ts).
+      const outer = enterDeadline(timeBudget);
+      try {
+        violations = run();
+      } finally {
+        leaveDeadline(outer);
+      }
+    }
   } catch (err) {
+    if (err instanceof RegexLimitError) return errorVerdict(entry, err.message);
     // A schema can still blow up on a hostile object (e.g. a recursive $ref
     // meeting a very deep document). Only this rule is undecidable: it gives
     // an `error` verdict, which denies (fail closed) and names the rule.
@@ -170,12 +211,12 @@ function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean, budget:
  * Per-rule verdicts for one input, in rule-key order. Pure: no I/O, the rule
  * set is read, never changed.
  */
-export function evaluate(rules: RuleSet, input: EvaluationInput): RuleVerdict[] {
+export function evaluate(rules: RuleSet, input: EvaluationInput, budget?: EvaluationBudget): RuleVerdict[] {
   const out: RuleVerdict[] = [];
-  let budget: Budget | undefined;
-  const requestBudget = (): Budget => (budget ??= newBudget());
+  let celBudget: Budget | undefined;
+  const requestBudget = (): Budget => (celBudget ??= newBudget());
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
-    const v = evaluateOne(c, input, true, requestBudget);
+    const v = evaluateOne(c, input, true, requestBudget, budget);
     if (v) out.push(v);
   }
   return out;
@@ -186,13 +227,13 @@ export function evaluate(rules: RuleSet, input: EvaluationInput): RuleVerdict[] 
  * `decide(evaluate(rules, input))`, without building the pass and skip
  * verdicts that decide() ignores (the common case on the request path).
  */
-export function decideAdmission(rules: RuleSet, input: EvaluationInput): AdmissionDecision {
+export function decideAdmission(rules: RuleSet, input: EvaluationInput, budget?: EvaluationBudget): AdmissionDecision {
   let out: RuleVerdict[] | undefined;
   // One CEL cost budget per request, shared by every CEL rule (as the API server does).
-  let budget: Budget | undefined;
-  const requestBudget = (): Budget => (budget ??= newBudget());
+  let celBudget: Budget | undefined;
+  const requestBudget = (): Budget => (celBudget ??= newBudget());
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
-    const v = evaluateOne(c, input, false, requestBudget);
+    const v = evaluateOne(c, input, false, requestBudget, budget);
     if (v) (out ??= []).push(v);
   }
   return decide(out ?? []);
