@@ -54,8 +54,16 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     log.info({ [LogKey.signal]: signal }, 'shutting down');
     graceful.abort();
   };
+  // Started by `portal dev` with an IPC channel: when dev dies, even by
+  // SIGKILL, the channel closes and this replica shuts down like on SIGTERM,
+  // so no replica outlives its supervisor (it runs in its own process group).
+  const onParentGone = (): void => onSignal('SIGTERM');
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  if (process.channel) {
+    process.once('disconnect', onParentGone);
+    process.channel.unref();
+  }
   try {
     const code = await runReplica({
       config,
@@ -75,6 +83,7 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    process.off('disconnect', onParentGone);
   }
 }
 
