@@ -12,6 +12,8 @@ import type { Cluster, Reply, RequestScope } from './cluster.ts';
 import { apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
 import { evict } from './eviction.ts';
 import type { Faults } from './faults.ts';
+import { decodeObject, encodeObject, PROTOBUF_MEDIA_TYPE, ProtobufError, UnsupportedKind } from './protobuf/codec.ts';
+import { isProtobufBody, wantsProtobuf } from './protobuf/negotiate.ts';
 import { OPENAPI_V2_CONTENT_TYPE, OPENAPI_V2_PROTOBUF, openapiV3Doc, openapiV3Index } from './openapi.ts';
 import type { ResourceDef } from './registry.ts';
 import { ApiError, errors } from './status.ts';
@@ -46,11 +48,23 @@ function warningHeader(w: string): string {
 }
 
 export function sendJson(res: ServerResponse, code: number, body: unknown, warnings: string[] = []): void {
+  send(res, code, body, warnings, undefined);
+}
+
+/** Answers in protobuf when the client asked for it first and the kind has a protobuf form (protobuf/negotiate.ts). */
+function sendReply(req: IncomingMessage, res: ServerResponse, code: number, body: unknown, warnings: string[]): void {
+  const proto = wantsProtobuf(req.headers.accept) && isPlainObject(body) ? encodeObject(body) : undefined;
+  send(res, code, body, warnings, proto);
+}
+
+function send(res: ServerResponse, code: number, body: unknown, warnings: string[], proto: Uint8Array | undefined): void {
   if (res.headersSent || res.destroyed) return;
-  const data = JSON.stringify(body);
+  // A string body makes Node send headers and body in one UTF-8 write, which
+  // would re-encode the latin1 Warning bytes; a Buffer keeps them raw.
+  const data = proto ?? Buffer.from(JSON.stringify(body), 'utf8');
   const headers: Record<string, string | string[] | number> = {
-    'Content-Type': 'application/json',
-    'Content-Length': Buffer.byteLength(data),
+    'Content-Type': proto ? PROTOBUF_MEDIA_TYPE : 'application/json',
+    'Content-Length': data.length,
     'Cache-Control': 'no-cache, private',
   };
   if (warnings.length) headers['Warning'] = warnings.map(warningHeader);
@@ -59,12 +73,14 @@ export function sendJson(res: ServerResponse, code: number, body: unknown, warni
     if (typeof retry === 'number') headers['Retry-After'] = String(retry);
   }
   res.writeHead(code, headers);
-  // A string body makes Node send headers and body in one UTF-8 write, which
-  // would re-encode the latin1 Warning bytes; a Buffer keeps them raw.
-  res.end(Buffer.from(data, 'utf8'));
+  res.end(data);
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+async function readBody(req: IncomingMessage): Promise<string> {
+  return (await readBodyBytes(req)).toString('utf8');
+}
+
+function readBodyBytes(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -77,9 +93,23 @@ function readBody(req: IncomingMessage): Promise<string> {
       }
       chunks.push(c);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
+}
+
+/** A protobuf request body as its JSON object: 415 for a kind without a protobuf form, 400 for bad bytes. */
+function decodeProtobufBody(bytes: Buffer): unknown {
+  try {
+    return decodeObject(bytes);
+  } catch (e) {
+    if (e instanceof UnsupportedKind) {
+      throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (${e.message})`,
+        { causes: [{ reason: 'UnsupportedMediaType', message: PROTOBUF_MEDIA_TYPE }] });
+    }
+    if (e instanceof ProtobufError) throw errors.badRequest(`the protobuf body cannot be decoded: ${e.message}`);
+    throw e;
+  }
 }
 
 interface Parsed { def: ResourceDef; namespace: string; name: string; subresource: string }
@@ -226,7 +256,7 @@ export class Router {
     }
     if (!reply) return;
     if (WRITE_VERBS.has(verb)) this.record(verb, scope, reply.code, reply.body);
-    sendJson(res, reply.code, reply.body, scope.warnings);
+    sendReply(req, res, reply.code, reply.body, scope.warnings);
   }
 
   private record(verb: string, s: RequestScope, code: number, body: unknown): void {
@@ -279,12 +309,7 @@ export class Router {
     const accept = req.headers.accept;
     const includeObject = s.query.get('includeObject') ?? 'PartialObjectMetadata';
     const body = async (): Promise<unknown> => {
-      const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      // Protobuf bodies cannot be decoded here: 415 as kube-apiserver answers an unsupported body format.
-      if (type.includes('protobuf')) {
-        throw new ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml',
-          { causes: [{ reason: 'UnsupportedMediaType', message: type }] });
-      }
+      if (isProtobufBody(req.headers['content-type'])) return decodeProtobufBody(await readBodyBytes(req));
       const raw = await readBody(req);
       if (!raw) return undefined;
       try {
