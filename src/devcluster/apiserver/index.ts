@@ -110,7 +110,9 @@ function sideApi(faults: Faults, audit: AuditLog, users: Users, requests: Reques
 export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiServer> {
   const logger = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'apiserver' });
   const abort = new AbortController();
+  const tls = opts.tls ?? (await selfSignedCert());
   const cluster = new Cluster(opts.historyLimit ?? 10_000, opts.admission, abort.signal);
+  cluster.rootCaCert = tls.cert;
   const users = new Users();
   const adminToken = users.add(ADMIN, ['system:masters']);
   const audit = new AuditLog();
@@ -134,7 +136,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
 
   const handler = router.handle.bind(router);
   const plainHttp = opts.plainHttp ?? true;
-  const listener = createListener(handler, opts.tls ?? (await selfSignedCert()), { plainHttp });
+  const listener = createListener(handler, tls, { plainHttp });
   try {
     await listener.listen(opts.port ?? 0, opts.host ?? '127.0.0.1');
   } catch (err) {
