@@ -4,7 +4,6 @@
 // table (/proc) for anything started from its temporary directory.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { request as httpRequest } from 'node:http';
@@ -14,6 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import YAML from 'yaml';
+import { killMentioning, processesMentioning } from '../support/processes.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -39,23 +39,6 @@ async function until<T>(what: string, ms: number, check: () => Promise<T | undef
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-/** Pids of live processes whose command line mentions `needle` (the test's temp dir). */
-function processesMentioning(needle: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // A zombie has exited; it is waiting for its parent to reap it.
-      if (cmd.includes(needle) && !/^\d+ \(.*\) Z/.test(stat)) out.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
 }
 
 interface Dev {
@@ -84,13 +67,7 @@ function startDev(dir: string, args: string[]): Dev {
 /** Kills whatever a failed test left behind, by pid. */
 function reap(dir: string, dev?: Dev): void {
   if (dev && dev.child.exitCode === null && dev.child.signalCode === null) dev.child.kill('SIGKILL');
-  for (const pid of processesMentioning(dir)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
+  killMentioning(dir);
 }
 
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
