@@ -95,14 +95,30 @@ class Writer {
   }
 
   string(s: string): void {
-    // Short ASCII-only strings are the common case (names, labels).
-    if (s.length < 128) {
-      this.ensure(1 + s.length * 3);
-      const start = this.pos++;
-      const { written } = encoder.encodeInto(s, this.buf.subarray(this.pos));
+    // Short ASCII strings (names, labels, images) are the common case: a
+    // plain loop beats TextEncoder's per-call cost.
+    const n = s.length;
+    if (n < 128) {
+      this.ensure(1 + n * 3);
+      const buf = this.buf;
+      const start = this.pos;
+      let p = start + 1;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        buf[p++] = c;
+      }
+      if (i === n) {
+        buf[start] = n;
+        this.pos = p;
+        return;
+      }
+      this.pos = start + 1;
+      const { written } = encoder.encodeInto(s, buf.subarray(this.pos));
       this.pos += written;
       if (written < 128) {
-        this.buf[start] = written;
+        buf[start] = written;
         return;
       }
       this.closeLength(start, written);
@@ -195,6 +211,21 @@ function writeScalar(w: Writer, type: string, id: number, v: Json, path: string)
   }
 }
 
+/** A field row with what the hot loops need precomputed (MESSAGES is a large dictionary-mode object). */
+interface Row { name: string; id: number; type: string; shape: 0 | 1 | 2 | 3; scalar: boolean; path: string }
+const compiled = new Map<string, Row[]>();
+
+function rowsOf(type: string): Row[] | undefined {
+  let rows = compiled.get(type);
+  if (!rows) {
+    const table = MESSAGES[type];
+    if (!table) return undefined;
+    rows = table.map(([name, id, ftype, shape]) => ({ name, id, type: ftype, shape, scalar: MESSAGES[ftype] === undefined && !isSpecial(ftype), path: `.${name}` }));
+    compiled.set(type, rows);
+  }
+  return rows;
+}
+
 /** Writes the body (not the tag or length) of message `type` for the JSON value `v`. */
 function writeMessage(w: Writer, type: string, v: Json, path: string): void {
   switch (type) {
@@ -242,7 +273,7 @@ function writeMessage(w: Writer, type: string, v: Json, path: string): void {
     default:
       break;
   }
-  const rows = MESSAGES[type];
+  const rows = rowsOf(type);
   if (!rows) fail(path, `no protobuf message ${type}`);
   if (STRING_LISTS.has(type)) {
     if (!Array.isArray(v)) fail(path, `expected a list of strings, got ${JSON.stringify(v)}`);
@@ -250,7 +281,7 @@ function writeMessage(w: Writer, type: string, v: Json, path: string): void {
     return;
   }
   if (!isObject(v)) fail(path, `expected an object, got ${JSON.stringify(v)}`);
-  for (const [name, id, ftype, shape] of rows) {
+  for (const { name, id, type: ftype, shape, scalar } of rows) {
     if (shape === 3) {
       // An embedded Go struct: its fields are the parent's own JSON fields.
       w.tag(id, WIRE_LEN);
@@ -261,8 +292,8 @@ function writeMessage(w: Writer, type: string, v: Json, path: string): void {
     }
     const fv = v[name];
     if (fv === undefined || fv === null) continue;
-    const fpath = `${path}.${name}`;
-    const scalar = MESSAGES[ftype] === undefined && !isSpecial(ftype);
+    // Paths are only for error messages: build them lazily.
+    const fpath = path + '.' + name;
     if (shape === 1) {
       if (!Array.isArray(fv)) fail(fpath, `expected a list, got ${JSON.stringify(fv)}`);
       for (const item of fv) writeField(w, ftype, id, item, fpath, scalar);
@@ -388,16 +419,16 @@ class Reader {
 }
 
 interface FieldIndex {
-  rows: Map<number, FieldRow>;
+  rows: Map<number, Row>;
 }
 const indexes = new Map<string, FieldIndex>();
 
 function indexOf(type: string): FieldIndex {
   let ix = indexes.get(type);
   if (!ix) {
-    const rows = MESSAGES[type];
+    const rows = rowsOf(type);
     if (!rows) throw new ProtobufError(`no protobuf message ${type}`);
-    ix = { rows: new Map(rows.map((r) => [r[1], r])) };
+    ix = { rows: new Map(rows.map((r) => [r.id, r])) };
     indexes.set(type, ix);
   }
   return ix;
@@ -519,8 +550,7 @@ function readMessage(buf: Uint8Array, start: number, end: number, type: string):
       r.skip(wire);
       continue;
     }
-    const [name, , ftype, shape] = row;
-    const scalar = MESSAGES[ftype] === undefined && !isSpecial(ftype);
+    const { name, type: ftype, shape, scalar } = row;
     if (shape === 2) {
       const len = r.length();
       const entryEnd = r.pos + len;
