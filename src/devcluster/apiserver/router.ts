@@ -14,6 +14,7 @@ import { evict } from './eviction.ts';
 import type { Faults } from './faults.ts';
 import { decodeObject, encodeObject, PROTOBUF_MEDIA_TYPE, ProtobufError, UnsupportedKind } from './protobuf/codec.ts';
 import { isProtobufBody, wantsProtobuf } from './protobuf/negotiate.ts';
+import { isScalable, serveScale } from './scale.ts';
 import { OPENAPI_V2_CONTENT_TYPE, OPENAPI_V2_PROTOBUF, openapiV3Doc, openapiV3Index } from './openapi.ts';
 import type { ResourceDef } from './registry.ts';
 import { ApiError, errors } from './status.ts';
@@ -287,7 +288,8 @@ export class Router {
     if (segs.length > 3) return undefined;
     if (subresource === 'status' && !def.hasStatus) return undefined;
     if (subresource === 'eviction' && !def.hasEviction) return undefined;
-    if (subresource && subresource !== 'status' && subresource !== 'eviction') return undefined;
+    if (subresource === 'scale' && !isScalable(def)) return undefined;
+    if (subresource && subresource !== 'status' && subresource !== 'eviction' && subresource !== 'scale') return undefined;
     return { def, namespace, name, subresource };
   }
 
@@ -318,6 +320,7 @@ export class Router {
         throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
       }
     };
+    if (s.subresource === 'scale') return serveScale(c, s, verb, { object: body, raw: () => readBody(req), contentType: req.headers['content-type'] ?? '' });
     switch (verb) {
       case 'get': {
         const o = c.get(s);
