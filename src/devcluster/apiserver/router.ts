@@ -99,6 +99,13 @@ function readBodyBytes(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
+/** Pod subresources served by the kubelet, which `portal dev` does not have. */
+const NO_RUNTIME = new Set(['log', 'exec', 'attach', 'portforward', 'proxy']);
+
+function noRuntime(s: RequestScope): ApiError {
+  return errors.badRequest(`portal dev has no container runtime: pods/${s.subresource} is not available (the Pod "${s.name}" is stored and admitted, never run)`);
+}
+
 /** A protobuf request body as its JSON object: 415 for a kind without a protobuf form, 400 for bad bytes. */
 function decodeProtobufBody(bytes: Buffer): unknown {
   try {
@@ -289,7 +296,8 @@ export class Router {
     if (subresource === 'status' && !def.hasStatus) return undefined;
     if (subresource === 'eviction' && !def.hasEviction) return undefined;
     if (subresource === 'scale' && !isScalable(def)) return undefined;
-    if (subresource && subresource !== 'status' && subresource !== 'eviction' && subresource !== 'scale') return undefined;
+    if (NO_RUNTIME.has(subresource) && !(def.group === '' && def.resource === 'pods')) return undefined;
+    if (subresource && subresource !== 'status' && subresource !== 'eviction' && subresource !== 'scale' && !NO_RUNTIME.has(subresource)) return undefined;
     return { def, namespace, name, subresource };
   }
 
@@ -320,6 +328,10 @@ export class Router {
         throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
       }
     };
+    if (NO_RUNTIME.has(s.subresource)) {
+      c.get({ ...s, subresource: '' }); // 404 for a missing pod, as kube
+      throw noRuntime(s);
+    }
     if (s.subresource === 'scale') return serveScale(c, s, verb, { object: body, raw: () => readBody(req), contentType: req.headers['content-type'] ?? '' });
     switch (verb) {
       case 'get': {
