@@ -102,6 +102,10 @@ void test('content negotiation: protobuf only when asked for first, never for ta
   assert.equal(wantsProtobuf('application/vnd.kubernetes.protobuf;stream=watch'), false);
   assert.equal(wantsProtobuf(undefined), false);
   assert.equal(wantsProtobuf('*/*'), false);
+  // meta kinds come under built-in group versions only: a CRD may have a kind "Status".
+  assert.equal(messageFor('v1', 'Status'), 'apis.meta.v1.Status');
+  assert.equal(messageFor('apps/v1', 'DeleteOptions'), 'apis.meta.v1.DeleteOptions');
+  assert.equal(messageFor('example.com/v1', 'Status'), undefined);
 });
 
 /** One realistic object of every served built-in kind, as a client would create it. */
