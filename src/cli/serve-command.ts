@@ -54,8 +54,21 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     log.info({ [LogKey.signal]: signal }, 'shutting down');
     graceful.abort();
   };
+  // Started by `portal dev` with an IPC channel: when dev dies, even by
+  // SIGKILL, the channel closes and this replica shuts down like on SIGTERM,
+  // so no replica outlives its supervisor (it runs in its own process group).
+  const onParentGone = (): void => onSignal('SIGTERM');
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // process.send exists when this process was spawned with an IPC channel,
+  // and stays after the channel closed.
+  if (typeof process.send === 'function') {
+    process.once('disconnect', onParentGone);
+    process.channel?.unref();
+    // dev may have died while this process was still loading its modules:
+    // the 'disconnect' event has then already been emitted, to nobody.
+    if (!process.connected) onParentGone();
+  }
   try {
     const code = await runReplica({
       config,
@@ -75,6 +88,7 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    process.off('disconnect', onParentGone);
   }
 }
 

@@ -74,7 +74,8 @@ test('client-node informer: sees adds and deletes, relists after 410 when histor
     // Drop the watch, write past the retained history, and let the informer resume: 410 -> relist.
     s.faults.dropWatches({ user: 'informer' });
     for (let i = 0; i < 6; i++) await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: `later-${i}` } } });
-    await waitFor(() => seen.has('later-5') && informer.list().length === 7);
+    // 7 of ours plus kube-root-ca.crt, which every namespace has.
+    await waitFor(() => seen.has('later-5') && informer.list().length === 8);
   } finally {
     await informer.stop();
   }

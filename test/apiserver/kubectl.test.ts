@@ -139,8 +139,9 @@ test('kubectl get pods: READY STATUS RESTARTS AGE as on a real cluster, and plai
     };
     await k('patch', 'pod', 'web', '--subresource=status', '--type', 'merge', '-p', JSON.stringify(status));
     await waitFor('row for the status change', (rows) => rows.some((r) => r[1] === '2/3'));
-    assert.deepEqual(rowsOf(out).at(-1)!.slice(0, 4), ['web', '2/3', 'Running', '5']);
-    assert.match(await k('get', 'pods'), /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\n\s*web\s+2\/3\s+Running\s+5\s+\d+s\n$/);
+    // A waiting container's reason is the pod's STATUS, as kube-apiserver prints it.
+    assert.deepEqual(rowsOf(out).at(-1)!.slice(0, 4), ['web', '2/3', 'CrashLoopBackOff', '5']);
+    assert.match(await k('get', 'pods'), /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\n\s*web\s+2\/3\s+CrashLoopBackOff\s+5\s+\d+s\n$/);
 
     // A finalizer holds the deleted pod: kubectl shows Terminating.
     await k('delete', 'pod', 'web', '--wait=false');

@@ -14,6 +14,7 @@ import { ApiError, errors, successStatus } from './status.ts';
 import { objKey, Store } from './store.ts';
 import { clone, isPlainObject, jsonEqual, meta, nowTimestamp, type Obj, type UserInfo } from './types.ts';
 import { checkDecodable, requireObjectBody, validateObject } from './validation.ts';
+import { applyDefaults, ClusterIpAllocator, namespaceContents, podQosClass } from './defaults.ts';
 
 export interface RequestScope {
   def: ResourceDef;
@@ -61,6 +62,9 @@ export class Cluster {
   private readonly gcQueue = new Set<string>();
   private gcTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** PEM published in every namespace as the kube-root-ca.crt ConfigMap. */
+  rootCaCert = '';
+  private readonly serviceIps = new ClusterIpAllocator();
 
   constructor(
     historyLimit: number,
@@ -227,6 +231,7 @@ export class Cluster {
     delete m.managedFields;
     if (s.def.generation) m.generation = 1;
     else delete m.generation;
+    applyDefaults(s.def, obj);
     this.defaultOnCreate(s.def, obj);
     validateObject(s.def, obj);
     const sk = storeKey(s.def);
@@ -237,6 +242,7 @@ export class Cluster {
     if (this.store.get(sk, objKey(m.namespace ?? '', name))) throw errors.alreadyExists(s.def.resource, s.def.group, name);
     this.store.put(sk, obj);
     this.afterWrite(s.def, obj, undefined);
+    if (s.def.group === '' && s.def.resource === 'namespaces') await this.populateNamespace(name);
     return { code: 201, body: present(s.def, obj) };
   }
 
@@ -246,6 +252,18 @@ export class Cluster {
     if (fm) o['fieldManager'] = fm;
     if (s.query.getAll('dryRun').length) o['dryRun'] = s.query.getAll('dryRun');
     return o;
+  }
+
+  /** The default ServiceAccount and kube-root-ca.crt, as their controllers create them right after the namespace. */
+  private async populateNamespace(namespace: string): Promise<void> {
+    const system: UserInfo = { username: 'system:kube-controller-manager', uid: '', groups: ['system:authenticated'] };
+    for (const [resource, obj] of namespaceContents(namespace, this.rootCaCert)) {
+      const def = this.registry.get('', 'v1', resource);
+      if (!def) continue;
+      const scope: RequestScope = { def, namespace, name: '', subresource: '', user: system, query: new URLSearchParams(), warnings: [] };
+      if (this.store.get(storeKey(def), objKey(namespace, String(meta(obj).name)))) continue;
+      await this.create(scope, obj, { skipAdmission: true });
+    }
   }
 
   private requireNamespace(s: RequestScope): void {
@@ -266,7 +284,12 @@ export class Cluster {
       return;
     }
     if (def.group === '' && def.resource === 'pods') {
-      obj['status'] = { phase: 'Pending', qosClass: 'BestEffort' };
+      obj['status'] = { phase: 'Pending', qosClass: podQosClass(obj) };
+      return;
+    }
+    if (def.group === '' && def.resource === 'services') {
+      this.serviceIps.assign(obj);
+      obj['status'] = { loadBalancer: {} };
       return;
     }
     if (def.resource === 'customresourcedefinitions') {
@@ -412,6 +435,13 @@ export class Cluster {
       const changed = !jsonEqual(withoutStatusAndMeta(obj, s.def.hasStatus), withoutStatusAndMeta(old, s.def.hasStatus));
       m.generation = (om.generation ?? 1) + (changed && s.subresource !== 'status' ? 1 : 0);
     } else delete m.generation;
+    if (s.subresource !== 'status') {
+      applyDefaults(s.def, obj);
+      // clusterIP is allocated once and immutable: an update that omits it keeps it.
+      if (s.def.group === '' && s.def.resource === 'services' && isPlainObject(obj['spec']) && isPlainObject(old['spec']) && !obj['spec']['clusterIP']) {
+        for (const k of ['clusterIP', 'clusterIPs']) if (old['spec'][k] !== undefined) obj['spec'][k] = clone(old['spec'][k]);
+      }
+    }
     validateObject(s.def, obj);
     await this.admit(s, 'UPDATE', obj, old, this.options(s, 'UpdateOptions'), dryRun);
     const sk = storeKey(s.def);

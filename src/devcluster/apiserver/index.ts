@@ -1,9 +1,9 @@
 /**
- * The embedded Kubernetes API server (DESIGN §7): in memory, plain HTTP on
- * loopback (or HTTPS), bearer-token users, with fault injection and an audit
+ * The embedded Kubernetes API server (DESIGN §7): in memory, HTTPS on
+ * loopback (plus plain HTTP on the same port for in-process tests that ask
+ * for it), bearer-token users, with fault injection and an audit
  * log for tests. See docs/devcluster-api.md.
  */
-import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import YAML from 'yaml';
 import type { AdmissionHook } from './admission-hook.ts';
@@ -12,7 +12,7 @@ import { Users } from './auth.ts';
 import { Cluster, type Reply, type RequestScope } from './cluster.ts';
 import { Faults } from './faults.ts';
 import { RequestCounts } from './request-counts.ts';
-import { dualListener, selfSignedCert } from './listener.ts';
+import { createListener, selfSignedCert } from './listener.ts';
 import { Router } from './router.ts';
 import { errors } from './status.ts';
 import { isPlainObject } from './types.ts';
@@ -31,6 +31,13 @@ export interface ApiServerOptions {
   /** Interval of BOOKMARK events on watches that allow them. @default 60000 (kube sends about one a minute) */
   bookmarkIntervalMs?: number;
   tls?: { cert: string; key: string };
+  /**
+   * Also answer plain HTTP on the same port (the first byte of a connection
+   * decides), so in-process tests and benches can use fetch/client-node
+   * without a CA. `portal dev` turns it off: kube-apiserver speaks HTTPS only.
+   * @default true
+   */
+  plainHttp?: boolean;
   logger?: Logger;
   /** Namespaces present from the start, as on a fresh cluster. @default ['default','kube-system','kube-public','kube-node-lease'] */
   namespaces?: string[];
@@ -46,9 +53,9 @@ export interface ApiServerFaults {
 }
 
 export interface ApiServer {
-  /** http://127.0.0.1:PORT (https:// with `tls`). */
+  /** http://127.0.0.1:PORT with `plainHttp` (unless `tls` was given), else https://. */
   url: string;
-  /** https://127.0.0.1:PORT: the same port speaks TLS too (kubectl sends tokens only over TLS). */
+  /** https://127.0.0.1:PORT (kubectl sends tokens only over TLS). */
   httpsUrl: string;
   /** PEM of the serving certificate (self-signed, SANs localhost/127.0.0.1/::1, unless `tls` was given). */
   caCert: string;
@@ -103,7 +110,9 @@ function sideApi(faults: Faults, audit: AuditLog, users: Users, requests: Reques
 export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiServer> {
   const logger = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'apiserver' });
   const abort = new AbortController();
+  const tls = opts.tls ?? (await selfSignedCert());
   const cluster = new Cluster(opts.historyLimit ?? 10_000, opts.admission, abort.signal);
+  cluster.rootCaCert = tls.cert;
   const users = new Users();
   const adminToken = users.add(ADMIN, ['system:masters']);
   const audit = new AuditLog();
@@ -126,12 +135,19 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
   }
 
   const handler = router.handle.bind(router);
-  const listener = dualListener(handler, opts.tls ?? (await selfSignedCert()));
-  await listener.listen(opts.port ?? 0, opts.host ?? '127.0.0.1');
-  const addr = listener.net.address() as AddressInfo;
+  const plainHttp = opts.plainHttp ?? true;
+  const listener = createListener(handler, tls, { plainHttp });
+  try {
+    await listener.listen(opts.port ?? 0, opts.host ?? '127.0.0.1');
+  } catch (err) {
+    abort.abort();
+    cluster.close();
+    throw err;
+  }
+  const addr = listener.address();
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   address = `${host}:${addr.port}`;
-  const url = `${opts.tls ? 'https' : 'http'}://${address}`;
+  const url = `${plainHttp && !opts.tls ? 'http' : 'https'}://${address}`;
   const httpsUrl = `https://${address}`;
   logger.info({ url }, 'embedded apiserver listening');
 
@@ -167,9 +183,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
         abort.abort();
         cluster.close();
         router.dropWatches();
-        const done = new Promise<void>((resolve) => listener.net.close(() => resolve()));
-        for (const s of listener.sockets) s.destroy();
-        await done;
+        await listener.close();
       })();
       return closing;
     },

@@ -1,25 +1,32 @@
 /**
- * One port, two protocols. kubectl (client-go 1.35) never sends a bearer
- * token over plain HTTP (verified: the Authorization header is simply
- * omitted), so kubeconfigs point at https://; client-node and tests may use
- * http:// on the same port. The first byte of a connection decides: 0x16 is
- * a TLS handshake record.
+ * The API server's listening socket. `portal dev` serves HTTPS only, as
+ * kube-apiserver does. In-process tests may also ask for the legacy
+ * "one port, two protocols" mode (`plainHttp`): client-node and fetch reach
+ * it over http:// without a CA, while kubectl (client-go 1.35 never sends a
+ * bearer token over plain HTTP) uses https:// on the same port. There the
+ * first byte of a connection decides: 0x16 is a TLS handshake record.
  */
 import { createServer as createHttp, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttps } from 'node:https';
 import { connect, createServer as createNet, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { generate } from 'selfsigned';
+import { listenError } from './listen-error.ts';
 
 const TLS_HANDSHAKE = 0x16;
 
-export interface DualListener {
-  net: NetServer;
-  http: Server;
-  https: Server;
+export interface Listener {
   /** PEM of the serving certificate (self-signed unless given). */
   cert: string;
+  /** Open client connections (and relay legs), destroyed by close(). */
   sockets: Set<Socket>;
+  /**
+   * Binds `host:port`. A port in use rejects with a PortalError
+   * (ConfigInvalid) naming it; nothing stays bound or listening then.
+   */
   listen(port: number, host: string): Promise<void>;
+  address(): AddressInfo;
+  /** Stops listening and destroys every open connection. Idempotent. */
+  close(): Promise<void>;
 }
 
 export async function selfSignedCert(): Promise<{ cert: string; key: string }> {
@@ -35,26 +42,80 @@ export async function selfSignedCert(): Promise<{ cert: string; key: string }> {
   return { cert: pems.cert, key: pems.private };
 }
 
-export function dualListener(handler: (req: IncomingMessage, res: ServerResponse) => void, tls: { cert: string; key: string }): DualListener {
-  const http = createHttp(handler);
-  const https = createHttps({ cert: tls.cert, key: tls.key }, handler);
-  for (const s of [http, https]) {
-    // Watches are long-lived; never let Node's default timeouts cut them.
-    s.requestTimeout = 0;
-    s.keepAliveTimeout = 65_000;
-  }
+function bind(server: NetServer, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onError = (err: Error): void => reject(listenError(err, host, port));
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+function closeServer(server: NetServer): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (!server.listening) return resolve();
+    server.close(() => resolve());
+  });
+}
+
+function tuned<T extends Server>(s: T): T {
+  // Watches are long-lived; never let Node's default timeouts cut them.
+  s.requestTimeout = 0;
+  s.keepAliveTimeout = 65_000;
+  return s;
+}
+
+export function createListener(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  tls: { cert: string; key: string },
+  opts: { plainHttp: boolean },
+): Listener {
+  const https = tuned(createHttps({ cert: tls.cert, key: tls.key }, handler));
   const sockets = new Set<Socket>();
+  const track = (socket: Socket): void => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  };
+  let closing: Promise<void> | undefined;
+  const destroyAll = (): void => {
+    for (const s of sockets) s.destroy();
+  };
+
+  if (!opts.plainHttp) {
+    https.on('connection', (socket: Socket) => {
+      track(socket);
+      socket.setNoDelay(true);
+    });
+    return {
+      cert: tls.cert,
+      sockets,
+      listen: (port, host) => bind(https, port, host),
+      address: () => https.address() as AddressInfo,
+      close() {
+        closing ??= (async () => {
+          const done = closeServer(https);
+          destroyAll();
+          await done;
+        })();
+        return closing;
+      },
+    };
+  }
+
+  const http = tuned(createHttp(handler));
   // A TLS socket reads from the kernel handle directly, so bytes already
   // read cannot be handed to it; TLS connections are therefore relayed to
-  // the HTTPS server on an internal loopback port (kubectl traffic only).
+  // the HTTPS server on an internal loopback port.
   let tlsPort = 0;
+  https.on('connection', track);
   const net = createNet((socket) => {
-    sockets.add(socket);
+    track(socket);
     // net.Server sockets keep Nagle on (unlike http.Server's): a small watch
     // event written while the previous one is unacknowledged would wait for
     // the peer's delayed ACK (~40 ms on Linux).
     socket.setNoDelay(true);
-    socket.once('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
     socket.once('data', (chunk: Buffer) => {
       if (chunk[0] !== TLS_HANDSHAKE) {
@@ -66,25 +127,36 @@ export function dualListener(handler: (req: IncomingMessage, res: ServerResponse
       }
       const upstream = connect(tlsPort, '127.0.0.1');
       upstream.setNoDelay(true);
-      sockets.add(upstream);
-      upstream.once('close', () => { sockets.delete(upstream); socket.destroy(); });
+      track(upstream);
+      upstream.once('close', () => socket.destroy());
       upstream.on('error', () => upstream.destroy());
       socket.once('close', () => upstream.destroy());
       upstream.write(chunk);
       socket.pipe(upstream).pipe(socket);
     });
   });
-  net.once('close', () => https.close());
-  const listen = async (port: number, host: string): Promise<void> => {
-    await new Promise<void>((resolve, reject) => {
-      https.once('error', reject);
-      https.listen(0, '127.0.0.1', () => resolve());
-    });
-    tlsPort = (https.address() as AddressInfo).port;
-    await new Promise<void>((resolve, reject) => {
-      net.once('error', reject);
-      net.listen(port, host, () => resolve());
-    });
+  return {
+    cert: tls.cert,
+    sockets,
+    async listen(port, host) {
+      // The public port first: when it is taken nothing else was opened.
+      await bind(net, port, host);
+      try {
+        await bind(https, 0, '127.0.0.1');
+      } catch (err) {
+        await closeServer(net);
+        throw err;
+      }
+      tlsPort = (https.address() as AddressInfo).port;
+    },
+    address: () => net.address() as AddressInfo,
+    close() {
+      closing ??= (async () => {
+        const done = Promise.all([closeServer(net), closeServer(https)]);
+        destroyAll();
+        await done;
+      })();
+      return closing;
+    },
   };
-  return { net, http, https, cert: tls.cert, sockets, listen };
 }

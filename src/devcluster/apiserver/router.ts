@@ -12,6 +12,10 @@ import type { Cluster, Reply, RequestScope } from './cluster.ts';
 import { apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
 import { evict } from './eviction.ts';
 import type { Faults } from './faults.ts';
+import { decodeObject, encodeObject, PROTOBUF_MEDIA_TYPE, ProtobufError, UnsupportedKind } from './protobuf/codec.ts';
+import { isProtobufBody, wantsProtobuf } from './protobuf/negotiate.ts';
+import { isScalable, serveScale } from './scale.ts';
+import { SELF_SUBJECT_REVIEW_PATH, selfSubjectReview } from './whoami.ts';
 import { OPENAPI_V2_CONTENT_TYPE, OPENAPI_V2_PROTOBUF, openapiV3Doc, openapiV3Index } from './openapi.ts';
 import type { ResourceDef } from './registry.ts';
 import { ApiError, errors } from './status.ts';
@@ -46,11 +50,23 @@ function warningHeader(w: string): string {
 }
 
 export function sendJson(res: ServerResponse, code: number, body: unknown, warnings: string[] = []): void {
+  send(res, code, body, warnings, undefined);
+}
+
+/** Answers in protobuf when the client asked for it first and the kind has a protobuf form (protobuf/negotiate.ts). */
+function sendReply(req: IncomingMessage, res: ServerResponse, code: number, body: unknown, warnings: string[]): void {
+  const proto = wantsProtobuf(req.headers.accept) && isPlainObject(body) ? encodeObject(body) : undefined;
+  send(res, code, body, warnings, proto);
+}
+
+function send(res: ServerResponse, code: number, body: unknown, warnings: string[], proto: Uint8Array | undefined): void {
   if (res.headersSent || res.destroyed) return;
-  const data = JSON.stringify(body);
+  // A string body makes Node send headers and body in one UTF-8 write, which
+  // would re-encode the latin1 Warning bytes; a Buffer keeps them raw.
+  const data = proto ?? Buffer.from(JSON.stringify(body), 'utf8');
   const headers: Record<string, string | string[] | number> = {
-    'Content-Type': 'application/json',
-    'Content-Length': Buffer.byteLength(data),
+    'Content-Type': proto ? PROTOBUF_MEDIA_TYPE : 'application/json',
+    'Content-Length': data.length,
     'Cache-Control': 'no-cache, private',
   };
   if (warnings.length) headers['Warning'] = warnings.map(warningHeader);
@@ -59,12 +75,14 @@ export function sendJson(res: ServerResponse, code: number, body: unknown, warni
     if (typeof retry === 'number') headers['Retry-After'] = String(retry);
   }
   res.writeHead(code, headers);
-  // A string body makes Node send headers and body in one UTF-8 write, which
-  // would re-encode the latin1 Warning bytes; a Buffer keeps them raw.
-  res.end(Buffer.from(data, 'utf8'));
+  res.end(data);
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+async function readBody(req: IncomingMessage): Promise<string> {
+  return (await readBodyBytes(req)).toString('utf8');
+}
+
+function readBodyBytes(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -77,9 +95,39 @@ function readBody(req: IncomingMessage): Promise<string> {
       }
       chunks.push(c);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
+}
+
+function parseJson(raw: string): unknown {
+  if (!raw) return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch (e) {
+    throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
+  }
+}
+
+/** Pod subresources served by the kubelet, which `portal dev` does not have. */
+const NO_RUNTIME = new Set(['log', 'exec', 'attach', 'portforward', 'proxy']);
+
+function noRuntime(s: RequestScope): ApiError {
+  return errors.badRequest(`portal dev has no container runtime: pods/${s.subresource} is not available (the Pod "${s.name}" is stored and admitted, never run)`);
+}
+
+/** A protobuf request body as its JSON object: 415 for a kind without a protobuf form, 400 for bad bytes. */
+function decodeProtobufBody(bytes: Buffer): unknown {
+  try {
+    return decodeObject(bytes);
+  } catch (e) {
+    if (e instanceof UnsupportedKind) {
+      throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (${e.message})`,
+        { causes: [{ reason: 'UnsupportedMediaType', message: PROTOBUF_MEDIA_TYPE }] });
+    }
+    if (e instanceof ProtobufError) throw errors.badRequest(`the protobuf body cannot be decoded: ${e.message}`);
+    throw e;
+  }
 }
 
 interface Parsed { def: ResourceDef; namespace: string; name: string; subresource: string }
@@ -185,6 +233,12 @@ export class Router {
       }
       return sendJson(res, 200, { swagger: '2.0', info: { title: 'Kubernetes', version: 'v1.35.0' }, paths: {}, definitions: {} });
     }
+    const ssr = SELF_SUBJECT_REVIEW_PATH.exec(path);
+    if (ssr && method === 'POST') {
+      const body = isProtobufBody(req.headers['content-type']) ? decodeProtobufBody(await readBodyBytes(req)) : parseJson(await readBody(req));
+      const r = selfSubjectReview(ssr[1]!, body, user);
+      return sendReply(req, res, r.code, r.body, []);
+    }
     const oa = path.match(/^\/openapi\/v3\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))$/);
     if (oa) {
       const doc = oa[1] ? openapiV3Doc(reg, '', 'v1') : openapiV3Doc(reg, oa[2]!, oa[3]!);
@@ -226,7 +280,7 @@ export class Router {
     }
     if (!reply) return;
     if (WRITE_VERBS.has(verb)) this.record(verb, scope, reply.code, reply.body);
-    sendJson(res, reply.code, reply.body, scope.warnings);
+    sendReply(req, res, reply.code, reply.body, scope.warnings);
   }
 
   private record(verb: string, s: RequestScope, code: number, body: unknown): void {
@@ -257,7 +311,9 @@ export class Router {
     if (segs.length > 3) return undefined;
     if (subresource === 'status' && !def.hasStatus) return undefined;
     if (subresource === 'eviction' && !def.hasEviction) return undefined;
-    if (subresource && subresource !== 'status' && subresource !== 'eviction') return undefined;
+    if (subresource === 'scale' && !isScalable(def)) return undefined;
+    if (NO_RUNTIME.has(subresource) && !(def.group === '' && def.resource === 'pods')) return undefined;
+    if (subresource && subresource !== 'status' && subresource !== 'eviction' && subresource !== 'scale' && !NO_RUNTIME.has(subresource)) return undefined;
     return { def, namespace, name, subresource };
   }
 
@@ -279,12 +335,7 @@ export class Router {
     const accept = req.headers.accept;
     const includeObject = s.query.get('includeObject') ?? 'PartialObjectMetadata';
     const body = async (): Promise<unknown> => {
-      const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      // Protobuf bodies cannot be decoded here: 415 as kube-apiserver answers an unsupported body format.
-      if (type.includes('protobuf')) {
-        throw new ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml',
-          { causes: [{ reason: 'UnsupportedMediaType', message: type }] });
-      }
+      if (isProtobufBody(req.headers['content-type'])) return decodeProtobufBody(await readBodyBytes(req));
       const raw = await readBody(req);
       if (!raw) return undefined;
       try {
@@ -293,6 +344,11 @@ export class Router {
         throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
       }
     };
+    if (NO_RUNTIME.has(s.subresource)) {
+      c.get({ ...s, subresource: '' }); // 404 for a missing pod, as kube
+      throw noRuntime(s);
+    }
+    if (s.subresource === 'scale') return serveScale(c, s, verb, { object: body, raw: () => readBody(req), contentType: req.headers['content-type'] ?? '' });
     switch (verb) {
       case 'get': {
         const o = c.get(s);

@@ -1,28 +1,19 @@
 /**
  * `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` responses, which
- * `kubectl get` asks for: Name, the printer columns, Age. Pods get the
- * computed columns of kube-apiserver's own pod printer instead (READY STATUS
- * RESTARTS AGE), which no JSONPath can express.
+ * `kubectl get` asks for. Built-in kinds with a kube-apiserver printer get
+ * its columns and computed cells (printers.ts, `-o wide` columns at
+ * priority 1); the rest get Name, their printer columns and Age.
  */
 import type { PrinterColumn, ResourceDef } from './registry.ts';
+import { humanAge } from './age.ts';
+import { PRINTERS, type Printer } from './printers.ts';
 import { isPlainObject, meta, type Obj } from './types.ts';
 
 export function wantsTable(accept: string | undefined): boolean {
   return !!accept && /as=Table/.test(accept.split(',')[0] ?? '');
 }
 
-/** Human age as kubectl prints it (duration.HumanDuration, simplified). */
-export function humanAge(ts: unknown, now = Date.now()): string {
-  if (typeof ts !== 'string') return '<unknown>';
-  const s = Math.max(0, Math.floor((now - Date.parse(ts)) / 1000));
-  if (s < 120) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 10) return `${m}m${s % 60 ? `${s % 60}s` : ''}`;
-  if (m < 180) return `${m}m`;
-  const h = Math.floor(m / 60);
-  if (h < 48) return `${h}h`;
-  return `${Math.floor(h / 24)}d`;
-}
+export { humanAge } from './age.ts';
 
 /**
  * The JSONPath subset printer columns use: `.a.b[0].c` and the filter form
@@ -58,41 +49,17 @@ function cell(col: PrinterColumn, o: Obj): unknown {
   return typeof v === 'object' ? JSON.stringify(v) : v;
 }
 
-const isCorePods = (def: ResourceDef): boolean => def.group === '' && def.resource === 'pods';
-
-/** kube-apiserver's pod columns (pkg/printers/internalversion), the default-priority ones. */
-const POD_COLUMNS: readonly PrinterColumn[] = [
-  { name: 'Ready', type: 'string', jsonPath: '', description: 'The aggregate readiness state of this pod for accepting traffic.' },
-  { name: 'Status', type: 'string', jsonPath: '', description: 'The aggregate status of the containers in this pod.' },
-  { name: 'Restarts', type: 'string', jsonPath: '', description: 'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.' },
-  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' },
-];
-
-const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.filter(isPlainObject) : []);
-
-/** READY, STATUS, RESTARTS, AGE of a pod, as `kubectl get pods` shows them on a real cluster. */
-function podCells(o: Obj, now = Date.now()): unknown[] {
-  const spec = isPlainObject(o['spec']) ? o['spec'] : {};
-  const status = isPlainObject(o['status']) ? o['status'] : {};
-  const statuses = list(status['containerStatuses']);
-  // Total is the declared containers (the kubelet may not have reported yet: 0/N).
-  const total = list(spec['containers']).length;
-  const ready = statuses.filter((c) => c['ready'] === true).length;
-  const restarts = statuses.reduce((sum, c) => sum + (typeof c['restartCount'] === 'number' ? c['restartCount'] : 0), 0);
-  const m = meta(o);
-  let phase = typeof status['reason'] === 'string' && status['reason'] ? status['reason'] : typeof status['phase'] === 'string' ? status['phase'] : '';
-  if (m.deletionTimestamp) phase = 'Terminating';
-  return [`${ready}/${total}`, phase, String(restarts), humanAge(m.creationTimestamp, now)];
-}
-
-function columnsOf(def: ResourceDef): readonly PrinterColumn[] {
-  return isCorePods(def) ? POD_COLUMNS : def.columns;
+/** The built-in printer of `def`, if kube-apiserver has one we reproduce (printers.ts). */
+function printerOf(def: ResourceDef): Printer | undefined {
+  return def.builtin ? PRINTERS[`${def.group}/${def.resource}`] : undefined;
 }
 
 function columnDefs(def: ResourceDef): Obj[] {
+  const printer = printerOf(def);
+  if (printer) return printer.columns.map((c) => ({ name: c.name, type: c.type, format: c.name === 'Name' ? 'name' : '', description: c.description, priority: c.priority }));
   return [
     { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
-    ...columnsOf(def).map((c) => ({ name: c.name, type: c.type === 'date' ? 'string' : c.type, format: c.format ?? '', description: c.description ?? '', priority: c.priority ?? 0 })),
+    ...def.columns.map((c) => ({ name: c.name, type: c.type === 'date' ? 'string' : c.type, format: c.format ?? '', description: c.description ?? '', priority: c.priority ?? 0 })),
   ];
 }
 
@@ -101,7 +68,8 @@ function row(def: ResourceDef, o: Obj, includeObject: string): Obj {
   const object = includeObject === 'Object' ? o
     : includeObject === 'None' ? undefined
       : { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: m };
-  const r: Obj = { cells: [m.name, ...(isCorePods(def) ? podCells(o) : def.columns.map((c) => cell(c, o)))] };
+  const printer = printerOf(def);
+  const r: Obj = { cells: printer ? printer.cells(o, Date.now()) : [m.name, ...def.columns.map((c) => cell(c, o))] };
   if (object) r['object'] = object;
   return r;
 }

@@ -1,7 +1,10 @@
 /**
- * The few API calls `portal dev` makes to set up its cluster, over plain
- * HTTP with the admin token: no client library, the paths are fixed.
+ * The few API calls `portal dev` makes to set up its cluster, with the
+ * admin token: no client library, the paths are fixed. HTTPS with the API
+ * server's CA (what `portal dev` serves), or plain HTTP for in-process tests.
  */
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { ErrorCode, PortalError } from '../../observability/errors.ts';
 
 /** Plural resource paths of the kinds dev installs. */
@@ -18,6 +21,8 @@ export class DevApiClient {
   constructor(
     private readonly baseUrl: string,
     private readonly token: string,
+    /** PEM of the CA that signed the server's certificate (https:// only). */
+    private readonly ca?: string,
   ) {}
 
   private path(obj: Record<string, unknown>): string {
@@ -52,18 +57,27 @@ export class DevApiClient {
   }
 
   async request(method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-    const res = await fetch(`${this.baseUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json', accept: 'application/json' },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    const url = new URL(`${this.baseUrl}${path}`);
+    const payload = body !== undefined ? JSON.stringify(body) : undefined;
+    const headers: Record<string, string> = { authorization: `Bearer ${this.token}`, 'content-type': 'application/json', accept: 'application/json' };
+    if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload));
+    const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      const req = send(url, { method, headers, ...(this.ca !== undefined ? { ca: this.ca } : {}) }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(payload);
     });
-    const text = await res.text();
     let parsed: unknown = text;
     try {
       parsed = JSON.parse(text);
     } catch {
       // not JSON: keep the text for the error message
     }
-    return { status: res.status, body: parsed };
+    return { status, body: parsed };
   }
 }

@@ -17,6 +17,7 @@ import { pino, type Logger } from 'pino';
 import { generateCA, generateServingCert } from '../../admission/certs.ts';
 import { buildValidatingWebhookConfiguration, loadChartWebhookValues, type WebhookValues } from '../../config/webhook-configuration.ts';
 import { RULE_FILE_LIMITS } from '../../config/manifests.ts';
+import { ErrorCode, isPortalError } from '../../observability/errors.ts';
 import { LogKey } from '../../observability/log-keys.ts';
 import { startApiServer, type ApiServer } from '../apiserver/index.ts';
 import { createWebhookAdmission, type WebhookAdmission } from '../webhook-admission.ts';
@@ -98,21 +99,12 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
   let admission: WebhookAdmission | undefined;
   let statusTimer: NodeJS.Timeout | undefined;
   const ready = new Set<string>();
+  // The admission chain is created before the supervisor it asks for endpoints.
+  const endpoints: { supervisor?: Supervisor } = {};
   try {
-    // Certificates: a fresh CA per run; the serving cert names the Service
-    // (what the API server verifies) and loopback (for curl and tests).
-    const ca = await generateCA('portal-dev-ca');
-    const serving = await generateServingCert(ca, [`${WEBHOOK_SERVICE}.${INSTALL_NAMESPACE}.svc`, 'localhost'], ['127.0.0.1']);
-    const certs = { ca: join(dirs.certs, 'ca.crt'), cert: join(dirs.certs, 'tls.crt'), key: join(dirs.certs, 'tls.key') };
-    await writeFile(certs.ca, ca.cert);
-    await writeFile(certs.cert, serving.cert);
-    await writeFile(certs.key, serving.key, { mode: 0o600 });
-
-    const names = Array.from({ length: o.replicas }, (_, i) => `portal-${i}`);
-    const ports = await Promise.all(names.map(async () => ({ webhook: await freePort(), probes: await freePort() })));
-
-    // The admission chain is created before the supervisor it asks for endpoints.
-    const endpoints: { supervisor?: Supervisor } = {};
+    // The API server's port first: a taken port is the commonest start-up
+    // failure, and it must be reported at once, before certificates or
+    // anything else is made (and with nothing left running).
     let rr = 0;
     admission = createWebhookAdmission({
       logger: logger.child({ [LogKey.component]: 'admission-chain' }),
@@ -126,11 +118,24 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
         return `127.0.0.1:${pick.webhookPort}`;
       },
     });
-    api = await startApiServer({ port: o.port, admission, logger: logger.child({ [LogKey.component]: 'apiserver' }), namespaces: NAMESPACES });
+    api = await startApiServer({ port: o.port, plainHttp: false, admission, logger: logger.child({ [LogKey.component]: 'apiserver' }), namespaces: NAMESPACES });
+
+    // Certificates: a fresh CA per run; the serving cert names the Service
+    // (what the API server verifies) and loopback (for curl and tests).
+    const ca = await generateCA('portal-dev-ca');
+    const serving = await generateServingCert(ca, [`${WEBHOOK_SERVICE}.${INSTALL_NAMESPACE}.svc`, 'localhost'], ['127.0.0.1']);
+    const certs = { ca: join(dirs.certs, 'ca.crt'), cert: join(dirs.certs, 'tls.crt'), key: join(dirs.certs, 'tls.key') };
+    await writeFile(certs.ca, ca.cert);
+    await writeFile(certs.cert, serving.cert);
+    await writeFile(certs.key, serving.key, { mode: 0o600 });
+
+    const names = Array.from({ length: o.replicas }, (_, i) => `portal-${i}`);
+    const ports = await Promise.all(names.map(async () => ({ webhook: await freePort(), probes: await freePort() })));
+
     const adminKubeconfig = join(o.stateDir, 'kubeconfig');
     await writeFile(adminKubeconfig, api.kubeConfig('admin'), { mode: 0o600 });
 
-    const client = new DevApiClient(api.url, api.adminToken);
+    const client = new DevApiClient(api.url, api.adminToken, api.caCert);
     for (const crd of prepared.crds) await client.apply(crd);
     for (const rule of prepared.rules) {
       const meta = rule.metadata;
@@ -248,6 +253,8 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     return fatal ?? { code: 0 };
   } catch (err) {
     logger.error({ [LogKey.error]: err }, 'portal dev failed');
+    // A taken port is a usage problem (exit 2), like a bad flag.
+    if (isPortalError(err, ErrorCode.ConfigInvalid)) return fatal ?? { code: 2, message: err.message };
     return fatal ?? { code: 1, message: (err as Error).message };
   } finally {
     signal.removeEventListener('abort', onAbort);
@@ -256,7 +263,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     admission?.close();
     await api?.close();
     await removeState(stateFile);
-    rt.out.write('portal dev: stopped\n');
+    if (api) rt.out.write('portal dev: stopped\n');
     logger.flush();
   }
 }

@@ -110,7 +110,9 @@ export class Supervisor {
     try {
       child = spawn(this.opts.nodePath, [this.opts.script, ...slot.spec.args], {
         env: slot.spec.env,
-        stdio: ['ignore', log.fd, log.fd],
+        // The IPC channel is the replica's lifeline: it closes when dev dies
+        // for any reason (even SIGKILL), and `portal serve` then shuts down.
+        stdio: ['ignore', log.fd, log.fd, 'ipc'],
         // Own process group: a terminal's Ctrl-C reaches only dev, which then
         // stops each replica with ONE SIGTERM. Had the replicas also received
         // the SIGINT, dev's SIGTERM would be their second signal: exit at

@@ -1,0 +1,167 @@
+// The README's "first five minutes", run as written (issue 11 item 8): the
+// shell blocks of that section are executed one command at a time with the
+// real kubectl 1.35 against a real `portal dev`, and what the README shows
+// (the status line, the comment lines under a command, the plain block
+// after one) is checked against what the user would see. Editing the README
+// section edits this test.
+//
+// One deviation, on purpose: `portal dev` gets `--port 0`, since port 6443
+// may be taken on a shared machine (the busy-port path has its own test in
+// lifecycle.test.ts). The commands run in a temporary directory that links
+// `policies/` and `test/` of the checkout, like a working copy.
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { killMentioning, processesMentioning } from '../support/processes.ts';
+import { kubectlPath } from '../support/tools.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+interface Block { lang: string; text: string }
+
+/** The fenced blocks of the README section "The first five minutes", up to the known differences. */
+export function firstFiveMinutes(readme: string): Block[] {
+  const start = readme.indexOf('### The first five minutes');
+  const end = readme.indexOf('Known differences from a real cluster', start);
+  assert.ok(start >= 0 && end > start, 'README has the first-five-minutes section');
+  const section = readme.slice(start, end);
+  const blocks: Block[] = [];
+  const re = /^```(\w*)\n([\s\S]*?)^```$/gm;
+  for (let m = re.exec(section); m; m = re.exec(section)) blocks.push({ lang: m[1] ?? '', text: m[2] ?? '' });
+  return blocks;
+}
+
+interface Step { command: string; expected: string[]; output?: string }
+
+/** Commands of a shell block (a heredoc stays with its command) and the `# ...` lines under each. */
+function steps(block: string): Step[] {
+  const out: Step[] = [];
+  const lines = block.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line.trim() === '') continue;
+    if (line.startsWith('#')) {
+      out.at(-1)?.expected.push(line.replace(/^# ?/, ''));
+      continue;
+    }
+    let command = line;
+    const heredoc = /<<'?(\w+)'?\s*$/.exec(line);
+    if (heredoc) {
+      while (++i < lines.length && lines[i] !== heredoc[1]) command += `\n${lines[i]}`;
+      command += `\n${heredoc[1]}`;
+    }
+    out.push({ command, expected: [] });
+  }
+  return out;
+}
+
+const cells = (line: string): string[] => line.trim().split(/\s{2,}/);
+const isHeader = (line: string): boolean => /^[A-Z][A-Z-]*(\s+[A-Z][A-Z-()]*)*$/.test(line.trim());
+
+/** Why `output` does not show what the README promises (undefined: it does). */
+function mismatch(step: Step, output: string): string | undefined {
+  const lines = output.split('\n').map((l) => l.trimEnd());
+  const expected = step.expected.filter((l) => l.trim() !== '...');
+  if (expected.length > 0 && isHeader(expected[0]!)) {
+    if (JSON.stringify(cells(lines[0] ?? '')) !== JSON.stringify(cells(expected[0]!))) return `header ${JSON.stringify(lines[0])}, README ${JSON.stringify(expected[0])}`;
+    for (const row of expected.slice(1)) {
+      // Names and counts change from run to run (UIDs, ages); the first cell
+      // names what must be there (a namespace, a rule).
+      const first = cells(row)[0]!;
+      if (/^[0-9a-f]{8}-/.test(first)) continue;
+      if (!lines.slice(1).some((l) => cells(l)[0] === first)) return `no row ${JSON.stringify(first)}`;
+    }
+    if (lines.filter((l) => l.trim()).length < 2) return 'no rows';
+    return undefined;
+  }
+  for (const e of expected) if (!lines.includes(e)) return `no line ${JSON.stringify(e)}`;
+  if (step.output !== undefined && !output.includes(step.output.trim())) return `output does not contain ${JSON.stringify(step.output.trim())}`;
+  return undefined;
+}
+
+function sh(command: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile('bash', ['-c', command], { cwd, env, timeout: 60_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, output: stdout + stderr });
+    });
+  });
+}
+
+async function until<T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+void test('the README first five minutes, as written, against portal dev and kubectl 1.35', { timeout: 240_000 }, async () => {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const blocks = firstFiveMinutes(readme);
+  const dir = mkdtempSync(join(tmpdir(), 'portal-readme-'));
+  symlinkSync(join(root, 'policies'), join(dir, 'policies'));
+  symlinkSync(join(root, 'test'), join(dir, 'test'));
+  let output = '';
+  const dev = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--port', '0', '--grace-period', '5s'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  dev.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  dev.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  const exited = new Promise<number | null>((resolve) => dev.once('exit', (code) => resolve(code)));
+  try {
+    // The status line the README shows, with this run's port.
+    const statusBlock = blocks.find((b) => b.lang === '' && b.text.startsWith('portal dev:'));
+    assert.ok(statusBlock, 'README shows the status line');
+    const shown = statusBlock.text.trim();
+    const pattern = new RegExp(`^${shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace('portal-0', 'portal-\\d').replace(/\\\.\\\.\\\./g, '.*').replace(/ 0 /g, ' \\d+ ').replace(':6443', ':\\d+')}$`, 'm');
+    await until('the README status line', 90_000, () => (pattern.test(output) ? true : undefined));
+    assert.match(output, /API server https:\/\/127\.0\.0\.1:\d+\n/);
+
+    const env: NodeJS.ProcessEnv = { PATH: `${dirname(kubectlPath())}:${process.env['PATH'] ?? ''}`, HOME: dir };
+    let exports = '';
+    let ran = 0;
+    for (const [i, block] of blocks.entries()) {
+      if (block.lang !== 'sh') continue;
+      const list = steps(block.text);
+      const next = blocks[i + 1];
+      // A plain block right after a shell block is the output of its last command.
+      if (next && next.lang === '' && list.length > 0) list.at(-1)!.output = next.text;
+      for (const step of list) {
+        if (step.command.startsWith('export ')) {
+          exports += `${step.command}\n`;
+          continue;
+        }
+        const readOnly = /^kubectl get /.test(step.command);
+        // Reads are retried (the audit writes reports asynchronously); writes run once.
+        const result = await until(`README: ${step.command}`, readOnly ? 60_000 : 1, async () => {
+          const r = await sh(`${exports}${step.command}`, dir, env);
+          return readOnly && mismatch(step, r.output) !== undefined ? undefined : r;
+        }).catch(async () => sh(`${exports}${step.command}`, dir, env));
+        const why = mismatch(step, result.output);
+        assert.equal(why, undefined, `README command ${JSON.stringify(step.command)}: ${why}\n${result.output}`);
+        if (step.output === undefined && !/denied/.test(result.output)) assert.equal(result.code, 0, `${step.command}\n${result.output}`);
+        ran++;
+      }
+    }
+    assert.ok(ran >= 5, `ran ${ran} README commands`);
+
+    // "A pod without a security context is admitted with one Warning: line per violated Warn rule."
+    const plain = await sh(`${exports}printf 'apiVersion: v1\\nkind: Pod\\nmetadata: {name: plain, namespace: default}\\nspec:\\n  containers: [{name: app, image: "nginx:1.27"}]\\n' | kubectl apply -f -`, dir, env);
+    assert.equal(plain.code, 0, plain.output);
+    assert.match(plain.output, /^Warning: [a-z-]+: /m);
+    assert.match(plain.output, /pod\/plain created/);
+
+    // "Ctrl-C (SIGINT) stops the replicas and the API server; nothing is left running."
+    dev.kill('SIGINT');
+    assert.equal(await exited, 0, output);
+    await until('no process left from this portal dev', 30_000, () => (processesMentioning(dir).length === 0 ? true : undefined));
+  } finally {
+    if (dev.exitCode === null && dev.signalCode === null) dev.kill('SIGKILL');
+    killMentioning(dir);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
