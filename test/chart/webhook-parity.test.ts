@@ -124,6 +124,6 @@ void test('by default both send pods/ephemeralcontainers updates (kubectl debug)
     const rules = (config['webhooks'] as { rules: { apiGroups: string[]; resources: string[]; operations: string[] }[] }[])[0]!.rules;
     const core = rules.find((r) => r.apiGroups.includes(''));
     assert.ok(core?.resources.includes('pods/ephemeralcontainers'), JSON.stringify(rules));
-    assert.ok(core.operations.includes('UPDATE'));
+    assert.ok(core?.operations.includes('UPDATE'));
   }
 });

@@ -18,6 +18,7 @@ import { ApiError, errors } from './status.ts';
 import { toTable, wantsTable } from './table.ts';
 import { isPlainObject, meta, type Obj, type UserInfo } from './types.ts';
 import { serveWatch, type ActiveWatch } from './watch.ts';
+import { EPHEMERAL_CONTAINERS, servesEphemeralContainers } from './ephemeral-containers.ts';
 
 /** kube-apiserver's request body limit (3 MiB). */
 const MAX_BODY = 3 * 1024 * 1024;
@@ -257,7 +258,8 @@ export class Router {
     if (segs.length > 3) return undefined;
     if (subresource === 'status' && !def.hasStatus) return undefined;
     if (subresource === 'eviction' && !def.hasEviction) return undefined;
-    if (subresource && subresource !== 'status' && subresource !== 'eviction') return undefined;
+    if (subresource === EPHEMERAL_CONTAINERS && !servesEphemeralContainers(def)) return undefined;
+    if (subresource && subresource !== 'status' && subresource !== 'eviction' && subresource !== EPHEMERAL_CONTAINERS) return undefined;
     return { def, namespace, name, subresource };
   }
 
