@@ -15,7 +15,8 @@ const BASE = '/api/v1/namespaces/default/pods/web';
 const SMP = 'application/strategic-merge-patch+json';
 
 function ephemeral(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { name, image: 'busybox:1.36', stdin: true, tty: true, ...extra };
+  // `resources: {}` is what kubectl debug sends (Go's zero value): not "set".
+  return { name, image: 'busybox:1.36', stdin: true, tty: true, resources: {}, terminationMessagePolicy: 'File', ...extra };
 }
 
 test('a strategic merge patch on pods/NAME/ephemeralcontainers adds a container, through admission as an UPDATE of the Pod', async () => {

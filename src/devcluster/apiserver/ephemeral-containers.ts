@@ -28,6 +28,14 @@ export function servesEphemeralContainers(def: ResourceDef): boolean {
 /** Fields of a Container that an EphemeralContainer must leave unset (core/v1 EphemeralContainerCommon). */
 const FORBIDDEN_FIELDS = ['ports', 'resources', 'lifecycle', 'livenessProbe', 'readinessProbe', 'startupProbe', 'resizePolicy', 'restartPolicy'];
 
+/** Go's zero values count as unset: kubectl debug sends `resources: {}`. */
+function isSet(v: unknown): boolean {
+  if (v === undefined || v === null) return false;
+  if (Array.isArray(v)) return v.length > 0;
+  if (isPlainObject(v)) return Object.keys(v).length > 0;
+  return true;
+}
+
 function containers(spec: Obj, field: string): Obj[] {
   const v = spec[field];
   return Array.isArray(v) ? v.filter(isPlainObject) : [];
@@ -65,7 +73,7 @@ export function withEphemeralContainers(def: ResourceDef, old: Obj, incoming: Ob
     else taken.add(cname);
     if (typeof c['image'] !== 'string' || c['image'] === '') causes.push({ reason: 'FieldValueRequired', field: `${at}.image`, message: 'Required value' });
     for (const f of FORBIDDEN_FIELDS) {
-      if (c[f] !== undefined) causes.push({ reason: 'FieldValueForbidden', field: `${at}.${f}`, message: 'Forbidden: cannot be set for an Ephemeral Container' });
+      if (isSet(c[f])) causes.push({ reason: 'FieldValueForbidden', field: `${at}.${f}`, message: 'Forbidden: cannot be set for an Ephemeral Container' });
     }
   });
   if (causes.length) throw errors.invalid(def.kind, def.group, name, causes);
