@@ -6,6 +6,20 @@
 import { decideAdmission, type RuleSet } from '../policy/index.ts';
 import type { Decide } from './decision.ts';
 
-export function engineDecider(rules: RuleSet): Decide {
-  return (input) => decideAdmission(rules, input);
+export interface EngineDeciderOptions {
+  /**
+   * Time budget of one evaluation, from the moment the decider is called
+   * (after the body was received and parsed). Past it, the remaining matched
+   * rules give `error` verdicts, so the request is denied rather than
+   * answered late (see EvaluationBudget for how the bound holds).
+   */
+  evaluationTimeoutMs: number;
+  /** @default performance.now */
+  now?: () => number;
+}
+
+export function engineDecider(rules: RuleSet, opts: EngineDeciderOptions): Decide {
+  const now = opts.now ?? (() => performance.now());
+  const ms = opts.evaluationTimeoutMs;
+  return (input) => decideAdmission(rules, input, { deadline: now() + ms, now, ms });
 }

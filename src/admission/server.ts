@@ -73,7 +73,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
       path: '/validate',
       bodyLimit: opts.bodyLimit ?? ADMISSION_BODY_LIMIT,
       answer: (body) => answer(body),
-      onError: (err) => internalError(err),
+      onError: (err, body) => internalError(err, body),
     }),
     bodyLimit: opts.bodyLimit ?? ADMISSION_BODY_LIMIT,
     requestTimeout: REQUEST_TIMEOUT_MS,
@@ -87,8 +87,21 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
-  app.setErrorHandler((err: FastifyError, _req, reply) => {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
     const code = err.statusCode ?? 500;
+    const identity = code >= 500 ? reviewIdentity(req.body) : undefined;
+    if (identity) {
+      // An error after the review was read (the route guards every step it
+      // knows of; this catches the rest): a denial that echoes the uid.
+      try {
+        gate.record(true);
+        metrics.errors.inc({ reason: 'internal' });
+        log.error({ [LogKey.error]: err, [LogKey.uid]: identity.uid }, 'unexpected error in the admission server');
+      } catch {
+        // Still answer below.
+      }
+      return reply.code(200).header('content-type', 'application/json').send(internalErrorReview(identity.apiVersion, identity.uid, 'internal error'));
+    }
     let message: string;
     if (code === 413) message = `request body is larger than the limit of ${opts.bodyLimit ?? ADMISSION_BODY_LIMIT} bytes`;
     else if (code === 415) message = 'unsupported content type; send an AdmissionReview as application/json';
@@ -142,16 +155,36 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     return finish(out, started);
   }
 
-  /** The fast path's equivalent of the error handler's 5xx branch. */
-  function internalError(err: unknown): WireAnswer {
-    log.error({ [LogKey.error]: err }, 'unexpected error in the admission server');
-    metrics.requests.inc({ operation: '', kind: '', decision: 'invalid' });
-    metrics.errors.inc({ reason: 'internal' });
+  /** The fast path's equivalent of the error handler's 5xx branch: a denial echoing the uid when the body has one. */
+  function internalError(err: unknown, body: string): WireAnswer {
+    const identity = reviewIdentity(body);
+    try {
+      if (identity) gate.record(true);
+      else metrics.requests.inc({ operation: '', kind: '', decision: 'invalid' });
+      metrics.errors.inc({ reason: 'internal' });
+      log.error({ [LogKey.error]: err, ...(identity ? { [LogKey.uid]: identity.uid } : {}) }, 'unexpected error in the admission server');
+    } catch {
+      // Still answer below.
+    }
+    if (identity) return { status: 200, payload: internalErrorReview(identity.apiVersion, identity.uid, 'internal error') };
     return { status: 500, payload: JSON.stringify(statusBody(500, 'internal error')) };
   }
 
   function finish(out: Outcome, started: number): WireAnswer {
     metrics.inFlight.dec();
+    let result = out;
+    try {
+      observe(out, started);
+    } catch (err) {
+      // The decision is made but could not be recorded: the request is
+      // still answered, with its uid, and as a denial (fail closed): a
+      // replica whose bookkeeping is broken must not keep admitting unseen.
+      result = out.request ? failed(out.apiVersion, out.request, err) : out;
+    }
+    return wire(result, log);
+  }
+
+  function observe(out: Outcome, started: number): void {
     const r = out.request;
     const ms = performance.now() - started;
     metrics.answered(r?.operation ?? '', r?.kind.kind ?? '', out.decision, ms / 1000);
@@ -171,7 +204,6 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
         'admission request',
       );
     }
-    return { status: out.httpStatus, payload: serializeReview(out.apiVersion, out.response) };
   }
 
   function handle(body: unknown): Outcome | Promise<Outcome> {
@@ -216,16 +248,30 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     // Closures only on the (rare) asynchronous path, not allocated per request.
     return result instanceof Promise
       ? result.then(
-          (d) => decided(apiVersion, request, d),
+          (d) => safeDecided(apiVersion, request, d),
           (err: unknown) => failed(apiVersion, request, err),
         )
-      : decided(apiVersion, request, result);
+      : safeDecided(apiVersion, request, result);
   }
 
+  /** decided(), with a throw while shaping the answer (e.g. a warning that is not a string) turned into a denial that keeps the uid. */
+  function safeDecided(apiVersion: ReviewVersion, request: AdmissionRequest, decision: Decision): Outcome {
+    try {
+      return decided(apiVersion, request, decision);
+    } catch (err) {
+      return failed(apiVersion, request, err);
+    }
+  }
+
+  /** Never throws: the answer that carries the uid must not depend on the logger or the metrics working. */
   function failed(apiVersion: ReviewVersion, request: AdmissionRequest, err: unknown): Outcome {
-    gate.record(true);
-    metrics.errors.inc({ reason: 'internal' });
-    log.error({ [LogKey.error]: err, [LogKey.uid]: request.uid }, 'internal error while deciding');
+    try {
+      gate.record(true);
+      metrics.errors.inc({ reason: 'internal' });
+      log.error({ [LogKey.error]: err, [LogKey.uid]: request.uid }, 'internal error while deciding');
+    } catch {
+      // Bookkeeping is broken too; the denial below still goes out.
+    }
     const what = `${request.kind.kind} ${request.namespace ? `${request.namespace}/` : ''}${request.name || '(unnamed)'}`;
     return {
       httpStatus: 200,
@@ -244,8 +290,8 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     if (decision === null || typeof decision !== 'object' || typeof decision.allowed !== 'boolean' || !Array.isArray(decision.warnings)) {
       return failed(apiVersion, request, new TypeError('the engine returned no decision'));
     }
-    gate.record(false);
     if (decision.allowed && decision.warnings.length === 0) {
+      gate.record(false);
       return { httpStatus: 200, apiVersion, request, decision: 'allow', response: { uid: request.uid, allowed: true } };
     }
     const warnings = decision.warnings.map(clipWarning);
@@ -257,6 +303,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
           status: { code: decision.code, reason: decision.code === 403 ? 'Forbidden' : 'InternalError', message: decision.message },
         };
     if (warnings.length > 0) response.warnings = warnings;
+    gate.record(false);
     return { httpStatus: 200, apiVersion, request, response, decision: !decision.allowed ? 'deny' : warnings.length > 0 ? 'warn' : 'allow' };
   }
 
@@ -275,6 +322,44 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
 
 function send(reply: FastifyReply, a: WireAnswer): FastifyReply {
   return reply.code(a.status).header('content-type', 'application/json').send(a.payload);
+}
+
+/** The answer on the wire; shared by fastify's route and the fast path. */
+function wire(out: Outcome, log: Logger): WireAnswer {
+  try {
+    return { status: out.httpStatus, payload: serializeReview(out.apiVersion, out.response) };
+  } catch (err) {
+    // The answer could not be encoded (say, a message that is not a
+    // string): deny with the uid rather than let the error handler answer
+    // without one (the API server rejects an answer whose uid differs).
+    try {
+      log.error({ [LogKey.error]: err, [LogKey.uid]: out.response.uid }, 'cannot encode the admission answer');
+    } catch {
+      // Nothing more to do: the denial below still goes out.
+    }
+    return { status: 200, payload: internalErrorReview(out.apiVersion, out.response.uid, 'internal error encoding the answer') };
+  }
+}
+
+/** A denial built only from strings known to encode: the last resort that still carries the uid. */
+function internalErrorReview(apiVersion: ReviewVersion, uid: string, message: string): string {
+  return JSON.stringify(encodeReview(apiVersion, { uid, allowed: false, status: { code: 500, reason: 'InternalError', message } }));
+}
+
+/**
+ * The uid and version of the review in a body that fastify handed to the
+ * route, for the error handler: an error that escaped the route must still
+ * be answered with the request's uid.
+ */
+function reviewIdentity(body: unknown): { uid: string; apiVersion: ReviewVersion } | undefined {
+  if (typeof body !== 'string') return undefined;
+  try {
+    const d = decodeReview(JSON.parse(body));
+    if (d.ok) return { uid: d.request.uid, apiVersion: d.apiVersion };
+    return d.uid !== undefined ? { uid: d.uid, apiVersion: d.apiVersion ?? 'admission.k8s.io/v1' } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

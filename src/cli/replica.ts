@@ -18,7 +18,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { Registry } from 'prom-client';
+import { Registry, type Gauge } from 'prom-client';
 import { writeSelfSigned } from '../admission/certs.ts';
 import { AuditController } from '../audit/controller.ts';
 import { engineDecider } from '../admission/engine-decider.ts';
@@ -76,7 +76,7 @@ export interface ReplicaOptions {
 
 type Source = { kind: 'files'; source: FileRuleSource } | { kind: 'cluster'; source: ClusterRuleSource; client: KubeClient };
 
-async function chooseSource(o: ReplicaOptions, log: Logger): Promise<Source | { problems: string[] }> {
+async function chooseSource(o: ReplicaOptions, log: Logger, rulesLoaded: Gauge): Promise<Source | { problems: string[] }> {
   const { config } = o;
   if (config.policies !== '') {
     const source = new FileRuleSource(config.policies, loadRulesFromDirectory);
@@ -96,7 +96,7 @@ async function chooseSource(o: ReplicaOptions, log: Logger): Promise<Source | { 
     return { problems: [(err as Error).message] };
   }
   log.info({ [LogKey.url]: client.server, inCluster }, 'cluster mode: rules and namespace labels from the API server');
-  return { kind: 'cluster', client, source: new ClusterRuleSource({ client, logger: componentLogger(o.root, 'rules') }) };
+  return { kind: 'cluster', client, source: new ClusterRuleSource({ client, logger: componentLogger(o.root, 'rules'), rulesLoaded }) };
 }
 
 /** A Runnable that keeps an already-listening server until its signal aborts, then closes it. */
@@ -117,7 +117,10 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
   const { config, root } = o;
   const log = componentLogger(root, 'serve');
 
-  const chosen = await chooseSource(o, log);
+  const registry = new Registry();
+  const metrics = createAdmissionMetrics(registry);
+  // Cluster mode: the rule informers keep portal_rules_loaded current.
+  const chosen = await chooseSource(o, log, metrics.rulesLoaded);
   if ('problems' in chosen) {
     o.usage(config.policies !== '' ? 'invalid rules' : 'cannot use the cluster', chosen.problems);
     return EXIT_USAGE;
@@ -134,8 +137,6 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
       log.info({ [LogKey.dir]: selfSignedDir, caFile: files.caFile }, 'generated a self-signed certificate (local use only)');
     }
 
-    const registry = new Registry();
-    const metrics = createAdmissionMetrics(registry);
     metrics.rulesLoaded.set(source.ruleSet.size);
     const gate = new ReadinessGate();
     gate.addCheck('rules', () => source.ready() || source.notReadyReason());
@@ -154,7 +155,7 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
       tls = await readTlsFiles(tlsFiles);
       webhook = buildAdmissionServer({
         tls,
-        decide: engineDecider(source.ruleSet),
+        decide: engineDecider(source.ruleSet, { evaluationTimeoutMs: config.evaluationTimeout }),
         gate,
         exemptNamespaces: config.exemptNamespaces,
         namespaceLabels: source.namespaceLabels,

@@ -31,6 +31,9 @@ export interface ConfigSources {
 
 export type ConfigResult = { ok: true; config: Readonly<ServeConfig> } | { ok: false; problems: string[] };
 
+/** admissionregistration/v1: a webhook's timeoutSeconds is between 1 and 30. */
+const MAX_WEBHOOK_TIMEOUT_MS = 30_000;
+
 const PATH_KEYS = new Set<keyof ServeConfig>(['tlsCertFile', 'tlsKeyFile', 'policies', 'kubeconfig']);
 const byKey = new Map(SERVE_OPTIONS.map((o) => [o.key, o]));
 
@@ -179,6 +182,13 @@ function validate(
   }
   if (c.auditInterval <= 0) problems.push('--audit-interval must be greater than 0 (e.g. 1h)');
   if (c.alertResendInterval <= 0) problems.push('--alert-resend-interval must be greater than 0 (e.g. 1h)');
+  // The API server waits at most 30 s for a webhook (timeoutSeconds ≤ 30):
+  // an evaluation allowed to run longer would answer nobody.
+  if (!invalid.has('evaluationTimeout') && (c.evaluationTimeout <= 0 || c.evaluationTimeout > MAX_WEBHOOK_TIMEOUT_MS)) {
+    problems.push(
+      `--evaluation-timeout (${formatDuration(c.evaluationTimeout)}) must be greater than 0 and at most 30s (the API server's longest webhook timeout); use about 40% of the webhook's timeoutSeconds, e.g. 2s for 5s`,
+    );
+  }
 
   if (c.webhookPort !== 0 && c.webhookPort === c.probesPort && !invalid.has('webhookPort') && !invalid.has('probesPort')) {
     problems.push(`--webhook-port and --probes-port are both ${c.webhookPort}; give them different ports`);

@@ -36,6 +36,43 @@ const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
  * exhaust the heap and crash instead of being reported.
  */
 export const MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Rule files are held to much less, checked on the file sizes before
+ * anything is read or parsed (YAML parsing costs ~100x the text in memory:
+ * a 10 MB rule file took over 1 GB before the rules were rejected):
+ * - 1 MiB per file: a rule's schema is at most 64 KiB serialized
+ *   (MAX_SCHEMA_BYTES), so a file holds a dozen of the largest rules; the
+ *   whole Pod Security library is 72 KB in 15 files;
+ * - 16 MiB per rule directory: ~250 of the largest rules, far beyond a real
+ *   policy set, and at ~100x still inside a 2 GiB heap.
+ * Every rule is compiled and evaluated on each replica, inside the 30 s a
+ * webhook may take at most, so a rule set this large is a mistake to report,
+ * not a load to carry.
+ */
+export const RULE_FILE_LIMITS: Readonly<ReadLimits> = Object.freeze({
+  maxFileBytes: 1024 * 1024,
+  maxTotalBytes: 16 * 1024 * 1024,
+  what: 'rule file',
+});
+
+/** Size limits of one readManifests call, checked before any file is read. */
+export interface ReadLimits {
+  /** Largest single file. */
+  maxFileBytes: number;
+  /** Largest sum of all files found. */
+  maxTotalBytes: number;
+  /** What the files are, for messages ("manifest", "rule file"). */
+  what: string;
+}
+
+export const MANIFEST_LIMITS: Readonly<ReadLimits> = Object.freeze({
+  maxFileBytes: MAX_MANIFEST_BYTES,
+  // `portal test` over a repository reads one file at a time and keeps only
+  // the parsed objects, so only the per-file size needs a bound.
+  maxTotalBytes: Number.POSITIVE_INFINITY,
+  what: 'manifest',
+});
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -189,14 +226,16 @@ function parseJson(text: string, source: string, result: ManifestReadResult): vo
   flatten(value, source, 0, result, { n: 0 });
 }
 
+const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+
 /** The file as text, or undefined after recording why it cannot be a manifest. */
-async function readText(file: string, result: ManifestReadResult): Promise<string | undefined> {
+async function readText(file: string, result: ManifestReadResult, limits: Readonly<ReadLimits>): Promise<string | undefined> {
   let bytes: Buffer;
   try {
+    // Checked again right before reading: the file may have grown since it was listed.
     const info = await stat(file);
-    if (info.size > MAX_MANIFEST_BYTES) {
-      const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
-      result.errors.push({ source: file, message: `file is ${mib(info.size)}, over the ${mib(MAX_MANIFEST_BYTES)} limit; split it into smaller files` });
+    if (info.size > limits.maxFileBytes) {
+      result.errors.push({ source: file, message: `file is ${mib(info.size)}, over the ${mib(limits.maxFileBytes)} limit for a ${limits.what}; split it into smaller files` });
       return undefined;
     }
     bytes = await readFile(file);
@@ -219,27 +258,39 @@ async function readText(file: string, result: ManifestReadResult): Promise<strin
   }
 }
 
-export async function readManifests(paths: readonly string[]): Promise<ManifestReadResult> {
+export async function readManifests(paths: readonly string[], limits: Readonly<ReadLimits> = MANIFEST_LIMITS): Promise<ManifestReadResult> {
   const result: ManifestReadResult = { documents: [], errors: [] };
+  const all: string[] = [];
   for (const path of paths) {
-    let files: string[];
     try {
       const info = await stat(path);
       if (info.isDirectory()) {
-        files = [];
+        const files: string[] = [];
         await listFiles(path, files);
         if (files.length === 0) result.errors.push({ source: path, message: 'directory holds no .yaml, .yml or .json files' });
-      } else files = [path];
+        all.push(...files);
+      } else all.push(path);
     } catch (e) {
       result.errors.push({ source: path, message: `cannot read: ${reason(e)}` });
-      continue;
     }
-    for (const file of files) {
-      const text = await readText(file, result);
-      if (text === undefined) continue;
-      if (extname(file).toLowerCase() === '.json') parseJson(text, file, result);
-      else parseYaml(text, file, result);
+  }
+  if (Number.isFinite(limits.maxTotalBytes)) {
+    // Sizes first, nothing parsed yet: an oversized set costs a few stat calls.
+    let total = 0;
+    for (const file of all) total += await stat(file).then((i) => i.size, () => 0);
+    if (total > limits.maxTotalBytes) {
+      result.errors.push({
+        source: paths.join(', '),
+        message: `${all.length} files hold ${mib(total)}, over the ${mib(limits.maxTotalBytes)} limit for all ${limits.what}s together; nothing was read: keep only the rules you mean to load`,
+      });
+      return result;
     }
+  }
+  for (const file of all) {
+    const text = await readText(file, result, limits);
+    if (text === undefined) continue;
+    if (extname(file).toLowerCase() === '.json') parseJson(text, file, result);
+    else parseYaml(text, file, result);
   }
   return result;
 }
@@ -250,7 +301,7 @@ export async function readManifests(paths: readonly string[]): Promise<ManifestR
  * keys must be unique. Invalid documents are reported, not returned.
  */
 export async function loadRulesFromDirectory(dir: string): Promise<{ rules: PortalRuleObject[]; errors: ManifestError[] }> {
-  const read = await readManifests([dir]);
+  const read = await readManifests([dir], RULE_FILE_LIMITS);
   const errors = [...read.errors];
   const rules: PortalRuleObject[] = [];
   const seen = new Map<string, string>();

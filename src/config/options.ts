@@ -61,6 +61,8 @@ export interface ServeConfig {
   kubeApiBurst: number;
   /** Bound on graceful shutdown before the process stops anyway. @default 20s */
   shutdownGracePeriod: number;
+  /** Time budget of one admission evaluation; past it the remaining matched rules give `error` (a denial). @default 2s */
+  evaluationTimeout: number;
 }
 
 export type OptionType = 'int' | 'number' | 'string' | 'bool' | 'duration' | 'list' | 'enum';
@@ -113,6 +115,11 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   // A Pod's default terminationGracePeriodSeconds is 30 s; 20 s leaves 10 s
   // for the kubelet's SIGKILL margin and log flushing.
   shutdownGracePeriod: 20_000,
+  // 40% of the chart's webhook timeoutSeconds (5 s): an evaluation that hits
+  // the budget still leaves 3 s for the request queued behind it and for the
+  // transfer both ways, so the API server gets Portal's denial (naming the
+  // rule) instead of a timeout. The chart passes 40% of its own value.
+  evaluationTimeout: 2_000,
 });
 
 const PORT = { min: 0, max: 65535 } as const;
@@ -144,6 +151,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'kubeApiQps', flag: 'kube-api-qps', type: 'number', min: 0.001, max: 100_000, arg: 'QPS', help: 'sustained Kubernetes API write rate' },
   { key: 'kubeApiBurst', flag: 'kube-api-burst', type: 'int', min: 1, max: 100_000, arg: 'N', help: 'burst of Kubernetes API writes' },
   { key: 'shutdownGracePeriod', flag: 'shutdown-grace-period', type: 'duration', arg: 'DUR', help: 'bound on graceful shutdown' },
+  { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'time budget of one admission evaluation (past it: denied)' },
 ];
 
 /** Flags that are not configuration keys. */

@@ -4,9 +4,11 @@
  * - size: at most MAX_SCHEMA_BYTES serialized;
  * - depth: at most MAX_SCHEMA_DEPTH nested JSON values;
  * - ajv strict mode: unknown keywords and unknown formats are errors;
- * - regular expressions restricted to an RE2-like safe subset (safe-regex.ts),
- *   enforced through ajv's `code.regExp` hook so every `pattern` and
- *   `patternProperties` key passes through it;
+ * - regular expressions run on RE2 (re2.ts: linear time, bounded program
+ *   size and per-test cost), plugged in through ajv's `code.regExp` hook so
+ *   every `pattern` and `patternProperties` key uses it. No `format` is
+ *   registered (strict mode refuses unknown formats), so no other regex runs;
+ *   a format added later must use re2.ts too;
  * - no `$id` / `$anchor` / `$dynamicAnchor`: all rules share one ajv instance
  *   (a fresh instance costs ~18 ms, a compile on a shared one ~1 ms), and an
  *   identifier would register the schema globally, letting one rule's schema
@@ -14,7 +16,8 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { regexSafetyProblem } from './safe-regex.ts';
+import type { RegExpEngine } from 'ajv/dist/types/index.js';
+import { ajvRegExp } from './re2.ts';
 import { toViolations } from './schema-errors.ts';
 import type { SchemaViolation } from './types.ts';
 
@@ -29,13 +32,6 @@ export const MAX_SCHEMA_DEPTH = 32;
 
 const FORBIDDEN_KEYWORDS = new Set(['$id', '$anchor', '$dynamicAnchor']);
 
-function safeRegExp(pattern: string, flags: string): RegExp {
-  const problem = regexSafetyProblem(pattern);
-  if (problem) throw new Error(`unsafe regular expression /${pattern}/: ${problem}`);
-  return new RegExp(pattern, flags);
-}
-safeRegExp.code = 'new RegExp';
-
 const ajv = new Ajv2020({
   // Unknown keywords, formats and ignored keywords are errors: a typo in a
   // policy must not silently turn a check off.
@@ -48,7 +44,10 @@ const ajv = new Ajv2020({
   strictTuples: false,
   allErrors: true,
   logger: false,
-  code: { regExp: safeRegExp },
+  // RE2 semantics, linear time: a rule cannot stall the event loop through
+  // a pattern (issue 9). ajv's RegExpEngine type wants a RegExp-like object;
+  // it only ever calls test() and toString() on it.
+  code: { regExp: ajvRegExp as unknown as RegExpEngine },
 });
 
 export type Validator = (value: unknown, pathPrefix?: string) => SchemaViolation[];

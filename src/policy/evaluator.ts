@@ -20,8 +20,28 @@ import { selectorMatches } from './label-selector.ts';
 import { candidatesFor, type Candidate } from './candidates.ts';
 import { decide, type AdmissionDecision } from './decision.ts';
 import { templatePod } from './pod-templates.ts';
+import { RegexLimitError, withDeadline } from './re2.ts';
 import type { RuleEntry, RuleSet } from './rule-set.ts';
 import type { EvaluationInput, KubeObject, RuleVerdict, SchemaViolation, Verdict } from './types.ts';
+
+/**
+ * A bound on the time one evaluation may take. JavaScript cannot preempt
+ * synchronous code, so the bound is cooperative: the deadline is checked
+ * before each rule's schema runs and before each regular expression test
+ * inside it (re2.ts). Past it, every remaining matched rule gets an `error`
+ * verdict, which denies (fail closed, like every `error`). An evaluation
+ * therefore ends at most one regex test (bounded by re2.ts's MAX_TEST_COST)
+ * or one regex-free stretch of ajv code (linear in the object, which the
+ * admission body limit bounds) after the deadline.
+ */
+export interface EvaluationBudget {
+  /** No rule or regex test starts after this instant (clock of `now`). */
+  deadline: number;
+  /** Monotonic clock, in milliseconds (performance.now in production). */
+  now: () => number;
+  /** The budget's length, for the message. */
+  ms: number;
+}
 
 /** How many schema errors a message shows. */
 export const MESSAGE_VIOLATIONS = 3;
@@ -65,7 +85,7 @@ export function violationMessage(display: string, ruleMessage: string, violation
  * The verdict of one candidate rule. With `all` false (admission), the
  * verdicts decide() ignores, pass and skip, are not built: undefined instead.
  */
-function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean): RuleVerdict | undefined {
+function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean, budget: EvaluationBudget | undefined): RuleVerdict | undefined {
   const { entry } = c;
   const m = entry.match;
   const sub = input.subResource ?? '';
@@ -114,12 +134,16 @@ function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean): RuleVe
   if (target === null || typeof target !== 'object') {
     return errorVerdict(entry, `the ${input.operation} request carries no object to validate`);
   }
-  let violations: ReturnType<typeof entry.validate>;
+  const validate = entry.validate;
+  const run = (): ReturnType<typeof validate> =>
+    templatePath ? validate(templatePod(target, templatePath), c.templatePrefix) : validate(target);
+  let violations: ReturnType<typeof validate>;
   try {
-    violations = templatePath
-      ? entry.validate(templatePod(target, templatePath), c.templatePrefix)
-      : entry.validate(target);
+    if (budget === undefined) violations = run();
+    else if (budget.now() > budget.deadline) return errorVerdict(entry, `the evaluation time budget (${budget.ms} ms) ran out before this rule ran`);
+    else violations = withDeadline(budget.deadline, budget.now, run);
   } catch (err) {
+    if (err instanceof RegexLimitError) return errorVerdict(entry, err.message);
     // A schema can still blow up on a hostile object (e.g. a recursive $ref
     // meeting a very deep document). Only this rule is undecidable: it gives
     // an `error` verdict, which denies (fail closed) and names the rule.
@@ -138,10 +162,10 @@ function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean): RuleVe
  * Per-rule verdicts for one input, in rule-key order. Pure: no I/O, the rule
  * set is read, never changed.
  */
-export function evaluate(rules: RuleSet, input: EvaluationInput): RuleVerdict[] {
+export function evaluate(rules: RuleSet, input: EvaluationInput, budget?: EvaluationBudget): RuleVerdict[] {
   const out: RuleVerdict[] = [];
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
-    const v = evaluateOne(c, input, true);
+    const v = evaluateOne(c, input, true, budget);
     if (v) out.push(v);
   }
   return out;
@@ -152,10 +176,10 @@ export function evaluate(rules: RuleSet, input: EvaluationInput): RuleVerdict[] 
  * `decide(evaluate(rules, input))`, without building the pass and skip
  * verdicts that decide() ignores (the common case on the request path).
  */
-export function decideAdmission(rules: RuleSet, input: EvaluationInput): AdmissionDecision {
+export function decideAdmission(rules: RuleSet, input: EvaluationInput, budget?: EvaluationBudget): AdmissionDecision {
   let out: RuleVerdict[] | undefined;
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
-    const v = evaluateOne(c, input, false);
+    const v = evaluateOne(c, input, false, budget);
     if (v) (out ??= []).push(v);
   }
   return decide(out ?? []);

@@ -1,11 +1,11 @@
 /** The public API of the rule engine (no I/O, no Kubernetes client). */
 export * from './types.ts';
 export { RuleSet, ruleKey, type RuleState } from './rule-set.ts';
-export { evaluate, decideAdmission, violationMessage, MESSAGE_VIOLATIONS } from './evaluator.ts';
+export { evaluate, decideAdmission, violationMessage, MESSAGE_VIOLATIONS, type EvaluationBudget } from './evaluator.ts';
 export { decide, MAX_WARNING_LENGTH, type AdmissionDecision } from './decision.ts';
 export { validateRule, validateRuleShape, matchesPods, type RuleValidation } from './validate-rule.ts';
 export { compileSchema, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, type CompileResult, type Validator } from './compiler.ts';
-export { regexSafetyProblem, MAX_PATTERN_LENGTH } from './safe-regex.ts';
+export { compileLinear, withDeadline, RegexLimitError, MAX_PROGRAM_SIZE, MAX_TEST_COST, type LinearRegExp } from './re2.ts';
 export { selectorMatches, selectorProblems } from './label-selector.ts';
 export { namespaceGlobMatches } from './namespace-glob.ts';
 export { POD_TEMPLATE_KINDS, podTemplateKind, templatePod, type PodTemplateKind } from './pod-templates.ts';

@@ -5,7 +5,7 @@ import { nameOnlyNamespaceLabels, type Decide } from '../../src/admission/decisi
 import { ReadinessGate } from '../../src/admission/readiness.ts';
 import { buildAdmissionServer, type AdmissionServer } from '../../src/admission/server.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
-import { createAdmissionMetrics } from '../../src/observability/metrics.ts';
+import { createAdmissionMetrics, type AdmissionMetrics } from '../../src/observability/metrics.ts';
 
 export interface TestPki {
   ca: PemPair;
@@ -24,7 +24,11 @@ export interface TestServer {
   calls: number;
 }
 
-export function makeServer(pki: TestPki, decide: Decide, extra: { bodyLimit?: number } = {}): TestServer {
+export function makeServer(
+  pki: TestPki,
+  decide: Decide,
+  extra: { bodyLimit?: number; metrics?: (m: AdmissionMetrics) => AdmissionMetrics; maxConnections?: number } = {},
+): TestServer {
   const registry = new Registry();
   const gate = new ReadinessGate();
   const t: TestServer = { app: undefined as unknown as AdmissionServer, registry, gate, calls: 0 };
@@ -37,9 +41,10 @@ export function makeServer(pki: TestPki, decide: Decide, extra: { bodyLimit?: nu
     gate,
     exemptNamespaces: ['kube-system', 'kube-public', 'kube-node-lease', 'portal-system'],
     namespaceLabels: nameOnlyNamespaceLabels,
-    metrics: createAdmissionMetrics(registry),
+    metrics: (extra.metrics ?? ((m) => m))(createAdmissionMetrics(registry)),
     logger: silentLogger(),
-    ...extra,
+    ...(extra.bodyLimit !== undefined ? { bodyLimit: extra.bodyLimit } : {}),
+    ...(extra.maxConnections !== undefined ? { maxConnections: extra.maxConnections } : {}),
   });
   return t;
 }

@@ -16,6 +16,7 @@ import { join, resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { generateCA, generateServingCert } from '../../admission/certs.ts';
 import { buildValidatingWebhookConfiguration, loadChartWebhookValues, type WebhookValues } from '../../config/webhook-configuration.ts';
+import { RULE_FILE_LIMITS } from '../../config/manifests.ts';
 import { LogKey } from '../../observability/log-keys.ts';
 import { startApiServer, type ApiServer } from '../apiserver/index.ts';
 import { createWebhookAdmission, type WebhookAdmission } from '../webhook-admission.ts';
@@ -59,7 +60,7 @@ interface Prepared {
 /** Everything that can be wrong in the inputs, found before anything starts. */
 async function prepare(o: DevOptions): Promise<Prepared | { problems: string[] }> {
   const problems: string[] = [];
-  const rules = await readManifests(o.policies, RULE_KINDS);
+  const rules = await readManifests(o.policies, RULE_KINDS, RULE_FILE_LIMITS);
   problems.push(...rules.problems.map((p) => `--policies: ${p}`));
   const crds: Manifest[] = [];
   for (const dir of [join(o.chart, 'crds'), join(o.chart, 'files', 'crds')]) {

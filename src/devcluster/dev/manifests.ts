@@ -6,6 +6,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import type { ReadLimits } from '../../config/manifests.ts';
 
 export type Manifest = Record<string, unknown> & { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
 
@@ -25,8 +26,8 @@ async function yamlFiles(dir: string): Promise<string[]> {
   return out;
 }
 
-/** All documents of all YAML files under `dir`, optionally only of the given kinds. */
-export async function readManifests(dir: string, kinds?: readonly string[]): Promise<ReadManifests> {
+/** All documents of all YAML files under `dir`, optionally only of the given kinds, with sizes checked before parsing when `limits` is given. */
+export async function readManifests(dir: string, kinds?: readonly string[], limits?: Readonly<ReadLimits>): Promise<ReadManifests> {
   const problems: string[] = [];
   const objects: Manifest[] = [];
   try {
@@ -34,7 +35,16 @@ export async function readManifests(dir: string, kinds?: readonly string[]): Pro
   } catch (err) {
     return { objects, problems: [`${dir}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)})`] };
   }
-  for (const file of await yamlFiles(dir)) {
+  const files = await yamlFiles(dir);
+  if (limits) {
+    const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+    const sizes = await Promise.all(files.map((f) => stat(f).then((i) => i.size)));
+    const total = sizes.reduce((a, b) => a + b, 0);
+    const over = files.flatMap((f, i) => ((sizes[i] ?? 0) > limits.maxFileBytes ? [`${f}: file is ${mib(sizes[i] ?? 0)}, over the ${mib(limits.maxFileBytes)} limit for a ${limits.what}; split it into smaller files`] : []));
+    if (total > limits.maxTotalBytes) over.push(`${dir}: ${files.length} files hold ${mib(total)}, over the ${mib(limits.maxTotalBytes)} limit for all ${limits.what}s together`);
+    if (over.length > 0) return { objects, problems: over };
+  }
+  for (const file of files) {
     const docs = parseAllDocuments(await readFile(file, 'utf8'));
     for (const doc of Array.isArray(docs) ? docs : [docs]) {
       if (doc.errors.length > 0) {

@@ -1,0 +1,186 @@
+/**
+ * Every regular expression in a rule runs here: RE2 semantics (re2js, a pure
+ * JS port of RE2), so matching time is linear in the input, never
+ * exponential, whatever the pattern. Used by the JSON Schema compiler
+ * (ajv's `code.regExp`), and meant for CEL's `matches()` too.
+ *
+ * Linear is not enough on its own: RE2's worst case is (compiled program
+ * size) × (input length), and a 50,000-instruction program (`.{1000}` fifty
+ * times) takes ~30 s on 100 KB here. So two more bounds, both deterministic
+ * (they never depend on the machine's speed):
+ * - a compiled program is at most {@link MAX_PROGRAM_SIZE} instructions;
+ * - one test is at most {@link MAX_TEST_COST} instruction × character units,
+ *   else it throws {@link RegexLimitError} (the rule gives an `error`
+ *   verdict) instead of running.
+ * And one cooperative bound: inside {@link withDeadline}, a test that would
+ * start after the deadline throws {@link RegexLimitError}, which lets an
+ * evaluation stop between two regex tests of the same rule.
+ *
+ * Syntax: RE2's (as Kubernetes' own CRD `pattern` validation and CEL use),
+ * plus the ECMAScript escapes `\uXXXX` and `\u{X…}` that JSON Schema authors
+ * write. Backreferences and lookaround do not exist in RE2: such a pattern
+ * is a compile error naming the construct.
+ */
+import { RE2JS } from 're2js';
+
+/**
+ * 2,000 instructions: a DNS-1123 subdomain pattern compiles to 22, the
+ * distribution image-reference regex to 355, `^[a-z0-9]{0,253}$` to 510
+ * (measured with re2js 2.10); 2,000 leaves headroom
+ * over the longest realistic patterns while keeping the per-character cost of
+ * a match (at most one step per instruction) in the microseconds.
+ */
+export const MAX_PROGRAM_SIZE = 2000;
+
+/**
+ * 2^27 ≈ 134 M instruction × character units per test. Measured here (2 CPU
+ * cores, re2js 2.10): the worst case, every instruction alive at every
+ * character, costs ~6 ns per unit, so one test takes at most ~0.8 s, and
+ * typically 5-10x less. Within it: a 64-instruction pattern on a 2 MiB
+ * string, a 2,000-instruction one on 64 KiB. The patterns of issue 9
+ * (`^.*a.*a.*a.*a.*b$`, `^(a+)+$`, ≤ 19 instructions) run on 1 MiB.
+ */
+export const MAX_TEST_COST = 2 ** 27;
+
+/** A compiled pattern or a limit hit while matching: the message says which and what to do. */
+export class RegexLimitError extends Error {
+  override readonly name = 'RegexLimitError';
+}
+
+/** What ajv (and CEL) need from a regular expression. */
+export interface LinearRegExp {
+  /** Unanchored search, like RegExp.prototype.test. */
+  test(input: string): boolean;
+  /** Distinct per pattern: ajv caches compiled patterns by this string. */
+  toString(): string;
+  readonly source: string;
+  /** Compiled program size (instructions). */
+  readonly programSize: number;
+}
+
+interface Deadline {
+  at: number;
+  now: () => number;
+}
+let current: Deadline | undefined;
+
+/**
+ * Runs `fn` with a deadline (same clock as `now`): every regex test that
+ * would start after it throws a RegexLimitError. Synchronous on purpose, so
+ * the deadline cannot leak to unrelated work; nesting restores the outer one.
+ */
+export function withDeadline<T>(at: number, now: () => number, fn: () => T): T {
+  const outer = current;
+  current = { at, now };
+  try {
+    return fn();
+  } finally {
+    current = outer;
+  }
+}
+
+/** Why RE2 refuses a construct that JavaScript has, in the words of a fix. */
+function explain(pattern: string, message: string): string {
+  if (/\(\?<?[=!]/.test(pattern) && /Perl syntax|named capture/.test(message)) {
+    return `lookahead and lookbehind ("(?=", "(?!", "(?<=", "(?<!") are not supported (RE2 semantics, linear time); rewrite the pattern without them`;
+  }
+  if (/\\(?:[1-9]|k<)/.test(pattern) && /escape sequence: `\\(?:[1-9]|k)/.test(message)) {
+    return 'backreferences ("\\1", "\\k<name>") are not supported (RE2 semantics, linear time); rewrite the pattern without them';
+  }
+  return message.replace(/^error parsing regexp: /, '');
+}
+
+/**
+ * ECMAScript `\uXXXX` (and surrogate pairs of them) and `\u{X…}` become RE2's
+ * `\x{…}`; everything else is left to RE2's parser. An escaped backslash is
+ * copied as is, so `\\u0041` stays a backslash followed by "u0041".
+ */
+export function translateEcmaEscapes(pattern: string): string {
+  if (!pattern.includes('\\u')) return pattern;
+  let out = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c !== '\\') {
+      out += c;
+      continue;
+    }
+    const next = pattern[i + 1];
+    if (next !== 'u') {
+      out += c + (next ?? '');
+      i++;
+      continue;
+    }
+    const braced = /^\{([0-9a-fA-F]{1,6})\}/.exec(pattern.slice(i + 2));
+    if (braced) {
+      out += `\\x{${braced[1]}}`;
+      i += 1 + braced[0].length;
+      continue;
+    }
+    const hex = /^[0-9a-fA-F]{4}/.exec(pattern.slice(i + 2));
+    if (!hex) {
+      out += '\\u'; // RE2 reports it as an invalid escape
+      i++;
+      continue;
+    }
+    let cp = parseInt(hex[0], 16);
+    i += 5;
+    const low = /^\\u([dD][c-fC-F][0-9a-fA-F]{2})/.exec(pattern.slice(i + 1));
+    if (cp >= 0xd800 && cp <= 0xdbff && low) {
+      cp = 0x10000 + ((cp - 0xd800) << 10) + (parseInt(low[1] as string, 16) - 0xdc00);
+      i += 6;
+    }
+    out += `\\x{${cp.toString(16)}}`;
+  }
+  return out;
+}
+
+/**
+ * Compiles a pattern with RE2 semantics. Throws a RegexLimitError whose
+ * message says what is wrong (syntax, an unsupported construct, or a program
+ * over MAX_PROGRAM_SIZE).
+ */
+export function compileLinear(pattern: string): LinearRegExp {
+  let re: RE2JS;
+  try {
+    re = RE2JS.compile(translateEcmaEscapes(pattern));
+  } catch (err) {
+    throw new RegexLimitError(`regular expression /${pattern}/ is not valid: ${explain(pattern, err instanceof Error ? err.message : String(err))}`);
+  }
+  const programSize = re.programSize();
+  if (programSize > MAX_PROGRAM_SIZE) {
+    throw new RegexLimitError(
+      `regular expression /${pattern.length > 80 ? `${pattern.slice(0, 77)}...` : pattern}/ compiles to ${programSize} instructions, more than the ${MAX_PROGRAM_SIZE} allowed; use smaller repetition counts or split it`,
+    );
+  }
+  const key = `re2:/${pattern}/`;
+  return {
+    source: pattern,
+    programSize,
+    toString: () => key,
+    test(input: string): boolean {
+      // One unit per instruction per character: RE2's worst case, checked
+      // before running so an over-budget test costs nothing.
+      if (programSize * input.length > MAX_TEST_COST) {
+        throw new RegexLimitError(
+          `regular expression /${pattern.length > 80 ? `${pattern.slice(0, 77)}...` : pattern}/ (${programSize} instructions) on a string of ${input.length} characters exceeds the matching budget of ${MAX_TEST_COST} units; shorten the pattern or the value`,
+        );
+      }
+      if (current !== undefined && current.now() > current.at) {
+        throw new RegexLimitError('the evaluation time budget ran out before this regular expression ran');
+      }
+      return re.test(input);
+    },
+  };
+}
+
+/**
+ * ajv's `code.regExp` engine: ajv calls it with the pattern and "u" (the
+ * JSON Schema unicode flag). RE2 always matches code points, which is what
+ * "u" asks for, so the flag needs no translation.
+ */
+export function ajvRegExp(pattern: string, _flags: string): LinearRegExp {
+  return compileLinear(pattern);
+}
+// ajv embeds this name only in standalone (generated-source) output, which
+// Portal does not use; it must be a string for ajv's function cache.
+ajvRegExp.code = 'portalRe2';

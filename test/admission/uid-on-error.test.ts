@@ -1,0 +1,79 @@
+// Issue 9, item 5: a throw after the decision (between deciding and sending)
+// used to reach the error handler, which answered a bare Status without the
+// request's uid; the API server rejects such an answer. Failures are injected
+// through the server's real seams (the decider's return value, the metrics
+// sink), never by editing code.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Decide } from '../../src/admission/decision.ts';
+import { makePki, makeServer, podReview, type TestPki } from './helpers.ts';
+
+let pki: TestPki;
+before(async () => {
+  pki = await makePki();
+});
+
+interface Answer {
+  status: number;
+  body: { apiVersion?: string; kind?: string; response?: { uid: string; allowed: boolean; status?: { code: number; message: string } } };
+}
+
+describe('every answer carries the uid, even when something fails after the decision', () => {
+  const servers: ReturnType<typeof makeServer>[] = [];
+  after(async () => {
+    await Promise.all(servers.map((s) => s.app.close()));
+  });
+  async function post(s: ReturnType<typeof makeServer>, uid: string, apiVersion = 'admission.k8s.io/v1'): Promise<Answer> {
+    const res = await s.app.inject({ method: 'POST', url: '/validate', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(podReview({ uid, apiVersion })) });
+    return { status: res.statusCode, body: res.json() as Answer['body'] };
+  }
+  function assertDeniedWithUid(a: Answer, uid: string, apiVersion = 'admission.k8s.io/v1'): void {
+    assert.equal(a.status, 200, JSON.stringify(a.body));
+    assert.equal(a.body.kind, 'AdmissionReview');
+    assert.equal(a.body.apiVersion, apiVersion);
+    assert.equal(a.body.response?.uid, uid);
+    assert.equal(a.body.response?.allowed, false);
+    assert.equal(a.body.response?.status?.code, 500);
+  }
+
+  it('a decision whose warnings cannot be shaped (not strings)', async () => {
+    const bad = (() => ({ allowed: true, warnings: [42] })) as unknown as Decide;
+    const s = makeServer(pki, bad);
+    servers.push(s);
+    const a = await post(s, 'uid-warn');
+    assertDeniedWithUid(a, 'uid-warn');
+    assert.match(a.body.response?.status?.message ?? '', /internal error evaluating Pod default\/web/);
+  });
+
+  it('an asynchronous decision that cannot be shaped either, answered in v1beta1', async () => {
+    const bad = (() => Promise.resolve({ allowed: false, code: 403, message: 'no', warnings: [{}] })) as unknown as Decide;
+    const s = makeServer(pki, bad);
+    servers.push(s);
+    assertDeniedWithUid(await post(s, 'uid-async', 'admission.k8s.io/v1beta1'), 'uid-async', 'admission.k8s.io/v1beta1');
+  });
+
+  it('a metrics sink that throws while the answer is recorded', async () => {
+    const allow: Decide = () => ({ allowed: true, warnings: [] });
+    const s = makeServer(pki, allow, {
+      metrics: (m) => ({
+        ...m,
+        answered() {
+          throw new Error('metrics sink broken');
+        },
+      }),
+    });
+    servers.push(s);
+    const a = await post(s, 'uid-metrics');
+    assertDeniedWithUid(a, 'uid-metrics');
+    assert.match(a.body.response?.status?.message ?? '', /metrics sink broken/);
+  });
+
+  it('a denial message that cannot be encoded', async () => {
+    const bad = (() => ({ allowed: false, code: 403, message: 10n, warnings: [] })) as unknown as Decide;
+    const s = makeServer(pki, bad);
+    servers.push(s);
+    const a = await post(s, 'uid-encode');
+    assertDeniedWithUid(a, 'uid-encode');
+    assert.match(a.body.response?.status?.message ?? '', /internal error encoding the answer/);
+  });
+});
