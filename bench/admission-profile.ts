@@ -35,7 +35,7 @@ function selfTimesOf(file: string): { byFunction: Map<string, number>; busy: num
     const name = frame?.functionName || '(anonymous)';
     const dt = profile.timeDeltas[i] ?? 0;
     if (IDLE.has(name)) return;
-    const url = (frame?.url ?? '').replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench)\//, '$1/');
+    const url = (frame?.url ?? '').replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench)\//, '$1/').replace(/^file:\/\/.*?\/\.bench-dist-[^/]+\//, 'dist/');
     const key = url ? `${name} ${url}` : name;
     byFunction.set(key, (byFunction.get(key) ?? 0) + dt);
     busy += dt;

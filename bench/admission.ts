@@ -24,7 +24,7 @@
  *
  * Run: node --import tsx bench/admission.ts [--rounds 10] [--seconds 2]
  *        [--open-rounds 5] [--rate 1000] [--connections 32] [--cpu-prof DIR]
- *        [--no-cluster]
+ *        [--no-cluster] [--from-source]
  * Prints one JSON object on stdout.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -54,6 +54,8 @@ const CPU_PROF_DIR = flag('cpu-prof', '');
 // The replica as deployed (cluster mode inside `portal dev`) runs beside the
 // standalone one unless --no-cluster.
 const CLUSTER = !process.argv.includes('--no-cluster');
+// Portal through tsx from src/ instead of compiled (for profiles with TS names; slower).
+const FROM_SOURCE = process.argv.includes('--from-source');
 
 /** A realistic Pod that passes the baseline rules (so every rule is evaluated), ~3 KB as a review. */
 function podReview(): Buffer {
@@ -178,14 +180,14 @@ async function measure(t: Target, pid: number, run: (t: Target) => Promise<LoadR
  * its informers, audit and leader election run while it admits. Ready only
  * once the informers have synced (/readyz 200).
  */
-async function startCluster(dir: string, files: { certFile: string; keyFile: string }, profile: (side: string) => string[]): Promise<{ port: number; pid: number }> {
+async function startCluster(dir: string, portalMain: string, files: { certFile: string; keyFile: string }, profile: (side: string) => string[]): Promise<{ port: number; pid: number }> {
   const kubeconfig = join(dir, 'replica.kubeconfig');
   await startProcess([...profile('apiserver'), '--import', 'tsx', join(root, 'bench', 'cluster-child.ts'), kubeconfig], (l) => (l === 'ready' ? 0 : undefined));
   let probes = '';
   const replica = await startProcess(
     [
       ...profile('cluster'),
-      join(root, 'bin', 'portal.js'), 'serve', '--kubeconfig', kubeconfig, '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
+      portalMain, 'serve', '--kubeconfig', kubeconfig, '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
       '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info',
       '--install-namespace', 'portal-system', '--pod-name', 'portal-0',
     ],
@@ -209,6 +211,24 @@ async function startCluster(dir: string, files: { certFile: string; keyFile: str
   return { port: replica.port, pid: replica.child.pid! };
 }
 
+/**
+ * Compiles Portal with the project's build (tsc -p tsconfig.build.json) into
+ * a directory inside the checkout (so node_modules resolves) that the caller
+ * removes; returns the CLI entry point.
+ */
+async function buildPortal(dir: string): Promise<string> {
+  const out = join(root, `.bench-dist-${dir.slice(-6)}`);
+  builtDirs.push(out);
+  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', out], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`tsc exited ${code}`))));
+  });
+  return join(out, 'cli', 'main.js');
+}
+const builtDirs: string[] = [];
+
 type Name = 'ceiling' | 'portal' | 'cluster';
 
 async function main(): Promise<void> {
@@ -223,13 +243,20 @@ async function main(): Promise<void> {
     // DIR/cluster), so a profile of the gap can subtract what the ceiling
     // pays as well.
     const profile = (side: string): string[] => (CPU_PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', join(CPU_PROF_DIR, side)] : []);
-    const ceiling = await startProcess([...profile('ceiling'), '--import', 'tsx', join(root, 'bench', 'ceiling-server.ts'), files.certFile, files.keyFile], (l) =>
+    // Both sides run as deployed: the ceiling as plain Node (it only has
+    // type annotations, which Node 24 strips), Portal compiled by tsc like
+    // the container image (Dockerfile: npm run build, node dist/...). Through
+    // tsx, esbuild's keepNames wraps every function created at run time in a
+    // defineProperty call, which costs Portal microseconds per request that
+    // production never pays.
+    const portalMain = FROM_SOURCE ? join(root, 'bin', 'portal.js') : await buildPortal(dir);
+    const ceiling = await startProcess([...profile('ceiling'), '--disable-warning=ExperimentalWarning', join(root, 'bench', 'ceiling-server.ts'), files.certFile, files.keyFile], (l) =>
       l.startsWith('listening ') ? Number(l.slice(10)) : undefined,
     );
     const portal = await startProcess(
       [
         ...profile('portal'),
-        join(root, 'bin', 'portal.js'), 'serve', '--policies', join(root, 'policies'), '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
+        portalMain, 'serve', '--policies', join(root, 'policies'), '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
         '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info',
       ],
       (l) => {
@@ -251,7 +278,7 @@ async function main(): Promise<void> {
     };
     let clusterPid = 0;
     if (CLUSTER) {
-      const cluster = await startCluster(dir, files, profile);
+      const cluster = await startCluster(dir, portalMain, files, profile);
       clusterPid = cluster.pid;
       servers.cluster = { target: { port: cluster.port, ca, body, check }, pid: cluster.pid };
     }
@@ -305,7 +332,7 @@ async function main(): Promise<void> {
       machine: { cpus: cpus().length, node: process.version, loadavg1m: load.map((l) => round3(l[0] ?? NaN)) },
       setup: {
         reviewBytes: body.length, connections: CONNECTIONS, rounds: ROUNDS, openRounds: OPEN_ROUNDS, secondsPerRun: SECONDS, openLoopRate: RATE,
-        sides: names, ...(CLUSTER ? { clusterReplicaPid: clusterPid } : {}),
+        sides: names, portal: FROM_SOURCE ? 'src through tsx' : 'compiled with tsc (as in the image)', ...(CLUSTER ? { clusterReplicaPid: clusterPid } : {}),
       },
       median: { ...median_, maxGeneratorCores: Math.max(...all.map((r) => r.generatorCores)) },
       goals: {
@@ -329,6 +356,7 @@ async function main(): Promise<void> {
       ),
     );
     await rm(dir, { recursive: true, force: true });
+    await Promise.all(builtDirs.map((d) => rm(d, { recursive: true, force: true })));
   }
 }
 
