@@ -5,6 +5,7 @@
  * Fail closed (DESIGN §3): a request is allowed only when the engine decided
  * so; not ready, an exception, or a rejection all answer `allowed: false`.
  */
+import type { IncomingMessage } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import { fastify, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
@@ -28,11 +29,53 @@ import { TLS_MIN_VERSION, type TlsMaterial } from './tls-reload.ts';
 export const ADMISSION_BODY_LIMIT = 8 * 1024 * 1024;
 
 /**
- * The apiserver's webhook timeout is at most 30 s, so a request still being
- * received after that is of no use to anyone; closing it stops slow clients
- * from wedging sockets.
+ * Bounds on every connection, each derived from the API server's side of
+ * the call: a webhook's timeoutSeconds is at most 30, and client-go's
+ * transport (which the API server's webhook client uses) abandons a TLS
+ * handshake after 10 s (TLSHandshakeTimeout). Time the API server no longer
+ * waits for is time an attacker could hold a socket for free.
  */
-const REQUEST_TIMEOUT_MS = 30_000;
+export interface ConnectionLimits {
+  /** A TLS handshake unfinished after this is dropped (Node's default: 120 s). @default 10 s, client-go's TLSHandshakeTimeout */
+  handshakeMs: number;
+  /** Request headers must be complete this long after the connection (or the previous request). The API server writes them at once. @default 10 s */
+  headersMs: number;
+  /** Headers and body must be complete within this (answered 408, closed). @default 30 s, the longest webhook timeout */
+  requestMs: number;
+  /**
+   * How often Node checks the two timeouts above. Its default (30 s) let a
+   * 30 s request timeout hold a 1 byte/s body for 66 s; 1 s keeps each
+   * bound within a second. @default 1 s
+   */
+  checkIntervalMs: number;
+  /**
+   * Open connections per replica; more are closed at once. Each API server
+   * has at most 200 mutating requests in flight (its default
+   * --max-mutating-requests-inflight), each waiting on at most one
+   * connection to this webhook, plus 25 idle keep-alive ones (client-go's
+   * idle pool per host): 512 covers two API servers sending everything to
+   * one replica (2 × 225), while bounding sockets and buffered bodies.
+   * @default 512
+   */
+  maxConnections: number;
+  /**
+   * After a body goes over the limit, up to this many more bytes are read
+   * and discarded so that the client, still sending, gets the 413 instead
+   * of a reset (closing a socket with unread data makes TCP send RST, and
+   * the client may lose the answer). No API server sends such a body, so
+   * this only bounds the courtesy. @default 4 × ADMISSION_BODY_LIMIT
+   */
+  drainBytes: number;
+}
+
+export const CONNECTION_LIMITS: Readonly<ConnectionLimits> = Object.freeze({
+  handshakeMs: 10_000,
+  headersMs: 10_000,
+  requestMs: 30_000,
+  checkIntervalMs: 1_000,
+  maxConnections: 512,
+  drainBytes: 4 * ADMISSION_BODY_LIMIT,
+});
 
 /** The apiserver shows warnings to users; Portal keeps each under 120 characters (DESIGN §2). */
 const MAX_WARNING_LENGTH = 119;
@@ -49,6 +92,8 @@ export interface AdmissionServerOptions {
   logger: Logger;
   /** @default ADMISSION_BODY_LIMIT */
   bodyLimit?: number;
+  /** @default CONNECTION_LIMITS */
+  limits?: Partial<ConnectionLimits>;
 }
 
 export type AdmissionServer = FastifyInstance<HttpsServer>;
@@ -65,22 +110,37 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   const exempt = new Set(opts.exemptNamespaces);
   const { metrics, gate, logger: log } = opts;
 
+  const limits: ConnectionLimits = { ...CONNECTION_LIMITS, ...opts.limits };
+  const bodyLimit = opts.bodyLimit ?? ADMISSION_BODY_LIMIT;
   const app = fastify({
-    https: { cert: opts.tls.cert, key: opts.tls.key, minVersion: TLS_MIN_VERSION },
+    https: {
+      cert: opts.tls.cert,
+      key: opts.tls.key,
+      minVersion: TLS_MIN_VERSION,
+      handshakeTimeout: limits.handshakeMs,
+      // http.Server options, which https.createServer passes through.
+      headersTimeout: limits.headersMs,
+      requestTimeout: limits.requestMs,
+      connectionsCheckingInterval: limits.checkIntervalMs,
+    },
     // POST /validate as kube-apiserver sends it skips fastify's per-request
     // machinery (src/admission/fast-path.ts); everything else is fastify's.
+    // The server (and so every limit above and maxConnections below) is the
+    // same for both paths; bodies over the limit always go to fastify's 413.
     serverFactory: fastPathServerFactory({
       path: '/validate',
-      bodyLimit: opts.bodyLimit ?? ADMISSION_BODY_LIMIT,
+      bodyLimit,
       answer: (body) => answer(body),
       onError: (err, body) => internalError(err, body),
     }),
-    bodyLimit: opts.bodyLimit ?? ADMISSION_BODY_LIMIT,
-    requestTimeout: REQUEST_TIMEOUT_MS,
+    bodyLimit,
+    requestTimeout: limits.requestMs,
     logger: false,
     // Idle keep-alive connections are closed on shutdown; in-flight requests finish.
     forceCloseConnections: 'idle',
   }) as unknown as AdmissionServer;
+
+  app.server.maxConnections = limits.maxConnections;
 
   // We parse JSON ourselves so a malformed body still gets our clear 400
   // (and any other media type fastify's 415).
@@ -89,6 +149,16 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const code = err.statusCode ?? 500;
+    if (code === 413) {
+      metrics.requests.inc({ operation: '', kind: '', decision: 'invalid' });
+      metrics.errors.inc({ reason: 'invalid_input' });
+      const tooLarge = (): FastifyReply =>
+        reply
+          .code(413)
+          .header('connection', 'close')
+          .send(statusBody(413, `request body is larger than the limit of ${bodyLimit} bytes; an AdmissionReview from the API server is at most ${bodyLimit} bytes`));
+      return drain(req.raw, limits.drainBytes).then(tooLarge);
+    }
     const identity = code >= 500 ? reviewIdentity(req.body) : undefined;
     if (identity) {
       // An error after the review was read (the route guards every step it
@@ -103,8 +173,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
       return reply.code(200).header('content-type', 'application/json').send(internalErrorReview(identity.apiVersion, identity.uid, 'internal error'));
     }
     let message: string;
-    if (code === 413) message = `request body is larger than the limit of ${opts.bodyLimit ?? ADMISSION_BODY_LIMIT} bytes`;
-    else if (code === 415) message = 'unsupported content type; send an AdmissionReview as application/json';
+    if (code === 415) message = 'unsupported content type; send an AdmissionReview as application/json';
     else if (code < 500) message = err.message;
     else {
       log.error({ [LogKey.error]: err }, 'unexpected error in the admission server');
@@ -339,6 +408,34 @@ function wire(out: Outcome, log: Logger): WireAnswer {
     }
     return { status: 200, payload: internalErrorReview(out.apiVersion, out.response.uid, 'internal error encoding the answer') };
   }
+}
+
+/**
+ * Reads and discards what is left of a request body, up to `max` bytes:
+ * resolves when the body has ended, was cut off, or went over `max`. The
+ * request timeout still bounds how long this can take.
+ */
+function drain(req: IncomingMessage, max: number): Promise<void> {
+  if (req.complete || req.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    const done = (): void => {
+      req.off('data', onData);
+      req.off('end', done);
+      req.off('close', done);
+      req.off('error', done);
+      resolve();
+    };
+    const onData = (chunk: Buffer): void => {
+      seen += chunk.length;
+      if (seen > max) done();
+    };
+    req.on('data', onData);
+    req.once('end', done);
+    req.once('close', done);
+    req.once('error', done);
+    req.resume();
+  });
 }
 
 /** A denial built only from strings known to encode: the last resort that still carries the uid. */

@@ -156,6 +156,7 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
       webhook = buildAdmissionServer({
         tls,
         decide: engineDecider(source.ruleSet, { evaluationTimeoutMs: config.evaluationTimeout }),
+        limits: { maxConnections: config.webhookMaxConnections },
         gate,
         exemptNamespaces: config.exemptNamespaces,
         namespaceLabels: source.namespaceLabels,

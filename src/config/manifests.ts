@@ -260,22 +260,24 @@ async function readText(file: string, result: ManifestReadResult, limits: Readon
 
 export async function readManifests(paths: readonly string[], limits: Readonly<ReadLimits> = MANIFEST_LIMITS): Promise<ManifestReadResult> {
   const result: ManifestReadResult = { documents: [], errors: [] };
-  const all: string[] = [];
+  // Listing first, nothing read yet; problems keep the order of `paths`.
+  const listed: ({ files: string[] } | { error: ManifestError })[] = [];
   for (const path of paths) {
     try {
       const info = await stat(path);
-      if (info.isDirectory()) {
+      if (!info.isDirectory()) listed.push({ files: [path] });
+      else {
         const files: string[] = [];
         await listFiles(path, files);
-        if (files.length === 0) result.errors.push({ source: path, message: 'directory holds no .yaml, .yml or .json files' });
-        all.push(...files);
-      } else all.push(path);
+        listed.push(files.length > 0 ? { files } : { error: { source: path, message: 'directory holds no .yaml, .yml or .json files' } });
+      }
     } catch (e) {
-      result.errors.push({ source: path, message: `cannot read: ${reason(e)}` });
+      listed.push({ error: { source: path, message: `cannot read: ${reason(e)}` } });
     }
   }
   if (Number.isFinite(limits.maxTotalBytes)) {
-    // Sizes first, nothing parsed yet: an oversized set costs a few stat calls.
+    // Sizes before any parsing: an oversized set costs a few stat calls.
+    const all = listed.flatMap((l) => ('files' in l ? l.files : []));
     let total = 0;
     for (const file of all) total += await stat(file).then((i) => i.size, () => 0);
     if (total > limits.maxTotalBytes) {
@@ -286,11 +288,17 @@ export async function readManifests(paths: readonly string[], limits: Readonly<R
       return result;
     }
   }
-  for (const file of all) {
-    const text = await readText(file, result, limits);
-    if (text === undefined) continue;
-    if (extname(file).toLowerCase() === '.json') parseJson(text, file, result);
-    else parseYaml(text, file, result);
+  for (const l of listed) {
+    if ('error' in l) {
+      result.errors.push(l.error);
+      continue;
+    }
+    for (const file of l.files) {
+      const text = await readText(file, result, limits);
+      if (text === undefined) continue;
+      if (extname(file).toLowerCase() === '.json') parseJson(text, file, result);
+      else parseYaml(text, file, result);
+    }
   }
   return result;
 }

@@ -63,6 +63,8 @@ export interface ServeConfig {
   shutdownGracePeriod: number;
   /** Time budget of one admission evaluation; past it the remaining matched rules give `error` (a denial). @default 2s */
   evaluationTimeout: number;
+  /** Open webhook connections per replica; more are closed at once. @default 512 */
+  webhookMaxConnections: number;
 }
 
 export type OptionType = 'int' | 'number' | 'string' | 'bool' | 'duration' | 'list' | 'enum';
@@ -120,6 +122,10 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   // transfer both ways, so the API server gets Portal's denial (naming the
   // rule) instead of a timeout. The chart passes 40% of its own value.
   evaluationTimeout: 2_000,
+  // Two API servers' worth: each has at most 200 mutating requests in flight
+  // (--max-mutating-requests-inflight), each holding one connection to the
+  // webhook, plus client-go's 25 idle keep-alive connections (2 × 225 < 512).
+  webhookMaxConnections: 512,
 });
 
 const PORT = { min: 0, max: 65535 } as const;
@@ -151,6 +157,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'kubeApiQps', flag: 'kube-api-qps', type: 'number', min: 0.001, max: 100_000, arg: 'QPS', help: 'sustained Kubernetes API write rate' },
   { key: 'kubeApiBurst', flag: 'kube-api-burst', type: 'int', min: 1, max: 100_000, arg: 'N', help: 'burst of Kubernetes API writes' },
   { key: 'shutdownGracePeriod', flag: 'shutdown-grace-period', type: 'duration', arg: 'DUR', help: 'bound on graceful shutdown' },
+  { key: 'webhookMaxConnections', flag: 'webhook-max-connections', type: 'int', min: 1, max: 65_535, arg: 'N', help: 'open webhook connections per replica (more are closed at once)' },
   { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'time budget of one admission evaluation (past it: denied)' },
 ];
 

@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import { generateCA, generateServingCert, type PemPair } from '../../src/admission/certs.ts';
 import { nameOnlyNamespaceLabels, type Decide } from '../../src/admission/decision.ts';
 import { ReadinessGate } from '../../src/admission/readiness.ts';
-import { buildAdmissionServer, type AdmissionServer } from '../../src/admission/server.ts';
+import { buildAdmissionServer, type AdmissionServer, type ConnectionLimits } from '../../src/admission/server.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { createAdmissionMetrics, type AdmissionMetrics } from '../../src/observability/metrics.ts';
 
@@ -27,7 +27,7 @@ export interface TestServer {
 export function makeServer(
   pki: TestPki,
   decide: Decide,
-  extra: { bodyLimit?: number; metrics?: (m: AdmissionMetrics) => AdmissionMetrics; maxConnections?: number } = {},
+  extra: { bodyLimit?: number; metrics?: (m: AdmissionMetrics) => AdmissionMetrics; limits?: Partial<ConnectionLimits> } = {},
 ): TestServer {
   const registry = new Registry();
   const gate = new ReadinessGate();
@@ -44,7 +44,7 @@ export function makeServer(
     metrics: (extra.metrics ?? ((m) => m))(createAdmissionMetrics(registry)),
     logger: silentLogger(),
     ...(extra.bodyLimit !== undefined ? { bodyLimit: extra.bodyLimit } : {}),
-    ...(extra.maxConnections !== undefined ? { maxConnections: extra.maxConnections } : {}),
+    ...(extra.limits !== undefined ? { limits: extra.limits } : {}),
   });
   return t;
 }

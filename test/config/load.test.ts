@@ -61,6 +61,25 @@ describe('loadServeConfig', () => {
     });
   });
 
+  it('--evaluation-timeout and --webhook-max-connections: derived defaults, bounds checked (issue 9)', () => {
+    const ok = load(['--policies', '.', '--self-signed']);
+    assert.ok(ok.ok);
+    assert.equal(ok.config.evaluationTimeout, 2_000);
+    assert.equal(ok.config.webhookMaxConnections, 512);
+    const set = load(['--policies', '.', '--self-signed', '--evaluation-timeout', '12s', '--webhook-max-connections', '64']);
+    assert.ok(set.ok);
+    assert.equal(set.config.evaluationTimeout, 12_000);
+    assert.equal(set.config.webhookMaxConnections, 64);
+    for (const bad of ['0s', '31s']) {
+      const r = load(['--policies', '.', '--self-signed', '--evaluation-timeout', bad]);
+      assert.ok(!r.ok);
+      assert.match(r.problems.join('\n'), /--evaluation-timeout \(.*\) must be greater than 0 and at most 30s \(the API server's longest webhook timeout\)/);
+    }
+    const r = load(['--policies', '.', '--self-signed', '--webhook-max-connections', '0']);
+    assert.ok(!r.ok);
+    assert.match(r.problems.join('\n'), /--webhook-max-connections: 0 is out of range; use a value from 1 to 65535/);
+  });
+
   it('reads a YAML file with camelCase keys, flags win over it', () => {
     writeFileSync(
       join(dir, 'portal.yaml'),
