@@ -20,7 +20,7 @@ import { selectorMatches } from './label-selector.ts';
 import { candidatesFor, type Candidate } from './candidates.ts';
 import { decide, type AdmissionDecision } from './decision.ts';
 import { templatePod } from './pod-templates.ts';
-import { RegexLimitError, withDeadline } from './re2.ts';
+import { enterDeadline, leaveDeadline, RegexLimitError } from './re2.ts';
 import type { RuleEntry, RuleSet } from './rule-set.ts';
 import type { EvaluationInput, KubeObject, RuleVerdict, SchemaViolation, Verdict } from './types.ts';
 
@@ -134,14 +134,19 @@ function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean, budget:
   if (target === null || typeof target !== 'object') {
     return errorVerdict(entry, `the ${input.operation} request carries no object to validate`);
   }
-  const validate = entry.validate;
-  const run = (): ReturnType<typeof validate> =>
-    templatePath ? validate(templatePod(target, templatePath), c.templatePrefix) : validate(target);
-  let violations: ReturnType<typeof validate>;
+  let violations: ReturnType<typeof entry.validate>;
   try {
-    if (budget === undefined) violations = run();
-    else if (budget.now() > budget.deadline) return errorVerdict(entry, `the evaluation time budget (${budget.ms} ms) ran out before this rule ran`);
-    else violations = withDeadline(budget.deadline, budget.now, run);
+    if (budget === undefined) {
+      violations = templatePath ? entry.validate(templatePod(target, templatePath), c.templatePrefix) : entry.validate(target);
+    } else {
+      if (budget.now() > budget.deadline) return errorVerdict(entry, `the evaluation time budget (${budget.ms} ms) ran out before this rule ran`);
+      const outer = enterDeadline(budget);
+      try {
+        violations = templatePath ? entry.validate(templatePod(target, templatePath), c.templatePrefix) : entry.validate(target);
+      } finally {
+        leaveDeadline(outer);
+      }
+    }
   } catch (err) {
     if (err instanceof RegexLimitError) return errorVerdict(entry, err.message);
     // A schema can still blow up on a hostile object (e.g. a recursive $ref

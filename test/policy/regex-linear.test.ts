@@ -78,8 +78,9 @@ void describe('the evaluation budget (cooperative deadline)', () => {
   void it('rules left when the budget runs out give error verdicts, naming the rule, and the request is denied', () => {
     const rules = new RuleSet();
     for (const name of ['a-first', 'b-second', 'c-third']) rules.upsert(annotationRule(name, '^[a-z]+$'));
-    // Each clock read advances 10 ms: the first rule starts in budget, later ones after it.
-    const budget: EvaluationBudget = { deadline: 25, now: steppingClock(10), ms: 25 };
+    // Each clock read (one per rule here: the values are too short to read it per regex) advances 10 ms:
+    // the first rule starts in budget, later ones after it.
+    const budget: EvaluationBudget = { deadline: 15, now: steppingClock(10), ms: 15 };
     const verdicts = evaluate(rules, withNote('fine'), budget);
     assert.deepEqual(
       verdicts.map((v) => [v.rule, v.result]),
@@ -89,8 +90,8 @@ void describe('the evaluation budget (cooperative deadline)', () => {
         ['c-third', 'error'],
       ],
     );
-    assert.match(verdicts[1]?.message ?? '', /^rule b-second could not be evaluated: the evaluation time budget \(25 ms\) ran out before this rule ran/);
-    const d = decideAdmission(rules, withNote('fine'), { deadline: 25, now: steppingClock(10), ms: 25 });
+    assert.match(verdicts[1]?.message ?? '', /^rule b-second could not be evaluated: the evaluation time budget \(15 ms\) ran out before this rule ran/);
+    const d = decideAdmission(rules, withNote('fine'), { deadline: 15, now: steppingClock(10), ms: 15 });
     assert.equal(d.allowed, false);
     assert.match((d as { message: string }).message, /denied by 2 rules: rule b-second could not be evaluated.*rule c-third could not be evaluated/);
   });
@@ -105,7 +106,9 @@ void describe('the evaluation budget (cooperative deadline)', () => {
       }),
     );
     // Read 1 (rule start) is in budget; read 2 (first regex) in budget; read 3 (second regex) is past it.
-    const verdicts = evaluate(rules, input(pod()), { deadline: 25, now: steppingClock(10), ms: 25 });
+    // Values long enough that each test reads the clock (≥ 2^16 units of regex work).
+    const long = 'a'.repeat(20_000);
+    const verdicts = evaluate(rules, input(pod({ name: long, namespace: long })), { deadline: 25, now: steppingClock(10), ms: 25 });
     assert.equal(verdicts[0]?.result, 'error');
     assert.match(verdicts[0]?.message ?? '', /the evaluation time budget ran out before this regular expression ran/);
   });

@@ -1,0 +1,65 @@
+// The RE2 wrapper (src/policy/re2.ts): literal patterns take a string-method
+// fast path that must answer exactly as RE2 does; the limits hold.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { RE2JS } from 're2js';
+import { compileLinear, MAX_PROGRAM_SIZE, MAX_TEST_COST, RegexLimitError, withDeadline } from '../../src/policy/index.ts';
+
+describe('compileLinear', () => {
+  it('literal patterns (anchored or not, with escaped punctuation) answer exactly like RE2', () => {
+    const piece = fc.oneof(
+      fc.constantFrom('a', 'b', '/', ':', '-', 'é', '😀', '_'),
+      fc.constantFrom('\\.', '\\$', '\\^', '\\\\', '\\/', '\\-', '\\*', '\\(', '\\[', '\\{', '\\|'),
+    );
+    const pattern = fc.tuple(fc.boolean(), fc.array(piece, { maxLength: 6 }), fc.boolean()).map(([s, body, e]) => `${s ? '^' : ''}${body.join('')}${e ? '$' : ''}`);
+    const input = fc.array(fc.constantFrom('a', 'b', '/', ':', '-', 'é', '😀', '.', '$', '^', '\\', '*', '(', '[', '{', '|', '_'), { maxLength: 10 }).map((a) => a.join(''));
+    fc.assert(
+      fc.property(pattern, input, (p, s) => {
+        assert.equal(compileLinear(p).test(s), RE2JS.compile(p).test(s), `/${p}/ on ${JSON.stringify(s)}`);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('keys ajv caches by are distinct per pattern', () => {
+    assert.notEqual(compileLinear('^a$').toString(), compileLinear('^b$').toString());
+  });
+
+  it('program size and per-test cost limits are enforced before running', () => {
+    assert.throws(() => compileLinear('[a-z]{1000}[a-z]{1000}[a-z]{1000}'), (e: unknown) => e instanceof RegexLimitError && /more than the 2000 allowed/.test(e.message));
+    const re = compileLinear('[a-z]{100}x');
+    assert.ok(re.programSize <= MAX_PROGRAM_SIZE);
+    const over = Math.ceil(MAX_TEST_COST / re.programSize) + 1;
+    assert.throws(() => re.test('a'.repeat(over)), /exceeds the matching budget/);
+    assert.equal(re.test('a'.repeat(1000)), false);
+  });
+
+  it('inside withDeadline, a test after the deadline throws; outside, nothing changes', () => {
+    const re = compileLinear('^a+$');
+    // Large enough (programSize × length ≥ 2^16 units) that the clock is read before it runs.
+    const long = 'a'.repeat(Math.ceil(2 ** 16 / re.programSize));
+    let t = 0;
+    const now = (): number => t;
+    withDeadline(10, now, () => {
+      assert.equal(re.test(long), true);
+      t = 11;
+      assert.throws(() => re.test(long), /time budget ran out/);
+    });
+    assert.equal(re.test(long), true);
+  });
+
+  it('tiny tests read the clock only once their work adds up to 2^16 units', () => {
+    const re = compileLinear('^a+$');
+    let reads = 0;
+    const now = (): number => {
+      reads++;
+      return 0;
+    };
+    withDeadline(10, now, () => {
+      for (let i = 0; i < 1000; i++) re.test('aaaa');
+    });
+    const perTest = re.programSize * 4;
+    assert.equal(reads, Math.floor((1000 * perTest) / 2 ** 16));
+  });
+});
