@@ -68,6 +68,22 @@ describe('every answer carries the uid, even when something fails after the deci
     assert.match(a.body.response?.status?.message ?? '', /metrics sink broken/);
   });
 
+  it('a throw that escapes the route (the in-flight gauge) reaches the error handler, which still echoes the uid', async () => {
+    const allow: Decide = () => ({ allowed: true, warnings: [] });
+    const s = makeServer(pki, allow, {
+      metrics: (m) => ({
+        ...m,
+        inFlight: Object.assign(Object.create(m.inFlight) as typeof m.inFlight, {
+          inc() {
+            throw new Error('gauge broken');
+          },
+        }),
+      }),
+    });
+    servers.push(s);
+    assertDeniedWithUid(await post(s, 'uid-route', 'admission.k8s.io/v1beta1'), 'uid-route', 'admission.k8s.io/v1beta1');
+  });
+
   it('a denial message that cannot be encoded', async () => {
     const bad = (() => ({ allowed: false, code: 403, message: 10n, warnings: [] })) as unknown as Decide;
     const s = makeServer(pki, bad);
