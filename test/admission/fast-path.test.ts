@@ -35,7 +35,7 @@ function call(port: number, opts: { method?: string; path?: string; headers?: Re
   });
 }
 
-async function listening(decide: Decide, extra: { bodyLimit?: number } = {}): Promise<{ s: TestServer; port: number; fastifyRequests: () => number }> {
+async function listening(decide: Decide, extra: Parameters<typeof makeServer>[2] = {}): Promise<{ s: TestServer; port: number; fastifyRequests: () => number }> {
   const s = makeServer(pki, decide, extra);
   let n = 0;
   // Counts requests that went through fastify over the network (inject's
@@ -110,6 +110,35 @@ describe('admission fast path', () => {
     const notReady = JSON.parse((await call(port, { body: JSON.stringify(podReview({ uid: 'n1' })) })).body);
     assert.equal(notReady.response.allowed, false);
     assert.match(notReady.response.status.message, /not ready/);
+  });
+
+  it('a throw escaping the answer function is a denial with the uid, as fastify\'s error handler gives', async () => {
+    const { s, port, fastifyRequests } = await listening(allowAll, {
+      metrics: (m) => ({
+        ...m,
+        inFlight: Object.assign(Object.create(m.inFlight) as typeof m.inFlight, {
+          inc() {
+            throw new Error('gauge broken');
+          },
+        }),
+      }),
+    });
+    servers.push(s);
+    const body = JSON.stringify(podReview({ uid: 'u-escape', apiVersion: 'admission.k8s.io/v1beta1' }));
+    const fast = await call(port, { body });
+    const slow = await viaFastify(s, body);
+    assert.equal(fast.status, 200);
+    assert.equal(fast.status, slow.status);
+    assert.deepEqual(JSON.parse(fast.body), JSON.parse(slow.body));
+    const review = JSON.parse(fast.body) as { apiVersion: string; response: { uid: string; allowed: boolean; status: { code: number } } };
+    assert.equal(review.apiVersion, 'admission.k8s.io/v1beta1');
+    assert.equal(review.response.uid, 'u-escape');
+    assert.equal(review.response.allowed, false);
+    assert.equal(review.response.status.code, 500);
+    // Without a review to echo, a plain 500 Status.
+    const garbage = await call(port, { body: 'not json at all' });
+    assert.equal(garbage.status, (await viaFastify(s, 'not json at all')).status);
+    assert.equal(fastifyRequests(), 0);
   });
 
   it('every other request is fastify\'s: 404, 405, 413, 415, chunked bodies', async () => {
