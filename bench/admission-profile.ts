@@ -1,6 +1,7 @@
 /**
  * Reads the CPU profiles written by `bench/admission.ts --cpu-prof DIR` and
- * prints self time by function for the ceiling and for portal side by side,
+ * prints self time by function for the ceiling, portal and the cluster-mode
+ * replica (when profiled) side by side,
  * as a share of each process's busy (non-idle) time, largest first. What
  * portal spends that the ceiling does not is the gap to work on.
  *
@@ -23,11 +24,9 @@ const topAt = process.argv.indexOf('--top');
 const TOP = topAt > 0 ? Number(process.argv[topAt + 1]) : 40;
 const IDLE = new Set(['(idle)', '(program)']);
 
-/** Self time (µs) per "function file" of the main-thread profile in DIR/side. */
-function selfTimes(side: string): { byFunction: Map<string, number>; busy: number } {
-  const files = readdirSync(join(dir as string, side)).filter((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f));
-  if (files.length !== 1) throw new Error(`expected one main-thread profile in ${side}, found ${files.length}`);
-  const profile = JSON.parse(readFileSync(join(dir as string, side, files[0] as string), 'utf8')) as CpuProfile;
+/** Self time (µs) per "function file" of one main-thread profile. */
+function selfTimesOf(file: string): { byFunction: Map<string, number>; busy: number } {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const frames = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const byFunction = new Map<string, number>();
   let busy = 0;
@@ -36,7 +35,7 @@ function selfTimes(side: string): { byFunction: Map<string, number>; busy: numbe
     const name = frame?.functionName || '(anonymous)';
     const dt = profile.timeDeltas[i] ?? 0;
     if (IDLE.has(name)) return;
-    const url = (frame?.url ?? '').replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench)\//, '$1/');
+    const url = (frame?.url ?? '').replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench)\//, '$1/').replace(/^file:\/\/.*?\/\.bench-dist-[^/]+\//, 'dist/');
     const key = url ? `${name} ${url}` : name;
     byFunction.set(key, (byFunction.get(key) ?? 0) + dt);
     busy += dt;
@@ -44,14 +43,32 @@ function selfTimes(side: string): { byFunction: Map<string, number>; busy: numbe
   return { byFunction, busy };
 }
 
-const ceiling = selfTimes('ceiling');
-const portal = selfTimes('portal');
+/**
+ * The main-thread profile in DIR/side. The cluster side's directory also
+ * holds `portal dev`'s own profile (NODE_OPTIONS reaches both processes):
+ * the replica under load is the busiest one.
+ */
+function selfTimes(side: string): { byFunction: Map<string, number>; busy: number } | undefined {
+  let files: string[];
+  try {
+    files = readdirSync(join(dir as string, side)).filter((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f));
+  } catch {
+    return undefined;
+  }
+  if (files.length === 0) throw new Error(`no main-thread profile in ${side}`);
+  return files.map((f) => selfTimesOf(join(dir as string, side, f))).sort((a, b) => b.busy - a.busy)[0];
+}
+
+const sides = ['ceiling', 'portal', 'cluster'].flatMap((side) => {
+  const t = selfTimes(side);
+  return t ? [{ side, ...t }] : [];
+});
 const pct = (t: number | undefined, busy: number): string => `${((100 * (t ?? 0)) / busy).toFixed(1)}%`.padStart(7);
-const keys = [...new Set([...ceiling.byFunction.keys(), ...portal.byFunction.keys()])];
-const share = (k: string): number => Math.max((ceiling.byFunction.get(k) ?? 0) / ceiling.busy, (portal.byFunction.get(k) ?? 0) / portal.busy);
+const keys = [...new Set(sides.flatMap((s) => [...s.byFunction.keys()]))];
+const share = (k: string): number => Math.max(...sides.map((s) => (s.byFunction.get(k) ?? 0) / s.busy));
 keys.sort((a, b) => share(b) - share(a));
-process.stdout.write(`busy ms: ceiling ${(ceiling.busy / 1000).toFixed(0)}, portal ${(portal.busy / 1000).toFixed(0)} (start-up included)\n`);
-process.stdout.write(`${'ceiling'.padStart(7)} ${'portal'.padStart(7)}  function\n`);
+process.stdout.write(`busy ms: ${sides.map((s) => `${s.side} ${(s.busy / 1000).toFixed(0)}`).join(', ')} (start-up included)\n`);
+process.stdout.write(`${sides.map((s) => s.side.padStart(7)).join(' ')}  function\n`);
 for (const k of keys.slice(0, TOP)) {
-  process.stdout.write(`${pct(ceiling.byFunction.get(k), ceiling.busy)} ${pct(portal.byFunction.get(k), portal.busy)}  ${k}\n`);
+  process.stdout.write(`${sides.map((s) => pct(s.byFunction.get(k), s.busy)).join(' ')}  ${k}\n`);
 }

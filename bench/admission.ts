@@ -16,8 +16,15 @@
  * generator's own CPU use, so a saturated generator is visible instead of
  * silently capping both sides.
  *
+ * Three sides in every round (issue 9 item 7): the ceiling, `portal serve
+ * --policies` (files mode) and a replica in cluster mode as deployed
+ * (`portal serve --kubeconfig` against the embedded API server with the
+ * shipped rules: informers, audit and leader election running), each with
+ * its ratio to the ceiling of the same round.
+ *
  * Run: node --import tsx bench/admission.ts [--rounds 10] [--seconds 2]
  *        [--open-rounds 5] [--rate 1000] [--connections 32] [--cpu-prof DIR]
+ *        [--no-cluster] [--from-source]
  * Prints one JSON object on stdout.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -44,6 +51,11 @@ const SECONDS = Number(flag('seconds', '2'));
 const CONNECTIONS = Number(flag('connections', '32'));
 const RATE = Number(flag('rate', '1000'));
 const CPU_PROF_DIR = flag('cpu-prof', '');
+// The replica as deployed (cluster mode inside `portal dev`) runs beside the
+// standalone one unless --no-cluster.
+const CLUSTER = !process.argv.includes('--no-cluster');
+// Portal through tsx from src/ instead of compiled (for profiles with TS names; slower).
+const FROM_SOURCE = process.argv.includes('--from-source');
 
 /** A realistic Pod that passes the baseline rules (so every rule is evaluated), ~3 KB as a review. */
 function podReview(): Buffer {
@@ -107,8 +119,8 @@ function podReview(): Buffer {
 
 const children: ChildProcess[] = [];
 
-function startProcess(args: string[], ready: (line: string) => number | undefined): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+function startProcess(args: string[], ready: (line: string) => number | undefined, env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   children.push(child);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`did not start: ${args.join(' ')}`)), 30_000);
@@ -162,6 +174,63 @@ async function measure(t: Target, pid: number, run: (t: Target) => Promise<LoadR
   };
 }
 
+/**
+ * A replica in cluster mode as deployed: `portal serve --kubeconfig` against
+ * the embedded API server (bench/cluster-child.ts) with the shipped rules, so
+ * its informers, audit and leader election run while it admits. Ready only
+ * once the informers have synced (/readyz 200).
+ */
+async function startCluster(dir: string, portalMain: string, files: { certFile: string; keyFile: string }, profile: (side: string) => string[]): Promise<{ port: number; pid: number }> {
+  const kubeconfig = join(dir, 'replica.kubeconfig');
+  await startProcess([...profile('apiserver'), '--import', 'tsx', join(root, 'bench', 'cluster-child.ts'), kubeconfig], (l) => (l === 'ready' ? 0 : undefined));
+  let probes = '';
+  const replica = await startProcess(
+    [
+      ...profile('cluster'),
+      portalMain, 'serve', '--kubeconfig', kubeconfig, '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
+      '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info',
+      '--install-namespace', 'portal-system', '--pod-name', 'portal-0',
+    ],
+    (l) => {
+      let rec: { msg?: string; url?: string };
+      try {
+        rec = JSON.parse(l) as typeof rec;
+      } catch {
+        return undefined;
+      }
+      if (rec.msg === 'probes listening') probes = rec.url ?? '';
+      return rec.msg === 'webhook listening' ? Number(new URL(rec.url ?? '').port) : undefined;
+    },
+    { POD_NAME: 'portal-0', POD_NAMESPACE: 'portal-system' },
+  );
+  const deadline = Date.now() + 60_000;
+  while ((await fetch(`${probes}/readyz`)).status !== 200) {
+    if (Date.now() > deadline) throw new Error('the cluster-mode replica did not become ready within 60 s');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { port: replica.port, pid: replica.child.pid! };
+}
+
+/**
+ * Compiles Portal with the project's build (tsc -p tsconfig.build.json) into
+ * a directory inside the checkout (so node_modules resolves) that the caller
+ * removes; returns the CLI entry point.
+ */
+async function buildPortal(dir: string): Promise<string> {
+  const out = join(root, `.bench-dist-${dir.slice(-6)}`);
+  builtDirs.push(out);
+  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', out], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`tsc exited ${code}`))));
+  });
+  return join(out, 'cli', 'main.js');
+}
+const builtDirs: string[] = [];
+
+type Name = 'ceiling' | 'portal' | 'cluster';
+
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'portal-bench-'));
   const load: number[][] = [loadavg()];
@@ -170,16 +239,24 @@ async function main(): Promise<void> {
     const ca = await readFile(files.caFile);
     const body = podReview();
 
-    // --cpu-prof DIR profiles both servers (DIR/ceiling, DIR/portal), so a
-    // profile of the gap can subtract what the ceiling pays as well.
+    // --cpu-prof DIR profiles every server (DIR/ceiling, DIR/portal,
+    // DIR/cluster), so a profile of the gap can subtract what the ceiling
+    // pays as well.
     const profile = (side: string): string[] => (CPU_PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', join(CPU_PROF_DIR, side)] : []);
-    const ceiling = await startProcess([...profile('ceiling'), '--import', 'tsx', join(root, 'bench', 'ceiling-server.ts'), files.certFile, files.keyFile], (l) =>
+    // Both sides run as deployed: the ceiling as plain Node (it only has
+    // type annotations, which Node 24 strips), Portal compiled by tsc like
+    // the container image (Dockerfile: npm run build, node dist/...). Through
+    // tsx, esbuild's keepNames wraps every function created at run time in a
+    // defineProperty call, which costs Portal microseconds per request that
+    // production never pays.
+    const portalMain = FROM_SOURCE ? join(root, 'bin', 'portal.js') : await buildPortal(dir);
+    const ceiling = await startProcess([...profile('ceiling'), '--disable-warning=ExperimentalWarning', join(root, 'bench', 'ceiling-server.ts'), files.certFile, files.keyFile], (l) =>
       l.startsWith('listening ') ? Number(l.slice(10)) : undefined,
     );
     const portal = await startProcess(
       [
         ...profile('portal'),
-        join(root, 'bin', 'portal.js'), 'serve', '--policies', join(root, 'policies'), '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
+        portalMain, 'serve', '--policies', join(root, 'policies'), '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
         '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info',
       ],
       (l) => {
@@ -195,65 +272,72 @@ async function main(): Promise<void> {
 
     const uid = '"uid":"705ab4f5-6393-11e8-b7cc-42010a800002"';
     const check = (b: string): boolean => b.includes(uid) && b.includes('"allowed":true');
-    const servers = {
+    const servers: Partial<Record<Name, { target: Target; pid: number }>> = {
       ceiling: { target: { port: ceiling.port, ca, body, check }, pid: ceiling.child.pid! },
       portal: { target: { port: portal.port, ca, body, check }, pid: portal.child.pid! },
     };
-    type Name = keyof typeof servers;
-    const orderFor = (i: number): Name[] => (i % 2 === 0 ? ['ceiling', 'portal'] : ['portal', 'ceiling']);
+    let clusterPid = 0;
+    if (CLUSTER) {
+      const cluster = await startCluster(dir, portalMain, files, profile);
+      clusterPid = cluster.pid;
+      servers.cluster = { target: { port: cluster.port, ca, body, check }, pid: cluster.pid };
+    }
+    const names = Object.keys(servers) as Name[];
+    const server = (n: Name): { target: Target; pid: number } => servers[n]!;
+    // Rotate the order every round so no side always runs first or last.
+    const orderFor = (i: number): Name[] => names.map((_, k) => names[(i + k) % names.length]!);
 
     // Warm-up: JIT, ajv code paths, connection set-up.
-    for (const s of Object.values(servers)) await closedLoop(s.target, CONNECTIONS, 2000);
+    for (const n of names) await closedLoop(server(n).target, CONNECTIONS, 2000);
 
-    const closedRounds: { ceiling: Measured; portal: Measured; ratio: number; cpuRatio: number }[] = [];
+    type Round = Partial<Record<Name, Measured>>;
+    const closedRounds: Round[] = [];
     for (let i = 0; i < ROUNDS; i++) {
-      const r: Partial<Record<Name, Measured>> = {};
-      for (const name of orderFor(i)) r[name] = await measure(servers[name].target, servers[name].pid, (t) => closedLoop(t, CONNECTIONS, SECONDS * 1000));
-      closedRounds.push({
-        ceiling: r.ceiling!,
-        portal: r.portal!,
-        ratio: round3(r.portal!.rps / r.ceiling!.rps),
-        cpuRatio: round3(r.ceiling!.serverCpuUsPerRequest / r.portal!.serverCpuUsPerRequest),
-      });
+      const r: Round = {};
+      for (const n of orderFor(i)) r[n] = await measure(server(n).target, server(n).pid, (t) => closedLoop(t, CONNECTIONS, SECONDS * 1000));
+      closedRounds.push(r);
     }
     load.push(loadavg());
-    const openRounds: { ceiling: Measured; portal: Measured; p99DeltaMs: number }[] = [];
+    const openRounds: Round[] = [];
     for (let i = 0; i < OPEN_ROUNDS; i++) {
-      const r: Partial<Record<Name, Measured>> = {};
-      for (const name of orderFor(i)) r[name] = await measure(servers[name].target, servers[name].pid, (t) => openLoop(t, CONNECTIONS, RATE, SECONDS * 1000));
-      openRounds.push({ ceiling: r.ceiling!, portal: r.portal!, p99DeltaMs: round3(r.portal!.p99ms - r.ceiling!.p99ms) });
+      const r: Round = {};
+      for (const n of orderFor(i)) r[n] = await measure(server(n).target, server(n).pid, (t) => openLoop(t, CONNECTIONS, RATE, SECONDS * 1000));
+      openRounds.push(r);
     }
     load.push(loadavg());
 
-    const all = [...closedRounds, ...openRounds].flatMap((r) => [r.ceiling, r.portal]);
+    const all = [...closedRounds, ...openRounds].flatMap((r) => Object.values(r));
     const errors = all.reduce((n, r) => n + r.errors, 0);
-    const side = (name: Name) => ({
-      closedRps: median(closedRounds.map((r) => r[name].rps)),
-      closedP99ms: median(closedRounds.map((r) => r[name].p99ms)),
-      cpuUsPerRequest: median(closedRounds.map((r) => r[name].serverCpuUsPerRequest)),
-      openP50ms: median(openRounds.map((r) => r[name].p50ms)),
-      openP99ms: median(openRounds.map((r) => r[name].p99ms)),
+    const side = (n: Name) => ({
+      closedRps: median(closedRounds.map((r) => r[n]!.rps)),
+      closedP99ms: median(closedRounds.map((r) => r[n]!.p99ms)),
+      cpuUsPerRequest: median(closedRounds.map((r) => r[n]!.serverCpuUsPerRequest)),
+      openP50ms: median(openRounds.map((r) => r[n]!.p50ms)),
+      openP99ms: median(openRounds.map((r) => r[n]!.p99ms)),
+      // Per round against the ceiling of the same round, then the median.
+      throughputRatio: median(closedRounds.map((r) => r[n]!.rps / r.ceiling!.rps)),
+      // Ceiling CPU per request ÷ this server's: the throughput ratio the two
+      // would reach on dedicated cores, and far less sensitive to neighbours
+      // than req/s.
+      cpuPerRequestRatio: median(closedRounds.map((r) => r.ceiling!.serverCpuUsPerRequest / r[n]!.serverCpuUsPerRequest)),
+      p99DeltaMsAt1000rps: median(openRounds.map((r) => r[n]!.p99ms - r.ceiling!.p99ms)),
     });
-    const throughputRatio = median(closedRounds.map((r) => r.ratio));
-    const p99DeltaMs = median(openRounds.map((r) => r.p99DeltaMs));
+    const median_ = Object.fromEntries(names.map((n) => [n, side(n)])) as Record<Name, ReturnType<typeof side>>;
+    const goals = (n: Name) => ({
+      throughputAtLeast80PercentOfCeiling: median_[n].throughputRatio >= 0.8,
+      p99Within2msOfCeilingAt1000rps: median_[n].p99DeltaMsAt1000rps <= 2,
+    });
     const report = {
       benchmark: 'admission',
       machine: { cpus: cpus().length, node: process.version, loadavg1m: load.map((l) => round3(l[0] ?? NaN)) },
-      setup: { reviewBytes: body.length, connections: CONNECTIONS, rounds: ROUNDS, openRounds: OPEN_ROUNDS, secondsPerRun: SECONDS, openLoopRate: RATE },
-      median: {
-        ceiling: side('ceiling'),
-        portal: side('portal'),
-        throughputRatio,
-        // Ceiling CPU per request ÷ portal CPU per request: the throughput
-        // ratio the two would reach on dedicated cores, and far less
-        // sensitive to neighbours than req/s.
-        cpuPerRequestRatio: median(closedRounds.map((r) => r.cpuRatio)),
-        p99DeltaMsAt1000rps: p99DeltaMs,
-        maxGeneratorCores: Math.max(...all.map((r) => r.generatorCores)),
+      setup: {
+        reviewBytes: body.length, connections: CONNECTIONS, rounds: ROUNDS, openRounds: OPEN_ROUNDS, secondsPerRun: SECONDS, openLoopRate: RATE,
+        sides: names, portal: FROM_SOURCE ? 'src through tsx' : 'compiled with tsc (as in the image)', ...(CLUSTER ? { clusterReplicaPid: clusterPid } : {}),
       },
+      median: { ...median_, maxGeneratorCores: Math.max(...all.map((r) => r.generatorCores)) },
       goals: {
-        throughputAtLeast80PercentOfCeiling: throughputRatio >= 0.8,
-        p99Within2msOfCeilingAt1000rps: p99DeltaMs <= 2,
+        portal: goals('portal'),
+        ...(CLUSTER ? { cluster: goals('cluster') } : {}),
         zeroErrors: errors === 0,
       },
       closedRounds,
@@ -272,6 +356,7 @@ async function main(): Promise<void> {
       ),
     );
     await rm(dir, { recursive: true, force: true });
+    await Promise.all(builtDirs.map((d) => rm(d, { recursive: true, force: true })));
   }
 }
 

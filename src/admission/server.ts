@@ -14,6 +14,7 @@ import { LogKey } from '../observability/log-keys.ts';
 import type { AdmissionDecision, AdmissionMetrics } from '../observability/metrics.ts';
 import { type Decide, type Decision, type NamespaceLabels } from './decision.ts';
 import { exemption } from './exemptions.ts';
+import { fastPathServerFactory, type WireAnswer } from './fast-path.ts';
 import type { ReadinessGate } from './readiness.ts';
 import { decodeReview, encodeReview, type AdmissionRequest, type AdmissionResponseBody, type ReviewVersion } from './review.ts';
 import { TLS_MIN_VERSION, type TlsMaterial } from './tls-reload.ts';
@@ -122,6 +123,16 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
       requestTimeout: limits.requestMs,
       connectionsCheckingInterval: limits.checkIntervalMs,
     },
+    // POST /validate as kube-apiserver sends it skips fastify's per-request
+    // machinery (src/admission/fast-path.ts); everything else is fastify's.
+    // The server (and so every limit above and maxConnections below) is the
+    // same for both paths; bodies over the limit always go to fastify's 413.
+    serverFactory: fastPathServerFactory({
+      path: '/validate',
+      bodyLimit,
+      answer: (body) => answer(body),
+      onError: (err, body) => internalError(err, body),
+    }),
     bodyLimit,
     requestTimeout: limits.requestMs,
     logger: false,
@@ -183,40 +194,63 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     handler: (_req, reply) => reply.code(405).header('Allow', 'POST').send(statusBody(405, 'method not allowed: send the AdmissionReview with POST')),
   });
 
+  // Requests the fast path does not take (e.g. a charset-less content type
+  // variant, chunked bodies) arrive here; same answer function.
   app.post('/validate', (req, reply) => {
+    const a = answer(req.body);
+    return a instanceof Promise ? a.then((done) => send(reply, done)) : send(reply, a);
+  });
+
+  /** Decides on a raw body and serialises the answer; shared by fastify's route and the fast path. */
+  function answer(body: unknown): WireAnswer | Promise<WireAnswer> {
     const started = performance.now();
     metrics.inFlight.inc();
     let out: Outcome | Promise<Outcome>;
     try {
-      out = handle(req.body);
+      out = handle(body);
     } catch (err) {
       metrics.inFlight.dec();
       throw err;
     }
     if (out instanceof Promise) {
       return out.then(
-        (o) => finish(reply, o, started),
+        (o) => finish(o, started),
         (err: unknown) => {
           metrics.inFlight.dec();
           throw err;
         },
       );
     }
-    return finish(reply, out, started);
-  });
+    return finish(out, started);
+  }
 
-  function finish(reply: FastifyReply, out: Outcome, started: number): FastifyReply {
+  /** The fast path's equivalent of the error handler's 5xx branch: a denial echoing the uid when the body has one. */
+  function internalError(err: unknown, body: string): WireAnswer {
+    const identity = reviewIdentity(body);
+    try {
+      if (identity) gate.record(true);
+      else metrics.requests.inc({ operation: '', kind: '', decision: 'invalid' });
+      metrics.errors.inc({ reason: 'internal' });
+      log.error({ [LogKey.error]: err, ...(identity ? { [LogKey.uid]: identity.uid } : {}) }, 'unexpected error in the admission server');
+    } catch {
+      // Still answer below.
+    }
+    if (identity) return { status: 200, payload: internalErrorReview(identity.apiVersion, identity.uid, 'internal error') };
+    return { status: 500, payload: JSON.stringify(statusBody(500, 'internal error')) };
+  }
+
+  function finish(out: Outcome, started: number): WireAnswer {
     metrics.inFlight.dec();
-    let answer = out;
+    let result = out;
     try {
       observe(out, started);
     } catch (err) {
       // The decision is made but could not be recorded: the request is
       // still answered, with its uid, and as a denial (fail closed): a
       // replica whose bookkeeping is broken must not keep admitting unseen.
-      answer = out.request ? failed(out.apiVersion, out.request, err) : out;
+      result = out.request ? failed(out.apiVersion, out.request, err) : out;
     }
-    return send(reply, answer, log);
+    return wire(result, log);
   }
 
   function observe(out: Outcome, started: number): void {
@@ -355,10 +389,14 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   return app;
 }
 
-function send(reply: FastifyReply, out: Outcome, log: Logger): FastifyReply {
-  let body: string;
+function send(reply: FastifyReply, a: WireAnswer): FastifyReply {
+  return reply.code(a.status).header('content-type', 'application/json').send(a.payload);
+}
+
+/** The answer on the wire; shared by fastify's route and the fast path. */
+function wire(out: Outcome, log: Logger): WireAnswer {
   try {
-    body = serializeReview(out.apiVersion, out.response);
+    return { status: out.httpStatus, payload: serializeReview(out.apiVersion, out.response) };
   } catch (err) {
     // The answer could not be encoded (say, a message that is not a
     // string): deny with the uid rather than let the error handler answer
@@ -368,9 +406,8 @@ function send(reply: FastifyReply, out: Outcome, log: Logger): FastifyReply {
     } catch {
       // Nothing more to do: the denial below still goes out.
     }
-    return reply.code(200).header('content-type', 'application/json').send(internalErrorReview(out.apiVersion, out.response.uid, 'internal error encoding the answer'));
+    return { status: 200, payload: internalErrorReview(out.apiVersion, out.response.uid, 'internal error encoding the answer') };
   }
-  return reply.code(out.httpStatus).header('content-type', 'application/json').send(body);
 }
 
 /**

@@ -30,6 +30,17 @@ export const MAX_CACHED_KINDS = 1024;
 
 const NO_SUBRESOURCES: ReadonlySet<string> = new Set();
 
+/**
+ * Subresources whose admission object is the parent object itself, so a rule
+ * matching the parent applies to them without naming them. On a real cluster
+ * ephemeral containers can only be added through `pods/ephemeralcontainers`
+ * (`kubectl debug`), and kube-apiserver admits that UPDATE with kind Pod and
+ * the whole Pod as object: in-tree Pod Security Admission checks it like any
+ * Pod write, and so must every rule that matches Pod, or a privileged debug
+ * container walks past rules that check `spec.ephemeralContainers`.
+ */
+const IMPLIED_SUBRESOURCES: ReadonlyMap<string, readonly string[]> = new Map([['/Pod', ['ephemeralcontainers']]]);
+
 function kindMatches(k: KindMatch, group: string, kind: string): boolean {
   return (k.apiGroups.includes('*') || k.apiGroups.includes(group)) && (k.kinds.includes('*') || k.kinds.includes(kind));
 }
@@ -51,6 +62,7 @@ function candidateFor(item: IndexedEntry, group: string, kind: string): Candidat
     for (const s of k.subresources ?? []) subresources.add(s);
   }
   if (!matched) return undefined;
+  for (const s of IMPLIED_SUBRESOURCES.get(`${group}/${kind}`) ?? []) subresources.add(s);
   return { entry, templatePath: undefined, templatePrefix: '', subresources, passMessage };
 }
 

@@ -41,6 +41,7 @@ void test('default render: the objects an install needs, in the release namespac
     'CustomResourceDefinition/clusterpolicyreports.wgpolicyk8s.io',
     'CustomResourceDefinition/policyreports.wgpolicyk8s.io',
     'Deployment/portal',
+    'NetworkPolicy/portal',
     'PodDisruptionBudget/portal',
     'Role/portal',
     'RoleBinding/portal',

@@ -111,3 +111,19 @@ void test('both refuse rules that could lock the cluster out', async () => {
     await assert.rejects(render({ webhook: { rules: bad.rules } }), /self-lockout|would match|must never/);
   }
 });
+
+void test('by default both send pods/ephemeralcontainers updates (kubectl debug), which rules matching Pod check', async () => {
+  // Issue 9 item 2: before, the subresource was never sent, so a privileged
+  // debug container was admitted without Portal seeing it.
+  const values = await loadChartWebhookValues(chartDir);
+  const rendered = find(await render(), 'ValidatingWebhookConfiguration');
+  const built = buildValidatingWebhookConfiguration({
+    name: 'portal', namespace: 'portal-dev', caBundle: 'Q0E=', clientConfig: { url: 'https://127.0.0.1:40000/validate' }, values,
+  });
+  for (const config of [rendered, built]) {
+    const rules = (config['webhooks'] as { rules: { apiGroups: string[]; resources: string[]; operations: string[] }[] }[])[0]!.rules;
+    const core = rules.find((r) => r.apiGroups.includes(''));
+    assert.ok(core?.resources.includes('pods/ephemeralcontainers'), JSON.stringify(rules));
+    assert.ok(core?.operations.includes('UPDATE'));
+  }
+});

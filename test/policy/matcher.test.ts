@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { evaluate, RuleSet, type KubeObject, type RuleVerdict } from '../../src/policy/index.ts';
+import { decideAdmission, evaluate, RuleSet, type KubeObject, type RuleVerdict } from '../../src/policy/index.ts';
 import { clusterRule, input, namespacedRule, pod } from './support.ts';
 
 function set(...rules: Parameters<RuleSet['upsert']>[0][]): RuleSet {
@@ -143,6 +143,30 @@ void describe('subresources', () => {
     const v = only(evaluate(rs, input(pod({ privileged: true }), { subResource: 'status', operation: 'UPDATE' })));
     assert.equal(v.result, 'skip');
     assert.match(v.message, /status subresource is not named/);
+  });
+  void it('pods/ephemeralcontainers is checked by every rule that matches Pod, unnamed (as Pod Security Admission does)', () => {
+    // Issue 9 item 2: `kubectl debug` adds containers only through this
+    // subresource; before, a privileged debug container was skipped here.
+    const debugged = pod({ privileged: false });
+    (debugged.spec as { ephemeralContainers?: unknown[] }).ephemeralContainers = [
+      { name: 'debugger', image: 'busybox', securityContext: { privileged: true } },
+    ];
+    const container = { type: 'object', properties: { securityContext: { type: 'object', properties: { privileged: { const: false } } } } };
+    const validate = { message: 'no', schema: { properties: { spec: { properties: { ephemeralContainers: { type: 'array', items: container } } } } } };
+    for (const kinds of [['Pod'], ['*']]) {
+      const rs = set(clusterRule('r', { match: { kinds: [{ apiGroups: [''], kinds }] }, validate }));
+      const v = only(evaluate(rs, input(debugged, { subResource: 'ephemeralcontainers', operation: 'UPDATE', oldObject: pod({ privileged: false }) })));
+      assert.equal(v.result, 'fail', kinds.join());
+      assert.deepEqual(v.violations, [{ path: 'spec.ephemeralContainers[0].securityContext.privileged', message: 'must be equal to false' }]);
+      assert.equal(decideAdmission(rs, input(debugged, { subResource: 'ephemeralcontainers', operation: 'UPDATE' })).allowed, false);
+    }
+    // Only the Pod's own subresource: other subresources still need naming,
+    // and a workload's template rules do not see it.
+    const rs = set(clusterRule('r', { validate }));
+    assert.equal(only(evaluate(rs, input(debugged, { subResource: 'status', operation: 'UPDATE' }))).result, 'skip');
+    const other = { ...debugged, apiVersion: 'example.com/v1' };
+    assert.deepEqual(evaluate(set(clusterRule('r', { match: { kinds: [{ apiGroups: ['*'], kinds: ['Pod'] }] }, validate })),
+      input(other, { kind: { group: 'example.com', version: 'v1', kind: 'Pod' }, subResource: 'ephemeralcontainers', operation: 'UPDATE' })).map((v) => v.result), ['skip']);
   });
   void it('is matched when named or "*"', () => {
     for (const subresources of [['ephemeralcontainers'], ['*']]) {

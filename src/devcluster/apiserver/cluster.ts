@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import YAML from 'yaml';
 import type { AdmissionAttributes, AdmissionHook } from './admission-hook.ts';
+import { EPHEMERAL_CONTAINERS, withEphemeralContainers } from './ephemeral-containers.ts';
 import { applyPatch, jsonPatch, mergePatch, strategicMerge } from './patch.ts';
 import { defsFromCrd, groupVersion, Registry, storeKey, type ResourceDef } from './registry.ts';
 import { matchLabels, parseFieldSelector, parseLabelSelector } from './selectors.ts';
@@ -402,6 +403,8 @@ export class Cluster {
     if (s.subresource === 'status') {
       obj = { ...clone(old), status: clone(incoming['status']) };
       if (incoming['status'] === undefined) delete obj['status'];
+    } else if (s.subresource === EPHEMERAL_CONTAINERS) {
+      obj = withEphemeralContainers(s.def, old, incoming);
     } else {
       // No copy: every caller passes an object it owns (a fresh parse or a patched copy of the stored one).
       obj = incoming;

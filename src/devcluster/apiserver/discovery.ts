@@ -3,6 +3,7 @@
  * /apis/G/V and /version. kubectl asks for aggregated discovery first and
  * falls back to these when the answer's Content-Type is plain JSON.
  */
+import { EPHEMERAL_CONTAINERS, servesEphemeralContainers } from './ephemeral-containers.ts';
 import { groupVersion, type Registry, type ResourceDef } from './registry.ts';
 import { isScalable, scaleDiscovery } from './scale.ts';
 import { SELF_SUBJECT_REVIEW_RESOURCE } from './whoami.ts';
@@ -45,6 +46,7 @@ function entries(d: ResourceDef): Obj[] {
   const out = [main];
   if (d.hasStatus) out.push({ name: `${d.resource}/status`, singularName: '', namespaced: d.namespaced, kind: d.kind, verbs: ['get', 'patch', 'update'] });
   if (isScalable(d)) out.push(scaleDiscovery(d));
+  if (servesEphemeralContainers(d)) out.push({ name: `${d.resource}/${EPHEMERAL_CONTAINERS}`, singularName: '', namespaced: d.namespaced, kind: d.kind, verbs: ['get', 'patch', 'update'] });
   if (d.hasEviction) out.push({ name: `${d.resource}/eviction`, singularName: '', namespaced: d.namespaced, group: 'policy', version: 'v1', kind: 'Eviction', verbs: ['create'] });
   return out;
 }

@@ -110,6 +110,8 @@ const BUILTINS: BuiltinSpec[] = [
     columns: [{ name: 'Role', type: 'string', jsonPath: '.roleRef.name' }] },
   { gv: 'admissionregistration.k8s.io/v1', resource: 'mutatingwebhookconfigurations', kind: 'MutatingWebhookConfiguration',
     namespaced: false, generation: true },
+  // The chart's NetworkPolicy (adr/0008): stored and served, not enforced (no network here).
+  { gv: 'networking.k8s.io/v1', resource: 'networkpolicies', kind: 'NetworkPolicy', short: ['netpol'], generation: true },
 ];
 
 function builtinDef(s: BuiltinSpec): ResourceDef {

@@ -22,6 +22,7 @@ import { ApiError, errors } from './status.ts';
 import { toTable, wantsTable } from './table.ts';
 import { isPlainObject, meta, type Obj, type UserInfo } from './types.ts';
 import { serveWatch, type ActiveWatch } from './watch.ts';
+import { EPHEMERAL_CONTAINERS, servesEphemeralContainers } from './ephemeral-containers.ts';
 
 /** kube-apiserver's request body limit (3 MiB). */
 const MAX_BODY = 3 * 1024 * 1024;
@@ -312,8 +313,10 @@ export class Router {
     if (subresource === 'status' && !def.hasStatus) return undefined;
     if (subresource === 'eviction' && !def.hasEviction) return undefined;
     if (subresource === 'scale' && !isScalable(def)) return undefined;
+    if (subresource === EPHEMERAL_CONTAINERS && !servesEphemeralContainers(def)) return undefined;
     if (NO_RUNTIME.has(subresource) && !(def.group === '' && def.resource === 'pods')) return undefined;
-    if (subresource && subresource !== 'status' && subresource !== 'eviction' && subresource !== 'scale' && !NO_RUNTIME.has(subresource)) return undefined;
+    const known = subresource === 'status' || subresource === 'eviction' || subresource === 'scale' || subresource === EPHEMERAL_CONTAINERS || NO_RUNTIME.has(subresource);
+    if (subresource && !known) return undefined;
     return { def, namespace, name, subresource };
   }
 
