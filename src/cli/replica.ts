@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { writeSelfSigned } from '../admission/certs.ts';
-import { AuditController } from '../audit/controller.ts';
+import { buildAudit, type Audit } from '../audit/audit.ts';
 import { engineDecider } from '../admission/engine-decider.ts';
 import { HealthChecks, buildProbesServer } from '../admission/probes.ts';
 import { ReadinessGate } from '../admission/readiness.ts';
@@ -168,7 +168,7 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
     const probes = buildProbesServer({ registry, gate, liveness, debugVars, logger: componentLogger(root, 'probes') });
 
     let election: LeaderElector | undefined;
-    let audit: AuditController | undefined;
+    let audit: Audit | undefined;
     const leaderOnly: Runnable[] = [];
     if (chosen.kind === 'cluster') {
       debugVars.register('informers', () => chosen.source.informerStats());
@@ -194,7 +194,7 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
       liveness.add('leader-election', () => elector.healthError() ?? true);
       leaderOnly.push(...leaderRunnables({ client: chosen.client, ruleSet: source.ruleSet, bus, logger: componentLogger(root, 'leader-only') }));
       // The audit runs on every replica (warm on followers); its side effects are fenced by the elector's term.
-      audit = new AuditController(
+      audit = buildAudit(
         {
           installNamespace: config.installNamespace,
           exemptNamespaces: config.exemptNamespaces,
@@ -208,16 +208,14 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
           client: chosen.client,
           ruleSet: source.ruleSet,
           namespaceLabels: (ns) => chosen.source.namespaceLabels(ns),
-          currentTerm: () => elector.term(),
           ruleObject: (s) => (s.namespace !== undefined ? chosen.source.rules.namespacedRules.get(s.name, s.namespace) : chosen.source.rules.clusterRules.get(s.name)),
           onNamespaceChange: (h) => chosen.source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
           logger: componentLogger(root, 'audit'),
           registry,
         },
       );
-      const auditController = audit;
-      bus.on('BecameLeader', () => auditController.leadershipChanged());
-      debugVars.register('audit', () => auditController.stats());
+      const { evaluator, actuator } = audit;
+      debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats() }));
     }
 
     const manager = new Manager(
@@ -231,7 +229,7 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
     );
     if (chosen.kind === 'cluster') for (const r of chosen.source.runnables()) manager.add(r, 'informers');
     else manager.add({ name: 'rule-files', start: (signal) => source.start(signal) }, 'informers');
-    if (audit) manager.add(audit, 'others');
+    if (audit) manager.add(audit.evaluator, 'others').add(audit.actuator);
     // Wrapped (not spread) so class-based runnables keep their methods; the
     // seam's contract is that everything it returns is leader-only.
     for (const r of leaderOnly) manager.add({ name: r.name, start: (signal, term) => r.start(signal, term), needLeaderElection: () => true });

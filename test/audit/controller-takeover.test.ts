@@ -137,7 +137,7 @@ test('lastAuditTime: a takeover moves nothing; the first full pass as leader doe
   assert.deepEqual(writesBy(api, 'replica-b', 'portalclusterrules'), [], 'no status rewrite on takeover');
 
   // A pass that starts while b follows and ends after b took over counts, once the takeover drained.
-  b.revoke();
+  await b.revoke();
   await until(() => b.controller.idle(), 5000, 'b idle');
   const passes = b.controller.passes;
   assert.ok(b.controller.fullPass() > 0, 'a pass started as a follower');

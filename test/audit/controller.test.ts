@@ -119,7 +119,7 @@ test('follower: computes everything, writes nothing; on leadership it acts from 
   follower.grant();
   await until(async () => (await reports(kube)).length === 2, 5000, 'reports after takeover');
   await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 2, 5000, 'status after takeover');
-  const first = follower.controller.firstSideEffectAt;
+  const first = follower.actuator.firstSideEffectAt;
   assert.ok(first !== undefined && first - grantedAt < 1000, `first side effect ${first! - grantedAt} ms after the term began`);
   const labelled = await kube.core.readNamespacedPod({ namespace: APP_NS, name: 'bad' });
   assert.equal(labelled.metadata?.labels?.['portal.dev/violation'], 'no-privileged');

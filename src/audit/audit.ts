@@ -1,0 +1,37 @@
+/**
+ * The audit of one replica, built un-started: evaluation (every replica, a
+ * Runnable in the Manager's "others" group) and actuation (leader-only, a
+ * Runnable the Manager starts with each term). See evaluator.ts and actuator.ts.
+ */
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { KubeClient } from '../kube/client.ts';
+import type { RuleSet, RuleState } from '../policy/index.ts';
+import type { KubeObject } from '../policy/types.ts';
+import { AuditActuator, type AuditActuatorConfig } from './actuator.ts';
+import { AuditEvaluator, type AuditEvaluatorConfig, type AuditPolicySource } from './evaluator.ts';
+
+export type AuditConfig = AuditEvaluatorConfig & AuditActuatorConfig;
+
+export interface AuditDeps {
+  client: KubeClient;
+  ruleSet: RuleSet;
+  /** Other policy kinds audited next to the rules (e.g. ValidatingAdmissionPolicies). */
+  policies?: readonly AuditPolicySource[];
+  namespaceLabels: (namespace: string) => Record<string, string> | undefined;
+  ruleObject?: (state: RuleState) => KubeObject | undefined;
+  onNamespaceChange?: (handler: (namespace: string) => void) => () => void;
+  logger: Logger;
+  registry: Registry;
+}
+
+export interface Audit {
+  evaluator: AuditEvaluator;
+  actuator: AuditActuator;
+}
+
+export function buildAudit(config: AuditConfig, deps: AuditDeps): Audit {
+  const evaluator = new AuditEvaluator(config, deps);
+  const actuator = new AuditActuator(config, { ...deps, evaluator });
+  return { evaluator, actuator };
+}
