@@ -23,21 +23,13 @@ import { apiStatusCode, describeApiError, type KubeClient } from '../kube/client
 import { ResilientInformer } from '../kube/informer.ts';
 import type { KubeObject } from '../policy/types.ts';
 import { JITTER_FACTOR, safetyMarginMs, validateLeaderElectionConfig, type LeaderElectionConfig } from './config.ts';
-import type { LeaderEventBus } from './events.ts';
+import { EventBus } from '../observability/event-bus.ts';
+import type { LeaderEventBus, LeaderEventMap } from './events.ts';
 import { LeaseLock, microTime, newerResourceVersion, observeLease, sameRecord, type LeaseRecord, type ObservedLease } from './lease-lock.ts';
 import { createLeaderMetrics, type LeaderMetrics } from './metrics.ts';
-import { LeaseEventRecorder, type LeaderEventRecorder } from './recorder.ts';
+import { LeaseEventRecorder, subscribeRecorder, type LeaderEventRecorder } from './recorder.ts';
 import { Term, type LeaderTerm } from './term.ts';
 import { LogKey } from '../observability/log-keys.ts';
-
-export interface LeaderCallbacks {
-  /** This replica leads; start leader-only work under `term.signal`. Not awaited. */
-  onStartedLeading(term: LeaderTerm): void | Promise<void>;
-  /** The term ended; awaited before campaigning again (stop leader-only work here). */
-  onStoppedLeading(): void | Promise<void>;
-  /** The observed holder changed (also to this replica and to "" on release). */
-  onNewLeader?(identity: string): void;
-}
 
 export interface LeaderElectorDeps {
   client: KubeClient;
@@ -45,8 +37,9 @@ export interface LeaderElectorDeps {
   identity: string;
   logger: Logger;
   registry: Registry;
+  /** The channel the elector reports on (default: its own); see `events`. */
   bus?: LeaderEventBus;
-  /** Kubernetes Events on the Lease; default: a LeaseEventRecorder; false: none. */
+  /** Kubernetes Events on the Lease (subscribed to the channel); default: a LeaseEventRecorder; false: none. */
   recorder?: LeaderEventRecorder | false;
 }
 
@@ -67,6 +60,8 @@ type TryResult = { ok: true } | { ok: false; reason: string; heldBy?: string };
 export class LeaderElector {
   readonly identity: string;
   readonly config: Readonly<LeaderElectionConfig>;
+  /** The one channel every leadership fact goes out on (events.ts). */
+  readonly events: LeaderEventBus;
   readonly #deps: LeaderElectorDeps;
   readonly #logger: Logger;
   readonly #lock: LeaseLock;
@@ -94,11 +89,15 @@ export class LeaderElector {
     this.#deps = deps;
     this.#logger = deps.logger.child({ [LogKey.subcomponent]: 'leader-election', identity: deps.identity, lease: `${config.leaseNamespace}/${config.leaseName}` });
     this.#lock = new LeaseLock(deps.client, config.leaseNamespace, config.leaseName);
+    this.events = deps.bus ?? new EventBus<LeaderEventMap>((event, err) => this.#logger.error({ err, event }, 'leader event listener failed'));
     this.#metrics = createLeaderMetrics(deps.registry, { isLeader: () => this.isLeader(), heldSeconds: () => this.#heldSecondsNow() });
+    this.events.on('BecameLeader', () => this.#metrics.transitions.inc());
     this.#recorder =
       deps.recorder === false
         ? undefined
         : (deps.recorder ?? new LeaseEventRecorder(deps.client, { namespace: config.leaseNamespace, name: config.leaseName }, deps.identity, this.#logger));
+    // Leading alone has no Lease to put Events on.
+    if (this.#recorder && config.leaderElect) subscribeRecorder(this.events, this.#recorder);
   }
 
   /** True only while this replica holds a term that is still valid. */
@@ -153,30 +152,22 @@ export class LeaderElector {
    * Campaigns, leads, demotes and campaigns again until `signal` aborts; then
    * ends the term, releases the Lease (if configured) and resolves.
    */
-  async run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
+  async run(signal: AbortSignal): Promise<void> {
     if (this.#running) throw new Error('LeaderElector.run called twice');
     this.#running = true;
-    this.#deps.bus?.emit('LeaderElectionStarted', { identity: this.identity, lease: `${this.config.leaseNamespace}/${this.config.leaseName}` });
-    if (!this.config.leaderElect) return this.#runAlone(signal, callbacks);
+    this.events.emit('LeaderElectionStarted', { identity: this.identity, lease: `${this.config.leaseNamespace}/${this.config.leaseName}` });
+    if (!this.config.leaderElect) return this.#runAlone(signal);
     this.#logger.info('leader election started');
     const watchStop = new AbortController();
-    const watch = this.#watchLease(watchStop.signal, callbacks);
+    const watch = this.#watchLease(watchStop.signal);
     try {
       while (!signal.aborted) {
-        const acquired = await this.#acquire(signal, callbacks);
+        const acquired = await this.#acquire(signal);
         if (!acquired) break;
         const term = this.#beginTerm();
-        try {
-          const started = callbacks.onStartedLeading(term);
-          if (started instanceof Promise) started.catch((err: unknown) => this.#logger.error({ err }, 'onStartedLeading failed'));
-        } catch (err) {
-          this.#logger.error({ err }, 'onStartedLeading failed');
-        }
         const reason = await this.#renewLoop(signal, term);
         this.#endTerm(term, reason);
         if (signal.aborted && this.config.releaseOnCancel) await this.#release();
-        await this.#stopped(callbacks);
-        this.#recorder?.record({ reason: 'LeaderElection', message: `${this.identity} stopped leading`, leaseUid: term.epoch.leaseUid });
       }
     } finally {
       watchStop.abort();
@@ -186,31 +177,15 @@ export class LeaderElector {
     }
   }
 
-  async #runAlone(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
+  async #runAlone(signal: AbortSignal): Promise<void> {
     this.#logger.info('leader election disabled: leading alone');
     const term = new Term({ leaseUid: 'local', transitions: 0 }, performance.now(), Number.POSITIVE_INFINITY);
     this.#term = term;
-    this.#metrics.transitions.inc();
-    this.#deps.bus?.emit('BecameLeader', { identity: this.identity, epoch: term.epochString });
-    callbacks.onNewLeader?.(this.identity);
-    try {
-      const started = callbacks.onStartedLeading(term);
-      if (started instanceof Promise) started.catch((err: unknown) => this.#logger.error({ err }, 'onStartedLeading failed'));
-    } catch (err) {
-      this.#logger.error({ err }, 'onStartedLeading failed');
-    }
+    this.#reportLeader();
+    this.events.emit('BecameLeader', { identity: this.identity, epoch: term.epochString, leaseUid: term.epoch.leaseUid, term });
     await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
     this.#endTerm(term, 'shutdown');
-    await this.#stopped(callbacks);
     this.#running = false;
-  }
-
-  async #stopped(callbacks: LeaderCallbacks): Promise<void> {
-    try {
-      await callbacks.onStoppedLeading();
-    } catch (err) {
-      this.#logger.error({ err }, 'onStoppedLeading failed');
-    }
   }
 
   #heldSecondsNow(): number {
@@ -226,10 +201,8 @@ export class LeaderElector {
       this.#endTerm(t, 'term validity ran out without a renewal'),
     );
     this.#term = term;
-    this.#metrics.transitions.inc();
     this.#logger.info({ epoch: term.epochString }, 'became leader');
-    this.#deps.bus?.emit('BecameLeader', { identity: this.identity, epoch: term.epochString });
-    this.#recorder?.record({ reason: 'LeaderElection', message: `${this.identity} became leader`, leaseUid: observed.metadata.uid });
+    this.events.emit('BecameLeader', { identity: this.identity, epoch: term.epochString, leaseUid: observed.metadata.uid, term });
     return term;
   }
 
@@ -239,17 +212,17 @@ export class LeaderElector {
     this.#heldMs += performance.now() - term.startedAt;
     const log = reason === 'shutdown' ? this.#logger.info.bind(this.#logger) : this.#logger.warn.bind(this.#logger);
     log({ epoch: term.epochString, reason }, 'stopped leading');
-    this.#deps.bus?.emit('LostLeadership', { identity: this.identity, epoch: term.epochString, reason });
+    this.events.emit('LostLeadership', { identity: this.identity, epoch: term.epochString, leaseUid: term.epoch.leaseUid, reason });
   }
 
   /** Tries until it holds the Lease; false when `signal` aborted first. */
-  async #acquire(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<boolean> {
+  async #acquire(signal: AbortSignal): Promise<boolean> {
     const startedAt = performance.now();
     this.#logger.debug('campaigning');
     while (!signal.aborted) {
       this.#wake = new AbortController();
       const result = await this.#tryAcquireOrRenew(this.#requestSignal(signal, this.config.renewDeadlineMs), false);
-      this.#reportLeader(callbacks);
+      this.#reportLeader();
       if (result.ok) {
         this.#metrics.acquireDuration.observe((performance.now() - startedAt) / 1000);
         return true;
@@ -374,22 +347,17 @@ export class LeaderElector {
     if (!sameRecord(prev?.record, lease.record) || prev?.metadata.uid !== lease.metadata.uid) this.#observedTime = performance.now();
   }
 
-  #reportLeader(callbacks: LeaderCallbacks): void {
-    const holder = this.#observed?.record.holderIdentity ?? '';
+  #reportLeader(): void {
+    const holder = this.config.leaderElect ? (this.#observed?.record.holderIdentity ?? '') : this.identity;
     if (holder === this.#reportedLeader) return;
     const previous = this.#reportedLeader ?? '';
     this.#reportedLeader = holder;
     this.#logger.info({ leader: holder, previous }, 'new leader observed');
-    this.#deps.bus?.emit('NewLeaderObserved', { new: holder, previous });
-    try {
-      callbacks.onNewLeader?.(holder);
-    } catch (err) {
-      this.#logger.error({ err }, 'onNewLeader failed');
-    }
+    this.events.emit('NewLeaderObserved', { new: holder, previous });
   }
 
   /** Followers watch the Lease: changes refresh observedTime, a release wakes the campaign. */
-  async #watchLease(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
+  async #watchLease(signal: AbortSignal): Promise<void> {
     const informer = new ResilientInformer<KubeObject>(
       this.#deps.client,
       {
@@ -410,7 +378,7 @@ export class LeaderElector {
         return;
       }
       this.#observe(observeLease(event.object));
-      this.#reportLeader(callbacks);
+      this.#reportLeader();
       if (this.#observed?.record.holderIdentity === '' && (!this.#term || this.#term.ended)) this.#wake.abort();
     });
     try {
