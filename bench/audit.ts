@@ -25,6 +25,7 @@ import { loadRulesFromDirectory } from '../src/config/manifests.ts';
 import { DEFAULTS } from '../src/config/options.ts';
 import { DevApiClient } from '../src/devcluster/dev/api-client.ts';
 import { readManifests } from '../src/devcluster/dev/manifests.ts';
+import { FencedWriter } from '../src/kube/fenced-writer.ts';
 import { createKubeClient } from '../src/kube/client.ts';
 import { Term } from '../src/leader/term.ts';
 import { silentLogger } from '../src/observability/logger.ts';
@@ -134,7 +135,7 @@ async function replicaBench() {
         alertmanagerUrls: [],
         alertResendIntervalMs: 3_600_000,
       },
-      { client, ruleSet: source.ruleSet, namespaceLabels: (ns) => source.namespaceLabels(ns), logger, registry: new Registry() },
+      { client, writer: new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: 'portal-bench' }), ruleSet: source.ruleSet, namespaceLabels: (ns) => source.namespaceLabels(ns), logger, registry: new Registry() },
     );
     const ac = new AbortController();
     const t0 = performance.now();

@@ -20,6 +20,7 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { KubeClient } from '../kube/client.ts';
+import type { FencedWriter } from '../kube/fenced-writer.ts';
 import { TokenBucket } from '../kube/rate-limiter.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import type { Runnable } from '../manager/runnable.ts';
@@ -33,7 +34,6 @@ import { AlertmanagerClient } from './alertmanager.ts';
 import { aborted, type AuditEvaluator, type AuditStep, type ObjectState } from './evaluator.ts';
 import { actionKey } from './idempotency.ts';
 import { LedgerWriter } from './ledger-writer.ts';
-import { PrefetchingObjectApi } from './object-api.ts';
 import { buildPolicyReport, reportContentEqual, reportIdentity, resourceReference } from './policy-report.ts';
 import { StatusWriter } from './status-writer.ts';
 import type { HandlerResult } from './worker-pool.ts';
@@ -55,6 +55,8 @@ export interface AuditActuatorConfig {
 
 export interface AuditActuatorDeps {
   client: KubeClient;
+  /** The replica's one leader-only writer: reports, status, ledger, label/annotate, evictions and alerts. */
+  writer: FencedWriter;
   ruleSet: RuleSet;
   evaluator: AuditEvaluator;
   /** The stored rule object of a RuleSet entry (for status comparisons). */
@@ -100,15 +102,14 @@ export class AuditActuator implements Runnable {
     this.#config = Object.freeze({ ...config });
     this.#evaluator = deps.evaluator;
     this.#log = deps.logger.child({ [LogKey.subcomponent]: 'audit-actuator' });
-    const { client } = deps;
-    this.#alertmanager = new AlertmanagerClient({ urls: config.alertmanagerUrls, logger: this.#log, registry: deps.registry });
+    const { client, writer } = deps;
+    this.#alertmanager = new AlertmanagerClient({ urls: config.alertmanagerUrls, writer, logger: this.#log, registry: deps.registry });
     this.#executor = new ActionExecutor({
-      objects: PrefetchingObjectApi.fromKubeConfig(client.kubeConfig),
-      core: client.core,
+      writer,
       writeLimiter: client.writeLimiter,
       // N per minute, burst 1: evictions spread evenly (see ActionExecutorOptions).
       evictionLimiter: new TokenBucket({ qps: Math.max(config.maxEvictionsPerMinute, 1e-6) / 60, burst: 1 }),
-      ledger: new LedgerWriter({ core: client.core, namespace: config.installNamespace, writeLimiter: client.writeLimiter }),
+      ledger: new LedgerWriter({ writer, namespace: config.installNamespace, writeLimiter: client.writeLimiter }),
       alertmanager: this.#alertmanager,
       store: this.#evaluator.store,
       exemptNamespaces: new Set([...config.exemptNamespaces, config.installNamespace]),
@@ -118,6 +119,7 @@ export class AuditActuator implements Runnable {
     });
     this.status = new StatusWriter(
       client,
+      writer,
       {
         states: () => deps.ruleSet.states(),
         violations: (display) => this.#evaluator.violations(display),

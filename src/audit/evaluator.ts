@@ -34,7 +34,7 @@ import { actionKey, IdempotencyStore } from './idempotency.ts';
 import { KindInformers } from './kind-informers.ts';
 import { KindResolver, type KindResource } from './kind-resources.ts';
 import { LEDGER_LABELS } from './ledger.ts';
-import { ReportWriter } from './report-writer.ts';
+import type { ReportWriter } from './report-writer.ts';
 import { ruleDisplay } from './status-writer.ts';
 import { objectKey, parseObjectKey, WorkQueue } from './work-queue.ts';
 import { WorkerPool, type HandlerResult } from './worker-pool.ts';
@@ -74,6 +74,8 @@ export interface AuditEvaluatorDeps {
   namespaceLabels: (namespace: string) => Record<string, string> | undefined;
   /** Subscribes to namespace changes (labels drive namespaceSelector); returns unsubscribe. */
   onNamespaceChange?: (handler: (namespace: string) => void) => () => void;
+  /** Stored PolicyReports: watched here; written only by the actuator (through the FencedWriter). */
+  reports: ReportWriter;
   logger: Logger;
   registry: Registry;
 }
@@ -149,7 +151,7 @@ export class AuditEvaluator {
     const staleOpt = config.staleAfterMs !== undefined ? { staleAfterMs: config.staleAfterMs } : {};
     this.#informers = new KindInformers(client, this.#log, (r, e) => this.#onObjectEvent(r, e), staleOpt);
     this.#resolver = new KindResolver(client);
-    this.reports = new ReportWriter(client, this.#log, staleOpt);
+    this.reports = deps.reports;
     this.#ledger = new ResilientInformer(
       client,
       {

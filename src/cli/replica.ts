@@ -30,6 +30,7 @@ import { readTlsFiles, watchTlsFiles, type TlsFiles } from '../admission/tls-rel
 import { loadRulesFromDirectory } from '../config/manifests.ts';
 import type { ServeConfig } from '../config/options.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
+import { FencedWriter } from '../kube/fenced-writer.ts';
 import { leaderElectionConfig, makeIdentity, type LeaderEventMap, LeaderElector } from '../leader/index.ts';
 import { Manager, type Runnable } from '../manager/index.ts';
 import { DebugVars } from '../observability/debug-vars.ts';
@@ -125,6 +126,8 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
   const source: RuleSource = chosen.source;
 
   let selfSignedDir: string | undefined;
+  /** The replica's one transport for leader-only writes; closed after the Manager stopped. */
+  let writer: FencedWriter | undefined;
   try {
     let tlsFiles: TlsFiles = { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile };
     if (config.selfSigned) {
@@ -194,6 +197,7 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
       liveness.add('leader-election', () => elector.healthError() ?? true);
       leaderOnly.push(...leaderRunnables({ client: chosen.client, ruleSet: source.ruleSet, bus, logger: componentLogger(root, 'leader-only') }));
       // The audit runs on every replica (warm on followers); its side effects are fenced by the elector's term.
+      writer = new FencedWriter({ kubeConfig: chosen.client.kubeConfig, userAgent: chosen.client.userAgent });
       audit = buildAudit(
         {
           installNamespace: config.installNamespace,
@@ -206,6 +210,7 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
         },
         {
           client: chosen.client,
+          writer,
           ruleSet: source.ruleSet,
           namespaceLabels: (ns) => chosen.source.namespaceLabels(ns),
           ruleObject: (s) => (s.namespace !== undefined ? chosen.source.rules.namespacedRules.get(s.name, s.namespace) : chosen.source.rules.clusterRules.get(s.name)),
@@ -260,6 +265,8 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
     log.info('stopped');
     return EXIT_OK;
   } finally {
+    // Idempotent; after the Manager stopped nothing writes any more, so this only closes pooled sockets.
+    await writer?.close();
     if (selfSignedDir) await rm(selfSignedDir, { recursive: true, force: true });
   }
 }

@@ -10,6 +10,7 @@ import { Registry } from 'prom-client';
 import { buildAudit } from '../../src/audit/audit.ts';
 import { ClusterRuleSource } from '../../src/cli/cluster-source.ts';
 import { createKubeClient } from '../../src/kube/client.ts';
+import { FencedWriter } from '../../src/kube/fenced-writer.ts';
 import { Manager } from '../../src/manager/manager.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { scriptedElection } from '../support/election.ts';
@@ -24,6 +25,8 @@ test('the actuator acts only between BecameLeader and LostLeadership; evaluation
 
   const client = createKubeClient({ kubeconfigYaml: api.kubeConfig('replica'), qps: 50, burst: 100, userAgent: 'portal-test (replica)' });
   const logger = silentLogger();
+  const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: 'portal-test (replica)' });
+  t.after(() => writer.close());
   const source = new ClusterRuleSource({ client, logger });
   const { evaluator, actuator } = buildAudit(
     {
@@ -37,7 +40,7 @@ test('the actuator acts only between BecameLeader and LostLeadership; evaluation
       statusDebounceMs: 50,
       rulePollMs: 50,
     },
-    { client, ruleSet: source.ruleSet, namespaceLabels: (ns) => source.namespaceLabels(ns), logger, registry: new Registry() },
+    { client, writer, ruleSet: source.ruleSet, namespaceLabels: (ns) => source.namespaceLabels(ns), logger, registry: new Registry() },
   );
   const election = scriptedElection();
   const manager = new Manager({ gracefulShutdownMs: 5000 }, { logger, election });

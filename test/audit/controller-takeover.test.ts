@@ -67,7 +67,7 @@ test('an unconfirmed eviction intent is settled by the pod: still there → evic
   prev.grant();
   await until(async () => (await reports(kube)) === 2, 10_000, 'reports by the predecessor');
   await until(() => prev.controller.idle(), 10_000, 'predecessor idle');
-  prev.revoke();
+  await prev.revoke();
   await until(() => next.controller.synced() && next.controller.idle() && next.controller.reports.synced() && next.controller.violations('evicting') === 2 && next.controller.store.get(key('stuck'))?.state === 'intent' && next.controller.store.get(key('recreated'))?.state === 'intent', 10_000, 'the follower learnt both intents');
   assert.deepEqual(writesBy(api, 'replica-next', 'pods'), [], 'a follower evicts nothing');
   next.grant();
@@ -102,7 +102,7 @@ test('a new leader resolves the alerts of objects deleted while it was a followe
   await until(() => b.controller.store.get(key)?.state === 'done', 10_000, 'b learnt the alert from the ledger');
 
   // The leader goes away; the pod is deleted while b only follows.
-  a.revoke();
+  await a.revoke();
   await until(() => a.controller.idle(), 5000, 'a idle');
   await kube.core.deleteNamespacedPod({ namespace: APP_NS, name: 'doomed' });
   await until(() => b.controller.violations('alerting') === 0 && b.controller.idle(), 10_000, 'b saw the delete');
@@ -127,7 +127,7 @@ test('lastAuditTime: a takeover moves nothing; the first full pass as leader doe
   a.controller.fullPass();
   await until(async () => (await lastAuditTime(kube, 'audited')) !== undefined, 10_000, 'lastAuditTime from a');
   const first = await lastAuditTime(kube, 'audited');
-  a.revoke();
+  await a.revoke();
 
   await until(() => b.controller.passes > 0 && b.controller.idle(), 10_000, 'b: first pass');
   b.grant();

@@ -126,7 +126,7 @@ test('follower: computes everything, writes nothing; on leadership it acts from 
   assert.ok(Object.keys(labelled.metadata?.annotations ?? {}).some((k) => k.startsWith('actions.portal.dev/label.')), 'provenance annotation with the epoch');
 
   // After losing the term it stops writing again.
-  follower.revoke();
+  await follower.revoke();
   await until(() => follower.controller.idle(), 5000, 'idle');
   const n = writesBy(api, 'replica-f').length;
   await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad-after', true) as never });
@@ -146,7 +146,7 @@ test('a second leader repeats nothing its predecessor did', async (t) => {
   await until(async () => (await kube.core.listNamespacedPod({ namespace: APP_NS })).items.every((p) => p.metadata?.annotations?.['portal.dev/violation']), 5000, 'annotations by a');
   await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 5, 5000, 'status by a');
   await until(() => a.controller.idle() && b.controller.idle() && b.controller.store.size >= 5, 5000, 'b learnt the annotations');
-  a.revoke();
+  await a.revoke();
   b.grant();
   await new Promise((r) => setTimeout(r, 600));
   await until(() => b.controller.idle(), 5000, 'b idle');

@@ -1,5 +1,5 @@
 /**
- * In-process wiring of the AuditController for tests: a real embedded API
+ * In-process wiring of the audit (evaluation + actuator) for tests: a real embedded API
  * server with Portal's and the PolicyReport CRDs installed, a cluster rule
  * source (rule + namespace informers) per replica, and a leader term the test
  * controls (grant / revoke), so leader and follower behaviour can be driven
@@ -17,6 +17,7 @@ import type { AuditEvaluator } from '../../../src/audit/evaluator.ts';
 import { startApiServer, type ApiServer } from '../../../src/devcluster/apiserver/index.ts';
 import { DevApiClient } from '../../../src/devcluster/dev/api-client.ts';
 import { readManifests } from '../../../src/devcluster/dev/manifests.ts';
+import { FencedWriter } from '../../../src/kube/fenced-writer.ts';
 import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
 import { Term } from '../../../src/leader/term.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
@@ -61,6 +62,8 @@ export async function startReplica(t: TestContext, api: ApiServer, name: string,
   const client = createKubeClient({ kubeconfigYaml: api.kubeConfig(name), qps: 50, burst: 100, userAgent: `portal-test (${name})` });
   const logger = silentLogger();
   const source = new ClusterRuleSource({ client, logger });
+  const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: `portal-test (${name})` });
+  t.after(() => writer.close());
   let term: Term | undefined;
   let running = false;
   const { evaluator: controller, actuator } = buildAudit(
@@ -78,6 +81,7 @@ export async function startReplica(t: TestContext, api: ApiServer, name: string,
     },
     {
       client,
+      writer,
       ruleSet: source.ruleSet,
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
