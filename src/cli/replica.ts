@@ -38,7 +38,7 @@ import { EventBus } from '../observability/event-bus.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import { createAdmissionMetrics } from '../observability/metrics.ts';
-import { ClusterRuleSource } from './cluster-source.ts';
+import { ClusterRuleSource } from '../kube/cluster-rule-source.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './command.ts';
 
 const VERSION = '0.1.0';

@@ -21,7 +21,7 @@ import type { Registry } from 'prom-client';
 import { Backoff, sleep } from '../kube/backoff.ts';
 import { apiStatusCode, describeApiError, type KubeClient } from '../kube/client.ts';
 import { ResilientInformer } from '../kube/informer.ts';
-import type { KubeObject } from '../policy/types.ts';
+import type { KubeObject } from '../types/kubernetes.ts';
 import { JITTER_FACTOR, safetyMarginMs, validateLeaderElectionConfig, type LeaderElectionConfig } from './config.ts';
 import { EventBus } from '../observability/event-bus.ts';
 import type { LeaderEventBus, LeaderEventMap } from './events.ts';
