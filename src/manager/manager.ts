@@ -7,6 +7,7 @@
  * The webhook group is never touched by leadership changes.
  */
 import type { Logger } from 'pino';
+import { DEFAULTS } from '../config/options.ts';
 import { Backoff, sleep, type BackoffOptions } from '../kube/backoff.ts';
 import type { LeaderEventBus } from '../leader/events.ts';
 import type { LeaderTerm } from '../leader/term.ts';
@@ -25,7 +26,7 @@ export interface Election {
 }
 
 export interface ManagerConfig {
-  /** Upper bound for a graceful shutdown (and for stopping the leader group). @default 30000 */
+  /** Upper bound for a graceful shutdown (and for stopping the leader group). @default `--shutdown-grace-period`'s default (20 s) */
   gracefulShutdownMs: number;
   /** A failing runnable is restarted with backoff, or stops the whole manager. @default "restart" */
   onRunnableFailure: 'restart' | 'stop';
@@ -33,7 +34,8 @@ export interface ManagerConfig {
   restartBackoff?: BackoffOptions;
 }
 
-export const MANAGER_DEFAULTS: Readonly<ManagerConfig> = Object.freeze({ gracefulShutdownMs: 30_000, onRunnableFailure: 'restart' });
+// One graceful-shutdown default for the whole program: the flag's (config/options.ts).
+export const MANAGER_DEFAULTS: Readonly<ManagerConfig> = Object.freeze({ gracefulShutdownMs: DEFAULTS.shutdownGracePeriod, onRunnableFailure: 'restart' });
 
 export interface ManagerDeps {
   logger: Logger;
@@ -89,6 +91,15 @@ export class Manager {
     if (!this.#startupComplete) return false;
     for (const list of this.#groups.values()) for (const r of list) if (r.ready && !r.ready()) return false;
     return true;
+  }
+
+  /**
+   * Who starts what, in start order (for /debug/vars and docs): each group's
+   * runnables, then the leader-only group that runs with the term.
+   */
+  describe(): { groups: Record<RunnableGroup, string[]>; leaderOnly: string[]; leading: string | null } {
+    const groups = Object.fromEntries(GROUPS.map((g) => [g, this.#groups.get(g)!.map((r) => r.name)])) as Record<RunnableGroup, string[]>;
+    return { groups, leaderOnly: this.#leaderOnly.map((r) => r.name), leading: this.#leader?.term.epochString ?? null };
   }
 
   /** The current leader term, while the leader group runs. */
