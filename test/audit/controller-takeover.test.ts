@@ -131,8 +131,8 @@ test('lastAuditTime: a takeover moves nothing; the first full pass as leader doe
 
   await until(() => b.controller.passes > 0 && b.controller.idle(), 10_000, 'b: first pass');
   b.grant();
-  await until(() => b.controller.idle(), 5000, 'b idle after takeover');
-  await new Promise((r) => setTimeout(r, 500)); // past the status debounce (200 ms): a takeover alone must not write status
+  // The takeover drained and the status flush it scheduled (every rule) ran: a takeover alone must not write status.
+  await until(() => b.controller.idle() && b.actuator.status.flushes > 0, 5000, 'b idle after takeover and its status flush');
   assert.equal(await lastAuditTime(kube, 'audited'), first, 'a takeover does not move lastAuditTime');
   assert.deepEqual(writesBy(api, 'replica-b', 'portalclusterrules'), [], 'no status rewrite on takeover');
 
