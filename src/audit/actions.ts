@@ -26,6 +26,7 @@ import { actionKey, type EmittedAction, type IdempotencyStore } from './idempote
 import type { LedgerWriter } from './ledger-writer.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import { actionMetrics, type ActionMetrics } from './metrics.ts';
+import { ErrorCode, isPortalError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 
 export type ActionOutcome =
@@ -215,6 +216,7 @@ export class ActionExecutor {
       // paused leader's patch on an object nobody changed since.
       await this.#o.writer.objects.patch(spec, undefined, undefined, 'portal', undefined, PatchStrategy.MergePatch, this.#o.writer.objectOptions(term, { signal }));
     } catch (err) {
+      if (isPortalError(err, ErrorCode.TermExpired)) throw err; // fenced at the socket: nothing was sent
       if (apiStatusCode(err) === 404) return this.#count('mark', { status: 'skipped', reason: 'object is gone' });
       // Decide again on the object as it is now, once the informer has delivered the change.
       if (apiStatusCode(err) === 409) return this.#count('mark', { status: 'retry', afterMs: CONFLICT_RETRY_MS, reason: 'the object changed since it was observed' });
@@ -255,6 +257,8 @@ export class ActionExecutor {
         this.#o.writer.options(term, { signal }),
       );
     } catch (err) {
+      // Fenced at the socket: nothing was sent; the ledger's intent is settled by whoever leads next (from the pod).
+      if (isPortalError(err, ErrorCode.TermExpired)) throw err;
       // Not evicted: close the window again so the next attempt is not suppressed.
       this.#o.store.forget(key);
       await this.#o.ledger.write({}, [key], term, signal);

@@ -2,7 +2,7 @@
  * Writes the audit ledger ConfigMaps (ledger.ts has the layout, idempotency.ts
  * the protocol). Leader-only: every write is paced by the API write limiter,
  * fenced by `term.assertValid()` before it is started and again at the socket
- * write (`callOptions({ fence })`, kube/fenced-http.ts), and conditional on
+ * write (through the replica's FencedWriter, kube/fenced-writer.ts), and conditional on
  * the shard's resourceVersion.
  */
 import { apiStatusCode, callOptions, describeApiError } from '../kube/client.ts';

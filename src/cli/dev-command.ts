@@ -47,6 +47,7 @@ export const devCommand: Command = {
         options,
         {
           nodePath: process.execPath,
+          nodeVersion: process.version,
           script: join(packageRoot, 'bin', 'portal.js'),
           env: io.env,
           out: { write: (t: string) => io.stdout.write(t), isTTY: (io.stdout as NodeJS.WriteStream).isTTY === true },

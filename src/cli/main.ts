@@ -29,7 +29,8 @@ async function main(argv: string[]): Promise<number> {
     return name === undefined ? EXIT_USAGE : 0;
   }
   if (name === '--version') {
-    process.stdout.write('portal 0.1.0\n');
+    // The runtime too: npm scripts run the Node 24 of node_modules/.bin (ADR 0008), `node` on PATH may differ.
+    process.stdout.write(`portal 0.1.0 (Node ${process.version})\n`);
     return 0;
   }
   const load = commands[name];

@@ -67,8 +67,9 @@ export function createKubeClient(config: KubeClientConfig): KubeClient {
   if (!cluster) throw new PortalError(ErrorCode.ConfigInvalid, 'kubeconfig has no current cluster');
   // Same wiring as KubeConfig.makeApiClient, plus a User-Agent middleware so
   // the API server's audit log names the replica, and an HTTP library that
-  // pools connections and re-checks a call's fence at the socket write
-  // (fenced-http.ts). Only one static middleware: client-node reverses the
+  // pools connections (connect-first agents) and re-checks a call's fence
+  // at the connected socket (fenced-http.ts; leader-only writes use the
+  // replica's FencedWriter, fenced-writer.ts). Only one static middleware: client-node reverses the
   // static list in place on every response, so two would swap order per call.
   const configuration = createConfiguration({
     baseServer: new ServerConfiguration(cluster.server, {}),

@@ -11,7 +11,7 @@
  * (SIGSTOP, a long GC) wakes with the request still queued and would send it
  * after its successor took over (ADR 0004, "Residual window").
  *
- * How (ADR 0009), three public seams:
+ * How (ADR 0004, "Late check"), three public seams:
  * 1. {@link ConnectedHttpAgent} / {@link ConnectedHttpsAgent} override
  *    `Agent#createConnection(options, callback)` (documented: a custom agent
  *    may hand its socket over asynchronously through `callback`) and hand a

@@ -12,7 +12,7 @@
  *
  * Each request is checked against the term when the call starts, when the
  * transport starts it, and synchronously before its first byte reaches a
- * connected socket (kube/fenced-http.ts, ADR 0009): a write whose term
+ * connected socket (kube/fenced-http.ts, ADR 0004 "Late check"): a write whose term
  * expires before its bytes reach the socket is not sent. The writer's
  * transport refuses a non-GET request without a term, so a leader-only write
  * cannot leave it unfenced by mistake; GETs (discovery, a re-read after a

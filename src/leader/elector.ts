@@ -246,7 +246,14 @@ export class LeaderElector {
       // success (wait.Until, sliding): a leader that cannot renew gives up
       // D + R after its last success at the latest. Every request, a hanging
       // one included, is bounded by the time left in the cycle.
-      const deadline = performance.now() + this.config.renewDeadlineMs;
+      // Anchored at the last renewal's *send* time, as the term's validity is,
+      // not at whenever the sleep above returned: a late timer (a loaded
+      // machine, a GC pause) used to push the deadline past the term's
+      // validity (R + D vs L − margin after the send, 100 ms apart with the
+      // test timings), so the backstop ended the term before the renew loop
+      // did. Never later than the validity either (a config with R + D close
+      // to L).
+      const deadline = Math.min(this.#lastRenewSentAt + this.config.retryPeriodMs + this.config.renewDeadlineMs, term.validUntil());
       for (;;) {
         const remaining = deadline - performance.now();
         const result = await this.#tryAcquireOrRenew(this.#requestSignal(AbortSignal.any([signal, term.signal]), remaining), true);

@@ -17,7 +17,7 @@ import { startApiServer, type ApiServer } from '../../src/devcluster/apiserver/i
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
 import { FencedWriter } from '../../src/kube/fenced-writer.ts';
 import { TokenBucket } from '../../src/kube/rate-limiter.ts';
-import { Term } from '../../src/leader/term.ts';
+import { Term, type LeaderTerm } from '../../src/leader/term.ts';
 import { ErrorCode, isPortalError } from '../../src/observability/errors.ts';
 import type { KubeObject } from '../../src/policy/types.ts';
 import { freePort, startAlertmanager, type RunningAlertmanager } from './support/alertmanager.ts';
@@ -129,6 +129,34 @@ void test('a fenced term sends nothing', async () => {
   await assert.rejects(exec.mark(target, 'r', [{ type: 'label', key: 'k' }], expired, signal), (e) => isPortalError(e, ErrorCode.TermExpired));
   await assert.rejects(exec.evict(target, 'r', expired, signal), (e) => isPortalError(e, ErrorCode.TermExpired));
   assert.equal(api.auditLog().filter((e) => e.name === 'fenced-1' && e.verb !== 'create').length, 0);
+});
+
+/** A valid term that ends at its `n`-th check (the executor's own check is the first of a write). */
+function endingAtCheck(n: number): LeaderTerm {
+  const t = term();
+  let checks = 0;
+  return {
+    epoch: t.epoch,
+    epochString: t.epochString,
+    signal: t.signal,
+    isValid: () => t.isValid(),
+    validUntil: () => t.validUntil(),
+    assertValid: () => {
+      if (++checks === n) t.end('lost the lease');
+      t.assertValid();
+    },
+  };
+}
+
+void test('a term that ends after the executor checked it: the patch and the eviction are stopped at the socket, and TermExpired is thrown', async () => {
+  const target = await pod('default', 'fenced-late-1');
+  const { exec } = executor();
+  // mark: its own check (1), the transport's (2), the connected socket's (3).
+  await assert.rejects(exec.mark(target, 'r', [{ type: 'label', key: 'k' }], endingAtCheck(3), signal), (e) => isPortalError(e, ErrorCode.TermExpired));
+  // evict: the ledger intent is written first (three checks), then its own check (4), the transport's (5), the socket's (6).
+  await assert.rejects(exec.evict(target, 'r', endingAtCheck(6), signal), (e) => isPortalError(e, ErrorCode.TermExpired));
+  assert.deepEqual(api.auditLog().filter((e) => e.name === 'fenced-late-1' && e.verb !== 'create'), []);
+  assert.equal((await readPod('default', 'fenced-late-1')).metadata?.labels?.['k'], undefined);
 });
 
 void test('evict: 201 through the Eviction API, recorded in the ledger, learned by a follower', async () => {

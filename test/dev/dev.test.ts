@@ -109,6 +109,7 @@ void test('portal dev: kubectl is denied by Portal through the API server; repli
       return s && s.replicas.length === 2 && s.replicas.every((r) => r.pid !== null) ? s : undefined;
     });
     for (const r of state.replicas) pids.add(r.pid as number);
+    assert.ok(output.includes(`portal dev: replicas run Node ${process.version} (${process.execPath})`), output);
     await until('both replicas ready', 60_000, async () => ((await Promise.all(state.replicas.map((r) => ready(r.probes)))).every(Boolean) ? true : undefined));
 
     await writeFile(join(dir, 'privileged-pod.yaml'), PRIVILEGED);

@@ -140,3 +140,23 @@ test('debugVars describe the leader', async (t) => {
   assert.ok(vars.time_as_leader > 0.2);
   assert.equal(vars.transitions, 0);
 });
+
+test('a late renew timer does not move the renew deadline past the term: the renew loop still demotes first', async (t) => {
+  const api = await apiServer(t);
+  const a = runElector(t, api, 'a');
+  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  const term = a.elector.term()!;
+  const lost: string[] = [];
+  a.bus.on('LostLeadership', (e) => lost.push(e.reason));
+  // Right after a successful renewal (its validity moved), the API becomes unreachable…
+  const before = term.validUntil();
+  await until(() => term.validUntil() !== before, 2000, 'a renewal');
+  api.faults.cutOff('a');
+  // …and the process stalls across the moment the next renew cycle was due (retryPeriod 200 ms
+  // after the renewal), as a GC pause or a starved event loop does: its timer fires 250 ms late.
+  await new Promise((r) => setTimeout(r, 100));
+  freeze(250);
+  await until(() => !a.elector.isLeader(), 2000, 'a to demote');
+  assert.equal(lost.length, 1);
+  assert.match(lost[0]!, /renew deadline/, 'the renew loop gave up at R + D after the renewal was sent, before the term backstop (L − margin)');
+});

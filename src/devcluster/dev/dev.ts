@@ -40,6 +40,8 @@ const STATUS_INTERVAL_MS = 1000;
 export interface DevRuntime {
   /** The Node binary (process.execPath). */
   nodePath: string;
+  /** Its version (process.version), shown at start-up: npm scripts run node_modules/.bin/node, not the PATH's (ADR 0008). */
+  nodeVersion?: string;
   /** bin/portal.js of this package. */
   script: string;
   /** Environment the replicas inherit (POD_NAME/POD_NAMESPACE are set on top). */
@@ -212,6 +214,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
 
     rt.out.write(
       `portal dev: API server ${apiUrl}\n` +
+        (rt.nodeVersion !== undefined ? `portal dev: replicas run Node ${rt.nodeVersion} (${rt.nodePath})\n` : '') +
         `portal dev: kubectl --kubeconfig ${adminKubeconfig} get pods -A\n` +
         `portal dev: logs in ${dirs.logs}, state in ${stateFile}\n`,
     );
