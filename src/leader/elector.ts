@@ -253,7 +253,7 @@ export class LeaderElector {
       // test timings), so the backstop ended the term before the renew loop
       // did. Never later than the validity either (a config with R + D close
       // to L).
-      const deadline = Math.min(this.#lastRenewSentAt + this.config.retryPeriodMs + this.config.renewDeadlineMs, term.validUntil());
+      const deadline = Math.min(this.#state.lastRenewSentAt + this.config.retryPeriodMs + this.config.renewDeadlineMs, term.validUntil());
       for (;;) {
         const remaining = deadline - performance.now();
         const result = await this.#tryAcquireOrRenew(this.#requestSignal(AbortSignal.any([signal, term.signal]), remaining), true);
