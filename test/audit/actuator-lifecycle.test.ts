@@ -66,27 +66,27 @@ test('the actuator acts only between BecameLeader and LostLeadership; evaluation
 
   // Follower: everything evaluated, nothing written.
   await election.started;
-  await until(() => evaluator.passes > 0 && evaluator.idle() && evaluator.violations('no-privileged') === 1, 10_000, 'the follower evaluated the pod');
+  await until('the follower evaluated the pod', 10_000, () => evaluator.passes > 0 && evaluator.idle() && evaluator.violations('no-privileged') === 1);
   assert.deepEqual(writes(), [], 'a follower writes nothing');
   assert.equal(actuator.leading, undefined);
 
   // Leadership won: the takeover acts on what the follower computed.
   const term1 = election.win();
   assert.deepEqual(lifecycle, [`start ${term1.epochString}`], 'started with the term, synchronously');
-  await until(() => writes().some((e) => e.resource === 'policyreports') && writes().some((e) => e.resource === 'pods'), 10_000, 'report and annotation');
+  await until('report and annotation', 10_000, () => writes().some((e) => e.resource === 'policyreports') && writes().some((e) => e.resource === 'pods'));
 
   // Leadership lost: the actuator stops; evaluation goes on, writing nothing.
   election.lose();
-  await until(() => lifecycle.length === 2, 5000, 'the actuator to stop');
+  await until('the actuator to stop', 5000, () => lifecycle.length === 2);
   assert.equal(lifecycle[1], `stop ${term1.epochString}`);
   const before = writes().length;
   await createPod('second');
-  await until(() => evaluator.violations('no-privileged') === 2 && evaluator.idle(), 10_000, 'the second pod evaluated');
+  await until('the second pod evaluated', 10_000, () => evaluator.violations('no-privileged') === 2 && evaluator.idle());
   assert.equal(writes().length, before, 'no write after the actuator stopped');
 
   // Won again: the new term's takeover scan picks up the second pod from memory.
   election.win();
-  await until(() => writes().filter((e) => e.resource === 'policyreports').length === 2, 10_000, 'the second report');
+  await until('the second report', 10_000, () => writes().filter((e) => e.resource === 'policyreports').length === 2);
   assert.equal(evaluator.violations('no-privileged'), 2);
   assert.ok(
     writes().every((e) => e.resource !== 'pods' || e.name === 'first' || e.name === 'second'),

@@ -11,6 +11,7 @@ import { LeaderElector } from '../../src/leader/elector.ts';
 import type { LeaderEventMap } from '../../src/leader/events.ts';
 import { EventBus } from '../../src/observability/event-bus.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
+export { until } from '../support/until.ts';
 
 /** Short timings so a scenario takes about a second (validated like production ones). */
 export const FAST: Partial<LeaderElectionConfig> = { leaseDurationMs: 1000, renewDeadlineMs: 600, retryPeriodMs: 200 };
@@ -74,15 +75,6 @@ export function runElector(
   return r;
 }
 
-/** Polls `cond` every 5 ms until true; throws with `what` after `timeoutMs`. */
-export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<number> {
-  const start = performance.now();
-  while (!(await cond())) {
-    if (performance.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return performance.now() - start;
-}
 
 /** Blocks the event loop (simulates a GC pause / SIGSTOP) for `ms`. */
 export function freeze(ms: number): void {

@@ -21,6 +21,7 @@ import { FencedWriter } from '../../../src/kube/fenced-writer.ts';
 import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
 import { Term } from '../../../src/leader/term.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
+export { until } from '../../support/until.ts';
 
 export const INSTALL_NS = 'portal-system';
 export const APP_NS = 'apps';
@@ -130,14 +131,6 @@ export async function startReplica(t: TestContext, api: ApiServer, name: string,
   return r;
 }
 
-/** Polls `cond` every 20 ms; throws with `what` after `timeoutMs`. */
-export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const start = performance.now();
-  while (!(await cond())) {
-    if (performance.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 export function privilegedRule(name: string, actions: unknown[] = [], extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
