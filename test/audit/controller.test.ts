@@ -150,6 +150,9 @@ test('a second leader repeats nothing its predecessor did', async (t) => {
   await until('annotations by a', 5000, async () => (await kube.core.listNamespacedPod({ namespace: APP_NS })).items.every((p) => p.metadata?.annotations?.['portal.dev/violation']));
   await until('status by a', 5000, async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 5);
   await until('b learnt the annotations', 5000, () => a.controller.idle() && b.controller.idle() && b.controller.store.size >= 5);
+  // ... and the rule status a wrote (b's rule informer; on a loaded machine its watch event can trail a's write).
+  const statusSeenByB = () => (b.source.rules.clusterRules.get('no-privileged') as { status?: { violations?: number } } | undefined)?.status?.violations === 5;
+  await until('b saw the rule status a wrote', 5000, statusSeenByB);
   await a.revoke();
   b.grant();
   // The takeover drained and the new leader's first status flush (every rule, after the debounce) ran.
