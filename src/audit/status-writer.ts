@@ -92,6 +92,8 @@ export class StatusWriter {
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   writes = 0;
+  /** Completed flushes, also those that found nothing to write (tests wait on it instead of sleeping past the debounce). */
+  flushes = 0;
 
   /** `writer`: the replica's leader-only writer, which sends the status patches. */
   constructor(client: KubeClient, writer: FencedWriter, inputs: StatusInputs, logger: Logger, options: { debounceMs?: number } = {}) {
@@ -116,6 +118,7 @@ export class StatusWriter {
       const term = termOf();
       if (!term || !term.isValid()) return; // followers keep the dirty set: a new leader writes it at once
       this.#flushing = this.flush(term, signal).finally(() => {
+        this.flushes++;
         this.#flushing = undefined;
         this.schedule(termOf, signal);
       });

@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { until as untilShared } from '../support/until.ts';
 
 export interface DevState {
   kubeconfig: string;
@@ -35,16 +36,6 @@ export interface PostedAlert {
   endsAt: string;
 }
 
-/** Polls `check` every 100 ms (a throw counts as "not yet") until it returns a value; fails after `ms`. */
-export async function until<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 export async function readState(file: string): Promise<DevState | undefined> {
   try {
@@ -169,3 +160,6 @@ export async function replicaLogTails(logsDir: string, chars: number): Promise<s
   const parts = await Promise.all(names.map(async (n) => `--- ${n} (tail) ---\n${(await readFile(join(logsDir, n), 'utf8').catch(() => '')).slice(-chars)}`));
   return parts.join('\n');
 }
+
+/** The suite's `until` (test/support/until.ts): a check that throws (a paused or killed replica) counts as "not yet". */
+export const until = <T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> => untilShared(what, ms, check, { intervalMs: 100, ignoreErrors: true });

@@ -9,6 +9,7 @@ import { Registry } from 'prom-client';
 import { AlertmanagerClient } from '../../src/audit/alertmanager.ts';
 import { alertLabels, decideAlert, firingAlert, resolvedAlert, type ViolationAlert } from '../../src/audit/alert-scheduler.ts';
 import { freePort, startAlertmanager, type RunningAlertmanager } from './support/alertmanager.ts';
+import { until } from '../support/until.ts';
 
 let am: RunningAlertmanager;
 before(async () => {
@@ -22,15 +23,6 @@ function violation(name: string): ViolationAlert {
   return { rule: 'disallow-privileged', severity: 'high', kind: 'Pod', namespace: 'team-a', name, message: 'Privileged containers are not allowed.', epoch: 'lease-uid/1' };
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, deadlineMs = 10_000): Promise<T> {
-  const deadline = performance.now() + deadlineMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const signal = new AbortController().signal;
 
@@ -42,7 +34,7 @@ void test('firing alerts arrive with our labels and annotations', async () => {
   const result = await client.send([firingAlert(v, now, now + 60_000, 'http://portal.example/rules/disallow-privileged')], signal);
   assert.deepEqual(result.outcomes, [{ url: am.url, ok: true, attempts: 1, status: 200 }]);
   assert.equal(result.delivered, true);
-  const got = await until('the alert', async () => (await am.alerts()).find((a) => a.labels.name === 'fire-1'));
+  const got = await until('the alert', 10_000, async () => (await am.alerts()).find((a) => a.labels.name === 'fire-1'));
   assert.deepEqual(got.labels, { alertname: 'PortalViolation', rule: 'disallow-privileged', severity: 'high', kind: 'Pod', namespace: 'team-a', name: 'fire-1' });
   assert.equal(got.annotations.message, 'Privileged containers are not allowed.');
   assert.equal(got.annotations.epoch, 'lease-uid/1');
@@ -58,11 +50,11 @@ void test('a re-send before endsAt keeps the alert active past the first endsAt,
   const t0 = Date.now();
   const firstEndsAt = t0 + 1500;
   await client.send([firingAlert(v, t0, firstEndsAt)], signal);
-  await until('the alert', async () => (await am.alerts()).find((a) => a.labels.name === 'resend-1'));
+  await until('the alert', 10_000, async () => (await am.alerts()).find((a) => a.labels.name === 'resend-1'));
   const t1 = Date.now();
   await client.send([firingAlert(v, t1, t1 + 60_000)], signal);
   // Let the first endsAt pass (a wall-clock threshold, not a sleep for ordering), then look.
-  await until('the first endsAt to pass', async () => (Date.now() > firstEndsAt + 500 ? true : undefined));
+  await until('the first endsAt to pass', 10_000, async () => (Date.now() > firstEndsAt + 500 ? true : undefined));
   const got = (await am.alerts()).filter((a) => a.labels.name === 'resend-1');
   assert.equal(got.length, 1, 'one alert: Alertmanager deduplicates the label set');
   assert.equal(got[0]!.status.state, 'active');
@@ -73,8 +65,8 @@ void test('without a re-send the alert expires at endsAt (what the re-send inter
   const client = new AlertmanagerClient({ urls: [am.url] });
   const now = Date.now();
   await client.send([firingAlert(violation('expire-1'), now, now + 1000)], signal);
-  await until('the alert', async () => (await am.alerts()).find((a) => a.labels.name === 'expire-1'));
-  await until('the alert to expire', async () => ((await am.alerts()).some((a) => a.labels.name === 'expire-1') ? undefined : true));
+  await until('the alert', 10_000, async () => (await am.alerts()).find((a) => a.labels.name === 'expire-1'));
+  await until('the alert to expire', 10_000, async () => ((await am.alerts()).some((a) => a.labels.name === 'expire-1') ? undefined : true));
 });
 
 void test('resolving (endsAt now, same labels) clears the alert from the active list', async () => {
@@ -82,11 +74,11 @@ void test('resolving (endsAt now, same labels) clears the alert from the active 
   const v = violation('resolve-1');
   const t0 = Date.now();
   await client.send([firingAlert(v, t0, t0 + 3_600_000)], signal);
-  await until('the alert', async () => (await am.alerts()).find((a) => a.labels.name === 'resolve-1'));
+  await until('the alert', 10_000, async () => (await am.alerts()).find((a) => a.labels.name === 'resolve-1'));
   const result = await client.send([resolvedAlert(v, t0, Date.now())], signal);
   assert.equal(result.delivered, true);
   // Alertmanager 0.25 drops resolved alerts from GET /api/v2/alerts (it keeps them only for notification).
-  await until('the alert to disappear', async () => ((await am.alerts()).some((a) => a.labels.name === 'resolve-1') ? undefined : true));
+  await until('the alert to disappear', 10_000, async () => ((await am.alerts()).some((a) => a.labels.name === 'resolve-1') ? undefined : true));
 });
 
 void test('the scheduler drives fire → wait → re-send → resolve against the real Alertmanager', async () => {
@@ -107,7 +99,7 @@ void test('the scheduler drives fire → wait → re-send → resolve against th
   const resolve = decideAlert(record, false, now, interval);
   assert.deepEqual(resolve, { type: 'resolve', startsAt: first.startsAt });
   await client.send([resolvedAlert(v, resolve.type === 'resolve' ? resolve.startsAt : now, now)], signal);
-  await until('the alert to disappear', async () => ((await am.alerts()).some((a) => a.labels.name === 'sched-1') ? undefined : true));
+  await until('the alert to disappear', 10_000, async () => ((await am.alerts()).some((a) => a.labels.name === 'sched-1') ? undefined : true));
   assert.deepEqual(decideAlert(undefined, false, now, interval), { type: 'none' });
 });
 

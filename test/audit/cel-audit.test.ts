@@ -44,7 +44,7 @@ test('audit: a CEL rule gives PolicyReport results, a violation count and its au
   const leader = await startReplica(t, api, 'replica-a');
   leader.grant();
 
-  await until(async () => (await reports(kube)).length === 2, 10_000, 'two PolicyReports');
+  await until('two PolicyReports', 10_000, async () => (await reports(kube)).length === 2);
   const byPod = new Map((await reports(kube)).map((r) => [r.scope.name, r]));
   const bad = byPod.get('bad')?.results[0];
   assert.equal(bad?.policy, 'cel-no-privileged');
@@ -52,11 +52,11 @@ test('audit: a CEL rule gives PolicyReport results, a violation count and its au
   assert.equal(bad?.message, 'cel-no-privileged: Privileged containers are not allowed. [privileged: c]');
   assert.equal(byPod.get('good')?.results[0]?.result, 'pass');
 
-  await until(async () => {
+  await until('status.violations = 1', 5000, async () => {
     const r = (await kube.customObjects.getClusterCustomObject({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name: 'cel-no-privileged' })) as { status?: { violations?: number } };
     return r.status?.violations === 1;
-  }, 5000, 'status.violations = 1');
-  await until(async () => (await kube.core.readNamespacedPod({ namespace: APP_NS, name: 'bad' })).metadata?.annotations?.['portal.dev/violation'] === 'cel-no-privileged', 5000, 'annotation on bad');
+  });
+  await until('annotation on bad', 5000, async () => (await kube.core.readNamespacedPod({ namespace: APP_NS, name: 'bad' })).metadata?.annotations?.['portal.dev/violation'] === 'cel-no-privileged');
   const good = await kube.core.readNamespacedPod({ namespace: APP_NS, name: 'good' });
   assert.equal(good.metadata?.annotations?.['portal.dev/violation'], undefined);
 });

@@ -65,17 +65,17 @@ test('an unconfirmed eviction intent is settled by the pod: still there → evic
   // intents below are the only trace of them): nothing else is pending.
   const [prev, next] = await Promise.all([startReplica(t, api, 'replica-prev', { maxEvictionsPerMinute: 0 }), startReplica(t, api, 'replica-next')]);
   prev.grant();
-  await until(async () => (await reports(kube)) === 2, 10_000, 'reports by the predecessor');
-  await until(() => prev.controller.idle(), 10_000, 'predecessor idle');
-  prev.revoke();
-  await until(() => next.controller.synced() && next.controller.idle() && next.controller.reports.synced() && next.controller.violations('evicting') === 2 && next.controller.store.get(key('stuck'))?.state === 'intent' && next.controller.store.get(key('recreated'))?.state === 'intent', 10_000, 'the follower learnt both intents');
+  await until('reports by the predecessor', 10_000, async () => (await reports(kube)) === 2);
+  await until('predecessor idle', 10_000, () => prev.controller.idle());
+  await prev.revoke();
+  await until('the follower learnt both intents', 10_000, () => next.controller.synced() && next.controller.idle() && next.controller.reports.synced() && next.controller.violations('evicting') === 2 && next.controller.store.get(key('stuck'))?.state === 'intent' && next.controller.store.get(key('recreated'))?.state === 'intent');
   assert.deepEqual(writesBy(api, 'replica-next', 'pods'), [], 'a follower evicts nothing');
   next.grant();
 
-  await until(async () => (await kube.core.listNamespacedPod({ namespace: APP_NS })).items.every((p) => p.metadata?.name !== 'stuck'), 10_000, 'stuck evicted');
-  await until(async () => (await ledgerEntry(kube, key('stuck')))?.state === 'done', 10_000, 'stuck: ledger done');
-  await until(async () => (await ledgerEntry(kube, key('recreated')))?.state === 'done', 10_000, 'recreated: ledger done');
-  await until(() => next.controller.idle(), 10_000, 'idle');
+  await until('stuck evicted', 10_000, async () => (await kube.core.listNamespacedPod({ namespace: APP_NS })).items.every((p) => p.metadata?.name !== 'stuck'));
+  await until('stuck: ledger done', 10_000, async () => (await ledgerEntry(kube, key('stuck')))?.state === 'done');
+  await until('recreated: ledger done', 10_000, async () => (await ledgerEntry(kube, key('recreated')))?.state === 'done');
+  await until('idle', 10_000, () => next.controller.idle());
 
   const evictions = (name: string) => api.auditLog().filter((e) => e.subresource === 'eviction' && e.name === name).map((e) => `${e.user} ${e.code}`);
   assert.deepEqual(evictions('stuck'), ['replica-next 201'], 'the pod that was never evicted is evicted once');
@@ -97,23 +97,23 @@ test('a new leader resolves the alerts of objects deleted while it was a followe
   const [a, b] = await Promise.all([startReplica(t, api, 'replica-a', config), startReplica(t, api, 'replica-b', config)]);
   a.grant();
   const firing = async () => (await am.alerts()).some((x) => x.labels['name'] === 'doomed' && x.labels['rule'] === 'alerting');
-  await until(firing, 15_000, 'the alert in Alertmanager');
+  await until('the alert in Alertmanager', 15_000, firing);
   const key = actionKey({ rule: 'alerting', gvk: POD, namespace: APP_NS, name: 'doomed', actionType: 'alert' });
-  await until(() => b.controller.store.get(key)?.state === 'done', 10_000, 'b learnt the alert from the ledger');
+  await until('b learnt the alert from the ledger', 10_000, () => b.controller.store.get(key)?.state === 'done');
 
   // The leader goes away; the pod is deleted while b only follows.
-  a.revoke();
-  await until(() => a.controller.idle(), 5000, 'a idle');
+  await a.revoke();
+  await until('a idle', 5000, () => a.controller.idle());
   await kube.core.deleteNamespacedPod({ namespace: APP_NS, name: 'doomed' });
-  await until(() => b.controller.violations('alerting') === 0 && b.controller.idle(), 10_000, 'b saw the delete');
+  await until('b saw the delete', 10_000, () => b.controller.violations('alerting') === 0 && b.controller.idle());
   assert.ok(await firing(), 'nobody resolved it yet (no leader)');
   assert.equal(b.controller.store.get(key)?.state, 'done', 'a follower keeps the record until a leader resolves it');
 
   b.grant();
-  await until(async () => !(await firing()), 15_000, 'the alert resolved by the new leader');
-  await until(async () => (await ledgerEntry(kube, key)) === undefined, 10_000, 'ledger entry removed');
+  await until('the alert resolved by the new leader', 15_000, async () => !(await firing()));
+  await until('ledger entry removed', 10_000, async () => (await ledgerEntry(kube, key)) === undefined);
   assert.ok(writesBy(api, 'replica-b', 'configmaps').length > 0, 'b removed the ledger entry');
-  await until(() => b.controller.stats()['objects'] === 0, 5000, 'b forgot the deleted pod once resolved');
+  await until('b forgot the deleted pod once resolved', 5000, () => b.controller.stats()['objects'] === 0);
 });
 
 test('lastAuditTime: a takeover moves nothing; the first full pass as leader does, also one that began as a follower', async (t) => {
@@ -122,27 +122,27 @@ test('lastAuditTime: a takeover moves nothing; the first full pass as leader doe
   await admin.apply(privilegedRule('audited'));
   await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad', true) as never });
   const [a, b] = await Promise.all([startReplica(t, api, 'replica-a'), startReplica(t, api, 'replica-b')]);
-  await until(() => a.controller.passes > 0 && a.controller.idle(), 10_000, 'a: first pass');
+  await until('a: first pass', 10_000, () => a.controller.passes > 0 && a.controller.idle());
   a.grant();
   a.controller.fullPass();
-  await until(async () => (await lastAuditTime(kube, 'audited')) !== undefined, 10_000, 'lastAuditTime from a');
+  await until('lastAuditTime from a', 10_000, async () => (await lastAuditTime(kube, 'audited')) !== undefined);
   const first = await lastAuditTime(kube, 'audited');
-  a.revoke();
+  await a.revoke();
 
-  await until(() => b.controller.passes > 0 && b.controller.idle(), 10_000, 'b: first pass');
+  await until('b: first pass', 10_000, () => b.controller.passes > 0 && b.controller.idle());
   b.grant();
-  await until(() => b.controller.idle(), 5000, 'b idle after takeover');
-  await new Promise((r) => setTimeout(r, 500)); // past the status debounce (200 ms): a takeover alone must not write status
+  // The takeover drained and the status flush it scheduled (every rule) ran: a takeover alone must not write status.
+  await until('b idle after takeover and its status flush', 5000, () => b.controller.idle() && b.actuator.status.flushes > 0);
   assert.equal(await lastAuditTime(kube, 'audited'), first, 'a takeover does not move lastAuditTime');
   assert.deepEqual(writesBy(api, 'replica-b', 'portalclusterrules'), [], 'no status rewrite on takeover');
 
   // A pass that starts while b follows and ends after b took over counts, once the takeover drained.
-  b.revoke();
-  await until(() => b.controller.idle(), 5000, 'b idle');
+  await b.revoke();
+  await until('b idle', 5000, () => b.controller.idle());
   const passes = b.controller.passes;
   assert.ok(b.controller.fullPass() > 0, 'a pass started as a follower');
   b.grant();
-  await until(() => b.controller.passes > passes && b.controller.idle(), 10_000, 'the pass ended');
-  await until(async () => ((await lastAuditTime(kube, 'audited')) ?? '') > (first ?? ''), 5000, 'lastAuditTime moved by the new leader');
+  await until('the pass ended', 10_000, () => b.controller.passes > passes && b.controller.idle());
+  await until('lastAuditTime moved by the new leader', 5000, async () => ((await lastAuditTime(kube, 'audited')) ?? '') > (first ?? ''));
   assert.ok(writesBy(api, 'replica-b', 'portalclusterrules').every((e) => e.subresource === 'status'), 'status subresource only');
 });

@@ -48,7 +48,7 @@ test('leader: reports, status and annotate for violating pods; stable across pas
   const leader = await startReplica(t, api, 'replica-a');
   leader.grant();
 
-  await until(async () => (await reports(kube)).length === 3, 10_000, 'three PolicyReports');
+  await until('three PolicyReports', 10_000, async () => (await reports(kube)).length === 3);
   const all = await reports(kube);
   const pods = await kube.core.listNamespacedPod({ namespace: APP_NS });
   for (const r of all) {
@@ -64,28 +64,28 @@ test('leader: reports, status and annotate for violating pods; stable across pas
     assert.match(r.results[0]?.properties.epoch ?? '', /^test-lease\/\d+$/);
   }
 
-  await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 2, 5000, 'status.violations = 2');
-  await until(async () => (await ruleStatus(kube, 'no-privileged'))?.lastAuditTime !== undefined, 5000, 'status.lastAuditTime');
+  await until('status.violations = 2', 5000, async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 2);
+  await until('status.lastAuditTime', 5000, async () => (await ruleStatus(kube, 'no-privileged'))?.lastAuditTime !== undefined);
   const status = await ruleStatus(kube, 'no-privileged');
   assert.equal(status?.conditions?.find((c) => c.type === 'Ready')?.reason, 'Compiled');
   assert.equal(status?.observedGeneration, 1);
   assert.ok(status?.lastAuditTime, 'lastAuditTime set after the first full pass');
-  await until(async () => {
+  await until('annotation on bad-1', 5000, async () => {
     const p = await kube.core.readNamespacedPod({ namespace: APP_NS, name: 'bad-1' });
     return p.metadata?.annotations?.['portal.dev/violation'] === 'no-privileged';
-  }, 5000, 'annotation on bad-1');
+  });
   const good = await kube.core.readNamespacedPod({ namespace: APP_NS, name: 'good' });
   assert.equal(good.metadata?.annotations?.['portal.dev/violation'], undefined, 'compliant pod not annotated');
 
   // Full passes rewrite nothing that is already right.
-  await until(() => leader.controller.idle(), 5000, 'idle');
+  await until('idle', 5000, () => leader.controller.idle());
   const before = writesBy(api, 'replica-a', 'policyreports').length;
   const annotateBefore = writesBy(api, 'replica-a', 'pods').length;
   const passes = leader.controller.passes;
   for (let i = 0; i < 2; i++) {
     const n = leader.controller.passes;
     leader.controller.fullPass();
-    await until(() => leader.controller.passes > n && leader.controller.idle(), 5000, 'full pass');
+    await until('full pass', 5000, () => leader.controller.passes > n && leader.controller.idle());
   }
   assert.ok(leader.controller.passes >= passes + 2);
   assert.equal(writesBy(api, 'replica-a', 'policyreports').length, before, 'no report rewrite across full passes');
@@ -93,13 +93,13 @@ test('leader: reports, status and annotate for violating pods; stable across pas
 
   // A pod that goes away takes its report with it and the count follows.
   await kube.core.deleteNamespacedPod({ namespace: APP_NS, name: 'bad-2' });
-  await until(async () => (await reports(kube)).length === 2, 5000, 'report of bad-2 gone');
-  await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 1, 5000, 'status.violations = 1');
+  await until('report of bad-2 gone', 5000, async () => (await reports(kube)).length === 2);
+  await until('status.violations = 1', 5000, async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 1);
 
   // A rule change that makes the pod compliant rewrites its report to pass.
   await admin.apply({ ...privilegedRule('no-privileged'), spec: { ...(privilegedRule('no-privileged').spec as object), validate: { schema: true } } });
-  await until(async () => (await reports(kube)).every((r) => r.summary.fail === 0 && r.summary.pass === 1), 5000, 'reports rewritten to pass');
-  await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 0, 5000, 'status.violations = 0');
+  await until('reports rewritten to pass', 5000, async () => (await reports(kube)).every((r) => r.summary.fail === 0 && r.summary.pass === 1));
+  await until('status.violations = 0', 5000, async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 0);
   assert.ok(writesBy(api).every((e) => e.user !== 'replica-a' || e.code < 300 || e.code === 404 || e.code === 409), 'no failing writes');
 });
 
@@ -109,29 +109,33 @@ test('follower: computes everything, writes nothing; on leadership it acts from 
   await admin.apply(privilegedRule('no-privileged', [{ type: 'label', key: 'portal.dev/violation', value: 'no-privileged' }]));
   await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad', true) as never });
   const follower = await startReplica(t, api, 'replica-f');
-  await until(() => follower.controller.synced() && follower.controller.violations('no-privileged') === 1 && follower.controller.passes > 0, 5000, 'follower evaluated');
+  await until('follower evaluated', 5000, () => follower.controller.synced() && follower.controller.violations('no-privileged') === 1 && follower.controller.passes > 0);
   await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad-late', true) as never });
-  await until(() => follower.controller.violations('no-privileged') === 2, 5000, 'follower saw the new pod');
-  await new Promise((r) => setTimeout(r, 400)); // past the status debounce: a follower must not flush
+  await until('follower saw the new pod', 5000, () => follower.controller.violations('no-privileged') === 2);
+  // Nothing that writes runs on a follower: no actuator, no side-effecting step, no status flush scheduled.
+  assert.equal(follower.actuator.leading, undefined);
+  assert.equal(follower.controller.stats()['acting'], false);
+  assert.equal(follower.actuator.status.flushes, 0);
   assert.deepEqual(writesBy(api, 'replica-f'), [], 'a follower makes no writes');
 
   const grantedAt = Date.now();
   follower.grant();
-  await until(async () => (await reports(kube)).length === 2, 5000, 'reports after takeover');
-  await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 2, 5000, 'status after takeover');
-  const first = follower.controller.firstSideEffectAt;
+  await until('reports after takeover', 5000, async () => (await reports(kube)).length === 2);
+  await until('status after takeover', 5000, async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 2);
+  const first = follower.actuator.firstSideEffectAt;
   assert.ok(first !== undefined && first - grantedAt < 1000, `first side effect ${first! - grantedAt} ms after the term began`);
   const labelled = await kube.core.readNamespacedPod({ namespace: APP_NS, name: 'bad' });
   assert.equal(labelled.metadata?.labels?.['portal.dev/violation'], 'no-privileged');
   assert.ok(Object.keys(labelled.metadata?.annotations ?? {}).some((k) => k.startsWith('actions.portal.dev/label.')), 'provenance annotation with the epoch');
 
   // After losing the term it stops writing again.
-  follower.revoke();
-  await until(() => follower.controller.idle(), 5000, 'idle');
+  await follower.revoke();
+  await until('idle', 5000, () => follower.controller.idle());
   const n = writesBy(api, 'replica-f').length;
   await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad-after', true) as never });
-  await until(() => follower.controller.violations('no-privileged') === 3, 5000, 'third violation seen');
-  await new Promise((r) => setTimeout(r, 400));
+  await until('third violation evaluated', 5000, () => follower.controller.violations('no-privileged') === 3 && follower.controller.idle());
+  // revoke() resolved once the actuator stopped: nothing that writes runs any more.
+  assert.equal(follower.controller.stats()['acting'], false);
   assert.equal(writesBy(api, 'replica-f').length, n, 'no writes after the term ended');
 });
 
@@ -142,14 +146,17 @@ test('a second leader repeats nothing its predecessor did', async (t) => {
   for (let i = 0; i < 5; i++) await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod(`bad-${i}`, true) as never });
   const [a, b] = await Promise.all([startReplica(t, api, 'replica-a'), startReplica(t, api, 'replica-b')]);
   a.grant();
-  await until(async () => (await reports(kube)).length === 5, 10_000, 'reports by a');
-  await until(async () => (await kube.core.listNamespacedPod({ namespace: APP_NS })).items.every((p) => p.metadata?.annotations?.['portal.dev/violation']), 5000, 'annotations by a');
-  await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 5, 5000, 'status by a');
-  await until(() => a.controller.idle() && b.controller.idle() && b.controller.store.size >= 5, 5000, 'b learnt the annotations');
-  a.revoke();
+  await until('reports by a', 10_000, async () => (await reports(kube)).length === 5);
+  await until('annotations by a', 5000, async () => (await kube.core.listNamespacedPod({ namespace: APP_NS })).items.every((p) => p.metadata?.annotations?.['portal.dev/violation']));
+  await until('status by a', 5000, async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 5);
+  await until('b learnt the annotations', 5000, () => a.controller.idle() && b.controller.idle() && b.controller.store.size >= 5);
+  // ... and the rule status a wrote (b's rule informer; on a loaded machine its watch event can trail a's write).
+  const statusSeenByB = () => (b.source.rules.clusterRules.get('no-privileged') as { status?: { violations?: number } } | undefined)?.status?.violations === 5;
+  await until('b saw the rule status a wrote', 5000, statusSeenByB);
+  await a.revoke();
   b.grant();
-  await new Promise((r) => setTimeout(r, 600));
-  await until(() => b.controller.idle(), 5000, 'b idle');
+  // The takeover drained and the new leader's first status flush (every rule, after the debounce) ran.
+  await until('b idle after its first status flush', 5000, () => b.controller.idle() && b.actuator.status.flushes > 0);
   assert.deepEqual(writesBy(api, 'replica-b').map((e) => `${e.verb} ${e.resource}/${e.subresource}`), [], 'the new leader wrote nothing');
 });
 
@@ -164,14 +171,14 @@ test('bad rules and an unreachable Alertmanager give conditions and retries, nev
   await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad', true) as never });
   const leader = await startReplica(t, api, 'replica-a', { alertmanagerUrls: ['http://127.0.0.1:9'] });
   leader.grant();
-  await until(async () => (await ruleStatus(kube, 'evict-deployments'))?.conditions !== undefined, 5000, 'condition on evict-deployments');
+  await until('condition on evict-deployments', 5000, async () => (await ruleStatus(kube, 'evict-deployments'))?.conditions !== undefined);
   const ready = (await ruleStatus(kube, 'evict-deployments'))?.conditions?.find((c) => c.type === 'Ready');
   assert.equal(ready?.status, 'False');
   assert.equal(ready?.reason, 'CompileError');
   assert.match(ready?.message ?? '', /evict/);
   // The report is still written although the alert cannot be delivered.
-  await until(async () => (await reports(kube)).length === 1, 5000, 'report despite Alertmanager down');
-  await until(async () => (await ruleStatus(kube, 'alerting'))?.violations === 1, 5000, 'alerting violations');
+  await until('report despite Alertmanager down', 5000, async () => (await reports(kube)).length === 1);
+  await until('alerting violations', 5000, async () => (await ruleStatus(kube, 'alerting'))?.violations === 1);
   assert.equal((await ruleStatus(kube, 'alerting'))?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
   assert.ok(leader.controller.stats().queue !== undefined, 'controller alive');
 });
@@ -186,16 +193,16 @@ test('namespace label changes re-evaluate the objects in that namespace (namespa
   const leader = await startReplica(t, api, 'replica-a');
   leader.grant();
   const failing = async () => (await reports(kube)).filter((r) => r.results.some((x) => x.policy === 'prod-only' && x.result === 'fail')).length;
-  await until(() => leader.controller.passes > 0 && leader.controller.idle(), 10_000, 'first pass');
+  await until('first pass', 10_000, () => leader.controller.passes > 0 && leader.controller.idle());
   assert.equal(leader.controller.violations('prod-only'), 0, 'the namespace is not prod: the rule does not apply');
   assert.equal(await failing(), 0);
 
   const env = (value: string | null) => kube.core.patchNamespace({ name: APP_NS, body: { metadata: { labels: { env: value } } } }, mergePatchOptions());
   await env('prod');
-  await until(async () => (await failing()) === 2, 10_000, 'both reports fail once the namespace is labelled env=prod');
-  await until(async () => (await ruleStatus(kube, 'prod-only'))?.violations === 2, 5000, 'status.violations = 2');
+  await until('both reports fail once the namespace is labelled env=prod', 10_000, async () => (await failing()) === 2);
+  await until('status.violations = 2', 5000, async () => (await ruleStatus(kube, 'prod-only'))?.violations === 2);
 
   await env(null);
-  await until(async () => (await failing()) === 0, 10_000, 'no failing report once the label is gone');
-  await until(async () => (await ruleStatus(kube, 'prod-only'))?.violations === 0, 5000, 'status.violations = 0');
+  await until('no failing report once the label is gone', 10_000, async () => (await failing()) === 0);
+  await until('status.violations = 0', 5000, async () => (await ruleStatus(kube, 'prod-only'))?.violations === 0);
 });

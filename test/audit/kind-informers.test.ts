@@ -59,10 +59,10 @@ async function dropAndAwaitReconnect(api: ApiServer, admin: DevApiClient, user: 
   assert.ok(others.length >= 2, `the replica watches more than ConfigMaps: ${JSON.stringify(before)}`);
   api.faults.dropWatches({ user });
   let after: Record<string, number> = {};
-  await until(async () => {
+  await until(`every other watch of ${user} to reconnect (${others.join(', ')})`, 15_000, async () => {
     after = await watchCounts(admin, user);
     return others.every((k) => (after[k] ?? 0) > (before[k] ?? 0));
-  }, 15_000, `every other watch of ${user} to reconnect (${others.join(', ')})`);
+  });
   return after;
 }
 
@@ -76,17 +76,17 @@ test('a rule matching ConfigMaps starts their informer and reports; deleting it 
   replica.grant();
 
   // No rule matches ConfigMaps yet: no informer, no watch.
-  await until(() => replica.controller.synced(), 10_000, 'the controller to sync');
+  await until('the controller to sync', 10_000, () => replica.controller.synced());
   assert.deepEqual(replica.controller.stats()['kinds'], []);
   assert.equal((await watchCounts(admin, USER))[CONFIGMAPS], undefined, 'no ConfigMap watch without a rule');
 
   await t.test('creating the rule starts a ConfigMap informer and the violating ConfigMaps get reports', async () => {
     await admin.apply(configMapRule);
-    await until(() => (replica.controller.stats()['kinds'] as string[]).includes('ConfigMap'), 10_000, 'the ConfigMap informer');
-    await until(async () => ((await watchCounts(admin, USER))[CONFIGMAPS] ?? 0) >= 1, 10_000, 'a watch on /api/v1/configmaps');
+    await until('the ConfigMap informer', 10_000, () => (replica.controller.stats()['kinds'] as string[]).includes('ConfigMap'));
+    await until('a watch on /api/v1/configmaps', 10_000, async () => ((await watchCounts(admin, USER))[CONFIGMAPS] ?? 0) >= 1);
     const uids = await configMapUids(admin);
     // Every namespace also holds the kube-root-ca.crt ConfigMap (as on a real cluster): it passes.
-    await until(async () => (await reports(admin)).length === 4, 10_000, 'a PolicyReport per ConfigMap');
+    await until('a PolicyReport per ConfigMap', 10_000, async () => (await reports(admin)).length === 4);
     for (const r of await reports(admin)) {
       const name = uids.get(r.metadata.name);
       assert.ok(name, `report ${r.metadata.name} is named after a ConfigMap uid`);
@@ -98,21 +98,21 @@ test('a rule matching ConfigMaps starts their informer and reports; deleting it 
     assert.equal(replica.controller.violations('safe-configmaps'), 2);
     // The informer follows changes: a new violating ConfigMap is reported too.
     assert.equal((await admin.request('POST', `/api/v1/namespaces/${APP_NS}/configmaps`, { metadata: { name: 'cm-unsafe-3' }, data: { mode: 'unsafe' } })).status, 201);
-    await until(async () => (await reports(admin)).length === 5, 10_000, 'the report of cm-unsafe-3');
+    await until('the report of cm-unsafe-3', 10_000, async () => (await reports(admin)).length === 5);
     assert.equal(replica.controller.violations('safe-configmaps'), 3);
   });
 
   await t.test('the watch is live: dropped, it is opened again while the rule exists', async () => {
     const before = (await watchCounts(admin, USER))[CONFIGMAPS] ?? 0;
     await dropAndAwaitReconnect(api, admin, USER, CONFIGMAPS);
-    await until(async () => ((await watchCounts(admin, USER))[CONFIGMAPS] ?? 0) > before, 10_000, 'the ConfigMap watch to reconnect');
+    await until('the ConfigMap watch to reconnect', 10_000, async () => ((await watchCounts(admin, USER))[CONFIGMAPS] ?? 0) > before);
   });
 
   await t.test('deleting the rule stops the ConfigMap informer and removes (or empties) the reports', async () => {
     const del = await admin.request('DELETE', '/apis/portal.dev/v1alpha1/portalclusterrules/safe-configmaps');
     assert.equal(del.status, 200);
-    await until(() => !(replica.controller.stats()['kinds'] as string[]).includes('ConfigMap'), 10_000, 'the ConfigMap informer to stop');
-    await until(async () => (await reports(admin)).every((r) => r.results.length === 0), 10_000, 'the ConfigMap reports to go');
+    await until('the ConfigMap informer to stop', 10_000, () => !(replica.controller.stats()['kinds'] as string[]).includes('ConfigMap'));
+    await until('the ConfigMap reports to go', 10_000, async () => (await reports(admin)).every((r) => r.results.length === 0));
     // Nothing applies to those objects any more: the reports are deleted (an empty one would also do).
     assert.deepEqual((await reports(admin)).map((r) => r.metadata.name), []);
     assert.equal(replica.controller.violations('safe-configmaps'), 0);
@@ -126,7 +126,7 @@ test('a rule matching ConfigMaps starts their informer and reports; deleting it 
     // something that must not happen; the watch count above is the proof).
     assert.equal((await admin.request('POST', `/api/v1/namespaces/${APP_NS}/configmaps`, { metadata: { name: 'cm-unsafe-4' }, data: { mode: 'unsafe' } })).status, 201);
     const quietUntil = performance.now() + 500;
-    await until(() => performance.now() > quietUntil && replica.controller.idle(), 5000, 'the queue to be idle');
+    await until('the queue to be idle', 5000, () => performance.now() > quietUntil && replica.controller.idle());
     assert.ok((await reports(admin)).every((r) => r.results.length === 0));
     assert.equal((await watchCounts(admin, USER))[CONFIGMAPS] ?? 0, before);
   });

@@ -22,6 +22,10 @@ import { AppsV1Api } from '@kubernetes/client-node';
 import { createKubeClient } from '../../src/kube/client.ts';
 import { find, render } from './helm.ts';
 import { allows, rulesOf, type ResourceRequest } from './rbac.ts';
+import { until as untilShared } from '../support/until.ts';
+
+/** test/support/until.ts, with a failing check counting as "not yet". */
+const until = <T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> => untilShared(what, ms, check, { intervalMs: 100, ignoreErrors: true });
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const INSTALL_NS = 'portal-system';
@@ -48,15 +52,6 @@ spec:
       - { type: alert }
 `;
 
-async function until<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /**
  * `METHOD path` (as the API server counts them) to the RBAC request it is

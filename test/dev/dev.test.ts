@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { kubectlPath } from '../support/tools.ts';
+import { until } from '../support/until.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -26,16 +27,6 @@ async function readState(file: string): Promise<State | undefined> {
   }
 }
 
-/** Polls `check` until it returns a value, or fails after `ms` with `what`. */
-async function until<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function ready(probes: string): Promise<boolean> {
   try {

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test, type TestContext } from 'node:test';
 import { BACKOFF_INITIAL_MS, Supervisor, type ReplicaState } from '../../src/devcluster/dev/supervisor.ts';
+import { until } from '../support/until.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -30,16 +31,6 @@ async function tempDir(t: TestContext): Promise<string> {
   return dir;
 }
 
-/** Polls `check` every 10 ms (fine enough for delays of 500 ms and more); fails after `ms`. */
-async function until<T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (performance.now() > deadline) throw new Error(`timed out after ${ms}ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 async function replicaPid(stateFile: string): Promise<number | undefined> {
   try {

@@ -32,7 +32,7 @@ test('list and watch objects have the same plain shape', async (t) => {
   const { informer } = run(t, clientFor(api, 'w1'));
   await informer.waitForSync();
   await createNs(admin, 'from-watch');
-  await until(() => informer.get('from-watch') !== undefined, 2000, 'the watch event');
+  await until('the watch event', 2000, () => informer.get('from-watch') !== undefined);
   const viaWatch = informer.get('from-watch')!;
   const second = run(t, clientFor(api, 'w2'));
   await second.informer.waitForSync();
@@ -52,13 +52,13 @@ test('restarts after errors (API cut off) and catches up', async (t) => {
   informer.onEvent((e) => events.push(`${e.type}:${e.object.metadata?.name}`));
   await informer.waitForSync();
   api.faults.cutOff('w');
-  await until(() => informer.stats().errors >= 1, 2000, 'an error');
+  await until('an error', 2000, () => informer.stats().errors >= 1);
   assert.equal(informer.ready(), false, 'not ready while the watch is down');
   await createNs(admin, 'while-down');
   api.faults.restore('w');
-  await until(() => informer.get('while-down') !== undefined, 3000, 'catching up');
+  await until('catching up', 3000, () => informer.get('while-down') !== undefined);
   assert.ok(events.includes('add:while-down'));
-  await until(() => informer.ready(), 2000, 'ready again');
+  await until('ready again', 2000, () => informer.ready());
 });
 
 test('relists after 410 Expired', async (t) => {
@@ -68,14 +68,14 @@ test('relists after 410 Expired', async (t) => {
   const { informer } = run(t, clientFor(api, 'w'));
   informer.onEvent((e) => e.type === 'delete' && deleted.push(e.object.metadata?.name ?? ''));
   await createNs(admin, 'doomed');
-  await until(() => informer.get('doomed') !== undefined, 2000, 'doomed');
+  await until('doomed', 2000, () => informer.get('doomed') !== undefined);
   api.faults.cutOff('w');
-  await until(() => informer.stats().errors >= 1, 2000, 'an error');
+  await until('an error', 2000, () => informer.stats().errors >= 1);
   await admin.core.deleteNamespace({ name: 'doomed' });
   for (let i = 0; i < 6; i++) await createNs(admin, `n${i}`); // pushes the informer's RV out of history
   api.faults.restore('w');
-  await until(() => informer.stats().expiredRelists >= 1, 3000, 'a 410 relist');
-  await until(() => informer.get('n5') !== undefined && informer.get('doomed') === undefined, 2000, 'the relisted state');
+  await until('a 410 relist', 3000, () => informer.stats().expiredRelists >= 1);
+  await until('the relisted state', 2000, () => informer.get('n5') !== undefined && informer.get('doomed') === undefined);
   assert.ok(deleted.includes('doomed'), 'a delete missed during the outage is emitted by the relist');
 });
 
@@ -83,7 +83,7 @@ test('a silent watch is detected and restarted; bookmarks keep it fresh', async 
   const quiet = await apiServer(t, { bookmarkIntervalMs: 60_000 });
   const q = run(t, clientFor(quiet, 'w'), { staleAfterMs: 300 });
   await q.informer.waitForSync();
-  await until(() => q.informer.stats().staleRestarts >= 1, 2000, 'a stale restart');
+  await until('a stale restart', 2000, () => q.informer.stats().staleRestarts >= 1);
   const chatty = await apiServer(t, { bookmarkIntervalMs: 100 });
   const c = run(t, clientFor(chatty, 'w'), { staleAfterMs: 300 });
   await c.informer.waitForSync();

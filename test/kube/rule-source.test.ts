@@ -44,7 +44,7 @@ test('cluster and namespaced rules reach the rule set; deletes remove them', asy
     body: { apiVersion: 'portal.dev/v1alpha1', kind: 'PortalRule', metadata: { name: 'r1', namespace: 'default' }, spec },
   });
   const nsKey = ruleKey({ kind: 'PortalRule', metadata: { name: 'r1', namespace: 'default' } });
-  await until(() => rules.state(nsKey) !== undefined, 2000, 'the namespaced rule');
+  await until('the namespaced rule', 2000, () => rules.state(nsKey) !== undefined);
   await admin.customObjects.deleteClusterCustomObject({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name: 'c1' });
-  await until(() => rules.size === 1, 2000, 'the cluster rule to be removed');
+  await until('the cluster rule to be removed', 2000, () => rules.size === 1);
 });

@@ -7,10 +7,11 @@ import { Registry } from 'prom-client';
 import { startApiServer, type ApiServer, type ApiServerOptions } from '../../src/devcluster/apiserver/index.ts';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
 import { leaderElectionConfig, type LeaderElectionConfig } from '../../src/leader/config.ts';
-import { LeaderElector, type LeaderCallbacks } from '../../src/leader/elector.ts';
+import { LeaderElector } from '../../src/leader/elector.ts';
 import type { LeaderEventMap } from '../../src/leader/events.ts';
 import { EventBus } from '../../src/observability/event-bus.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
+export { until } from '../support/until.ts';
 
 /** Short timings so a scenario takes about a second (validated like production ones). */
 export const FAST: Partial<LeaderElectionConfig> = { leaseDurationMs: 1000, renewDeadlineMs: 600, retryPeriodMs: 200 };
@@ -42,7 +43,6 @@ export function runElector(
   api: ApiServer,
   name: string,
   config: Partial<LeaderElectionConfig> = {},
-  callbacks: Partial<LeaderCallbacks> = {},
 ): RunningElector {
   const bus = new EventBus<LeaderEventMap>();
   const elector = new LeaderElector(leaderElectionConfig({ leaseNamespace: 'default', ...FAST, ...config }), {
@@ -66,33 +66,15 @@ export function runElector(
       await r.done;
     },
   };
-  r.done = elector.run(controller.signal, {
-    onStartedLeading: (term) => {
-      r.started++;
-      return callbacks.onStartedLeading?.(term);
-    },
-    onStoppedLeading: () => {
-      r.stopped++;
-      return callbacks.onStoppedLeading?.();
-    },
-    onNewLeader: (id) => {
-      r.leaders.push(id);
-      callbacks.onNewLeader?.(id);
-    },
-  });
+  // The elector's one channel: what the Manager, metrics and Events subscribe to.
+  bus.on('BecameLeader', () => r.started++);
+  bus.on('LostLeadership', () => r.stopped++);
+  bus.on('NewLeaderObserved', (e) => r.leaders.push(e.new));
+  r.done = elector.run(controller.signal);
   t.after(() => r.stop());
   return r;
 }
 
-/** Polls `cond` every 5 ms until true; throws with `what` after `timeoutMs`. */
-export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<number> {
-  const start = performance.now();
-  while (!(await cond())) {
-    if (performance.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return performance.now() - start;
-}
 
 /** Blocks the event loop (simulates a GC pause / SIGSTOP) for `ms`. */
 export function freeze(ms: number): void {

@@ -21,7 +21,7 @@ async function createLease(admin: KubeClient, spec: { holderIdentity: string; le
 test('acquires when no Lease exists (creates it, MicroTime with six digits)', async (t) => {
   const api = await apiServer(t);
   const a = runElector(t, api, 'a');
-  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await until('a to lead', 2000, () => a.elector.isLeader());
   const lease = await readLease(clientFor(api, 'admin'));
   assert.equal(lease.spec?.holderIdentity, 'a_test');
   assert.equal(lease.spec?.leaseDurationSeconds, 1);
@@ -37,7 +37,7 @@ test('acquires an empty-holder Lease at once and counts a transition', async (t)
   await createLease(clientFor(api, 'admin'), { holderIdentity: '', leaseDurationSeconds: 15, leaseTransitions: 3 });
   const start = performance.now();
   const a = runElector(t, api, 'a');
-  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await until('a to lead', 2000, () => a.elector.isLeader());
   // No waiting for the 15 s duration: an empty holder is free.
   assert.ok(performance.now() - start < 500, `took ${performance.now() - start}ms`);
   const lease = await readLease(clientFor(api, 'admin'));
@@ -50,7 +50,7 @@ test('takes over a Lease whose holder stopped renewing only after leaseDurationS
   await createLease(clientFor(api, 'admin'), { holderIdentity: 'ghost', leaseDurationSeconds: 1 });
   const start = performance.now();
   const a = runElector(t, api, 'a');
-  await until(() => a.elector.isLeader(), 4000, 'a to lead');
+  await until('a to lead', 4000, () => a.elector.isLeader());
   const took = performance.now() - start;
   // Never before the lease could have expired (1 s after a observed it), and
   // no later than leaseDuration + 2 × 2.2 × retryPeriod (+ request slack).
@@ -88,7 +88,7 @@ test('does not acquire a held Lease that keeps changing', async (t) => {
   renewing = false;
   await renewer;
   const stoppedAt = performance.now();
-  await until(() => a.elector.isLeader(), 3000, 'a to lead after the holder stopped');
+  await until('a to lead after the holder stopped', 3000, () => a.elector.isLeader());
   assert.ok(performance.now() - stoppedAt >= 800, 'took over before the lease could have expired');
 });
 
@@ -96,19 +96,19 @@ test('renews an already-held Lease: renewTime moves, acquireTime and transitions
   const api = await apiServer(t);
   const admin = clientFor(api, 'admin');
   const a = runElector(t, api, 'a');
-  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await until('a to lead', 2000, () => a.elector.isLeader());
   const first = await readLease(admin);
   // Wait for three renewals (one per 200 ms retry period) instead of sleeping.
   let later = first;
   let renewals = 0;
-  await until(async () => {
+  await until('three renewals', 3000, async () => {
     const lease = await readLease(admin);
     if (String(lease.spec?.renewTime) !== String(later.spec?.renewTime)) {
       renewals++;
       later = lease;
     }
     return renewals >= 3;
-  }, 3000, 'three renewals');
+  });
   assert.equal(later.spec?.holderIdentity, 'a_test');
   assert.equal(String(later.spec?.acquireTime), String(first.spec?.acquireTime));
   assert.equal(later.spec?.leaseTransitions, first.spec?.leaseTransitions);
@@ -121,14 +121,14 @@ test('renews an already-held Lease: renewTime moves, acquireTime and transitions
 test('releases on cancel (holder "", duration 1) and a watching follower takes over at once', async (t) => {
   const api = await apiServer(t);
   const a = runElector(t, api, 'a');
-  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await until('a to lead', 2000, () => a.elector.isLeader());
   const b = runElector(t, api, 'b');
-  await until(() => b.leaders.includes('a_test'), 2000, 'b to observe a');
+  await until('b to observe a', 2000, () => b.leaders.includes('a_test'));
   const stopAt = performance.now();
   await a.stop();
   assert.equal(a.elector.isLeader(), false);
   assert.equal(a.stopped, 1);
-  await until(() => b.elector.isLeader(), 1000, 'b to lead');
+  await until('b to lead', 1000, () => b.elector.isLeader());
   const handover = performance.now() - stopAt;
   // Through the watch, not the 200–440 ms jittered retry or the 1 s lease.
   assert.ok(handover < 250, `handover took ${handover}ms`);
@@ -141,7 +141,7 @@ test('releases on cancel (holder "", duration 1) and a watching follower takes o
 test('release leaves holder "" and leaseDurationSeconds 1 when nobody else campaigns', async (t) => {
   const api = await apiServer(t);
   const a = runElector(t, api, 'a');
-  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await until('a to lead', 2000, () => a.elector.isLeader());
   await a.stop();
   const lease = await readLease(clientFor(api, 'admin'));
   assert.equal(lease.spec?.holderIdentity, '');
@@ -154,7 +154,7 @@ test('release retries on 409 with a fresh read', async (t) => {
   const api = await apiServer(t);
   const admin = clientFor(api, 'admin');
   const a = runElector(t, api, 'a');
-  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await until('a to lead', 2000, () => a.elector.isLeader());
   // Slow down a's requests so a concurrent writer lands between its Get and its Update.
   api.faults.setLatency(100, { user: 'a' });
   let writing = true;
@@ -173,7 +173,7 @@ test('release retries on 409 with a fresh read', async (t) => {
     return writer;
   });
   const stopped = a.stop();
-  await until(() => a.elector.counters.releaseConflicts >= 1, 3000, 'a release conflict');
+  await until('a release conflict', 3000, () => a.elector.counters.releaseConflicts >= 1);
   writing = false;
   await writer;
   await stopped;
@@ -186,7 +186,7 @@ test('cancel during an in-flight renew still releases', async (t) => {
   const api = await apiServer(t);
   const admin = clientFor(api, 'admin');
   const a = runElector(t, api, 'a');
-  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await until('a to lead', 2000, () => a.elector.isLeader());
   api.faults.setLatency(300, { user: 'a' });
   // Renewals go out every 200 ms and now take 300 ms: 250 ms from now one is
   // always in flight (sent at most 200 ms after the last one completed).
@@ -208,7 +208,7 @@ test('fast path falls back to the slow path on 409 and keeps leading', async (t)
   // A roomier lease than FAST: this test provokes conflicts on purpose and
   // must not also lose the lease to a slow machine's renew deadline.
   const a = runElector(t, api, 'a', { leaseDurationMs: 5000, renewDeadlineMs: 4000, retryPeriodMs: 200 });
-  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await until('a to lead', 2000, () => a.elector.isLeader());
   const epoch = a.elector.term()?.epochString;
   // Metadata-only writes bump resourceVersion. The watch usually tells a about
   // them in time, so slow a down: its fast-path PUT then carries a stale version.
@@ -231,14 +231,14 @@ test('fast path falls back to the slow path on 409 and keeps leading', async (t)
     writing = false;
     return writer;
   });
-  await until(() => a.elector.counters.fastPathFallbacks >= 1, 2000, 'a fast-path fallback');
+  await until('a fast-path fallback', 2000, () => a.elector.counters.fastPathFallbacks >= 1);
   writing = false;
   await writer;
   api.faults.clear();
   // After the fallback the slow path must renew again: wait for a renewal
   // that lands after the conflicts stopped.
   const renewTime = (await readLease(admin)).spec?.renewTime;
-  await until(async () => String((await readLease(admin)).spec?.renewTime) !== String(renewTime), 3000, 'a renewal after the fallback');
+  await until('a renewal after the fallback', 3000, async () => String((await readLease(admin)).spec?.renewTime) !== String(renewTime));
   assert.equal(a.elector.isLeader(), true);
   assert.equal(a.started, 1);
   assert.equal(a.elector.term()?.epochString, epoch, 'same term');

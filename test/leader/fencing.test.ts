@@ -11,7 +11,7 @@ import { apiServer, freeze, runElector, until } from './cluster.ts';
 test('a paused leader wakes with an invalid term, before any timer runs', async (t) => {
   const api = await apiServer(t);
   const a = runElector(t, api, 'a');
-  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await until('a to lead', 2000, () => a.elector.isLeader());
   const term = a.elector.term()!;
   term.assertValid();
   let sawAbortBeforeCheck = false;
@@ -23,13 +23,13 @@ test('a paused leader wakes with an invalid term, before any timer runs', async 
   assert.throws(() => term.assertValid(), (e: unknown) => isPortalError(e, ErrorCode.TermExpired));
   assert.equal(a.elector.isLeader(), false);
   assert.equal(a.elector.debugVars().is_leader, false);
-  await until(() => term.signal.aborted, 1000, 'the term signal to fire');
+  await until('the term signal to fire', 1000, () => term.signal.aborted);
 });
 
 test('the term stays valid while renewals succeed, and has a safety margin', async (t) => {
   const api = await apiServer(t);
   const a = runElector(t, api, 'a');
-  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await until('a to lead', 2000, () => a.elector.isLeader());
   const term = a.elector.term()!;
   await new Promise((r) => setTimeout(r, 1500)); // longer than one lease
   assert.equal(term.isValid(), true);
@@ -41,12 +41,12 @@ test('the term stays valid while renewals succeed, and has a safety margin', asy
 test('API unreachable: the leader demotes within renewDeadline and campaigns again', async (t) => {
   const api = await apiServer(t);
   const a = runElector(t, api, 'a');
-  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await until('a to lead', 2000, () => a.elector.isLeader());
   const lost: string[] = [];
   a.bus.on('LostLeadership', (e) => lost.push(e.reason));
   const cutAt = performance.now();
   api.faults.cutOff('a');
-  await until(() => !a.elector.isLeader(), 2000, 'a to demote');
+  await until('a to demote', 2000, () => !a.elector.isLeader());
   const took = performance.now() - cutAt;
   // A renew cycle starts ≤ retryPeriod after the last success and gives up after renewDeadline.
   assert.ok(took <= 200 + 600 + 100, `demoted after ${took}ms`);
@@ -54,7 +54,7 @@ test('API unreachable: the leader demotes within renewDeadline and campaigns aga
   assert.match(lost[0]!, /renew deadline/);
   assert.equal(a.stopped, 1);
   api.faults.restore('a');
-  await until(() => a.elector.isLeader(), 3000, 'a to lead again');
+  await until('a to lead again', 3000, () => a.elector.isLeader());
   assert.equal(a.started, 2);
   assert.notEqual(a.elector.term()?.epochString.split('/')[1], '0', 'a new term is a new epoch');
 });
@@ -75,11 +75,11 @@ test('two electors never both hold a valid term at any sampled moment', async (t
   t.after(() => clearInterval(sampler));
   // Churn: cut the current leader off three times, then let it back in.
   for (let round = 0; round < 3; round++) {
-    await until(() => electors.some((e) => e.elector.isLeader()), 15000, 'a leader');
+    await until('a leader', 15000, () => electors.some((e) => e.elector.isLeader()));
     const leader = electors.find((e) => e.elector.isLeader())!;
     const user = leader.elector.identity.split('_')[0]!;
     api.faults.cutOff(user);
-    await until(() => electors.some((e) => e !== leader && e.elector.isLeader()), 15000, 'another leader');
+    await until('another leader', 15000, () => electors.some((e) => e !== leader && e.elector.isLeader()));
     api.faults.restore(user);
   }
   clearInterval(sampler);
@@ -106,11 +106,11 @@ test('health check races with the election loop: followers and renewing leaders 
       await new Promise((r) => setImmediate(r));
     }
   })();
-  await until(() => a.elector.isLeader() || b.elector.isLeader(), 2000, 'a leader');
+  await until('a leader', 2000, () => a.elector.isLeader() || b.elector.isLeader());
   const leader = a.elector.isLeader() ? a : b;
   await new Promise((r) => setTimeout(r, 600));
   await leader.stop(); // hand over while checks keep running
-  await until(() => (leader === a ? b : a).elector.isLeader(), 2000, 'the other to lead');
+  await until('the other to lead', 2000, () => (leader === a ? b : a).elector.isLeader());
   await new Promise((r) => setTimeout(r, 400));
   running = false;
   await hammer;
@@ -121,13 +121,13 @@ test('health check races with the election loop: followers and renewing leaders 
   freeze(1000 + 100 + 50);
   assert.equal(current.elector.healthy(), false);
   assert.match(current.elector.healthError()!, /failed to renew/);
-  await until(() => current.elector.healthy(), 2000, 'health to recover once it demotes or renews');
+  await until('health to recover once it demotes or renews', 2000, () => current.elector.healthy());
 });
 
 test('debugVars describe the leader', async (t) => {
   const api = await apiServer(t);
   const a = runElector(t, api, 'a');
-  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await until('a to lead', 2000, () => a.elector.isLeader());
   await new Promise((r) => setTimeout(r, 300));
   const vars = a.elector.debugVars();
   assert.equal(vars.enabled, true);
@@ -144,19 +144,19 @@ test('debugVars describe the leader', async (t) => {
 test('a late renew timer does not move the renew deadline past the term: the renew loop still demotes first', async (t) => {
   const api = await apiServer(t);
   const a = runElector(t, api, 'a');
-  await until(() => a.elector.isLeader(), 2000, 'a to lead');
+  await until('a to lead', 2000, () => a.elector.isLeader());
   const term = a.elector.term()!;
   const lost: string[] = [];
   a.bus.on('LostLeadership', (e) => lost.push(e.reason));
   // Right after a successful renewal (its validity moved), the API becomes unreachable…
   const before = term.validUntil();
-  await until(() => term.validUntil() !== before, 2000, 'a renewal');
+  await until('a renewal', 2000, () => term.validUntil() !== before);
   api.faults.cutOff('a');
   // …and the process stalls across the moment the next renew cycle was due (retryPeriod 200 ms
   // after the renewal), as a GC pause or a starved event loop does: its timer fires 250 ms late.
   await new Promise((r) => setTimeout(r, 100));
   freeze(250);
-  await until(() => !a.elector.isLeader(), 2000, 'a to demote');
+  await until('a to demote', 2000, () => !a.elector.isLeader());
   assert.equal(lost.length, 1);
   assert.match(lost[0]!, /renew deadline/, 'the renew loop gave up at R + D after the renewal was sent, before the term backstop (L − margin)');
 });

@@ -38,7 +38,7 @@ function start(t: TestContext, api: ApiServer, name: string): Running {
     registry,
   });
   const controller = new AbortController();
-  const done = elector.run(controller.signal, { onStartedLeading: () => {}, onStoppedLeading: () => {} });
+  const done = elector.run(controller.signal);
   const stop = async () => {
     controller.abort();
     await done;
@@ -65,13 +65,13 @@ async function leaseEvents(api: ApiServer): Promise<CoreV1Event[]> {
 test('Events on the Lease: "<id> became leader" and "<id> stopped leading", involvedObject = the Lease', async (t) => {
   const api = await apiServer(t);
   const a = start(t, api, 'a');
-  await until(() => a.elector.isLeader(), 15000, 'a to lead');
+  await until('a to lead', 15000, () => a.elector.isLeader());
   const lease = await readLease(clientFor(api, 'admin'));
   const uid = lease.metadata?.uid;
   assert.ok(uid);
 
   const became = async (id: string) => (await leaseEvents(api)).find((e) => e.message === `${id} became leader`);
-  await until(async () => (await became('a_test')) !== undefined, 15000, 'the BecameLeader event of a');
+  await until('the BecameLeader event of a', 15000, async () => (await became('a_test')) !== undefined);
   const e = (await became('a_test'))!;
   assert.deepEqual(
     { apiVersion: e.involvedObject.apiVersion, kind: e.involvedObject.kind, name: e.involvedObject.name, namespace: e.involvedObject.namespace, uid: e.involvedObject.uid },
@@ -86,7 +86,7 @@ test('Events on the Lease: "<id> became leader" and "<id> stopped leading", invo
 
   // A follower records nothing while it follows.
   const b = start(t, api, 'b');
-  await until(() => b.elector.debugVars().lease_holder === 'a_test', 15000, 'b to observe a');
+  await until('b to observe a', 15000, () => b.elector.debugVars().lease_holder === 'a_test');
   assert.equal((await leaseEvents(api)).filter((x) => x.reportingInstance === 'b_test').length, 0);
 
   // Graceful stop: a releases (its run() flushes the event), b takes over.
@@ -98,7 +98,7 @@ test('Events on the Lease: "<id> became leader" and "<id> stopped leading", invo
   assert.equal(stopped.involvedObject.name, 'portal-leader');
   assert.equal(stopped.involvedObject.namespace, 'default');
   assert.equal(stopped.involvedObject.uid, uid);
-  await until(async () => (await became('b_test')) !== undefined, 15000, 'the BecameLeader event of b');
+  await until('the BecameLeader event of b', 15000, async () => (await became('b_test')) !== undefined);
   assert.equal((await became('b_test'))?.involvedObject.uid, uid, 'same Lease object, new holder');
   // Exactly one event per transition, none duplicated.
   const messages = (await leaseEvents(api)).map((x) => x.message).sort();
@@ -108,10 +108,10 @@ test('Events on the Lease: "<id> became leader" and "<id> stopped leading", invo
 test('metrics: is_leader, transitions, acquire duration and held seconds for a leader and a follower', async (t) => {
   const api = await apiServer(t);
   const a = start(t, api, 'a');
-  await until(() => a.elector.isLeader(), 15000, 'a to lead');
+  await until('a to lead', 15000, () => a.elector.isLeader());
   const bStartedAt = performance.now();
   const b = start(t, api, 'b');
-  await until(() => b.elector.debugVars().lease_holder === 'a_test', 15000, 'b to observe a');
+  await until('b to observe a', 15000, () => b.elector.debugVars().lease_holder === 'a_test');
 
   assert.equal(await metric(a.registry, 'portal_leader_is_leader'), 1);
   assert.equal(await metric(a.registry, 'portal_leader_transitions_total'), 1);
@@ -120,7 +120,7 @@ test('metrics: is_leader, transitions, acquire duration and held seconds for a l
   // No Lease existed: a created it on the first try.
   assert.ok(acquired >= 0 && acquired < 1, `acquire took ${acquired}s`);
   const held1 = await metric(a.registry, 'portal_leader_held_seconds_total');
-  await until(async () => (await metric(a.registry, 'portal_leader_held_seconds_total')) > held1 + 0.1, 15000, 'held seconds to grow while leading');
+  await until('held seconds to grow while leading', 15000, async () => (await metric(a.registry, 'portal_leader_held_seconds_total')) > held1 + 0.1);
 
   assert.equal(await metric(b.registry, 'portal_leader_is_leader'), 0);
   assert.equal(await metric(b.registry, 'portal_leader_transitions_total'), 0);
@@ -130,7 +130,7 @@ test('metrics: is_leader, transitions, acquire duration and held seconds for a l
   // Handover: a stops (releases), b acquires.
   const campaignStart = performance.now();
   await a.stop();
-  await until(() => b.elector.isLeader(), 15000, 'b to lead');
+  await until('b to lead', 15000, () => b.elector.isLeader());
   assert.equal(await metric(a.registry, 'portal_leader_is_leader'), 0);
   assert.equal(await metric(a.registry, 'portal_leader_transitions_total'), 1, 'a counted one term only');
   const heldA = await metric(a.registry, 'portal_leader_held_seconds_total');
@@ -142,10 +142,10 @@ test('metrics: is_leader, transitions, acquire duration and held seconds for a l
   // b campaigned from its start until the handover: at least until a stopped, at most until now.
   const bAcquire = (await metric(b.registry, 'portal_leader_acquire_duration_seconds', 'portal_leader_acquire_duration_seconds_sum')) * 1000;
   assert.ok(bAcquire >= campaignStart - bStartedAt && bAcquire <= performance.now() - bStartedAt, `b acquire ${bAcquire}ms`);
-  await until(async () => (await metric(b.registry, 'portal_leader_held_seconds_total')) > 0.05, 15000, 'b held seconds to grow');
+  await until('b held seconds to grow', 15000, async () => (await metric(b.registry, 'portal_leader_held_seconds_total')) > 0.05);
 
   // The former leader's counter stays where it was (a counter never goes back, and it no longer grows).
-  await until(async () => (await metric(b.registry, 'portal_leader_held_seconds_total')) > 0.3, 15000, 'b to lead for a while');
+  await until('b to lead for a while', 15000, async () => (await metric(b.registry, 'portal_leader_held_seconds_total')) > 0.3);
   assert.equal(await metric(a.registry, 'portal_leader_held_seconds_total'), heldA);
 
   // The exposition text a scrape would see.

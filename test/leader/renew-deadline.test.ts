@@ -21,7 +21,7 @@ const SLACK_MS = 400;
 test('a hanging renewal is bounded: the leader demotes renewDeadline after the renew cycle began', async (t) => {
   const api = await apiServer(t);
   const a = runElector(t, api, 'a', { leaseDurationMs: LEASE_MS, renewDeadlineMs: DEADLINE_MS, retryPeriodMs: RETRY_MS });
-  await until(() => a.elector.isLeader(), 3000, 'a to lead');
+  await until('a to lead', 3000, () => a.elector.isLeader());
   const term = a.elector.term()!;
   let lostAt = 0;
   let reason = '';
@@ -32,7 +32,7 @@ test('a hanging renewal is bounded: the leader demotes renewDeadline after the r
   // Every later request of `a` hangs far longer than the lease.
   api.faults.setLatency(10 * LEASE_MS, { user: 'a' });
   t.after(() => api.faults.clear());
-  await until(() => lostAt > 0, 2 * LEASE_MS, 'a to demote');
+  await until('a to demote', 2 * LEASE_MS, () => lostAt > 0);
   // The term's validity is anchored at the last successful renewal's send time.
   const lastRenewSent = term.validUntil() - (LEASE_MS - MARGIN_MS);
   const sinceRenew = lostAt - lastRenewSent;

@@ -39,20 +39,31 @@ test('starts groups in order (waiting for informer sync) and stops them in rever
   const log: string[] = [];
   let synced!: () => void;
   const syncGate = new Promise<void>((r) => (synced = r));
+  let waiting!: () => void;
+  const managerWaits = new Promise<void>((r) => (waiting = r));
   const m = new Manager({}, { logger: silentLogger(), election: aloneElector() });
   m.add(recorder(log, 'audit'), 'others');
   m.add(recorder(log, 'reports', { needLeaderElection: () => true }));
-  m.add(recorder(log, 'informer', { waitForSync: () => syncGate }), 'informers');
+  m.add(
+    recorder(log, 'informer', {
+      waitForSync: () => {
+        waiting();
+        return syncGate;
+      },
+    }),
+    'informers',
+  );
   m.add(recorder(log, 'webhook'), 'webhook');
   m.add(recorder(log, 'probes'), 'probes');
   const controller = new AbortController();
   const done = m.start(controller.signal);
-  await until(() => log.includes('start:informer'), 1000, 'informers to start');
-  await sleep(50);
+  await until('informers to start', 1000, () => log.includes('start:informer'));
+  // The manager is now blocked on the sync promise, so nothing later can have started.
+  await managerWaits;
   assert.deepEqual(log, ['start:probes', 'start:webhook', 'start:informer'], 'others wait for the sync');
   assert.equal(m.ready(), false);
   synced();
-  await until(() => log.includes('start:reports'), 1000, 'the leader group');
+  await until('the leader group', 1000, () => log.includes('start:reports'));
   assert.deepEqual(log.slice(3), ['start:audit', 'start:reports']);
   assert.equal(m.ready(), true);
   assert.equal(m.leaderTerm()?.isValid(), true);
@@ -76,7 +87,7 @@ test('a failing runnable is restarted with backoff; other runnables keep running
   });
   const controller = new AbortController();
   const done = m.start(controller.signal);
-  await until(() => attempts >= 3, 2000, 'three attempts');
+  await until('three attempts', 2000, () => attempts >= 3);
   assert.deepEqual(log, ['start:webhook']);
   controller.abort();
   await done;
@@ -150,12 +161,12 @@ test('leadership moves between two managers; leader-only work follows the term, 
     return { m, elector, controller, done };
   };
   const a = make('a');
-  await until(() => events.includes('lead:a:0'), 2000, 'a to lead');
+  await until('a to lead', 2000, () => events.includes('lead:a:0'));
   const b = make('b');
-  await until(() => events.includes('start:b-webhook'), 1000, 'b webhook');
+  await until('b webhook', 1000, () => events.includes('start:b-webhook'));
   a.controller.abort();
   await a.done;
-  await until(() => events.includes('lead:b:1'), 1000, 'b to lead after a released');
+  await until('b to lead after a released', 1000, () => events.includes('lead:b:1'));
   assert.ok(events.indexOf('unlead:a') < events.indexOf('lead:b:1'), 'a stopped leader work before b started');
   assert.ok(events.indexOf('stop:a-webhook') > events.indexOf('unlead:a'), 'a webhook stopped last');
   assert.ok(!events.includes('stop:b-webhook'));

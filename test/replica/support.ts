@@ -10,6 +10,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
+import { until } from '../support/until.ts';
+
+export { until };
 
 export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const bin = join(root, 'bin', 'portal.js');
@@ -68,16 +71,6 @@ export async function startServe(t: TestContext, args: string[], env: Record<str
   return { ...c, ...found };
 }
 
-/** Polls `check` every 50 ms until it returns a value other than undefined/false; fails after `ms`. */
-export async function until<T>(what: string, ms: number, check: () => T | undefined | false | Promise<T | undefined | false>): Promise<T> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined && v !== false) return v;
-    if (performance.now() > deadline) throw new Error(`timed out after ${ms}ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 export interface ReviewResponse {
   allowed: boolean;

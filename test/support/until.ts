@@ -1,0 +1,31 @@
+/**
+ * The test suite's one polling helper: waits until `check` returns a value
+ * (anything but undefined, null or false) and returns it, or throws naming
+ * `what` after `ms`. Use it for conditions that have no event to wait on
+ * (state in another process, the API server's write log); never to prove
+ * that something did NOT happen.
+ */
+export interface UntilOptions {
+  /** Pause between checks. @default 20 */
+  intervalMs?: number;
+  /** A check that throws counts as "not yet" (e.g. fetching a paused process). @default false */
+  ignoreErrors?: boolean;
+}
+
+type Check<T> = () => T | undefined | null | false | Promise<T | undefined | null | false>;
+
+export async function until<T>(what: string, ms: number, check: Check<T>, options: UntilOptions = {}): Promise<T> {
+  const deadline = performance.now() + ms;
+  for (;;) {
+    let v: T | undefined | null | false;
+    try {
+      v = await check();
+    } catch (err) {
+      if (!options.ignoreErrors) throw err;
+      v = undefined;
+    }
+    if (v !== undefined && v !== null && v !== false) return v;
+    if (performance.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, options.intervalMs ?? 20));
+  }
+}
