@@ -32,6 +32,8 @@ export interface Activation {
 export interface VariableResolver {
   /** The value of a variable, computing it (and charging its cost) on first use. Throws the variable's error. */
   get(name: string): unknown;
+  /** The policy's variable names, in order. */
+  names(): readonly string[];
 }
 
 export type RunOutcome = { ok: true; value: unknown } | { ok: false; error: string; cost: boolean };

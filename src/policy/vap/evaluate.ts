@@ -187,7 +187,8 @@ class Run<P> {
     private readonly engine: ExpressionEngine<P>,
     base: Omit<Activation, 'variables'>,
   ) {
-    this.activation = { ...base, variables: { get: (name) => this.variable(name) } };
+    const names = c.variables.map((v) => v.name);
+    this.activation = { ...base, variables: { get: (name) => this.variable(name), names: () => names } };
   }
 
   private variable(name: string): unknown {
@@ -208,7 +209,7 @@ class Run<P> {
     if (this.budgetExceeded) return { ok: false, error: COST_BUDGET_MESSAGE, cost: true };
     const out = this.engine.run(e.compiled.program, this.activation, this.budget);
     if (!out.ok) {
-      if (this.budget.remaining < 0) {
+      if (out.cost && this.budget.remaining <= 0) {
         this.budgetExceeded = true;
         return { ok: false, error: COST_BUDGET_MESSAGE, cost: true };
       }

@@ -15,3 +15,5 @@ export {
 } from './evaluate.ts';
 export { admissionOutcome, verdictOf, reasonToCode, denialMessage, warningMessage, VALIDATION_FAILURE_ANNOTATION, type VapAdmissionOutcome, type VapDenial } from './outcome.ts';
 export { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type ExpressionEngine, type Activation, type CompileEnv, type CostBudget, type RunOutcome } from './engine.ts';
+export { celEngine } from './cel-adapter.ts';
+export { VapSet } from './vap-set.ts';
