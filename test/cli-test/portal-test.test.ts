@@ -202,7 +202,7 @@ void describe('portal test', { concurrency: 3 }, () => {
     assert.equal(run.code, 2);
     assert.equal(run.stdout, '', 'nothing is evaluated');
     const expected: [string, RegExp][] = [
-      ['a non-rule in --policies', /ConfigMap "stray": unexpected kind; a policy directory holds only PortalRule and PortalClusterRule/],
+      ['a non-rule in --policies', /ConfigMap "stray": unexpected kind; a policy directory holds PortalRule, PortalClusterRule, ValidatingAdmissionPolicy/],
       ['an invalid rule', /PortalClusterRule "typo" is invalid:\n\s+- spec\.enforcement: must be one of "Deny", "Warn", "Audit"/],
       ['a rule whose schema does not compile', /PortalClusterRule "catastrophic" is invalid:\n\s+- .*unsafe regular expression/],
       ['a duplicate rule', /rule PortalClusterRule\/good-one is also defined in .*more-policies; rule names must be unique/],

@@ -17,3 +17,5 @@ export { admissionOutcome, verdictOf, reasonToCode, denialMessage, warningMessag
 export { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type ExpressionEngine, type Activation, type CompileEnv, type CostBudget, type RunOutcome } from './engine.ts';
 export { celEngine } from './cel-adapter.ts';
 export { VapSet } from './vap-set.ts';
+export { vapVerdicts, SEVERITY_ANNOTATION, CATEGORY_ANNOTATION } from './verdicts.ts';
+export { guessResource } from './resources.ts';
