@@ -303,12 +303,7 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
     io.stdout.write(HELP);
     return EXIT_OK;
   }
-  if ('problems' in loaded) {
-    io.stderr.write(`portal test: ${loaded.problems.length} problem${loaded.problems.length === 1 ? '' : 's'} with the input:\n`);
-    for (const p of loaded.problems) io.stderr.write(`  - ${p.replace(/\n/g, '\n    ')}\n`);
-    io.stderr.write("Nothing was evaluated. Fix the problems above and run again ('portal test --help' for usage).\n");
-    return EXIT_USAGE;
-  }
+  if ('problems' in loaded) return reportProblems(loaded.problems, io, 'Nothing was evaluated.');
 
   const set = new RuleSet();
   for (const rule of loaded.rules) set.upsert(rule);
@@ -317,6 +312,8 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
   for (const { binding } of loaded.vap.bindings) vaps.upsertBinding(binding);
   const vapByName = new Map<string, ValidatingAdmissionPolicy>(loaded.vap.policies.map((p) => [p.policy.metadata.name, p.policy]));
   const params = fileParams(loaded.vap);
+  const vapSource = new Map(loaded.vap.policies.map((p) => [p.policy.metadata.name, p.source]));
+  const vapProblems: string[] = [];
 
   const evaluated: EvaluatedResource[] = loaded.resources.map(({ ref, input }) => {
     // A Namespace is matched on its own labels (FACTS.md, namespaceSelector).
@@ -336,12 +333,22 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
         object: input.object,
         oldObject: null,
       };
-      verdicts.push(...vapVerdicts(vaps.evaluate(attrs, { namespaceObject, params }), vapByName));
+      const vapResults = vaps.evaluate(attrs, { namespaceObject, params });
+      for (const r of vapResults) {
+        for (const p of r.problems) {
+          const where = vapSource.get(r.policy) ?? '?';
+          const binding = r.binding ? ` with binding "${r.binding}"` : '';
+          vapProblems.push(`${where}: ValidatingAdmissionPolicy "${r.policy}"${binding} on ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}: ${p.message}`);
+        }
+      }
+      verdicts.push(...vapVerdicts(vapResults, vapByName));
     }
     // Sorted by rule, like the audit's reports, so output is stable across runs (stable: bindings stay in order).
     verdicts.sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
     return { resource: ref, verdicts };
   });
+  // A cost overrun or a missing param is the policy's or the test setup's fault, not the object's.
+  if (vapProblems.length > 0) return reportProblems([...new Set(vapProblems)], io, 'The policies were evaluated, but these results would not mean anything.');
   const results = toResults(evaluated);
 
   switch (loaded.format) {
@@ -356,6 +363,13 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
       break;
   }
   return results.some((r) => r.result === 'fail' || r.result === 'error') ? EXIT_FAILURE : EXIT_OK;
+}
+
+function reportProblems(problems: readonly string[], io: CommandIO, what: string): number {
+  io.stderr.write(`portal test: ${problems.length} problem${problems.length === 1 ? '' : 's'} with the input:\n`);
+  for (const p of problems) io.stderr.write(`  - ${p.replace(/\n/g, '\n    ')}\n`);
+  io.stderr.write(`${what} Fix the problems above and run again ('portal test --help' for usage).\n`);
+  return EXIT_USAGE;
 }
 
 /**

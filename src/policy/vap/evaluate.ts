@@ -151,6 +151,12 @@ export interface BindingEvaluation {
   auditAnnotations: Record<string, string>;
   /** Why it was skipped. */
   skipReason?: string;
+  /**
+   * Errors that are the policy author's or the setup's fault rather than the
+   * object's: a cost limit exceeded (with the expression's field), missing
+   * params, an unknown paramKind. `portal test` treats them as bad input.
+   */
+  problems: { kind: 'cost' | 'params'; field?: string; message: string }[];
 }
 
 function toRequest(a: VapAttributes, resource: VapAttributes['resource']): Record<string, unknown> {
@@ -181,6 +187,8 @@ class Run<P> {
   private readonly cache = new Map<string, { ok: true; value: unknown } | { ok: false; error: string }>();
   readonly activation: Activation;
   budgetExceeded = false;
+  /** Fields of the expressions that ran out of cost. */
+  readonly costFields: string[] = [];
 
   constructor(
     private readonly c: CompiledPolicy<P>,
@@ -209,6 +217,7 @@ class Run<P> {
     if (this.budgetExceeded) return { ok: false, error: COST_BUDGET_MESSAGE, cost: true };
     const out = this.engine.run(e.compiled.program, this.activation, this.budget);
     if (!out.ok) {
+      if (out.cost) this.costFields.push(e.field);
       if (out.cost && this.budget.remaining <= 0) {
         this.budgetExceeded = true;
         return { ok: false, error: COST_BUDGET_MESSAGE, cost: true };
@@ -276,6 +285,14 @@ function evaluateWithParam<P>(
   out: BindingEvaluation,
 ): void {
   const run = new Run(c, engine, base);
+  try {
+    evaluateRun(c, run, out);
+  } finally {
+    for (const field of new Set(run.costFields)) out.problems.push({ kind: 'cost', field, message: `${field}: the expression exceeded its CEL cost limit` });
+  }
+}
+
+function evaluateRun<P>(c: CompiledPolicy<P>, run: Run<P>, out: BindingEvaluation): void {
   const ignore = c.failurePolicy === 'Ignore';
   const onError = (message: string, expressionIndex: number | undefined): void => {
     out.result = 'error';
@@ -374,6 +391,7 @@ export function evaluatePolicies<P>(
       denyErrors: [],
       ignoredErrors: [],
       auditAnnotations: {},
+      problems: [],
     });
     const configError = (b: ValidatingAdmissionPolicyBinding | undefined, error: string): void => {
       const r = blank(b ?? ({ metadata: { name: '' }, spec: { validationActions: [] } } as unknown as ValidatingAdmissionPolicyBinding), undefined);
@@ -402,6 +420,7 @@ export function evaluatePolicies<P>(
       const params = collectParams(c.policy, b, a, ctx);
       if (!params.ok) {
         configError(b, params.error);
+        results[results.length - 1]?.problems.push({ kind: 'params', message: params.error });
         continue;
       }
       if (params.params.length === 0) {
