@@ -110,6 +110,11 @@ const BUILTINS: BuiltinSpec[] = [
     columns: [{ name: 'Role', type: 'string', jsonPath: '.roleRef.name' }] },
   { gv: 'admissionregistration.k8s.io/v1', resource: 'mutatingwebhookconfigurations', kind: 'MutatingWebhookConfiguration',
     namespaced: false, generation: true },
+  // The API server enforces these itself (vap-admission.ts); `.status` is written by the server, never by clients' main-resource writes.
+  { gv: 'admissionregistration.k8s.io/v1', resource: 'validatingadmissionpolicies', kind: 'ValidatingAdmissionPolicy',
+    namespaced: false, generation: true, status: true },
+  { gv: 'admissionregistration.k8s.io/v1', resource: 'validatingadmissionpolicybindings', kind: 'ValidatingAdmissionPolicyBinding',
+    namespaced: false, generation: true },
 ];
 
 function builtinDef(s: BuiltinSpec): ResourceDef {
