@@ -12,6 +12,9 @@
  * in "default", as `kubectl apply` would create it. Namespace labels are
  * `{"kubernetes.io/metadata.name": <ns>}` (the label every namespace carries),
  * plus the labels of a Namespace object with that name in the inputs.
+ * `--pod-security-version V` labels every namespace
+ * `pod-security.kubernetes.io/enforce-version: V` unless its Namespace in the
+ * inputs sets that label itself.
  */
 import { parseArgs, type FlagDef } from './args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
@@ -28,6 +31,8 @@ import {
 import { selectorMatches } from '../policy/label-selector.ts';
 import {
   evaluate,
+  POD_SECURITY_VERSION_LABEL,
+  podSecurityVersionProblem,
   ruleKey,
   RuleSet,
   RULE_GROUP,
@@ -47,7 +52,8 @@ import {
   type ResourceRef,
 } from '../policy/report-format.ts';
 
-const HELP = `Usage: portal test --policies DIR [--policies DIR...] [--output table|json|policyreport] FILE...
+const HELP = `Usage: portal test --policies DIR [--policies DIR...] [--output table|json|policyreport]
+                   [--pod-security-version VERSION] FILE...
 
 Evaluates Kubernetes manifests against Portal rules and ValidatingAdmissionPolicies
 offline, as the webhook, the API server and the audit would (operation AUDIT: every
@@ -64,11 +70,17 @@ Flags:
                           (repeatable, required)
   --output, -o FORMAT     table (default), json, or policyreport (a YAML stream of
                           PolicyReport / ClusterPolicyReport, one per resource)
+  --pod-security-version VERSION
+                          evaluate Pod Security rules at VERSION (latest or v1.N): every
+                          namespace gets the label pod-security.kubernetes.io/enforce-version
+                          unless its Namespace among the FILE arguments sets it
   --help, -h              show this help
 
 Namespaces: a namespaced object without metadata.namespace is evaluated in
 "default". Namespace labels are {"kubernetes.io/metadata.name": NAME}, plus the
-labels of a Namespace object of that name among the FILE arguments.
+labels of a Namespace object of that name among the FILE arguments. Rules that
+use minPodSecurityVersion read the namespace label
+pod-security.kubernetes.io/enforce-version (see policies/README.md).
 
 VAP rows: rule = the policy's name; fail = a Deny binding denies, warn = a Warn or
 Audit binding reports it, skip = not selected or a matchCondition is false, error =
@@ -83,6 +95,7 @@ an expression that does not compile is reported with its file, policy and positi
 const FLAGS: readonly FlagDef[] = [
   { flag: 'policies', type: 'value', short: 'p' },
   { flag: 'output', type: 'value', short: 'o' },
+  { flag: 'pod-security-version', type: 'value' },
   { flag: 'help', type: 'bool', short: 'h' },
 ];
 
@@ -199,6 +212,8 @@ interface Inputs {
   vap: VapDocuments;
   resources: Resource[];
   namespaceLabels: Map<string, Record<string, string>>;
+  /** --pod-security-version: the enforce-version label of namespaces that do not set one. */
+  podSecurityVersion: string | undefined;
 }
 
 /** Reads and checks everything; returns the problems instead when there are any. */
@@ -211,6 +226,11 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
   const output = outputs.at(-1) ?? 'table';
   if (!(OUTPUT_FORMATS as readonly string[]).includes(output)) {
     problems.push(`--output "${output}" is not supported; use one of ${OUTPUT_FORMATS.join(', ')}`);
+  }
+  const podSecurityVersion = args.values.get('pod-security-version')?.at(-1);
+  if (podSecurityVersion !== undefined) {
+    const p = podSecurityVersionProblem(podSecurityVersion);
+    if (p) problems.push(`--pod-security-version: ${p}`);
   }
   const policyDirs = args.values.get('policies') ?? [];
   if (policyDirs.length === 0) problems.push('--policies DIR is required: the directory (or file) holding the rules to apply');
@@ -288,13 +308,15 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
     }
   }
   if (problems.length > 0) return { problems };
-  return { format: output as OutputFormat, rules, vap, resources, namespaceLabels };
+  return { format: output as OutputFormat, rules, vap, resources, namespaceLabels, podSecurityVersion };
 }
 
-function labelsOf(ns: string, known: Map<string, Record<string, string>>): Record<string, string> | undefined {
+function labelsOf(ns: string, known: Map<string, Record<string, string>>, podSecurityVersion: string | undefined): Record<string, string> | undefined {
   if (ns === '') return undefined;
+  const own = known.get(ns) ?? {};
+  const version = podSecurityVersion !== undefined && own[POD_SECURITY_VERSION_LABEL] === undefined ? { [POD_SECURITY_VERSION_LABEL]: podSecurityVersion } : {};
   // The name label is immutable and always set by the API server, whatever the manifest says.
-  return { ...(known.get(ns) ?? {}), [NAMESPACE_NAME_LABEL]: ns };
+  return { ...own, ...version, [NAMESPACE_NAME_LABEL]: ns };
 }
 
 export async function runTest(argv: string[], io: CommandIO): Promise<number> {
@@ -317,11 +339,12 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
 
   const evaluated: EvaluatedResource[] = loaded.resources.map(({ ref, input }) => {
     // A Namespace is matched on its own labels (FACTS.md, namespaceSelector).
-    const nsLabels = ref.kind === 'Namespace' ? labelsOf(ref.name, loaded.namespaceLabels) : labelsOf(ref.namespace, loaded.namespaceLabels);
+    const nsName = ref.kind === 'Namespace' ? ref.name : ref.namespace;
+    const nsLabels = labelsOf(nsName, loaded.namespaceLabels, loaded.podSecurityVersion);
     // Sorted by rule, like the audit's reports, so output is stable across runs.
     const verdicts = safeEvaluate(set, loaded.rules, { ...input, namespaceLabels: nsLabels });
     if (vapByName.size > 0) {
-      const namespaceObject = ref.namespace === '' ? null : { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ref.namespace, labels: labelsOf(ref.namespace, loaded.namespaceLabels) ?? {} } };
+      const namespaceObject = ref.namespace === '' ? null : { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ref.namespace, labels: labelsOf(ref.namespace, loaded.namespaceLabels, loaded.podSecurityVersion) ?? {} } };
       const attrs: VapAttributes = {
         operation: 'AUDIT',
         kind: input.kind,

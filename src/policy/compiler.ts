@@ -16,6 +16,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { regexSafetyProblem } from './safe-regex.ts';
 import { toViolations } from './schema-errors.ts';
+import { LATEST, MIN_VERSION_KEYWORD, VERSION_PATTERN, type VersionContext } from './pod-security-version.ts';
 import type { SchemaViolation } from './types.ts';
 
 /** 64 KiB: the largest Pod Security rule schema is ~3 KiB, so this leaves 20x
@@ -49,9 +50,28 @@ const ajv = new Ajv2020({
   allErrors: true,
   logger: false,
   code: { regExp: safeRegExp },
+  // Keywords read the evaluation's context (`this`): the Pod Security version.
+  passContext: true,
 });
 
-export type Validator = (value: unknown, pathPrefix?: string) => SchemaViolation[];
+/**
+ * `minPodSecurityVersion: "v1.N"` passes when the Pod Security Standards
+ * version in force is v1.N or newer (`latest` is newer than every v1.N). It
+ * looks at the context, not the data, so it belongs in an `if` (or beside
+ * the checks it gates) and reports no error of its own.
+ */
+ajv.addKeyword({
+  keyword: MIN_VERSION_KEYWORD,
+  schemaType: 'string',
+  metaSchema: { type: 'string', pattern: VERSION_PATTERN },
+  errors: false,
+  validate: function minPodSecurityVersion(this: VersionContext | undefined, schema: string): boolean {
+    return (this?.podSecurityVersion ?? LATEST) >= Number(schema.slice(3));
+  },
+});
+
+/** `podSecurityVersion`: the minor version the schema's `minPodSecurityVersion` sees (default latest). */
+export type Validator = (value: unknown, pathPrefix?: string, podSecurityVersion?: number) => SchemaViolation[];
 
 export type CompileResult =
   | { ok: true; validate: Validator; release: () => void }
@@ -120,8 +140,9 @@ export function compileSchema(schema: Record<string, unknown> | boolean): Compil
   } catch (e) {
     return { ok: false, error: `validate.schema does not compile: ${e instanceof Error ? e.message : String(e)}` };
   }
-  const validate: Validator = (value, pathPrefix = '') => {
-    if (fn(value)) return [];
+  const validate: Validator = (value, pathPrefix = '', podSecurityVersion = LATEST) => {
+    const context: VersionContext = { podSecurityVersion };
+    if (fn.call(context, value)) return [];
     return toViolations((fn.errors ?? []) as ErrorObject[], pathPrefix);
   };
   let released = false;

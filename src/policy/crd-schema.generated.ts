@@ -219,6 +219,17 @@ export const RULE_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = {
           "description": "For rules that match Pod, also check the pod template of workloads (default true).",
           "type": "boolean"
         },
+        "podSecurity": {
+          "description": "Pod Security Standards version that the schema's minPodSecurityVersion conditions see (default latest). The namespace label pod-security.kubernetes.io/enforce-version overrides it.",
+          "type": "object",
+          "properties": {
+            "version": {
+              "description": "latest or v1.N (e.g. v1.30), as pod-security.kubernetes.io/enforce-version.",
+              "type": "string",
+              "pattern": "^(latest|v1\\.(0|[1-9][0-9]*))$"
+            }
+          }
+        },
         "validate": {
           "type": "object",
           "required": [

@@ -14,12 +14,17 @@
  * - Pod templates: only rules that name `Pod` explicitly (not kind "*") check
  *   workload templates; a rule that names the workload kind itself validates
  *   the workload directly instead.
+ * - Pod Security version: a rule whose schema uses `minPodSecurityVersion`
+ *   is evaluated at the namespace's `pod-security.kubernetes.io/enforce-version`
+ *   label, else its `spec.podSecurity.version`, else latest; an invalid label
+ *   means latest (as in PSA), unknown namespace labels give `error`.
  */
 import { anyNamespaceGlobMatches } from './namespace-glob.ts';
 import { selectorMatches } from './label-selector.ts';
 import { candidatesFor, type Candidate } from './candidates.ts';
 import { decide, type AdmissionDecision } from './decision.ts';
 import { templatePod } from './pod-templates.ts';
+import { LATEST, POD_SECURITY_VERSION_LABEL, resolvePodSecurityVersion } from './pod-security-version.ts';
 import type { RuleEntry, RuleSet } from './rule-set.ts';
 import type { EvaluationInput, KubeObject, RuleVerdict, SchemaViolation, Verdict } from './types.ts';
 
@@ -110,6 +115,19 @@ function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean): RuleVe
   }
 
   if (!entry.validate) return errorVerdict(entry, entry.failure);
+  // The Pod Security version, for rules whose schema asks for it (FACTS-pss §4).
+  let version = LATEST;
+  let versionNote = '';
+  if (entry.podSecurityVersion !== undefined) {
+    let labels = input.namespaceLabels;
+    if (labels === undefined && isNamespace) labels = labelsOf(input.object ?? input.oldObject) ?? {};
+    if (labels === undefined && nsName !== '') {
+      // The label could pin any version, and versions relax as well as
+      // tighten checks: undecidable, so fail closed like namespaceSelector.
+      return errorVerdict(entry, `the labels of namespace ${nsName} are unknown, so its ${POD_SECURITY_VERSION_LABEL} cannot be read`);
+    }
+    ({ version, note: versionNote } = resolvePodSecurityVersion(entry.podSecurityVersion, labels));
+  }
   const target = input.operation === 'DELETE' ? input.oldObject : (input.object ?? input.oldObject);
   if (target === null || typeof target !== 'object') {
     return errorVerdict(entry, `the ${input.operation} request carries no object to validate`);
@@ -117,8 +135,8 @@ function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean): RuleVe
   let violations: ReturnType<typeof entry.validate>;
   try {
     violations = templatePath
-      ? entry.validate(templatePod(target, templatePath), c.templatePrefix)
-      : entry.validate(target);
+      ? entry.validate(templatePod(target, templatePath), c.templatePrefix, version)
+      : entry.validate(target, '', version);
   } catch (err) {
     // A schema can still blow up on a hostile object (e.g. a recursive $ref
     // meeting a very deep document). Only this rule is undecidable: it gives
@@ -129,7 +147,7 @@ function evaluateOne(c: Candidate, input: EvaluationInput, all: boolean): RuleVe
   return verdict(
     entry,
     entry.enforcement === 'Deny' ? 'fail' : 'warn',
-    violationMessage(entry.display, entry.message, violations),
+    violationMessage(entry.display, versionNote ? `${entry.message || 'the object violates this rule'} (${versionNote})` : entry.message, violations),
     violations,
   );
 }

@@ -10,3 +10,10 @@ export { selectorMatches, selectorProblems } from './label-selector.ts';
 export { namespaceGlobMatches } from './namespace-glob.ts';
 export { POD_TEMPLATE_KINDS, podTemplateKind, templatePod, type PodTemplateKind } from './pod-templates.ts';
 export { RULE_CRD_OPENAPI_SCHEMA } from './crd-schema.generated.ts';
+export {
+  POD_SECURITY_VERSION_LABEL,
+  MIN_VERSION_KEYWORD,
+  parsePodSecurityVersion,
+  podSecurityVersionProblem,
+  resolvePodSecurityVersion,
+} from './pod-security-version.ts';

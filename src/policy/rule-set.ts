@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { compileSchema, type Validator } from './compiler.ts';
 import { isEmptySelector } from './label-selector.ts';
 import { POD_TEMPLATE_KINDS } from './pod-templates.ts';
+import { usesVersionKeyword } from './pod-security-version.ts';
 import type {
   Enforcement,
   KindMatch,
@@ -68,6 +69,12 @@ export interface RuleEntry {
   readonly validate: Validator | undefined;
   /** Why no version compiled (when validate is undefined). */
   readonly failure: string;
+  /**
+   * `spec.podSecurity.version` (default `latest`) when the schema uses
+   * `minPodSecurityVersion`, so its verdict depends on the version in force;
+   * undefined otherwise (the version is never looked up).
+   */
+  readonly podSecurityVersion: string | undefined;
 }
 
 export interface IndexedEntry {
@@ -202,6 +209,7 @@ export class RuleSet {
         match: prepareMatch(s),
         validate,
         failure: '',
+        podSecurityVersion: usesVersionKeyword(s.validate.schema) ? (s.podSecurity?.version ?? 'latest') : undefined,
       };
       slot = {
         hash,
@@ -255,6 +263,7 @@ export class RuleSet {
               match: prepareMatch(spec),
               validate: undefined,
               failure: why,
+              podSecurityVersion: undefined,
             }
           : undefined,
         state: {

@@ -59,6 +59,16 @@ export interface RuleAction {
   value?: string;
 }
 
+/**
+ * The Pod Security Standards version a rule checks, as Pod Security Admission
+ * pins it. The namespace label `pod-security.kubernetes.io/enforce-version`
+ * overrides it, as a namespace label overrides PSA's configured default.
+ */
+export interface PodSecuritySettings {
+  /** `latest` or `v1.N` (e.g. `v1.30`); anything else is rejected at load. @default "latest" */
+  version?: string;
+}
+
 export interface RuleSpec {
   /** @default "Deny" */
   enforcement?: Enforcement;
@@ -68,6 +78,8 @@ export interface RuleSpec {
   match: RuleMatch;
   /** @default true (only meaningful for rules that match Pod) */
   podTemplates?: boolean;
+  /** Version pinning for schemas that use `minPodSecurityVersion` (policies/README.md). */
+  podSecurity?: PodSecuritySettings;
   validate: {
     message?: string;
     /** JSON Schema (draft 2020-12) that a compliant object satisfies. */

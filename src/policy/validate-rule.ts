@@ -10,6 +10,7 @@ import { compileSchema, schemaGuardProblem } from './compiler.ts';
 import { RULE_CRD_OPENAPI_SCHEMA } from './crd-schema.generated.ts';
 import { labelKeyProblem, labelValueProblem, selectorProblems } from './label-selector.ts';
 import { namespaceGlobProblem } from './namespace-glob.ts';
+import { podSecurityVersionProblem } from './pod-security-version.ts';
 import { toViolations } from './schema-errors.ts';
 import { RULE_API_VERSION, type PortalRuleObject, type RuleSpec } from './types.ts';
 
@@ -73,6 +74,11 @@ function semanticProblems(spec: RuleSpec): string[] {
       problems.push(`spec.match.kinds[${i}].apiGroups: "*" already means every group; remove the other entries`);
     }
   });
+  const version = spec.podSecurity?.version;
+  if (version !== undefined) {
+    const p = podSecurityVersionProblem(version);
+    if (p) problems.push(`spec.podSecurity.version: ${p}`);
+  }
   const guard = schemaGuardProblem(spec.validate.schema);
   if (guard) problems.push(`spec.${guard}`);
   (spec.audit?.actions ?? []).forEach((a, i) => {
@@ -100,9 +106,13 @@ function semanticProblems(spec: RuleSpec): string[] {
 
 function crdProblems(obj: unknown): string[] {
   if (validateCrd(obj)) return [];
-  return toViolations((validateCrd.errors ?? []) as ErrorObject[]).map((v) =>
-    v.message === 'is not allowed' ? `${v.path}: unknown field; check its spelling against the PortalRule API` : `${v.path}: ${v.message}`,
-  );
+  return toViolations((validateCrd.errors ?? []) as ErrorObject[]).map((v) => {
+    if (v.message === 'is not allowed') return `${v.path}: unknown field; check its spelling against the PortalRule API`;
+    const version = (obj as { spec?: { podSecurity?: { version?: unknown } } }).spec?.podSecurity?.version;
+    // The CRD's pattern, said the way a user can act on.
+    if (v.path === 'spec.podSecurity.version' && typeof version === 'string') return `${v.path}: ${podSecurityVersionProblem(version) ?? v.message}`;
+    return `${v.path}: ${v.message}`;
+  });
 }
 
 /**

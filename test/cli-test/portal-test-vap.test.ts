@@ -121,7 +121,7 @@ void describe('portal test with ValidatingAdmissionPolicies', { concurrency: 3 }
     const rows = JSON.parse(run.stdout) as Row[];
     for (const fx of loadFixtures(fixtures)) {
       const mine = rows.filter((r) => r.kind === fx.object.kind && r.name === fx.object.metadata?.name);
-      assert.equal(mine.length, 17, `${fx.file}: one row per control`);
+      assert.equal(mine.length, 19, `${fx.file}: one row per control`);
       if (fx.group === 'compliant') {
         for (const r of mine) assert.equal(r.result, 'pass', `${fx.file} ${r.rule}: ${r.message}`);
         continue;

@@ -8,8 +8,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { parseAllDocuments } from 'yaml';
-import { loadFixtures } from '../pss/fixtures.ts';
+import { parse, parseAllDocuments, stringify } from 'yaml';
+import { expectationAt, loadFixtures } from '../pss/fixtures.ts';
 import { ROOT, runPortal } from './run-portal.ts';
 
 interface JsonResult {
@@ -29,6 +29,7 @@ const DENY_RULES = new Set([
   'disallow-host-namespaces',
   'disallow-host-path',
   'disallow-host-ports',
+  'disallow-host-probes',
   'disallow-host-process',
   'disallow-privileged-containers',
   'disallow-proc-mount',
@@ -71,7 +72,7 @@ void describe('portal test', { concurrency: 3 }, () => {
     assert.equal(new Set(names).size, names.length, 'fixture names are unique, so results map back to files');
     for (const fx of fixtures) {
       const mine = results.filter((r) => r.kind === fx.object.kind && r.name === fx.object.metadata?.name);
-      assert.equal(mine.length, 20, `${fx.file}: one verdict per rule (17 PSS + 3 best practices)`);
+      assert.equal(mine.length, 22, `${fx.file}: one verdict per rule (19 PSS + 3 best practices)`);
       assert.equal(mine[0]?.namespace, fx.object.metadata?.namespace ?? 'default', `${fx.file}: namespace defaults to "default"`);
       if (fx.group === 'compliant') {
         for (const r of mine) assert.equal(r.result, 'pass', `${fx.file} ${r.rule}: ${r.message}`);
@@ -86,6 +87,63 @@ void describe('portal test', { concurrency: 3 }, () => {
         assert.ok(own.message.includes(fx.expect.path), `${fx.file}: the message names ${fx.expect.path}: ${own.message}`);
       }
     }
+  });
+
+  void it('--pod-security-version: every versioned fixture gets the verdict its header gives at that version', async () => {
+    const versioned = loadFixtures(PSS_FIXTURES).filter((f) => f.expectations.length > 1);
+    assert.ok(versioned.length > 30, 'the versioned fixtures');
+    for (const version of [7, 18, 24, 33]) {
+      const run = await runPortal(['test', '--policies', join(POLICIES, 'pod-security'), '--pod-security-version', `v1.${version}`, '-o', 'json', ...versioned.map((f) => f.file)]);
+      assert.equal(run.stderr, '');
+      const results = JSON.parse(run.stdout) as JsonResult[];
+      for (const fx of versioned) {
+        const own = results.find((r) => r.kind === fx.object.kind && r.name === fx.object.metadata?.name && r.rule === fx.group);
+        const e = expectationAt(fx, version);
+        const want = e.result === 'pass' ? 'pass' : DENY_RULES.has(fx.group) ? 'fail' : 'warn';
+        assert.equal(own?.result, want, `${fx.file} at v1.${version}: ${own?.message ?? 'no verdict'}`);
+      }
+    }
+  });
+
+  void it('the namespace label pod-security.kubernetes.io/enforce-version of a Namespace in the inputs wins over --pod-security-version', async () => {
+    // One namespace per version boundary, each holding a copy of every versioned fixture.
+    const versioned = loadFixtures(PSS_FIXTURES).filter((f) => f.expectations.length > 1);
+    const boundaries = [...new Set(versioned.flatMap((f) => f.expectations.flatMap((e) => [e.from, e.to])))].sort((a, b) => a - b);
+    const docs: string[] = [];
+    for (const v of boundaries) {
+      const ns = v === Infinity ? 'at-latest' : `at-v1-${v}`;
+      docs.push(stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { 'pod-security.kubernetes.io/enforce-version': v === Infinity ? 'latest' : `v1.${v}` } } }));
+      for (const fx of versioned) {
+        const copy = parse(stringify(fx.object)) as { metadata: Record<string, unknown> };
+        copy.metadata['namespace'] = ns;
+        docs.push(stringify(copy));
+      }
+    }
+    const inputs = await write('versions/all.yaml', docs.join('---\n'));
+    // The flag only labels namespaces that have no label of their own: here, none.
+    const run = await runPortal(['test', '--policies', join(POLICIES, 'pod-security'), '--pod-security-version', 'v1.0', '-o', 'json', inputs]);
+    assert.equal(run.stderr, '');
+    const results = JSON.parse(run.stdout) as JsonResult[];
+    let checked = 0;
+    for (const v of boundaries) {
+      const ns = v === Infinity ? 'at-latest' : `at-v1-${v}`;
+      for (const fx of versioned) {
+        const own = results.find((r) => r.namespace === ns && r.kind === fx.object.kind && r.name === fx.object.metadata?.name && r.rule === fx.group);
+        const e = expectationAt(fx, v);
+        const want = e.result === 'pass' ? 'pass' : DENY_RULES.has(fx.group) ? 'fail' : 'warn';
+        assert.equal(own?.result, want, `${fx.file} in ${ns}: ${own?.message ?? 'no verdict'}`);
+        if (want !== 'pass') assert.ok(own?.message.includes('pod-security.kubernetes.io/enforce-version') || v === Infinity, own?.message);
+        checked++;
+      }
+    }
+    assert.ok(checked > 500, `${checked} verdicts checked`);
+  });
+
+  void it('--pod-security-version must be latest or v1.N: anything else is bad input (exit 2)', async () => {
+    const run = await runPortal(['test', '--policies', join(POLICIES, 'pod-security'), '--pod-security-version', 'v1.030', join(PSS_FIXTURES, 'compliant')]);
+    assert.equal(run.code, 2);
+    assert.equal(run.stdout, '');
+    assert.match(run.stderr, /--pod-security-version: "v1\.030" is not a Pod Security version: use "latest" or "v1\.N" \(e\.g\. "v1\.30"\)/);
   });
 
   void it('--output table: aligned columns, a summary line, exit 0 when only warnings', async () => {
@@ -103,7 +161,7 @@ void describe('portal test', { concurrency: 3 }, () => {
     const lines = (table ?? '').split('\n');
     const header = lines[0] ?? '';
     assert.match(header, /^RULE +KIND +NAMESPACE +NAME +RESULT +MESSAGE$/);
-    assert.equal(lines.length, 1 + 4 * 17, 'a row per resource and rule');
+    assert.equal(lines.length, 1 + 4 * 19, 'a row per resource and rule');
     const columns = ['KIND', 'NAMESPACE', 'NAME', 'RESULT', 'MESSAGE'].map((c) => header.indexOf(c));
     for (const line of lines.slice(1)) {
       for (const at of columns) assert.notEqual(line[at - 1], undefined, line);
@@ -111,7 +169,7 @@ void describe('portal test', { concurrency: 3 }, () => {
     }
     assert.ok(lines.some((l) => /^require-run-as-nonroot +Pod +default +host-namespaces-good-pod +warn +require-run-as-nonroot: /.test(l)));
     const warns = lines.filter((l) => / warn +\S+: /.test(l)).length;
-    assert.equal(summary, `4 resources, 17 rules: ${4 * 17 - warns} pass, 0 fail, ${warns} warn, 0 error, 0 skip`);
+    assert.equal(summary, `4 resources, 19 rules: ${4 * 19 - warns} pass, 0 fail, ${warns} warn, 0 error, 0 skip`);
   });
 
   void it('--output policyreport: one report per resource with a matching summary; namespaces, Lists and JSON', async () => {

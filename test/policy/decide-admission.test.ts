@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { decide, decideAdmission, evaluate, RuleSet, type EvaluationInput, type KindMatch, type Operation, type PortalRuleObject, type RuleSpec } from '../../src/policy/index.ts';
-import { clusterRule, namespacedRule } from './support.ts';
+import { clusterRule, namespacedRule, NO_PRIVILEGED_SCHEMA } from './support.ts';
 
 const KINDS = [
   { group: '', kind: 'Pod' },
@@ -27,6 +27,9 @@ const ruleArb = fc.record({
   namespaceSelector: fc.constantFrom(undefined, { matchLabels: { env: 'prod' } }),
   objectSelector: fc.constantFrom(undefined, { matchLabels: { app: 'web' } }),
   broken: fc.boolean(),
+  // Pod Security version pinning: the schema checks only from v1.30 on.
+  versioned: fc.boolean(),
+  pinned: fc.constantFrom(undefined, 'latest', 'v1.29'),
 });
 
 type Generated<A> = A extends fc.Arbitrary<infer T> ? T : never;
@@ -42,6 +45,8 @@ function toRule(r: Generated<typeof ruleArb>): PortalRuleObject {
       ...(r.namespaceSelector ? { namespaceSelector: { matchLabels: { ...r.namespaceSelector.matchLabels } } } : {}),
       ...(r.objectSelector ? { objectSelector: { matchLabels: { ...r.objectSelector.matchLabels } } } : {}),
     },
+    ...(r.pinned ? { podSecurity: { version: r.pinned } } : {}),
+    ...(r.versioned ? { validate: { schema: { if: { minPodSecurityVersion: 'v1.30' }, then: NO_PRIVILEGED_SCHEMA } } } : {}),
     // A schema that never compiles: the rule stays in force as an `error`.
     ...(r.broken ? { validate: { schema: { type: 'object', notAKeyword: true } } } : {}),
   };
@@ -55,7 +60,14 @@ const inputArb = fc.record({
   namespace: fc.constantFrom('', 'default', 'prod-eu'),
   privileged: fc.boolean(),
   labelled: fc.boolean(),
-  namespaceLabels: fc.constantFrom(undefined, { env: 'prod' }, {}),
+  namespaceLabels: fc.constantFrom(
+    undefined,
+    { env: 'prod' },
+    {},
+    { 'pod-security.kubernetes.io/enforce-version': 'v1.29' },
+    { env: 'prod', 'pod-security.kubernetes.io/enforce-version': 'v1.30' },
+    { 'pod-security.kubernetes.io/enforce-version': 'not-a-version' },
+  ),
   hasObject: fc.boolean(),
 });
 
