@@ -6,7 +6,7 @@
  * evaluate.ts), so an expression that never reads a variable never pays for
  * it.
  */
-import { compile, evaluate, type Program } from '../cel/index.ts';
+import { compile, evaluate, toCel, type Program } from '../cel/index.ts';
 import type { Activation, CompileEnv, CompileOutcome, CostBudget, ExpressionEngine, RunOutcome } from './engine.ts';
 
 interface VapProgram {
@@ -28,8 +28,9 @@ function variablesObject(activation: Activation, names: readonly string[]): Reco
 }
 
 export function celEngine(): ExpressionEngine<VapProgram> {
-  // The variables object of one activation is built once and reused by every expression of the evaluation.
-  const objects = new WeakMap<Activation, Record<string, unknown>>();
+  // The CEL context of one activation (values converted once, the lazy
+  // variables object) is built once and reused by every expression of the evaluation.
+  const contexts = new WeakMap<Activation, Record<string, unknown>>();
   return {
     compile(expression: string, env: CompileEnv): CompileOutcome<VapProgram> {
       const resultType = env.resultType === 'bool' ? 'bool' : env.resultType === 'string' ? 'string' : 'any';
@@ -38,12 +39,19 @@ export function celEngine(): ExpressionEngine<VapProgram> {
       return { ok: true, program: { program: out, resultType: env.resultType } };
     },
     run(p: VapProgram, activation: Activation, budget: CostBudget): RunOutcome {
-      let vars = objects.get(activation);
-      if (vars === undefined) {
-        vars = variablesObject(activation, activation.variables.names());
-        objects.set(activation, vars);
+      let context = contexts.get(activation);
+      if (context === undefined) {
+        context = {
+          object: toCel(activation.object),
+          oldObject: toCel(activation.oldObject),
+          request: toCel(activation.request),
+          params: toCel(activation.params),
+          namespaceObject: toCel(activation.namespaceObject),
+          variables: variablesObject(activation, activation.variables.names()),
+        };
+        contexts.set(activation, context);
       }
-      const r = evaluate(p.program, { ...activation, variables: vars }, budget);
+      const r = evaluate(p.program, context, budget, undefined, true);
       if (!r.ok) return { ok: false, error: r.message, cost: r.kind === 'cost' };
       if (p.resultType === 'string-or-null' && r.value !== null && typeof r.value !== 'string') {
         return { ok: false, error: 'the expression must evaluate to a string or null', cost: false };

@@ -369,17 +369,15 @@ export function evaluatePolicies<P>(
   opts: EvaluateOptions = {},
 ): BindingEvaluation[] {
   const results: BindingEvaluation[] = [];
-  const byPolicy = new Map<string, ValidatingAdmissionPolicyBinding[]>();
-  for (const b of bindings) {
-    const list = byPolicy.get(b.spec.policyName) ?? [];
-    list.push(b);
-    byPolicy.set(b.spec.policyName, list);
-  }
-  const sorted = [...policies].sort((x, y) => cmp(x.policy.metadata.name, y.policy.metadata.name));
-  for (const c of sorted) {
+  // One `request` object per matched resource, shared by every policy (its CEL form is cached per object).
+  const requests = new Map<VapAttributes['resource'], Record<string, unknown>>();
+  const requestFor = (resource: VapAttributes['resource']): Record<string, unknown> => {
+    let r = requests.get(resource);
+    if (!r) requests.set(resource, (r = toRequest(a, resource)));
+    return r;
+  };
+  for (const { c, its } of plan(policies, bindings)) {
     const name = c.policy.metadata.name;
-    const its = (byPolicy.get(name) ?? []).slice().sort((x, y) => cmp(x.metadata.name, y.metadata.name));
-    if (its.length === 0) continue;
     const pm = matchResources(c.policy.spec.matchConstraints, a, ctx.namespaceObject, opts.equivalents);
     const blank = (b: ValidatingAdmissionPolicyBinding, param: string | undefined): BindingEvaluation => ({
       policy: name,
@@ -405,6 +403,7 @@ export function evaluatePolicies<P>(
       if (pm.error !== undefined) configError(undefined, pm.error);
       continue;
     }
+    let request: Record<string, unknown> | undefined;
     for (const b of its) {
       const bm = b.spec.matchResources ? matchResources(b.spec.matchResources, a, ctx.namespaceObject, opts.equivalents) : pm;
       if (!bm.matches) {
@@ -430,7 +429,7 @@ export function evaluatePolicies<P>(
         results.push(r);
         continue;
       }
-      const request = toRequest(a, pm.resource);
+      request ??= requestFor(pm.resource);
       for (const p of params.params) {
         const r = blank(b, paramDisplay(p));
         evaluateWithParam(c, engine, { object: a.object, oldObject: a.oldObject, request, params: p, namespaceObject: ctx.namespaceObject }, r);
@@ -439,6 +438,29 @@ export function evaluatePolicies<P>(
     }
   }
   return results;
+}
+
+type Plan<P> = { c: CompiledPolicy<P>; its: ValidatingAdmissionPolicyBinding[] }[];
+/** Policies in name order, each with its bindings in name order; computed once per (policies, bindings) pair. */
+const plans = new WeakMap<readonly unknown[], WeakMap<readonly unknown[], Plan<unknown>>>();
+
+function plan<P>(policies: readonly CompiledPolicy<P>[], bindings: readonly ValidatingAdmissionPolicyBinding[]): Plan<P> {
+  let inner = plans.get(policies);
+  if (!inner) plans.set(policies, (inner = new WeakMap()));
+  const hit = inner.get(bindings);
+  if (hit) return hit as Plan<P>;
+  const byPolicy = new Map<string, ValidatingAdmissionPolicyBinding[]>();
+  for (const b of bindings) {
+    const list = byPolicy.get(b.spec.policyName) ?? [];
+    list.push(b);
+    byPolicy.set(b.spec.policyName, list);
+  }
+  const out: Plan<P> = [...policies]
+    .sort((x, y) => cmp(x.policy.metadata.name, y.policy.metadata.name))
+    .map((c) => ({ c, its: (byPolicy.get(c.policy.metadata.name) ?? []).slice().sort((x, y) => cmp(x.metadata.name, y.metadata.name)) }))
+    .filter((e) => e.its.length > 0);
+  inner.set(bindings, out as Plan<unknown>);
+  return out;
 }
 
 function cmp(x: string, y: string): number {

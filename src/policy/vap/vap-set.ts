@@ -17,6 +17,8 @@ export class VapSet {
   private readonly policies = new Map<string, { version: string; source: ValidatingAdmissionPolicy; compiled: CompiledPolicy<unknown> }>();
   private readonly bindings = new Map<string, ValidatingAdmissionPolicyBinding>();
   private readonly engine: ExpressionEngine<unknown>;
+  /** What evaluate() hands the evaluator, rebuilt only after a change. */
+  private snapshot: { policies: CompiledPolicy<unknown>[]; bindings: ValidatingAdmissionPolicyBinding[] } | undefined;
 
   constructor(engine: ExpressionEngine<unknown> = celEngine() as ExpressionEngine<unknown>) {
     this.engine = engine;
@@ -31,19 +33,23 @@ export class VapSet {
     if (known && v !== '/' && known.version === v) return compileErrors(known.compiled);
     const compiled = compilePolicy(policy, this.engine);
     this.policies.set(name, { version: v, source: policy, compiled });
+    this.snapshot = undefined;
     return compileErrors(compiled);
   }
 
   deletePolicy(name: string): void {
-    this.policies.delete(name);
+    if (this.policies.delete(name)) this.snapshot = undefined;
   }
 
   upsertBinding(binding: ValidatingAdmissionPolicyBinding): void {
+    const known = this.bindings.get(binding.metadata.name);
+    if (known === binding || (known && binding.metadata.resourceVersion !== undefined && known.metadata.resourceVersion === binding.metadata.resourceVersion)) return;
     this.bindings.set(binding.metadata.name, binding);
+    this.snapshot = undefined;
   }
 
   deleteBinding(name: string): void {
-    this.bindings.delete(name);
+    if (this.bindings.delete(name)) this.snapshot = undefined;
   }
 
   get size(): { policies: number; bindings: number } {
@@ -55,9 +61,10 @@ export class VapSet {
   }
 
   evaluate(a: VapAttributes, ctx: VapContext, opts: EvaluateOptions = {}): BindingEvaluation[] {
+    this.snapshot ??= { policies: [...this.policies.values()].map((p) => p.compiled), bindings: [...this.bindings.values()] };
     return evaluatePolicies(
-      [...this.policies.values()].map((p) => p.compiled),
-      [...this.bindings.values()],
+      this.snapshot.policies,
+      this.snapshot.bindings,
       a,
       ctx,
       this.engine,
