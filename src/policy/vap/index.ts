@@ -19,3 +19,4 @@ export { celEngine } from './cel-adapter.ts';
 export { VapSet } from './vap-set.ts';
 export { vapVerdicts, SEVERITY_ANNOTATION, CATEGORY_ANNOTATION } from './verdicts.ts';
 export { guessResource } from './resources.ts';
+export { parseAuditActions, AUDIT_ACTIONS_ANNOTATION, type AuditActionsParse } from './audit-actions.ts';
