@@ -19,12 +19,13 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
-import { AuditController } from '../src/audit/controller.ts';
-import { ClusterRuleSource } from '../src/cli/cluster-source.ts';
+import { buildAudit } from '../src/audit/audit.ts';
+import { ClusterRuleSource } from '../src/kube/cluster-rule-source.ts';
 import { loadRulesFromDirectory } from '../src/config/manifests.ts';
 import { DEFAULTS } from '../src/config/options.ts';
 import { DevApiClient } from '../src/devcluster/dev/api-client.ts';
 import { readManifests } from '../src/devcluster/dev/manifests.ts';
+import { FencedWriter } from '../src/kube/fenced-writer.ts';
 import { createKubeClient } from '../src/kube/client.ts';
 import { Term } from '../src/leader/term.ts';
 import { silentLogger } from '../src/observability/logger.ts';
@@ -124,8 +125,7 @@ async function replicaBench() {
     const client = createKubeClient({ kubeconfigYaml: server.kubeconfig, qps: DEFAULTS.kubeApiQps, burst: DEFAULTS.kubeApiBurst, userAgent: 'portal-bench' });
     const logger = silentLogger();
     const source = new ClusterRuleSource({ client, logger });
-    let term: Term | undefined = undefined;
-    const controller = new AuditController(
+    const { evaluator: controller, actuator } = buildAudit(
       {
         installNamespace: 'portal-system',
         exemptNamespaces: DEFAULTS.exemptNamespaces,
@@ -135,7 +135,7 @@ async function replicaBench() {
         alertmanagerUrls: [],
         alertResendIntervalMs: 3_600_000,
       },
-      { client, ruleSet: source.ruleSet, namespaceLabels: (ns) => source.namespaceLabels(ns), currentTerm: () => term, logger, registry: new Registry() },
+      { client, writer: new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: 'portal-bench' }), ruleSet: source.ruleSet, namespaceLabels: (ns) => source.namespaceLabels(ns), logger, registry: new Registry() },
     );
     const ac = new AbortController();
     const t0 = performance.now();
@@ -149,14 +149,15 @@ async function replicaBench() {
 
     const granted = Date.now();
     const g0 = performance.now();
-    term = new Term({ leaseUid: 'bench', transitions: 1 }, performance.now(), 3_600_000);
-    controller.leadershipChanged();
+    const term = new Term({ leaseUid: 'bench', transitions: 1 }, performance.now(), 3_600_000);
+    // What the Manager does when the Lease is won: start the leader-only actuator with the term.
+    const acting = actuator.start(ac.signal, term);
     while (controller.reports.writes.created < SAMPLE) await new Promise((r) => setTimeout(r, 10));
     const sampleMs = performance.now() - g0;
-    const firstSideEffectMs = (controller.firstSideEffectAt ?? NaN) - granted;
+    const firstSideEffectMs = (actuator.firstSideEffectAt ?? NaN) - granted;
     term.end('bench over');
     ac.abort();
-    await Promise.allSettled([done, sourceDone]);
+    await Promise.allSettled([acting, done, sourceDone]);
     // The first `burst` writes go out at once; the steady rate is what is left over the sample.
     const burst = DEFAULTS.kubeApiBurst;
     const writesPerSecond = (Math.max(1, SAMPLE - burst) / sampleMs) * 1000;

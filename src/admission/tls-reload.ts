@@ -47,6 +47,8 @@ export interface TlsReloaderOptions extends TlsFiles {
   pollIntervalMs?: number;
   /** Called after each successful reload (e.g. to publish an event). */
   onReload?: () => void;
+  /** Called when changed files were read but kept out (unreadable, or not a matching pair). */
+  onRejected?: (reason: string) => void;
 }
 
 export async function readTlsFiles(files: TlsFiles): Promise<TlsMaterial> {
@@ -83,6 +85,7 @@ export async function watchTlsFiles(opts: TlsReloaderOptions, signal: AbortSigna
           next = await readTlsFiles(opts);
         } catch (err) {
           log.warn({ [LogKey.error]: err }, 'cannot read TLS files; keeping the current certificate');
+          opts.onRejected?.((err as Error).message);
           continue;
         }
         if (next.cert.equals(current.cert) && next.key.equals(current.key)) continue;
@@ -91,6 +94,7 @@ export async function watchTlsFiles(opts: TlsReloaderOptions, signal: AbortSigna
           createSecureContext(secureContextOptions(next));
         } catch (err) {
           log.warn({ [LogKey.error]: err }, 'new TLS files are not a valid pair yet; keeping the current certificate');
+          opts.onRejected?.((err as Error).message);
           continue;
         }
         if (signal.aborted) return;

@@ -12,7 +12,7 @@
  * an alert re-send that is due later), `error` → a failure with backoff.
  * Only fencing (TermExpired) and aborts are thrown, so leader-only work stops.
  */
-import { PatchStrategy, type CoreV1Api, type KubernetesObject, type KubernetesObjectApi } from '@kubernetes/client-node';
+import { PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { apiReason, apiStatusCode, callOptions, describeApiError } from '../kube/client.ts';
@@ -24,7 +24,7 @@ import type { AlertmanagerClient } from './alertmanager.ts';
 import { alertLabels, decideAlert, firingAlert, resolvedAlert, type ViolationAlert } from './alert-scheduler.ts';
 import { actionKey, type EmittedAction, type IdempotencyStore } from './idempotency.ts';
 import type { LedgerWriter } from './ledger-writer.ts';
-import { PrefetchingObjectApi } from './object-api.ts';
+import type { FencedWriter } from '../kube/fenced-writer.ts';
 import { actionMetrics, type ActionMetrics } from './metrics.ts';
 import { LogKey } from '../observability/log-keys.ts';
 
@@ -117,9 +117,13 @@ export function markPatch(object: KubeObject, rule: string, actions: readonly Ru
 }
 
 export interface ActionExecutorOptions {
-  /** Generic client for merge patches on any kind; a {@link PrefetchingObjectApi} keeps discovery out of the fenced section. */
-  objects: KubernetesObjectApi;
-  core: CoreV1Api;
+  /**
+   * The replica's leader-only writer: label/annotate patches, evictions and
+   * alerts go through it, fenced at the socket. Its `objects.resolvePath()`
+   * keeps discovery out of the fenced section; reads (a pod, to settle an
+   * eviction intent) pass unfenced.
+   */
+  writer: FencedWriter;
   /** `--kube-api-qps` / `--kube-api-burst`. */
   writeLimiter: TokenBucket;
   /**
@@ -199,17 +203,17 @@ export class ActionExecutor {
       metadata: { name: meta.name ?? '', ...(meta.namespace ? { namespace: meta.namespace } : {}), ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}), ...patch.metadata },
     };
     // Discovery before the fence: patch() must do no I/O between term.assertValid() and its request (see object-api.ts).
-    if (this.#o.objects instanceof PrefetchingObjectApi) {
-      try {
-        await this.#o.objects.resolvePath(spec);
-      } catch (err) {
-        return this.#count('mark', { status: 'error', reason: describeApiError(err) });
-      }
+    try {
+      await this.#o.writer.objects.resolvePath(spec);
+    } catch (err) {
+      return this.#count('mark', { status: 'error', reason: describeApiError(err) });
     }
     await this.#o.writeLimiter.take(signal);
     term.assertValid();
     try {
-      await this.#o.objects.patch(spec, undefined, undefined, 'portal', undefined, PatchStrategy.MergePatch);
+      // Fenced at the socket as well as here: the resourceVersion precondition alone would not stop a
+      // paused leader's patch on an object nobody changed since.
+      await this.#o.writer.objects.patch(spec, undefined, undefined, 'portal', undefined, PatchStrategy.MergePatch, this.#o.writer.objectOptions(term, { signal }));
     } catch (err) {
       if (apiStatusCode(err) === 404) return this.#count('mark', { status: 'skipped', reason: 'object is gone' });
       // Decide again on the object as it is now, once the informer has delivered the change.
@@ -246,9 +250,9 @@ export class ActionExecutor {
     await this.#o.writeLimiter.take(signal);
     term.assertValid();
     try {
-      await this.#o.core.createNamespacedPodEviction(
+      await this.#o.writer.core.createNamespacedPodEviction(
         { name: meta.name ?? '', namespace, body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: meta.name ?? '', namespace } } },
-        callOptions({ signal, fence: () => term.assertValid() }),
+        this.#o.writer.options(term, { signal }),
       );
     } catch (err) {
       // Not evicted: close the window again so the next attempt is not suppressed.
@@ -282,7 +286,7 @@ export class ActionExecutor {
     const meta = target.object.metadata ?? {};
     let evicted: string | undefined;
     try {
-      const live = await this.#o.core.readNamespacedPod({ name: meta.name ?? '', namespace: meta.namespace ?? '' }, callOptions({ signal }));
+      const live = await this.#o.writer.core.readNamespacedPod({ name: meta.name ?? '', namespace: meta.namespace ?? '' }, callOptions({ signal }));
       const ct = live.metadata?.creationTimestamp as Date | string | undefined;
       // creationTimestamp has second precision: compare with the intent's second.
       const created = ct instanceof Date ? ct.getTime() : Date.parse(ct ?? '');
@@ -337,7 +341,7 @@ export class ActionExecutor {
         return { status: 'retry', afterMs: decision.dueAt - now, reason: 're-send not due yet' };
       case 'resolve': {
         term.assertValid();
-        const result = await this.#o.alertmanager.send([resolvedAlert(v, decision.startsAt, now, this.#o.generatorURL)], AbortSignal.any([signal, term.signal]), () => term.assertValid());
+        const result = await this.#o.alertmanager.send([resolvedAlert(v, decision.startsAt, now, this.#o.generatorURL)], AbortSignal.any([signal, term.signal]), term);
         if (!result.delivered) return this.#count('alert', { status: 'error', reason: `resolve not delivered: ${result.outcomes.map((o) => `${o.url}: ${o.error}`).join('; ')}` });
         this.#o.store.forget(key);
         await this.#o.ledger.write({}, [key], term, signal);
@@ -348,7 +352,7 @@ export class ActionExecutor {
         await this.#o.ledger.write({ [key]: intent }, [], term, signal);
         this.#o.store.record(key, intent);
         term.assertValid();
-        const result = await this.#o.alertmanager.send([firingAlert(v, decision.startsAt, decision.endsAt, this.#o.generatorURL)], AbortSignal.any([signal, term.signal]), () => term.assertValid());
+        const result = await this.#o.alertmanager.send([firingAlert(v, decision.startsAt, decision.endsAt, this.#o.generatorURL)], AbortSignal.any([signal, term.signal]), term);
         if (!result.delivered) {
           this.#o.store.forget(key);
           await this.#o.ledger.write({}, [key], term, signal);

@@ -11,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { fencedRequest, type Fence } from '../kube/fenced-http.ts';
+import type { FencedWriter, WriteTerm } from '../kube/fenced-writer.ts';
 import { ErrorCode, PortalError, isPortalError } from '../observability/errors.ts';
 import { alertMetrics, type AlertMetrics } from './metrics.ts';
 import { LogKey } from '../observability/log-keys.ts';
@@ -41,6 +41,8 @@ export interface AlertmanagerClientOptions {
   baseDelayMs?: number;
   /** @default 5000 */
   maxDelayMs?: number;
+  /** The replica's leader-only writer: sends under a term go through it (fenced at the socket). */
+  writer?: FencedWriter;
   logger?: Logger;
   registry?: Registry;
 }
@@ -94,9 +96,11 @@ export class AlertmanagerClient {
   readonly #logger: Logger | undefined;
   readonly #metrics: AlertMetrics | undefined;
   readonly #health = new Map<string, UrlHealth>();
+  readonly #writer: FencedWriter | undefined;
 
   constructor(options: AlertmanagerClientOptions) {
     this.#urls = options.urls.map((u) => u.replace(/\/+$/, ''));
+    this.#writer = options.writer;
     for (const url of this.#urls) {
       let parsed: URL;
       try {
@@ -128,14 +132,16 @@ export class AlertmanagerClient {
 
   /**
    * Sends one batch to every URL. Resolves with per-URL outcomes; rejects
-   * only when `signal` aborts or `fence` throws (leader-only sends pass
-   * `() => term.assertValid()`: it is checked again synchronously before
-   * each attempt's bytes reach the socket, see kube/fenced-http.ts).
+   * only when `signal` aborts or the `term` has ended. Leader-only sends
+   * pass their term: they go through the FencedWriter, which checks it again
+   * synchronously before each attempt's bytes reach the socket (see
+   * kube/fenced-writer.ts).
    */
-  async send(alerts: readonly AlertmanagerAlert[], signal: AbortSignal, fence?: Fence): Promise<SendResult> {
+  async send(alerts: readonly AlertmanagerAlert[], signal: AbortSignal, term?: WriteTerm): Promise<SendResult> {
     if (this.#urls.length === 0) return { delivered: false, outcomes: [] };
+    if (term && !this.#writer) throw new PortalError(ErrorCode.Internal, 'a leader-only alert needs the AlertmanagerClient to have a writer');
     const body = JSON.stringify(alerts);
-    const outcomes = await Promise.all(this.#urls.map((url) => this.#sendTo(url, body, signal, fence)));
+    const outcomes = await Promise.all(this.#urls.map((url) => this.#sendTo(url, body, signal, term)));
     signal.throwIfAborted();
     const delivered = outcomes.some((o) => o.ok);
     if (delivered) {
@@ -176,20 +182,22 @@ export class AlertmanagerClient {
     return answered ? false : undefined;
   }
 
-  async #sendTo(url: string, body: string, signal: AbortSignal, fence: Fence | undefined): Promise<UrlOutcome> {
+  /** One POST: through the writer under `term`, plain `fetch` otherwise. */
+  async #post(url: string, body: string, signal: AbortSignal, term: WriteTerm | undefined): Promise<{ status: number; text: string }> {
+    const headers = { 'content-type': 'application/json' };
+    if (term && this.#writer) return this.#writer.request(url, term, { method: 'POST', headers, body, signal });
+    const res = await fetch(url, { method: 'POST', headers, body, signal });
+    return { status: res.status, text: await res.text() };
+  }
+
+  async #sendTo(url: string, body: string, signal: AbortSignal, term: WriteTerm | undefined): Promise<UrlOutcome> {
     const outcome: UrlOutcome = { url, ok: false, attempts: 0 };
     for (let attempt = 1; attempt <= this.#maxAttempts; attempt++) {
       if (signal.aborted) break;
       outcome.attempts = attempt;
       let retryable = true;
       try {
-        const res = await fencedRequest(`${url}/api/v2/alerts`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body,
-          signal: AbortSignal.any([signal, AbortSignal.timeout(this.#timeoutMs)]),
-          ...(fence ? { fence } : {}),
-        });
+        const res = await this.#post(`${url}/api/v2/alerts`, body, AbortSignal.any([signal, AbortSignal.timeout(this.#timeoutMs)]), term);
         outcome.status = res.status;
         const text = res.text;
         if (res.status >= 200 && res.status < 300) {

@@ -5,8 +5,8 @@
  * write (`callOptions({ fence })`, kube/fenced-http.ts), and conditional on
  * the shard's resourceVersion.
  */
-import type { CoreV1Api } from '@kubernetes/client-node';
-import { apiStatusCode, callOptions, describeApiError, mergePatchOptions } from '../kube/client.ts';
+import { apiStatusCode, callOptions, describeApiError } from '../kube/client.ts';
+import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { TokenBucket } from '../kube/rate-limiter.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import { ErrorCode, PortalError, isPortalError } from '../observability/errors.ts';
@@ -14,7 +14,8 @@ import type { EmittedAction } from './idempotency.ts';
 import { LEDGER_LABELS, ledgerPatch, ledgerShardName } from './ledger.ts';
 
 export interface LedgerWriterOptions {
-  core: CoreV1Api;
+  /** The replica's leader-only writer (reads of a shard go through it too, unfenced). */
+  writer: FencedWriter;
   /** Install namespace. */
   namespace: string;
   writeLimiter: TokenBucket;
@@ -79,8 +80,8 @@ export class LedgerWriter {
    * patch retried, fenced again, so only a still-valid leader retries.
    */
   async #patchShard(name: string, patch: { data: Record<string, string | null> }, term: LeaderTerm, signal: AbortSignal): Promise<void> {
-    const { core, namespace, writeLimiter, timeoutMs } = this.#o;
-    const fence = () => term.assertValid();
+    const { writer, namespace, writeLimiter, timeoutMs } = this.#o;
+    const core = writer.core;
     const fail = (err: unknown) => new PortalError(ErrorCode.Kube, `audit ledger ${namespace}/${name}: ${describeApiError(err)}`, { cause: err });
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       let rv = this.#rv.get(name);
@@ -98,7 +99,7 @@ export class LedgerWriter {
         await writeLimiter.take(signal);
         term.assertValid();
         try {
-          const created = await core.createNamespacedConfigMap({ namespace, body: { metadata: { name, namespace, labels: { ...LEDGER_LABELS } }, data } }, callOptions({ signal, timeoutMs, fence }));
+          const created = await core.createNamespacedConfigMap({ namespace, body: { metadata: { name, namespace, labels: { ...LEDGER_LABELS } }, data } }, writer.options(term, { signal, timeoutMs }));
           this.#remember(name, created.metadata?.resourceVersion);
           return;
         } catch (err) {
@@ -111,7 +112,7 @@ export class LedgerWriter {
       term.assertValid();
       try {
         const body = { metadata: { resourceVersion: rv }, ...patch };
-        const patched = await core.patchNamespacedConfigMap({ name, namespace, body }, mergePatchOptions({ signal, timeoutMs, fence }));
+        const patched = await core.patchNamespacedConfigMap({ name, namespace, body }, writer.mergePatchOptions(term, { signal, timeoutMs }));
         this.#remember(name, patched.metadata?.resourceVersion);
         return;
       } catch (err) {

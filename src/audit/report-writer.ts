@@ -11,6 +11,7 @@
  */
 import type { Logger } from 'pino';
 import { apiStatusCode, callOptions, describeApiError, type KubeClient } from '../kube/client.ts';
+import type { FencedWriter } from '../kube/fenced-writer.ts';
 import { ResilientInformer, type InformerEvent } from '../kube/informer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import { ErrorCode, PortalError, isPortalError } from '../observability/errors.ts';
@@ -39,13 +40,16 @@ export class ReportWriter {
   readonly reports: ResilientInformer<KubeObject>;
   readonly clusterReports: ResilientInformer<KubeObject>;
   readonly #client: KubeClient;
+  readonly #writer: FencedWriter;
   readonly #logger: Logger;
   readonly #observed = new Map<string, PolicyReport>();
   /** Writes that succeeded, by outcome (for tests, bench and /debug/vars). */
   readonly writes: Record<ReportWrite, number> = { created: 0, updated: 0, deleted: 0, unchanged: 0 };
 
-  constructor(client: KubeClient, logger: Logger, options: { staleAfterMs?: number } = {}) {
+  /** `writer`: the replica's leader-only writer, which sends every create, replace and delete. */
+  constructor(client: KubeClient, writer: FencedWriter, logger: Logger, options: { staleAfterMs?: number } = {}) {
     this.#client = client;
+    this.#writer = writer;
     this.#logger = logger.child({ [LogKey.subcomponent]: 'report-writer' });
     const common = { apiVersion: REPORT_API_VERSION, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`, ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}) };
     this.reports = new ResilientInformer(client, { ...common, name: 'policyreports', path: `/apis/${GROUP}/${VERSION}/policyreports`, kind: 'PolicyReport' }, logger);
@@ -94,6 +98,7 @@ export class ReportWriter {
     const key = cacheKey(identity.namespace, identity.name);
     let current = this.#observed.get(key);
     const co = this.#client.customObjects;
+    const wco = this.#writer.customObjects;
     const plural = identity.kind === 'PolicyReport' ? 'policyreports' : 'clusterpolicyreports';
     const ns = identity.namespace;
     const opts = callOptions({ signal, timeoutMs: 10_000 });
@@ -112,16 +117,16 @@ export class ReportWriter {
       }
     }
     if (reportContentEqual(current, desired)) return this.#count('unchanged');
-    // Writes are fenced again at the socket (kube/fenced-http.ts); every write is also conditional:
+    // Writes go through the FencedWriter (fenced again at the socket); every write is also conditional:
     // create fails if the report exists, replace and delete carry the resourceVersion observed.
-    const writeOpts = callOptions({ signal, timeoutMs: 10_000, fence: () => term.assertValid() });
+    const writeOpts = this.#writer.options(term, { signal, timeoutMs: 10_000 });
     try {
       if (!desired) {
         await this.#fence(term, signal);
         const rv = current?.metadata.resourceVersion;
         const body = rv !== undefined ? { preconditions: { resourceVersion: rv } } : {};
-        if (ns) await co.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name, body }, writeOpts);
-        else await co.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name, body }, writeOpts);
+        if (ns) await wco.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name, body }, writeOpts);
+        else await wco.deleteClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name, body }, writeOpts);
         this.#observed.delete(key);
         return this.#count('deleted');
       }
@@ -131,8 +136,8 @@ export class ReportWriter {
         if (!current) {
           try {
             stored = ns
-              ? ((await co.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, body: desired }, writeOpts)) as PolicyReport)
-              : ((await co.createClusterCustomObject({ group: GROUP, version: VERSION, plural, body: desired }, writeOpts)) as PolicyReport);
+              ? ((await wco.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, body: desired }, writeOpts)) as PolicyReport)
+              : ((await wco.createClusterCustomObject({ group: GROUP, version: VERSION, plural, body: desired }, writeOpts)) as PolicyReport);
           } catch (err) {
             if (isPortalError(err) || apiStatusCode(err) !== 409) throw err;
             // Stored already (our cache lags): read it and compare again.
@@ -149,8 +154,8 @@ export class ReportWriter {
         // PUT requires the resourceVersion, and it makes the replace conditional on the report being as observed.
         const body = { ...desired, metadata: { ...desired.metadata, resourceVersion: current.metadata.resourceVersion } };
         stored = ns
-          ? ((await co.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name, body }, writeOpts)) as PolicyReport)
-          : ((await co.replaceClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name, body }, writeOpts)) as PolicyReport);
+          ? ((await wco.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name, body }, writeOpts)) as PolicyReport)
+          : ((await wco.replaceClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name, body }, writeOpts)) as PolicyReport);
         this.#remember(key, stored);
         return this.#count('updated');
       }

@@ -11,7 +11,8 @@
  * a new leader does not rewrite every rule's status after a failover.
  */
 import type { Logger } from 'pino';
-import { apiStatusCode, describeApiError, mergePatchOptions, type KubeClient } from '../kube/client.ts';
+import { apiStatusCode, describeApiError, type KubeClient } from '../kube/client.ts';
+import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import { isPortalError } from '../observability/errors.ts';
 import { matchesPods, type RuleState } from '../policy/index.ts';
@@ -81,6 +82,7 @@ function sameStatus(a: RuleStatus | undefined, b: RuleStatus): boolean {
 
 export class StatusWriter {
   readonly #client: KubeClient;
+  readonly #writer: FencedWriter;
   readonly #inputs: StatusInputs;
   readonly #logger: Logger;
   readonly #debounceMs: number;
@@ -90,9 +92,13 @@ export class StatusWriter {
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   writes = 0;
+  /** Completed flushes, also those that found nothing to write (tests wait on it instead of sleeping past the debounce). */
+  flushes = 0;
 
-  constructor(client: KubeClient, inputs: StatusInputs, logger: Logger, options: { debounceMs?: number } = {}) {
+  /** `writer`: the replica's leader-only writer, which sends the status patches. */
+  constructor(client: KubeClient, writer: FencedWriter, inputs: StatusInputs, logger: Logger, options: { debounceMs?: number } = {}) {
     this.#client = client;
+    this.#writer = writer;
     this.#inputs = inputs;
     this.#logger = logger.child({ [LogKey.subcomponent]: 'status-writer' });
     // ~1 s: violations stay current within a second, and a burst of changes costs one write per rule.
@@ -112,6 +118,7 @@ export class StatusWriter {
       const term = termOf();
       if (!term || !term.isValid()) return; // followers keep the dirty set: a new leader writes it at once
       this.#flushing = this.flush(term, signal).finally(() => {
+        this.flushes++;
         this.#flushing = undefined;
         this.schedule(termOf, signal);
       });
@@ -175,8 +182,8 @@ export class StatusWriter {
    * resourceVersion.
    */
   async #patch(state: RuleState, status: RuleStatus, resourceVersion: string | undefined, term: LeaderTerm, signal: AbortSignal): Promise<string | undefined> {
-    const co = this.#client.customObjects;
-    const opts = mergePatchOptions({ signal, timeoutMs: 10_000, fence: () => term.assertValid() });
+    const co = this.#writer.customObjects;
+    const opts = this.#writer.mergePatchOptions(term, { signal, timeoutMs: 10_000 });
     const body = resourceVersion !== undefined ? { metadata: { resourceVersion }, status } : { status };
     const stored = (state.namespace !== undefined
       ? await co.patchNamespacedCustomObjectStatus({ group: 'portal.dev', version: 'v1alpha1', namespace: state.namespace, plural: 'portalrules', name: state.name, body }, opts)

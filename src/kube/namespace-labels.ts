@@ -3,7 +3,7 @@
  * the audit. A thin view over a ResilientInformer of core/v1 Namespaces.
  */
 import type { Logger } from 'pino';
-import type { KubeObject } from '../policy/types.ts';
+import type { KubeObject } from '../types/kubernetes.ts';
 import type { KubeClient } from './client.ts';
 import { ResilientInformer, type InformerConfig } from './informer.ts';
 

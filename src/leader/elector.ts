@@ -21,23 +21,16 @@ import type { Registry } from 'prom-client';
 import { Backoff, sleep } from '../kube/backoff.ts';
 import { apiStatusCode, describeApiError, type KubeClient } from '../kube/client.ts';
 import { ResilientInformer } from '../kube/informer.ts';
-import type { KubeObject } from '../policy/types.ts';
+import type { KubeObject } from '../types/kubernetes.ts';
 import { JITTER_FACTOR, safetyMarginMs, validateLeaderElectionConfig, type LeaderElectionConfig } from './config.ts';
-import type { LeaderEventBus } from './events.ts';
-import { LeaseLock, microTime, newerResourceVersion, observeLease, sameRecord, type LeaseRecord, type ObservedLease } from './lease-lock.ts';
+import { EventBus } from '../observability/event-bus.ts';
+import type { LeaderEventBus, LeaderEventMap } from './events.ts';
+import { ElectionState, SYSTEM_CLOCK, type ElectionClock } from './election-state.ts';
+import { LeaseLock, microTime, observeLease, type ObservedLease } from './lease-lock.ts';
 import { createLeaderMetrics, type LeaderMetrics } from './metrics.ts';
-import { LeaseEventRecorder, type LeaderEventRecorder } from './recorder.ts';
+import { LeaseEventRecorder, subscribeRecorder, type LeaderEventRecorder } from './recorder.ts';
 import { Term, type LeaderTerm } from './term.ts';
 import { LogKey } from '../observability/log-keys.ts';
-
-export interface LeaderCallbacks {
-  /** This replica leads; start leader-only work under `term.signal`. Not awaited. */
-  onStartedLeading(term: LeaderTerm): void | Promise<void>;
-  /** The term ended; awaited before campaigning again (stop leader-only work here). */
-  onStoppedLeading(): void | Promise<void>;
-  /** The observed holder changed (also to this replica and to "" on release). */
-  onNewLeader?(identity: string): void;
-}
 
 export interface LeaderElectorDeps {
   client: KubeClient;
@@ -45,9 +38,12 @@ export interface LeaderElectorDeps {
   identity: string;
   logger: Logger;
   registry: Registry;
+  /** The channel the elector reports on (default: its own); see `events`. */
   bus?: LeaderEventBus;
-  /** Kubernetes Events on the Lease; default: a LeaseEventRecorder; false: none. */
+  /** Kubernetes Events on the Lease (subscribed to the channel); default: a LeaseEventRecorder; false: none. */
   recorder?: LeaderEventRecorder | false;
+  /** Monotonic and wall clocks for the state machine (tests inject fakes). @default performance.now / Date */
+  clock?: ElectionClock;
 }
 
 export interface LeaderDebugVars {
@@ -67,18 +63,16 @@ type TryResult = { ok: true } | { ok: false; reason: string; heldBy?: string };
 export class LeaderElector {
   readonly identity: string;
   readonly config: Readonly<LeaderElectionConfig>;
+  /** The one channel every leadership fact goes out on (events.ts). */
+  readonly events: LeaderEventBus;
   readonly #deps: LeaderElectorDeps;
   readonly #logger: Logger;
   readonly #lock: LeaseLock;
   readonly #metrics: LeaderMetrics;
   readonly #recorder: LeaderEventRecorder | undefined;
-  #observed: ObservedLease | undefined;
-  /** Monotonic time at which #observed last changed (client-go's observedTime). */
-  #observedTime = 0;
-  /** Monotonic send time of the last successful acquire/renew. */
-  #lastRenewSentAt = 0;
-  /** Monotonic time of the last successful acquire/renew response. */
-  #lastRenewedAt = 0;
+  /** Observations in, decisions out (election-state.ts); this class is the I/O loop around it. */
+  readonly #state: ElectionState;
+  readonly #clock: ElectionClock;
   #term: Term | undefined;
   #heldMs = 0;
   #reportedLeader: string | undefined;
@@ -94,11 +88,17 @@ export class LeaderElector {
     this.#deps = deps;
     this.#logger = deps.logger.child({ [LogKey.subcomponent]: 'leader-election', identity: deps.identity, lease: `${config.leaseNamespace}/${config.leaseName}` });
     this.#lock = new LeaseLock(deps.client, config.leaseNamespace, config.leaseName);
+    this.#clock = deps.clock ?? SYSTEM_CLOCK;
+    this.#state = new ElectionState({ identity: deps.identity, leaseDurationMs: config.leaseDurationMs, healthTimeoutMs: config.healthTimeoutMs }, this.#clock);
+    this.events = deps.bus ?? new EventBus<LeaderEventMap>((event, err) => this.#logger.error({ err, event }, 'leader event listener failed'));
     this.#metrics = createLeaderMetrics(deps.registry, { isLeader: () => this.isLeader(), heldSeconds: () => this.#heldSecondsNow() });
+    this.events.on('BecameLeader', () => this.#metrics.transitions.inc());
     this.#recorder =
       deps.recorder === false
         ? undefined
         : (deps.recorder ?? new LeaseEventRecorder(deps.client, { namespace: config.leaseNamespace, name: config.leaseName }, deps.identity, this.#logger));
+    // Leading alone has no Lease to put Events on.
+    if (this.#recorder && config.leaderElect) subscribeRecorder(this.events, this.#recorder);
   }
 
   /** True only while this replica holds a term that is still valid. */
@@ -114,7 +114,7 @@ export class LeaderElector {
   /** The holder last observed on the Lease ("" when released or unknown). */
   leaderIdentity(): string {
     if (!this.config.leaderElect) return this.identity;
-    return this.#observed?.record.holderIdentity ?? '';
+    return this.#state.holder();
   }
 
   /**
@@ -123,10 +123,8 @@ export class LeaderElector {
    * Returns the problem, or undefined when healthy.
    */
   healthError(): string | undefined {
-    if (!this.config.leaderElect || !this.#term || this.#term.ended) return undefined;
-    const overdue = performance.now() - (this.#lastRenewedAt + this.config.leaseDurationMs + this.config.healthTimeoutMs);
-    if (overdue > 0) return `leader failed to renew lease ${this.config.leaseNamespace}/${this.config.leaseName} (overdue by ${Math.round(overdue)}ms)`;
-    return undefined;
+    const problem = this.#state.healthError(this.config.leaderElect && this.#term !== undefined && !this.#term.ended);
+    return problem === undefined ? undefined : `leader failed to renew lease ${this.config.leaseNamespace}/${this.config.leaseName} (${problem})`;
   }
 
   healthy(): boolean {
@@ -145,7 +143,7 @@ export class LeaderElector {
       lease_holder: this.leaderIdentity(),
       epoch: term?.epochString ?? null,
       time_as_leader: valid && term ? (performance.now() - term.startedAt) / 1000 : 0,
-      transitions: this.#observed?.record.leaseTransitions ?? 0,
+      transitions: this.#state.observed?.record.leaseTransitions ?? 0,
     };
   }
 
@@ -153,30 +151,22 @@ export class LeaderElector {
    * Campaigns, leads, demotes and campaigns again until `signal` aborts; then
    * ends the term, releases the Lease (if configured) and resolves.
    */
-  async run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
+  async run(signal: AbortSignal): Promise<void> {
     if (this.#running) throw new Error('LeaderElector.run called twice');
     this.#running = true;
-    this.#deps.bus?.emit('LeaderElectionStarted', { identity: this.identity, lease: `${this.config.leaseNamespace}/${this.config.leaseName}` });
-    if (!this.config.leaderElect) return this.#runAlone(signal, callbacks);
+    this.events.emit('LeaderElectionStarted', { identity: this.identity, lease: `${this.config.leaseNamespace}/${this.config.leaseName}` });
+    if (!this.config.leaderElect) return this.#runAlone(signal);
     this.#logger.info('leader election started');
     const watchStop = new AbortController();
-    const watch = this.#watchLease(watchStop.signal, callbacks);
+    const watch = this.#watchLease(watchStop.signal);
     try {
       while (!signal.aborted) {
-        const acquired = await this.#acquire(signal, callbacks);
+        const acquired = await this.#acquire(signal);
         if (!acquired) break;
         const term = this.#beginTerm();
-        try {
-          const started = callbacks.onStartedLeading(term);
-          if (started instanceof Promise) started.catch((err: unknown) => this.#logger.error({ err }, 'onStartedLeading failed'));
-        } catch (err) {
-          this.#logger.error({ err }, 'onStartedLeading failed');
-        }
         const reason = await this.#renewLoop(signal, term);
         this.#endTerm(term, reason);
         if (signal.aborted && this.config.releaseOnCancel) await this.#release();
-        await this.#stopped(callbacks);
-        this.#recorder?.record({ reason: 'LeaderElection', message: `${this.identity} stopped leading`, leaseUid: term.epoch.leaseUid });
       }
     } finally {
       watchStop.abort();
@@ -186,31 +176,15 @@ export class LeaderElector {
     }
   }
 
-  async #runAlone(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
+  async #runAlone(signal: AbortSignal): Promise<void> {
     this.#logger.info('leader election disabled: leading alone');
     const term = new Term({ leaseUid: 'local', transitions: 0 }, performance.now(), Number.POSITIVE_INFINITY);
     this.#term = term;
-    this.#metrics.transitions.inc();
-    this.#deps.bus?.emit('BecameLeader', { identity: this.identity, epoch: term.epochString });
-    callbacks.onNewLeader?.(this.identity);
-    try {
-      const started = callbacks.onStartedLeading(term);
-      if (started instanceof Promise) started.catch((err: unknown) => this.#logger.error({ err }, 'onStartedLeading failed'));
-    } catch (err) {
-      this.#logger.error({ err }, 'onStartedLeading failed');
-    }
+    this.#reportLeader();
+    this.events.emit('BecameLeader', { identity: this.identity, epoch: term.epochString, leaseUid: term.epoch.leaseUid, term });
     await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
     this.#endTerm(term, 'shutdown');
-    await this.#stopped(callbacks);
     this.#running = false;
-  }
-
-  async #stopped(callbacks: LeaderCallbacks): Promise<void> {
-    try {
-      await callbacks.onStoppedLeading();
-    } catch (err) {
-      this.#logger.error({ err }, 'onStoppedLeading failed');
-    }
   }
 
   #heldSecondsNow(): number {
@@ -219,17 +193,15 @@ export class LeaderElector {
   }
 
   #beginTerm(): Term {
-    const observed = this.#observed!;
+    const observed = this.#state.observed!;
     const validity = this.config.leaseDurationMs - safetyMarginMs(this.config);
-    const term = new Term({ leaseUid: observed.metadata.uid, transitions: observed.record.leaseTransitions }, this.#lastRenewSentAt, validity, (t) =>
+    const term = new Term({ leaseUid: observed.metadata.uid, transitions: observed.record.leaseTransitions }, this.#state.lastRenewSentAt, validity, (t) =>
       // Backstop: the renew loop normally ends the term first (renewDeadline < leaseDuration).
       this.#endTerm(t, 'term validity ran out without a renewal'),
     );
     this.#term = term;
-    this.#metrics.transitions.inc();
     this.#logger.info({ epoch: term.epochString }, 'became leader');
-    this.#deps.bus?.emit('BecameLeader', { identity: this.identity, epoch: term.epochString });
-    this.#recorder?.record({ reason: 'LeaderElection', message: `${this.identity} became leader`, leaseUid: observed.metadata.uid });
+    this.events.emit('BecameLeader', { identity: this.identity, epoch: term.epochString, leaseUid: observed.metadata.uid, term });
     return term;
   }
 
@@ -239,17 +211,17 @@ export class LeaderElector {
     this.#heldMs += performance.now() - term.startedAt;
     const log = reason === 'shutdown' ? this.#logger.info.bind(this.#logger) : this.#logger.warn.bind(this.#logger);
     log({ epoch: term.epochString, reason }, 'stopped leading');
-    this.#deps.bus?.emit('LostLeadership', { identity: this.identity, epoch: term.epochString, reason });
+    this.events.emit('LostLeadership', { identity: this.identity, epoch: term.epochString, leaseUid: term.epoch.leaseUid, reason });
   }
 
   /** Tries until it holds the Lease; false when `signal` aborted first. */
-  async #acquire(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<boolean> {
+  async #acquire(signal: AbortSignal): Promise<boolean> {
     const startedAt = performance.now();
     this.#logger.debug('campaigning');
     while (!signal.aborted) {
       this.#wake = new AbortController();
       const result = await this.#tryAcquireOrRenew(this.#requestSignal(signal, this.config.renewDeadlineMs), false);
-      this.#reportLeader(callbacks);
+      this.#reportLeader();
       if (result.ok) {
         this.#metrics.acquireDuration.observe((performance.now() - startedAt) / 1000);
         return true;
@@ -281,7 +253,7 @@ export class LeaderElector {
         if (signal.aborted) return 'shutdown';
         if (term.ended) return (term.signal.reason as Error).message;
         if (result.ok) {
-          term.renewed(this.#lastRenewSentAt);
+          term.renewed(this.#state.lastRenewSentAt);
           break;
         }
         if (result.heldBy !== undefined) return `lease is now held by "${result.heldBy}"`;
@@ -297,24 +269,13 @@ export class LeaderElector {
     return AbortSignal.any([parent, AbortSignal.timeout(Math.max(1, Math.floor(timeoutMs)))]);
   }
 
-  /** client-go's tryAcquireOrRenew. `renewing`: we lead and want to extend the same term. */
+  /** client-go's tryAcquireOrRenew: I/O around the state machine's decisions. `renewing`: we lead and want to extend the same term. */
   async #tryAcquireOrRenew(signal: AbortSignal, renewing: boolean): Promise<TryResult> {
-    const now = performance.now();
-    const stamp = microTime(new Date());
-    const desired: LeaseRecord = {
-      holderIdentity: this.identity,
-      // Whole seconds on the wire; rounding up only makes others wait longer.
-      leaseDurationSeconds: Math.max(1, Math.ceil(this.config.leaseDurationMs / 1000)),
-      acquireTime: stamp,
-      renewTime: stamp,
-      leaseTransitions: 0,
-    };
-    const observed = this.#observed;
-    // Fast path: we lead and our view is current — update without a Get.
-    if (renewing && observed && observed.record.holderIdentity === this.identity && this.#observedTime + observed.record.leaseDurationSeconds * 1000 > now) {
+    const sentAt = this.#clock.now();
+    const fast = renewing ? this.#state.fastRenew() : undefined;
+    if (fast) {
       try {
-        const updated = await this.#lock.update(observed, { ...desired, acquireTime: observed.record.acquireTime, leaseTransitions: observed.record.leaseTransitions }, signal);
-        this.#succeeded(updated, now);
+        this.#state.succeeded(await this.#lock.update(fast.base, fast.record, signal), sentAt);
         return { ok: true };
       } catch (err) {
         if (signal.aborted) return { ok: false, reason: `renew aborted: ${describeApiError(err)}` };
@@ -322,74 +283,47 @@ export class LeaderElector {
         this.#logger.debug({ err: describeApiError(err) }, 'fast-path renew failed, falling back to the slow path');
       }
     }
-    let current: ObservedLease;
+    let current: ObservedLease | undefined;
     try {
       current = await this.#lock.get(signal);
+      this.#state.observe(current);
     } catch (err) {
       if (apiStatusCode(err) !== 404) return { ok: false, reason: `get lease: ${describeApiError(err)}` };
-      if (renewing) return { ok: false, reason: 'lease was deleted', heldBy: '' };
-      try {
-        const created = await this.#lock.create(desired, signal);
-        this.#succeeded(created, now);
-        return { ok: true };
-      } catch (createErr) {
-        return { ok: false, reason: `create lease: ${describeApiError(createErr)}` };
-      }
     }
-    this.#observe(current);
-    const record = current.record;
-    if (renewing && record.holderIdentity !== this.identity) return { ok: false, reason: 'lease changed hands', heldBy: record.holderIdentity };
-    if (record.holderIdentity !== '' && record.holderIdentity !== this.identity && this.#observedTime + record.leaseDurationSeconds * 1000 > now) {
-      return { ok: false, reason: `lease held by "${record.holderIdentity}"`, heldBy: record.holderIdentity };
-    }
-    if (renewing) {
-      desired.acquireTime = record.acquireTime;
-      desired.leaseTransitions = record.leaseTransitions;
-    } else {
-      desired.leaseTransitions = record.leaseTransitions + 1;
-    }
-    try {
-      const updated = await this.#lock.update(current, desired, signal);
-      this.#succeeded(updated, now);
-      return { ok: true };
-    } catch (err) {
-      return { ok: false, reason: `update lease: ${describeApiError(err)}` };
+    const decision = this.#state.decide(current, renewing, sentAt);
+    switch (decision.type) {
+      case 'lost':
+        return { ok: false, reason: decision.reason, heldBy: decision.heldBy };
+      case 'wait':
+        return { ok: false, reason: decision.reason, heldBy: decision.heldBy };
+      case 'create':
+        try {
+          this.#state.succeeded(await this.#lock.create(decision.record, signal), sentAt);
+          return { ok: true };
+        } catch (err) {
+          return { ok: false, reason: `create lease: ${describeApiError(err)}` };
+        }
+      case 'update':
+        try {
+          this.#state.succeeded(await this.#lock.update(decision.base, decision.record, signal), sentAt);
+          return { ok: true };
+        } catch (err) {
+          return { ok: false, reason: `update lease: ${describeApiError(err)}` };
+        }
     }
   }
 
-  #succeeded(lease: ObservedLease, sentAt: number): void {
-    this.#observed = lease;
-    this.#observedTime = performance.now();
-    this.#lastRenewSentAt = sentAt;
-    this.#lastRenewedAt = this.#observedTime;
-  }
-
-  /** Remembers a record seen on the server; observedTime moves only when it changed. */
-  #observe(lease: ObservedLease): void {
-    const prev = this.#observed;
-    if (prev && prev.metadata.uid === lease.metadata.uid && !newerResourceVersion(lease.metadata.resourceVersion, prev.metadata.resourceVersion) && lease.metadata.resourceVersion !== prev.metadata.resourceVersion) {
-      return; // an older view (e.g. a watch event overtaken by our own write)
-    }
-    this.#observed = lease;
-    if (!sameRecord(prev?.record, lease.record) || prev?.metadata.uid !== lease.metadata.uid) this.#observedTime = performance.now();
-  }
-
-  #reportLeader(callbacks: LeaderCallbacks): void {
-    const holder = this.#observed?.record.holderIdentity ?? '';
+  #reportLeader(): void {
+    const holder = this.config.leaderElect ? this.#state.holder() : this.identity;
     if (holder === this.#reportedLeader) return;
     const previous = this.#reportedLeader ?? '';
     this.#reportedLeader = holder;
     this.#logger.info({ leader: holder, previous }, 'new leader observed');
-    this.#deps.bus?.emit('NewLeaderObserved', { new: holder, previous });
-    try {
-      callbacks.onNewLeader?.(holder);
-    } catch (err) {
-      this.#logger.error({ err }, 'onNewLeader failed');
-    }
+    this.events.emit('NewLeaderObserved', { new: holder, previous });
   }
 
   /** Followers watch the Lease: changes refresh observedTime, a release wakes the campaign. */
-  async #watchLease(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
+  async #watchLease(signal: AbortSignal): Promise<void> {
     const informer = new ResilientInformer<KubeObject>(
       this.#deps.client,
       {
@@ -409,9 +343,9 @@ export class LeaderElector {
         if (!this.#term || this.#term.ended) this.#wake.abort();
         return;
       }
-      this.#observe(observeLease(event.object));
-      this.#reportLeader(callbacks);
-      if (this.#observed?.record.holderIdentity === '' && (!this.#term || this.#term.ended)) this.#wake.abort();
+      this.#state.observe(observeLease(event.object));
+      this.#reportLeader();
+      if (this.#state.observed?.record.holderIdentity === '' && (!this.#term || this.#term.ended)) this.#wake.abort();
     });
     try {
       await informer.start(signal);
@@ -428,7 +362,7 @@ export class LeaderElector {
       const signal = AbortSignal.timeout(Math.max(1, Math.floor(deadline - performance.now())));
       try {
         const current = await this.#lock.get(signal);
-        this.#observe(current);
+        this.#state.observe(current);
         if (current.record.holderIdentity !== this.identity) {
           this.#logger.info({ holder: current.record.holderIdentity }, 'lease no longer ours; nothing to release');
           return;
@@ -439,7 +373,7 @@ export class LeaderElector {
           { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: stamp, renewTime: stamp, leaseTransitions: current.record.leaseTransitions },
           signal,
         );
-        this.#observe(released);
+        this.#state.observe(released);
         this.counters.releases++;
         this.#logger.info('lease released');
         return;

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { callOptions, describeApiError, type KubeClient } from '../kube/client.ts';
+import type { LeaderEventBus } from './events.ts';
 
 export interface LeaderEventRecorder {
   record(event: { reason: string; message: string; type?: 'Normal' | 'Warning'; leaseUid?: string }): void;
@@ -68,4 +69,13 @@ export class LeaseEventRecorder implements LeaderEventRecorder {
     await Promise.race([Promise.all([...this.#pending]), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
     clearTimeout(timer);
   }
+}
+
+/** Records "<id> became leader" / "<id> stopped leading" from the elector's channel; returns unsubscribe. */
+export function subscribeRecorder(events: LeaderEventBus, recorder: LeaderEventRecorder): () => void {
+  const offs = [
+    events.on('BecameLeader', (e) => recorder.record({ reason: 'LeaderElection', message: `${e.identity} became leader`, leaseUid: e.leaseUid })),
+    events.on('LostLeadership', (e) => recorder.record({ reason: 'LeaderElection', message: `${e.identity} stopped leading`, leaseUid: e.leaseUid })),
+  ];
+  return () => offs.forEach((off) => off());
 }

@@ -7,19 +7,26 @@
  * The webhook group is never touched by leadership changes.
  */
 import type { Logger } from 'pino';
+import { DEFAULTS } from '../config/options.ts';
 import { Backoff, sleep, type BackoffOptions } from '../kube/backoff.ts';
-import type { LeaderCallbacks } from '../leader/elector.ts';
+import type { LeaderEventBus } from '../leader/events.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 import { GROUPS, type Runnable, type RunnableGroup } from './runnable.ts';
 
-/** What the manager needs from the elector (LeaderElector satisfies it). */
+/**
+ * What the manager needs from the elector (LeaderElector satisfies it): a
+ * campaign that runs until its signal aborts, and the one channel it reports
+ * on. The manager subscribes to BecameLeader / LostLeadership; it is the only
+ * place where leadership turns into starting and stopping work.
+ */
 export interface Election {
-  run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void>;
+  readonly events: LeaderEventBus;
+  run(signal: AbortSignal): Promise<void>;
 }
 
 export interface ManagerConfig {
-  /** Upper bound for a graceful shutdown (and for stopping the leader group). @default 30000 */
+  /** Upper bound for a graceful shutdown (and for stopping the leader group). @default `--shutdown-grace-period`'s default (20 s) */
   gracefulShutdownMs: number;
   /** A failing runnable is restarted with backoff, or stops the whole manager. @default "restart" */
   onRunnableFailure: 'restart' | 'stop';
@@ -27,7 +34,8 @@ export interface ManagerConfig {
   restartBackoff?: BackoffOptions;
 }
 
-export const MANAGER_DEFAULTS: Readonly<ManagerConfig> = Object.freeze({ gracefulShutdownMs: 30_000, onRunnableFailure: 'restart' });
+// One graceful-shutdown default for the whole program: the flag's (config/options.ts).
+export const MANAGER_DEFAULTS: Readonly<ManagerConfig> = Object.freeze({ gracefulShutdownMs: DEFAULTS.shutdownGracePeriod, onRunnableFailure: 'restart' });
 
 export interface ManagerDeps {
   logger: Logger;
@@ -61,6 +69,8 @@ export class Manager {
   #started = false;
   #startupComplete = false;
   #leader: (Running & { term: LeaderTerm }) | undefined;
+  /** The previous term's leader group while it stops: the next one starts after it. */
+  #leaderStopping: Promise<void> | undefined;
 
   constructor(config: Partial<ManagerConfig>, deps: ManagerDeps) {
     this.#config = Object.freeze({ ...MANAGER_DEFAULTS, ...config });
@@ -81,6 +91,15 @@ export class Manager {
     if (!this.#startupComplete) return false;
     for (const list of this.#groups.values()) for (const r of list) if (r.ready && !r.ready()) return false;
     return true;
+  }
+
+  /**
+   * Who starts what, in start order (for /debug/vars and docs): each group's
+   * runnables, then the leader-only group that runs with the term.
+   */
+  describe(): { groups: Record<RunnableGroup, string[]>; leaderOnly: string[]; leading: string | null } {
+    const groups = Object.fromEntries(GROUPS.map((g) => [g, this.#groups.get(g)!.map((r) => r.name)])) as Record<RunnableGroup, string[]>;
+    return { groups, leaderOnly: this.#leaderOnly.map((r) => r.name), leading: this.#leader?.term.epochString ?? null };
   }
 
   /** The current leader term, while the leader group runs. */
@@ -110,11 +129,15 @@ export class Manager {
       if (!stop.aborted && this.#election) {
         const controller = new AbortController();
         const election = this.#election;
-        const done = election.run(controller.signal, {
-          onStartedLeading: (term) => this.#startLeading(term, stop),
-          onStoppedLeading: () => this.#stopLeading(),
-        });
-        running.push(['election', { controller, done: [done.catch((err: unknown) => this.#logger.error({ err }, 'leader election failed'))] }]);
+        const unsubscribe = [
+          election.events.on('BecameLeader', (e) => this.#startLeading(e.term, stop)),
+          election.events.on('LostLeadership', () => void this.#stopLeading()),
+        ];
+        const done = election
+          .run(controller.signal)
+          .catch((err: unknown) => this.#logger.error({ err }, 'leader election failed'))
+          .finally(() => unsubscribe.forEach((off) => off()));
+        running.push(['election', { controller, done: [done] }]);
       }
       if (!stop.aborted) this.#logger.info('manager started');
       await new Promise<void>((resolve) => (stop.aborted ? resolve() : stop.addEventListener('abort', () => resolve(), { once: true })));
@@ -134,8 +157,8 @@ export class Manager {
   async #shutdown(running: Array<[string, Running]>, force: AbortSignal | undefined): Promise<void> {
     this.#logger.info({ graceMs: this.#config.gracefulShutdownMs }, 'shutting down');
     const stopAll = async () => {
-      // The leader group first (the election's onStoppedLeading also stops it,
-      // but the election may be stuck releasing), then each group in reverse.
+      // The leader group first (LostLeadership also stops it, but the
+      // election may be stuck releasing), then each group in reverse.
       await this.#stopLeading();
       for (const [name, r] of [...running].reverse()) {
         r.controller.abort();
@@ -186,20 +209,35 @@ export class Manager {
     }
   }
 
+  /**
+   * Starts the leader-only group with the term — at once (synchronously, in
+   * the elector's BecameLeader event) unless the previous term's group is
+   * still stopping, in which case right after it: two terms' groups never
+   * run side by side.
+   */
   #startLeading(term: LeaderTerm, stop: AbortSignal): void {
-    if (stop.aborted) return;
-    if (this.#leader) this.#logger.error('new term while the previous leader group still runs');
-    this.#logger.info({ epoch: term.epochString, runnables: this.#leaderOnly.length }, 'starting leader-only group');
-    this.#leader = { ...this.#startGroup('leader', this.#leaderOnly, term), term };
+    const begin = () => {
+      if (stop.aborted || term.signal.aborted) return;
+      if (this.#leader) void this.#stopLeading();
+      this.#logger.info({ epoch: term.epochString, runnables: this.#leaderOnly.length }, 'starting leader-only group');
+      this.#leader = { ...this.#startGroup('leader', this.#leaderOnly, term), term };
+    };
+    if (this.#leaderStopping) void this.#leaderStopping.then(begin);
+    else begin();
   }
 
-  async #stopLeading(): Promise<void> {
+  /** Aborts the leader-only group and resolves once it stopped (bounded by the grace period). */
+  #stopLeading(): Promise<void> {
     const leader = this.#leader;
-    if (!leader) return;
+    if (!leader) return this.#leaderStopping ?? Promise.resolve();
+    this.#leader = undefined;
     leader.controller.abort();
-    const ok = await within(Promise.all(leader.done), this.#config.gracefulShutdownMs);
-    if (this.#leader === leader) this.#leader = undefined;
-    if (ok) this.#logger.info({ epoch: leader.term.epochString }, 'leader-only group stopped');
-    else this.#logger.warn({ epoch: leader.term.epochString }, 'leader-only group did not stop within the grace period');
+    const stopping = within(Promise.all(leader.done), this.#config.gracefulShutdownMs).then((ok) => {
+      if (ok) this.#logger.info({ epoch: leader.term.epochString }, 'leader-only group stopped');
+      else this.#logger.warn({ epoch: leader.term.epochString }, 'leader-only group did not stop within the grace period');
+      if (this.#leaderStopping === stopping) this.#leaderStopping = undefined;
+    });
+    this.#leaderStopping = stopping;
+    return stopping;
   }
 }

@@ -3,6 +3,11 @@
  * k8s.io/apimachinery `LabelSelectorAsSelector`: matchLabels and every
  * matchExpression must hold (AND); an empty selector matches everything;
  * `NotIn` and `DoesNotExist` match objects without the label.
+ *
+ * The one implementation of label matching (issue 10 item 4): the engine
+ * (namespaceSelector / objectSelector of rules), the embedded API server's
+ * `?labelSelector=` and PodDisruptionBudgets, and its webhook dispatch all
+ * decide a requirement with {@link requirementMatches}.
  */
 import type { LabelSelector } from './types.ts';
 
@@ -15,36 +20,48 @@ export function isEmptySelector(selector: LabelSelector | undefined): boolean {
   return labels === 0 && exprs === 0;
 }
 
-export function selectorMatches(selector: LabelSelector, labels: Labels): boolean {
-  const has = (key: string): boolean => labels !== undefined && Object.hasOwn(labels, key);
-  if (selector.matchLabels) {
-    for (const [key, value] of Object.entries(selector.matchLabels)) {
-      if (!has(key) || labels?.[key] !== value) return false;
-    }
+/** One requirement of a selector (a matchLabels entry is `In [value]`). */
+export interface LabelRequirement {
+  key: string;
+  operator: string;
+  values?: readonly string[] | undefined;
+}
+
+/** Does one requirement hold for `labels`? An operator it does not know never holds. */
+export function requirementMatches(req: LabelRequirement, labels: Labels): boolean {
+  const present = labels !== undefined && Object.hasOwn(labels, req.key);
+  const values = req.values ?? [];
+  switch (req.operator) {
+    case 'In':
+      return present && values.includes(labels[req.key]!);
+    case 'NotIn':
+      return !present || !values.includes(labels[req.key]!);
+    case 'Exists':
+      return present;
+    case 'DoesNotExist':
+      return !present;
+    default:
+      // Unknown operators never reach the engine (validateRule rejects them);
+      // a selector we cannot interpret matches nothing rather than everything.
+      return false;
   }
-  for (const req of selector.matchExpressions ?? []) {
-    const present = has(req.key);
-    const value = present ? labels?.[req.key] : undefined;
-    switch (req.operator) {
-      case 'In':
-        if (!present || !(req.values ?? []).includes(value as string)) return false;
-        break;
-      case 'NotIn':
-        if (present && (req.values ?? []).includes(value as string)) return false;
-        break;
-      case 'Exists':
-        if (!present) return false;
-        break;
-      case 'DoesNotExist':
-        if (present) return false;
-        break;
-      default:
-        // Unknown operators never reach here (validateRule rejects them); a
-        // selector we cannot interpret matches nothing rather than everything.
-        return false;
-    }
-  }
+}
+
+/** Every requirement holds (AND); no requirement matches everything. */
+export function requirementsMatch(reqs: Iterable<LabelRequirement>, labels: Labels): boolean {
+  for (const req of reqs) if (!requirementMatches(req, labels)) return false;
   return true;
+}
+
+/** A metav1.LabelSelector as requirements: matchLabels entries first, then matchExpressions. */
+export function selectorRequirements(selector: LabelSelector): LabelRequirement[] {
+  return [...Object.entries(selector.matchLabels ?? {}).map(([key, value]) => ({ key, operator: 'In', values: [value] })), ...(selector.matchExpressions ?? [])];
+}
+
+export function selectorMatches(selector: LabelSelector, labels: Labels): boolean {
+  // Without building the requirement list: this runs for every admission request a selector rule sees.
+  for (const [key, value] of Object.entries(selector.matchLabels ?? {})) if (!requirementMatches({ key, operator: 'In', values: [value] }, labels)) return false;
+  return requirementsMatch(selector.matchExpressions ?? [], labels);
 }
 
 // Label keys: optional DNS-1123 subdomain prefix (<= 253) + "/" + name (<= 63).

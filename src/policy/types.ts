@@ -6,6 +6,11 @@
  * it: no I/O, no Kubernetes client.
  */
 
+// Kubernetes object shapes live in src/types/kubernetes.ts (shared by kube/ and policy/); re-exported for existing importers.
+import type { ObjectMeta } from '../types/kubernetes.ts';
+export type { GroupVersionKind, KubeObject, ObjectMeta } from '../types/kubernetes.ts';
+import type { GroupVersionKind, KubeObject } from '../types/kubernetes.ts';
+
 export const RULE_GROUP = 'portal.dev';
 export const RULE_VERSION = 'v1alpha1';
 export const RULE_API_VERSION = `${RULE_GROUP}/${RULE_VERSION}` as const;
@@ -104,17 +109,6 @@ export interface RuleStatus {
   lastAuditTime?: string;
 }
 
-export interface ObjectMeta {
-  name: string;
-  namespace?: string;
-  uid?: string;
-  generation?: number;
-  resourceVersion?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  [key: string]: unknown;
-}
-
 export interface PortalRuleObject {
   apiVersion: typeof RULE_API_VERSION;
   kind: RuleKind;
@@ -122,20 +116,6 @@ export interface PortalRuleObject {
   spec: RuleSpec;
   status?: RuleStatus;
 }
-
-/** group/version/kind as in an AdmissionReview request. */
-export interface GroupVersionKind {
-  group: string;
-  version: string;
-  kind: string;
-}
-
-/** A Kubernetes object as plain JSON. */
-export type KubeObject = Record<string, unknown> & {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: Partial<ObjectMeta>;
-};
 
 /**
  * What the evaluator looks at: an admission request, or an existing object

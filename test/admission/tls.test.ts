@@ -39,6 +39,8 @@ describe('webhook TLS', () => {
   let dir: string;
   const ac = new AbortController();
   let watching: Promise<void>;
+  /** Reasons the reloader kept changed files out (onRejected). */
+  const rejections: string[] = [];
 
   before(async () => {
     pki = await makePki();
@@ -48,6 +50,7 @@ describe('webhook TLS', () => {
     server = makeServer(pki, allowAll);
     await server.app.listen({ port: 0, host: '127.0.0.1' });
     port = (server.app.server.address() as AddressInfo).port;
+    rejections.length = 0;
     watching = watchTlsFiles(
       {
         certFile: join(dir, 'tls.crt'),
@@ -56,6 +59,7 @@ describe('webhook TLS', () => {
         initial: { cert: Buffer.from(pki.serving.cert), key: Buffer.from(pki.serving.key) },
         logger: silentLogger(),
         pollIntervalMs: 200,
+        onRejected: (reason) => rejections.push(reason),
       },
       ac.signal,
     );
@@ -119,8 +123,12 @@ describe('webhook TLS', () => {
   it('keeps the current certificate when the new files are not a matching pair', async () => {
     const before = (await validate(port, pki.ca.cert, new Agent(), 'm0')).fingerprint;
     const other = await generateServingCert(pki.ca, ['localhost'], ['127.0.0.1']);
+    const rejectedBefore = rejections.length;
     writeFileSync(join(dir, 'tls.crt'), other.cert); // key not rotated: mismatch
-    await new Promise((r) => setTimeout(r, 600)); // three poll intervals: the reload must have been attempted
+    // The reloader read the new pair and kept it out (an event, not three poll intervals of sleep).
+    const deadline = Date.now() + 5000;
+    while (rejections.length === rejectedBefore && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(rejections.length > rejectedBefore, 'the mismatched pair was rejected');
     const a = new Agent({ keepAlive: false });
     const after = await validate(port, pki.ca.cert, a, 'm1');
     a.destroy();

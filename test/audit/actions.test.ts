@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { KubernetesObjectApi, PolicyV1Api } from '@kubernetes/client-node';
+import { PolicyV1Api } from '@kubernetes/client-node';
 import pino from 'pino';
 import { ActionExecutor, markPatch, ruleLabelValue, validateActions, type ActionTarget } from '../../src/audit/actions.ts';
 import { AlertmanagerClient } from '../../src/audit/alertmanager.ts';
@@ -15,6 +15,7 @@ import { ledgerShardName } from '../../src/audit/ledger.ts';
 import { LedgerWriter } from '../../src/audit/ledger-writer.ts';
 import { startApiServer, type ApiServer } from '../../src/devcluster/apiserver/index.ts';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
+import { FencedWriter } from '../../src/kube/fenced-writer.ts';
 import { TokenBucket } from '../../src/kube/rate-limiter.ts';
 import { Term } from '../../src/leader/term.ts';
 import { ErrorCode, isPortalError } from '../../src/observability/errors.ts';
@@ -25,17 +26,19 @@ const INSTALL_NS = 'portal-system';
 const POD = { group: '', version: 'v1', kind: 'Pod' };
 let api: ApiServer;
 let kube: KubeClient;
+let writer: FencedWriter;
 let am: RunningAlertmanager;
 const terms: Term[] = [];
 
 before(async () => {
   [api, am] = await Promise.all([startApiServer({ port: 0 }), startAlertmanager()]);
   kube = createKubeClient({ kubeconfigYaml: api.kubeConfig('portal'), qps: 100, burst: 100, userAgent: 'audit-test' });
+  writer = new FencedWriter({ kubeConfig: kube.kubeConfig, userAgent: 'audit-test' });
   await kube.core.createNamespace({ body: { metadata: { name: INSTALL_NS } } });
 });
 after(async () => {
   for (const t of terms) t.end('test over');
-  await Promise.all([api?.close(), am?.close()]);
+  await Promise.all([writer?.close(), api?.close(), am?.close()]);
 });
 
 function term(validFor = 60_000, sentAgo = 0): Term {
@@ -47,12 +50,11 @@ function term(validFor = 60_000, sentAgo = 0): Term {
 function executor(opts: { store?: IdempotencyStore; evictionLimiter?: TokenBucket; urls?: string[]; exempt?: string[] } = {}) {
   const store = opts.store ?? new IdempotencyStore();
   const exec = new ActionExecutor({
-    objects: KubernetesObjectApi.makeApiClient(kube.kubeConfig),
-    core: kube.core,
+    writer,
     writeLimiter: kube.writeLimiter,
     evictionLimiter: opts.evictionLimiter ?? new TokenBucket({ qps: 100, burst: 100 }),
-    ledger: new LedgerWriter({ core: kube.core, namespace: INSTALL_NS, writeLimiter: kube.writeLimiter }),
-    alertmanager: new AlertmanagerClient({ urls: opts.urls ?? [am.url], maxAttempts: 2, baseDelayMs: 10 }),
+    ledger: new LedgerWriter({ writer, namespace: INSTALL_NS, writeLimiter: kube.writeLimiter }),
+    alertmanager: new AlertmanagerClient({ urls: opts.urls ?? [am.url], writer, maxAttempts: 2, baseDelayMs: 10 }),
     store,
     exemptNamespaces: new Set(opts.exempt ?? ['kube-system', INSTALL_NS]),
     resendIntervalMs: 60_000,

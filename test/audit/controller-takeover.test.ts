@@ -67,7 +67,7 @@ test('an unconfirmed eviction intent is settled by the pod: still there → evic
   prev.grant();
   await until(async () => (await reports(kube)) === 2, 10_000, 'reports by the predecessor');
   await until(() => prev.controller.idle(), 10_000, 'predecessor idle');
-  prev.revoke();
+  await prev.revoke();
   await until(() => next.controller.synced() && next.controller.idle() && next.controller.reports.synced() && next.controller.violations('evicting') === 2 && next.controller.store.get(key('stuck'))?.state === 'intent' && next.controller.store.get(key('recreated'))?.state === 'intent', 10_000, 'the follower learnt both intents');
   assert.deepEqual(writesBy(api, 'replica-next', 'pods'), [], 'a follower evicts nothing');
   next.grant();
@@ -102,7 +102,7 @@ test('a new leader resolves the alerts of objects deleted while it was a followe
   await until(() => b.controller.store.get(key)?.state === 'done', 10_000, 'b learnt the alert from the ledger');
 
   // The leader goes away; the pod is deleted while b only follows.
-  a.revoke();
+  await a.revoke();
   await until(() => a.controller.idle(), 5000, 'a idle');
   await kube.core.deleteNamespacedPod({ namespace: APP_NS, name: 'doomed' });
   await until(() => b.controller.violations('alerting') === 0 && b.controller.idle(), 10_000, 'b saw the delete');
@@ -127,17 +127,17 @@ test('lastAuditTime: a takeover moves nothing; the first full pass as leader doe
   a.controller.fullPass();
   await until(async () => (await lastAuditTime(kube, 'audited')) !== undefined, 10_000, 'lastAuditTime from a');
   const first = await lastAuditTime(kube, 'audited');
-  a.revoke();
+  await a.revoke();
 
   await until(() => b.controller.passes > 0 && b.controller.idle(), 10_000, 'b: first pass');
   b.grant();
-  await until(() => b.controller.idle(), 5000, 'b idle after takeover');
-  await new Promise((r) => setTimeout(r, 500)); // past the status debounce (200 ms): a takeover alone must not write status
+  // The takeover drained and the status flush it scheduled (every rule) ran: a takeover alone must not write status.
+  await until(() => b.controller.idle() && b.actuator.status.flushes > 0, 5000, 'b idle after takeover and its status flush');
   assert.equal(await lastAuditTime(kube, 'audited'), first, 'a takeover does not move lastAuditTime');
   assert.deepEqual(writesBy(api, 'replica-b', 'portalclusterrules'), [], 'no status rewrite on takeover');
 
   // A pass that starts while b follows and ends after b took over counts, once the takeover drained.
-  b.revoke();
+  await b.revoke();
   await until(() => b.controller.idle(), 5000, 'b idle');
   const passes = b.controller.passes;
   assert.ok(b.controller.fullPass() > 0, 'a pass started as a follower');

@@ -112,26 +112,30 @@ test('follower: computes everything, writes nothing; on leadership it acts from 
   await until(() => follower.controller.synced() && follower.controller.violations('no-privileged') === 1 && follower.controller.passes > 0, 5000, 'follower evaluated');
   await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad-late', true) as never });
   await until(() => follower.controller.violations('no-privileged') === 2, 5000, 'follower saw the new pod');
-  await new Promise((r) => setTimeout(r, 400)); // past the status debounce: a follower must not flush
+  // Nothing that writes runs on a follower: no actuator, no side-effecting step, no status flush scheduled.
+  assert.equal(follower.actuator.leading, undefined);
+  assert.equal(follower.controller.stats()['acting'], false);
+  assert.equal(follower.actuator.status.flushes, 0);
   assert.deepEqual(writesBy(api, 'replica-f'), [], 'a follower makes no writes');
 
   const grantedAt = Date.now();
   follower.grant();
   await until(async () => (await reports(kube)).length === 2, 5000, 'reports after takeover');
   await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 2, 5000, 'status after takeover');
-  const first = follower.controller.firstSideEffectAt;
+  const first = follower.actuator.firstSideEffectAt;
   assert.ok(first !== undefined && first - grantedAt < 1000, `first side effect ${first! - grantedAt} ms after the term began`);
   const labelled = await kube.core.readNamespacedPod({ namespace: APP_NS, name: 'bad' });
   assert.equal(labelled.metadata?.labels?.['portal.dev/violation'], 'no-privileged');
   assert.ok(Object.keys(labelled.metadata?.annotations ?? {}).some((k) => k.startsWith('actions.portal.dev/label.')), 'provenance annotation with the epoch');
 
   // After losing the term it stops writing again.
-  follower.revoke();
+  await follower.revoke();
   await until(() => follower.controller.idle(), 5000, 'idle');
   const n = writesBy(api, 'replica-f').length;
   await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad-after', true) as never });
-  await until(() => follower.controller.violations('no-privileged') === 3, 5000, 'third violation seen');
-  await new Promise((r) => setTimeout(r, 400));
+  await until(() => follower.controller.violations('no-privileged') === 3 && follower.controller.idle(), 5000, 'third violation evaluated');
+  // revoke() resolved once the actuator stopped: nothing that writes runs any more.
+  assert.equal(follower.controller.stats()['acting'], false);
   assert.equal(writesBy(api, 'replica-f').length, n, 'no writes after the term ended');
 });
 
@@ -146,10 +150,10 @@ test('a second leader repeats nothing its predecessor did', async (t) => {
   await until(async () => (await kube.core.listNamespacedPod({ namespace: APP_NS })).items.every((p) => p.metadata?.annotations?.['portal.dev/violation']), 5000, 'annotations by a');
   await until(async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 5, 5000, 'status by a');
   await until(() => a.controller.idle() && b.controller.idle() && b.controller.store.size >= 5, 5000, 'b learnt the annotations');
-  a.revoke();
+  await a.revoke();
   b.grant();
-  await new Promise((r) => setTimeout(r, 600));
-  await until(() => b.controller.idle(), 5000, 'b idle');
+  // The takeover drained and the new leader's first status flush (every rule, after the debounce) ran.
+  await until(() => b.controller.idle() && b.actuator.status.flushes > 0, 5000, 'b idle after its first status flush');
   assert.deepEqual(writesBy(api, 'replica-b').map((e) => `${e.verb} ${e.resource}/${e.subresource}`), [], 'the new leader wrote nothing');
 });
 

@@ -5,7 +5,7 @@
  * real Alertmanager; pauses are real event-loop blocks (Atomics.wait).
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, before, test, type TestContext } from 'node:test';
 import { AlertmanagerClient } from '../../src/audit/alertmanager.ts';
 import { firingAlert, type ViolationAlert } from '../../src/audit/alert-scheduler.ts';
 import type { EmittedAction } from '../../src/audit/idempotency.ts';
@@ -16,11 +16,19 @@ import { ErrorCode, isPortalError } from '../../src/observability/errors.ts';
 import { apiServer, clientFor, freeze } from '../leader/cluster.ts';
 import { startAlertmanager, type RunningAlertmanager } from './support/alertmanager.ts';
 import { StatusWriter } from '../../src/audit/status-writer.ts';
-import { mergePatchOptions } from '../../src/kube/client.ts';
+import { mergePatchOptions, type KubeClient } from '../../src/kube/client.ts';
+import { FencedWriter } from '../../src/kube/fenced-writer.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import type { RuleState } from '../../src/policy/index.ts';
 import type { KubeObject, RuleStatus } from '../../src/policy/types.ts';
 import { clusterWithCrds, privilegedRule } from './support/controller-harness.ts';
+
+/** The replica's leader-only writer for `client`'s credentials, closed after the test. */
+function writerFor(t: TestContext, client: KubeClient): FencedWriter {
+  const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: client.userAgent });
+  t.after(() => writer.close());
+  return writer;
+}
 
 const isTermExpired = (e: unknown) => isPortalError(e, ErrorCode.TermExpired);
 const signal = new AbortController().signal;
@@ -55,7 +63,7 @@ const KEY = (n: number) => `a${String(n).padStart(63, '0')}`;
 test('ledger: a leader paused after its check writes nothing when it wakes', async (t) => {
   const api = await apiServer(t);
   const client = clientFor(api, 'leader');
-  const ledger = new LedgerWriter({ core: client.core, namespace: 'default', writeLimiter: client.writeLimiter });
+  const ledger = new LedgerWriter({ writer: writerFor(t, client), namespace: 'default', writeLimiter: client.writeLimiter });
   const term = pausedAfterFirstCheck(shortTerm(300), 400);
   await assert.rejects(ledger.write({ [KEY(1)]: entry() }, [], term, signal), isTermExpired);
   assert.deepEqual(api.auditLog().filter((e) => e.user === 'leader'), []);
@@ -65,8 +73,8 @@ test('ledger: patches carry the shard resourceVersion; a conflict is re-read and
   const api = await apiServer(t);
   const a = clientFor(api, 'a');
   const b = clientFor(api, 'b');
-  const ledgerA = new LedgerWriter({ core: a.core, namespace: 'default', writeLimiter: a.writeLimiter });
-  const ledgerB = new LedgerWriter({ core: b.core, namespace: 'default', writeLimiter: b.writeLimiter });
+  const ledgerA = new LedgerWriter({ writer: writerFor(t, a), namespace: 'default', writeLimiter: a.writeLimiter });
+  const ledgerB = new LedgerWriter({ writer: writerFor(t, b), namespace: 'default', writeLimiter: b.writeLimiter });
   const termA = shortTerm(60_000);
   const termB = shortTerm(60_000);
   await ledgerA.write({ [KEY(1)]: entry() }, [], termA, signal); // creates the shard
@@ -112,20 +120,28 @@ function alert(name: string) {
   return firingAlert(v, Date.now(), Date.now() + 3_600_000);
 }
 
-test('alerts: a pause while connecting to Alertmanager is caught at the socket; nothing arrives', async () => {
-  const client = new AlertmanagerClient({ urls: [am.url], maxAttempts: 1 });
+test('alerts: a pause while connecting to Alertmanager is caught at the socket; nothing arrives', async (t) => {
+  const api = await apiServer(t);
+  const client = new AlertmanagerClient({ urls: [am.url], maxAttempts: 1, writer: writerFor(t, clientFor(api, 'leader')) });
   const term = shortTerm(300);
   let calls = 0;
-  const fence = () => {
-    calls++;
-    term.assertValid();
-    // Passed when the request starts; the process then stops while the connection is being made.
-    if (calls === 1) setImmediate(() => freeze(400));
+  const paused: LeaderTerm = {
+    epoch: term.epoch,
+    epochString: term.epochString,
+    signal: term.signal,
+    isValid: () => term.isValid(),
+    validUntil: () => term.validUntil(),
+    assertValid: () => {
+      calls++;
+      term.assertValid();
+      // Passed when the request starts; the process then stops while the connection is being made.
+      if (calls === 1) setImmediate(() => freeze(400));
+    },
   };
-  await assert.rejects(client.send([alert('paused-pod')], signal, fence), isTermExpired);
+  await assert.rejects(client.send([alert('paused-pod')], signal, paused), isTermExpired);
   assert.equal(calls, 2, 'checked when the request started and at the socket write');
   // Control: the same send without the pause arrives, so an empty list below is not an accident.
-  const sent = await client.send([alert('control-pod')], signal, () => shortTerm(60_000).assertValid());
+  const sent = await client.send([alert('control-pod')], signal, shortTerm(60_000));
   assert.equal(sent.delivered, true);
   const names = await (async () => {
     const deadline = performance.now() + 10_000;
@@ -147,7 +163,7 @@ test('status: writes are conditional on the observed resourceVersion; a status c
   const read = async () => (await client.customObjects.getClusterCustomObject({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name: 'r' })) as KubeObject;
   const state: RuleState = { key: 'r', ruleKind: 'PortalClusterRule', name: 'r', generation: 1, ready: true, reason: 'Compiled', message: 'compiled', enforcement: 'Deny', severity: 'high', category: 'c', actions: [] };
   let cached = await read(); // what "the informer" shows
-  const writer = new StatusWriter(client, { states: () => [state], violations: () => 2, ruleObject: () => cached, lastAuditTime: () => undefined, lastPassTime: () => undefined }, silentLogger());
+  const writer = new StatusWriter(client, writerFor(t, client), { states: () => [state], violations: () => 2, ruleObject: () => cached, lastAuditTime: () => undefined, lastPassTime: () => undefined }, silentLogger());
   const term = shortTerm(60_000);
   const statusWrites = (user: string) => api.auditLog().filter((e) => e.user === user && e.subresource === 'status').map((e) => e.code);
 
@@ -172,7 +188,7 @@ test('status: writes are conditional on the observed resourceVersion; a status c
   // A writer deciding on an outdated object: the precondition turns its write into a 409, retried later.
   const outdated = cached;
   await other.customObjects.patchClusterCustomObjectStatus({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name: 'r', body: { status: { violations: 7 } } }, mergePatchOptions());
-  const fresh = new StatusWriter(client, { states: () => [state], violations: () => 3, ruleObject: () => outdated, lastAuditTime: () => undefined, lastPassTime: () => undefined }, silentLogger());
+  const fresh = new StatusWriter(client, writerFor(t, client), { states: () => [state], violations: () => 3, ruleObject: () => outdated, lastAuditTime: () => undefined, lastPassTime: () => undefined }, silentLogger());
   fresh.markDirty();
   await fresh.flush(term, signal);
   assert.deepEqual(statusWrites('leader'), [200, 200, 409]);

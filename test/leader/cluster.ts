@@ -7,7 +7,7 @@ import { Registry } from 'prom-client';
 import { startApiServer, type ApiServer, type ApiServerOptions } from '../../src/devcluster/apiserver/index.ts';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
 import { leaderElectionConfig, type LeaderElectionConfig } from '../../src/leader/config.ts';
-import { LeaderElector, type LeaderCallbacks } from '../../src/leader/elector.ts';
+import { LeaderElector } from '../../src/leader/elector.ts';
 import type { LeaderEventMap } from '../../src/leader/events.ts';
 import { EventBus } from '../../src/observability/event-bus.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
@@ -42,7 +42,6 @@ export function runElector(
   api: ApiServer,
   name: string,
   config: Partial<LeaderElectionConfig> = {},
-  callbacks: Partial<LeaderCallbacks> = {},
 ): RunningElector {
   const bus = new EventBus<LeaderEventMap>();
   const elector = new LeaderElector(leaderElectionConfig({ leaseNamespace: 'default', ...FAST, ...config }), {
@@ -66,20 +65,11 @@ export function runElector(
       await r.done;
     },
   };
-  r.done = elector.run(controller.signal, {
-    onStartedLeading: (term) => {
-      r.started++;
-      return callbacks.onStartedLeading?.(term);
-    },
-    onStoppedLeading: () => {
-      r.stopped++;
-      return callbacks.onStoppedLeading?.();
-    },
-    onNewLeader: (id) => {
-      r.leaders.push(id);
-      callbacks.onNewLeader?.(id);
-    },
-  });
+  // The elector's one channel: what the Manager, metrics and Events subscribe to.
+  bus.on('BecameLeader', () => r.started++);
+  bus.on('LostLeadership', () => r.stopped++);
+  bus.on('NewLeaderObserved', (e) => r.leaders.push(e.new));
+  r.done = elector.run(controller.signal);
   t.after(() => r.stop());
   return r;
 }

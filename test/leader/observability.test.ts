@@ -38,7 +38,7 @@ function start(t: TestContext, api: ApiServer, name: string): Running {
     registry,
   });
   const controller = new AbortController();
-  const done = elector.run(controller.signal, { onStartedLeading: () => {}, onStoppedLeading: () => {} });
+  const done = elector.run(controller.signal);
   const stop = async () => {
     controller.abort();
     await done;

@@ -39,16 +39,27 @@ test('starts groups in order (waiting for informer sync) and stops them in rever
   const log: string[] = [];
   let synced!: () => void;
   const syncGate = new Promise<void>((r) => (synced = r));
+  let waiting!: () => void;
+  const managerWaits = new Promise<void>((r) => (waiting = r));
   const m = new Manager({}, { logger: silentLogger(), election: aloneElector() });
   m.add(recorder(log, 'audit'), 'others');
   m.add(recorder(log, 'reports', { needLeaderElection: () => true }));
-  m.add(recorder(log, 'informer', { waitForSync: () => syncGate }), 'informers');
+  m.add(
+    recorder(log, 'informer', {
+      waitForSync: () => {
+        waiting();
+        return syncGate;
+      },
+    }),
+    'informers',
+  );
   m.add(recorder(log, 'webhook'), 'webhook');
   m.add(recorder(log, 'probes'), 'probes');
   const controller = new AbortController();
   const done = m.start(controller.signal);
   await until(() => log.includes('start:informer'), 1000, 'informers to start');
-  await sleep(50);
+  // The manager is now blocked on the sync promise, so nothing later can have started.
+  await managerWaits;
   assert.deepEqual(log, ['start:probes', 'start:webhook', 'start:informer'], 'others wait for the sync');
   assert.equal(m.ready(), false);
   synced();

@@ -2,13 +2,12 @@
  * Label and field selectors in the query-string syntax of kube-apiserver:
  * `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; comma = AND.
  */
+import { requirementsMatch, selectorRequirements, type LabelRequirement } from '../../policy/label-selector.ts';
+import type { LabelSelector as MetaLabelSelector } from '../../policy/types.ts';
 import { errors } from './status.ts';
 
-export type Requirement =
-  | { key: string; op: 'in' | 'notin'; values: string[] }
-  | { key: string; op: 'exists' | 'notexists' };
-
-export type LabelSelector = Requirement[];
+/** Parsed requirements, matched by the engine's one implementation (policy/label-selector.ts). */
+export type LabelSelector = LabelRequirement[];
 
 /** Split on commas that are not inside parentheses. */
 function splitTop(s: string): string[] {
@@ -46,13 +45,13 @@ export function parseLabelSelector(s: string | null | undefined): LabelSelector 
     let m: RegExpMatchArray | null;
     if ((m = part.match(/^(\S+)\s+(in|notin)\s*\(([^)]*)\)$/))) {
       const values = m[3]!.split(',').map((v) => checkValue(v.trim(), part));
-      reqs.push({ key: checkKey(m[1]!, part), op: m[2] as 'in' | 'notin', values });
+      reqs.push({ key: checkKey(m[1]!, part), operator: m[2] === 'in' ? 'In' : 'NotIn', values });
     } else if ((m = part.match(/^([^!=\s]+)\s*(==|=|!=)\s*(\S*)$/))) {
-      reqs.push({ key: checkKey(m[1]!, part), op: m[2] === '!=' ? 'notin' : 'in', values: [checkValue(m[3]!, part)] });
+      reqs.push({ key: checkKey(m[1]!, part), operator: m[2] === '!=' ? 'NotIn' : 'In', values: [checkValue(m[3]!, part)] });
     } else if ((m = part.match(/^!\s*(\S+)$/))) {
-      reqs.push({ key: checkKey(m[1]!, part), op: 'notexists' });
+      reqs.push({ key: checkKey(m[1]!, part), operator: 'DoesNotExist' });
     } else if ((m = part.match(/^(\S+)$/))) {
-      reqs.push({ key: checkKey(m[1]!, part), op: 'exists' });
+      reqs.push({ key: checkKey(m[1]!, part), operator: 'Exists' });
     } else {
       throw errors.badRequest(`unable to parse requirement: found '${part}', expected: identifier`);
     }
@@ -61,32 +60,13 @@ export function parseLabelSelector(s: string | null | undefined): LabelSelector 
 }
 
 export function matchLabels(sel: LabelSelector, labels: Record<string, string> | undefined): boolean {
-  const l = labels ?? {};
-  for (const r of sel) {
-    const has = Object.hasOwn(l, r.key);
-    switch (r.op) {
-      case 'exists': if (!has) return false; break;
-      case 'notexists': if (has) return false; break;
-      case 'in': if (!has || !r.values.includes(l[r.key]!)) return false; break;
-      case 'notin': if (has && r.values.includes(l[r.key]!)) return false; break;
-    }
-  }
-  return true;
+  return requirementsMatch(sel, labels);
 }
 
 /** metav1.LabelSelector (matchLabels + matchExpressions), as in PDBs. */
 export function fromLabelSelectorObject(sel: unknown): LabelSelector | null {
   if (sel === null || typeof sel !== 'object') return null;
-  const s = sel as { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] };
-  const reqs: LabelSelector = [];
-  for (const [k, v] of Object.entries(s.matchLabels ?? {})) reqs.push({ key: k, op: 'in', values: [v] });
-  for (const e of s.matchExpressions ?? []) {
-    const op = e.operator.toLowerCase();
-    if (op === 'in' || op === 'notin') reqs.push({ key: e.key, op, values: e.values ?? [] });
-    else if (op === 'exists') reqs.push({ key: e.key, op: 'exists' });
-    else if (op === 'doesnotexist') reqs.push({ key: e.key, op: 'notexists' });
-  }
-  return reqs;
+  return selectorRequirements(sel as MetaLabelSelector);
 }
 
 export interface FieldRequirement { field: string; value: string; negate: boolean }

@@ -5,6 +5,8 @@
  * `DoesNotExist` match when the key is absent.
  */
 import { ErrorCode, PortalError } from '../../observability/errors.ts';
+import { selectorMatches } from '../../policy/label-selector.ts';
+import type { LabelSelector as PolicyLabelSelector } from '../../policy/types.ts';
 
 export interface LabelSelectorRequirement {
   key: string;
@@ -34,34 +36,24 @@ export function matchesLabelSelector(
 ): boolean {
   if (!selector) return true;
   const set = labels ?? {};
-  for (const [key, value] of Object.entries(selector.matchLabels ?? {})) {
-    if (set[key] !== value) return false;
-  }
+  // Validated first (kube-apiserver rejects these), then matched by the engine's implementation.
   for (const req of selector.matchExpressions ?? []) {
-    const has = Object.hasOwn(set, req.key);
     const values = req.values ?? [];
     switch (req.operator) {
       case 'In':
-        if (values.length === 0) throw invalid(req, 'values must be non-empty for In');
-        if (!has || !values.includes(set[req.key] as string)) return false;
-        break;
       case 'NotIn':
-        if (values.length === 0) throw invalid(req, 'values must be non-empty for NotIn');
-        if (has && values.includes(set[req.key] as string)) return false;
+        if (values.length === 0) throw invalid(req, `values must be non-empty for ${req.operator}`);
         break;
       case 'Exists':
-        if (values.length > 0) throw invalid(req, 'values must be empty for Exists');
-        if (!has) return false;
-        break;
       case 'DoesNotExist':
-        if (values.length > 0) throw invalid(req, 'values must be empty for DoesNotExist');
-        if (has) return false;
+        if (values.length > 0) throw invalid(req, `values must be empty for ${req.operator}`);
         break;
       default:
         throw invalid(req, `"${req.operator}" is not a valid label selector operator`);
     }
   }
-  return true;
+  // Operators were checked above, so the engine's type holds.
+  return selectorMatches(selector as PolicyLabelSelector, set);
 }
 
 function invalid(req: LabelSelectorRequirement, why: string): PortalError {

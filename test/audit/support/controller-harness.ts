@@ -1,18 +1,23 @@
 /**
- * In-process wiring of the AuditController for tests: a real embedded API
+ * In-process wiring of the audit (evaluation + actuator) for tests: a real embedded API
  * server with Portal's and the PolicyReport CRDs installed, a cluster rule
  * source (rule + namespace informers) per replica, and a leader term the test
  * controls (grant / revoke), so leader and follower behaviour can be driven
- * deterministically.
+ * deterministically. grant() does what the Manager does when the Lease is
+ * won: it starts the leader-only actuator with the term; revoke() ends the
+ * term, which stops it.
  */
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
-import { ClusterRuleSource } from '../../../src/cli/cluster-source.ts';
-import { AuditController, type AuditControllerConfig } from '../../../src/audit/controller.ts';
+import { ClusterRuleSource } from '../../../src/kube/cluster-rule-source.ts';
+import type { AuditActuator } from '../../../src/audit/actuator.ts';
+import { buildAudit, type AuditConfig } from '../../../src/audit/audit.ts';
+import type { AuditEvaluator } from '../../../src/audit/evaluator.ts';
 import { startApiServer, type ApiServer } from '../../../src/devcluster/apiserver/index.ts';
 import { DevApiClient } from '../../../src/devcluster/dev/api-client.ts';
 import { readManifests } from '../../../src/devcluster/dev/manifests.ts';
+import { FencedWriter } from '../../../src/kube/fenced-writer.ts';
 import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
 import { Term } from '../../../src/leader/term.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
@@ -37,22 +42,31 @@ export async function clusterWithCrds(t: TestContext): Promise<{ api: ApiServer;
 export interface Replica {
   name: string;
   client: KubeClient;
-  controller: AuditController;
+  /** Evaluation (every replica). */
+  controller: AuditEvaluator;
+  /** Actuation (leader-only Runnable). */
+  actuator: AuditActuator;
+  /** Resolves when the actuator of the last granted term has stopped. */
+  acting: Promise<void>;
   source: ClusterRuleSource;
   /** Makes this replica the leader with a fresh epoch (validity 60 s). */
   grant(transitions?: number): Term;
-  revoke(): void;
+  /** Ends the term; resolves once the actuator has stopped (what the Manager awaits before the next term). */
+  revoke(): Promise<void>;
   stop(): Promise<void>;
 }
 
 let epochCounter = 0;
 
-export async function startReplica(t: TestContext, api: ApiServer, name: string, config: Partial<AuditControllerConfig> = {}): Promise<Replica> {
+export async function startReplica(t: TestContext, api: ApiServer, name: string, config: Partial<AuditConfig> = {}): Promise<Replica> {
   const client = createKubeClient({ kubeconfigYaml: api.kubeConfig(name), qps: 50, burst: 100, userAgent: `portal-test (${name})` });
   const logger = silentLogger();
   const source = new ClusterRuleSource({ client, logger });
+  const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: `portal-test (${name})` });
+  t.after(() => writer.close());
   let term: Term | undefined;
-  const controller = new AuditController(
+  let running = false;
+  const { evaluator: controller, actuator } = buildAudit(
     {
       installNamespace: INSTALL_NS,
       exemptNamespaces: ['kube-system', 'kube-public', 'kube-node-lease'],
@@ -62,14 +76,14 @@ export async function startReplica(t: TestContext, api: ApiServer, name: string,
       alertmanagerUrls: [],
       alertResendIntervalMs: 3_600_000,
       statusDebounceMs: 200,
-      pollMs: 50,
+      rulePollMs: 50,
       ...config,
     },
     {
       client,
+      writer,
       ruleSet: source.ruleSet,
       namespaceLabels: (ns) => source.namespaceLabels(ns),
-      currentTerm: () => term,
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
       logger,
@@ -85,21 +99,31 @@ export async function startReplica(t: TestContext, api: ApiServer, name: string,
     name,
     client,
     controller,
+    actuator,
+    acting: Promise.resolve(),
     source,
     grant(transitions = ++epochCounter) {
       term?.end('replaced');
-      term = new Term({ leaseUid: 'test-lease', transitions }, performance.now(), 60_000);
-      controller.leadershipChanged();
-      return term;
+      const granted = new Term({ leaseUid: 'test-lease', transitions }, performance.now(), 60_000);
+      term = granted;
+      // Like the Manager: the actuator starts with the term (synchronously, as
+      // from the elector's event), once the previous term's actuator has stopped.
+      const run = () => {
+        running = true;
+        return actuator.start(ac.signal, granted).finally(() => (running = false));
+      };
+      r.acting = running ? r.acting.then(run) : run();
+      return granted;
     },
     revoke() {
       term?.end('revoked');
       term = undefined;
+      return r.acting;
     },
     async stop() {
       term?.end('stopped');
       ac.abort();
-      await Promise.allSettled([done, sourceDone]);
+      await Promise.allSettled([r.acting, done, sourceDone]);
     },
   };
   t.after(() => r.stop());

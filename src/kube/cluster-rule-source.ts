@@ -1,5 +1,5 @@
 /**
- * Cluster mode's {@link RuleSource}: rules from the PortalClusterRule and
+ * Cluster mode's rule source (admission's RuleSource, structurally): rules from the PortalClusterRule and
  * PortalRule informers (RuleInformerSource) into a RuleSet, namespace labels
  * from a Namespace informer (NamespaceLabelCache).
  *
@@ -11,14 +11,22 @@
  */
 import type { Logger } from 'pino';
 import type { Gauge } from 'prom-client';
-import type { NamespaceLabels } from '../admission/decision.ts';
-import type { RuleSource } from '../admission/rule-source.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { NamespaceLabelCache } from '../kube/namespace-labels.ts';
-import { RuleInformerSource, type RuleSink } from '../kube/rule-source.ts';
-import type { Runnable } from '../manager/runnable.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { RuleSet, ruleKey, type PortalRuleObject } from '../policy/index.ts';
+import type { KubeClient } from './client.ts';
+import { NamespaceLabelCache } from './namespace-labels.ts';
+import { RuleInformerSource, type RuleSink } from './rule-source.ts';
+
+/**
+ * An informer as the Manager runs it (structurally a manager Runnable; kube/
+ * does not import upwards): runs until the signal aborts, and says when it
+ * has listed once.
+ */
+export interface InformerRunnable {
+  readonly name: string;
+  start(signal: AbortSignal): Promise<void>;
+  waitForSync(signal: AbortSignal): Promise<void>;
+}
 
 export interface ClusterRuleSourceDeps {
   client: KubeClient;
@@ -27,11 +35,11 @@ export interface ClusterRuleSourceDeps {
   rulesLoaded?: Gauge;
 }
 
-export class ClusterRuleSource implements RuleSource {
+export class ClusterRuleSource {
   readonly ruleSet = new RuleSet();
   readonly rules: RuleInformerSource;
   readonly namespaces: NamespaceLabelCache;
-  readonly namespaceLabels: NamespaceLabels;
+  readonly namespaceLabels: (namespace: string) => Record<string, string> | undefined;
 
   constructor(deps: ClusterRuleSourceDeps) {
     const log = deps.logger;
@@ -85,7 +93,7 @@ export class ClusterRuleSource implements RuleSource {
   }
 
   /** The informers as Runnables for the manager's informers group (sync awaited before later groups). */
-  runnables(): Runnable[] {
+  runnables(): InformerRunnable[] {
     return [
       { name: 'rule-informers', start: (signal) => this.rules.start(signal), waitForSync: (signal) => this.rules.waitForSync(signal) },
       { name: 'namespace-informer', start: (signal) => this.namespaces.start(signal), waitForSync: (signal) => this.namespaces.waitForSync(signal) },

@@ -1,0 +1,385 @@
+/**
+ * Audit actuation (DESIGN §1, §5; issue 10 item 3): the leader-only Runnable.
+ *
+ * The Manager starts it with the term when this replica wins the Lease and
+ * aborts its signal when the term ends; nothing here asks whether it leads.
+ * While it runs it is the worker pool's side-effecting step (attached to the
+ * {@link AuditEvaluator}): for each evaluated object it writes the
+ * PolicyReport, dispatches label/annotate/evict/alert and keeps the rules'
+ * `.status` current — each write behind `term.assertValid()` right before it
+ * is sent and carrying the epoch.
+ *
+ * On start it first does the takeover scan: it compares, from memory, what
+ * evaluation computed as a follower with what it observed the previous leader
+ * do, and enqueues only the objects whose side effects are missing — no
+ * re-list. On stop it detaches and resolves only after its in-flight writes
+ * have returned (the term's signal aborts them), so when the Manager's
+ * leader group has stopped no write of the old term is still running here.
+ */
+import { setMaxListeners } from 'node:events';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { KubeClient } from '../kube/client.ts';
+import type { FencedWriter } from '../kube/fenced-writer.ts';
+import { TokenBucket } from '../kube/rate-limiter.ts';
+import type { LeaderTerm } from '../leader/term.ts';
+import type { Runnable } from '../manager/runnable.ts';
+import { ErrorCode, isPortalError, PortalError } from '../observability/errors.ts';
+import { LogKey } from '../observability/log-keys.ts';
+import type { RuleSet, RuleState } from '../policy/index.ts';
+import type { KubeObject } from '../policy/types.ts';
+import { ActionExecutor, type ActionOutcome, type ActionTarget } from './actions.ts';
+import { decideAlert } from './alert-scheduler.ts';
+import { AlertmanagerClient } from './alertmanager.ts';
+import { aborted, type AuditEvaluator, type AuditStep, type ObjectState } from './evaluator.ts';
+import { actionKey } from './idempotency.ts';
+import { LedgerWriter } from './ledger-writer.ts';
+import { buildPolicyReport, reportContentEqual, reportIdentity, resourceReference } from './policy-report.ts';
+import { StatusWriter } from './status-writer.ts';
+import type { HandlerResult } from './worker-pool.ts';
+
+export interface AuditActuatorConfig {
+  /** Where the ledger ConfigMaps live. */
+  installNamespace: string;
+  /** Never acted on (the install namespace is added). */
+  exemptNamespaces: readonly string[];
+  /** `--max-evictions-per-minute` (0 disables evictions). */
+  maxEvictionsPerMinute: number;
+  /** `--alertmanager-url`. */
+  alertmanagerUrls: readonly string[];
+  /** `--alert-resend-interval`. */
+  alertResendIntervalMs: number;
+  /** Status write debounce. @default 1000 */
+  statusDebounceMs?: number;
+}
+
+export interface AuditActuatorDeps {
+  client: KubeClient;
+  /** The replica's one leader-only writer: reports, status, ledger, label/annotate, evictions and alerts. */
+  writer: FencedWriter;
+  ruleSet: RuleSet;
+  evaluator: AuditEvaluator;
+  /** The stored rule object of a RuleSet entry (for status comparisons). */
+  ruleObject?: (state: RuleState) => KubeObject | undefined;
+  logger: Logger;
+  registry: Registry;
+}
+
+/** A term's reconciliation of what its follower time computed but did not act on. */
+interface Takeover {
+  /** Keys enqueued as pending and not handled yet. */
+  keys: Set<string>;
+  /** Every object has been looked at (the scan finished). */
+  scanned: boolean;
+  /** A full pass ended during the takeover: its lastAuditTime waits for the drain. */
+  passEnded: boolean;
+}
+
+/** The term a running actuator acts under. */
+interface Acting {
+  term: LeaderTerm;
+  /** The runnable's signal (term end or shutdown): every write listens on it. */
+  signal: AbortSignal;
+  takeover: Takeover | undefined;
+}
+
+export class AuditActuator implements Runnable {
+  readonly name = 'audit-actuator';
+  readonly status: StatusWriter;
+  readonly #config: Readonly<AuditActuatorConfig>;
+  readonly #evaluator: AuditEvaluator;
+  readonly #log: Logger;
+  readonly #executor: ActionExecutor;
+  readonly #alertmanager: AlertmanagerClient;
+  #acting: Acting | undefined;
+  #lastAuditTime: Date | undefined;
+  #running = false;
+  /** Wall-clock ms of the start of the current term and of its first side effect (bench/failover figures). */
+  termStartedAt: number | undefined;
+  firstSideEffectAt: number | undefined;
+
+  constructor(config: AuditActuatorConfig, deps: AuditActuatorDeps) {
+    this.#config = Object.freeze({ ...config });
+    this.#evaluator = deps.evaluator;
+    this.#log = deps.logger.child({ [LogKey.subcomponent]: 'audit-actuator' });
+    const { client, writer } = deps;
+    this.#alertmanager = new AlertmanagerClient({ urls: config.alertmanagerUrls, writer, logger: this.#log, registry: deps.registry });
+    this.#executor = new ActionExecutor({
+      writer,
+      writeLimiter: client.writeLimiter,
+      // N per minute, burst 1: evictions spread evenly (see ActionExecutorOptions).
+      evictionLimiter: new TokenBucket({ qps: Math.max(config.maxEvictionsPerMinute, 1e-6) / 60, burst: 1 }),
+      ledger: new LedgerWriter({ writer, namespace: config.installNamespace, writeLimiter: client.writeLimiter }),
+      alertmanager: this.#alertmanager,
+      store: this.#evaluator.store,
+      exemptNamespaces: new Set([...config.exemptNamespaces, config.installNamespace]),
+      resendIntervalMs: config.alertResendIntervalMs,
+      logger: this.#log,
+      registry: deps.registry,
+    });
+    this.status = new StatusWriter(
+      client,
+      writer,
+      {
+        states: () => deps.ruleSet.states(),
+        violations: (display) => this.#evaluator.violations(display),
+        ruleObject: (s) => deps.ruleObject?.(s),
+        lastAuditTime: () => this.#lastAuditTime,
+        lastPassTime: () => this.#evaluator.lastPassTime,
+      },
+      this.#log,
+      config.statusDebounceMs !== undefined ? { debounceMs: config.statusDebounceMs } : {},
+    );
+  }
+
+  needLeaderElection(): boolean {
+    return true;
+  }
+
+  /** Runs for one term: takeover scan, then the writes, until `signal` (the term's end or shutdown) aborts. */
+  async start(signal: AbortSignal, term?: LeaderTerm): Promise<void> {
+    if (!term) throw new PortalError(ErrorCode.Internal, 'the audit actuator runs only with a leader term (add it to the Manager as leader-only)');
+    if (this.#running) throw new PortalError(ErrorCode.Internal, 'the audit actuator is already running');
+    this.#running = true;
+    const termSignal = AbortSignal.any([signal, term.signal]);
+    // Each in-flight write (limiter wait, HTTP request) adds a listener; workers × writes exceeds Node's default of 10.
+    setMaxListeners(0, termSignal);
+    const acting: Acting = { term, signal: termSignal, takeover: { keys: new Set(), scanned: false, passEnded: false } };
+    this.#acting = acting;
+    this.termStartedAt = Date.now();
+    this.firstSideEffectAt = undefined;
+    const detach = this.#evaluator.attach(this.#step(acting));
+    // A new leader writes every rule's status it finds wrong at once; followers kept no dirty set.
+    this.status.markDirty();
+    this.#scheduleStatus(acting);
+    try {
+      await this.#takeoverScan(acting);
+      await aborted(termSignal);
+    } finally {
+      if (this.#acting === acting) this.#acting = undefined;
+      await detach();
+      await this.status.close();
+      this.#running = false;
+      this.#log.info({ epoch: term.epochString }, 'audit actuation stopped');
+    }
+  }
+
+  #step(acting: Acting): AuditStep {
+    return {
+      act: (key, st) => this.#act(acting, key, st),
+      handled: (key) => {
+        if (acting.takeover?.keys.has(key)) this.#takeoverProgress(acting, key);
+      },
+      violationsChanged: (ruleKeys) => {
+        this.status.markDirty(ruleKeys);
+        this.#scheduleStatus(acting);
+      },
+      passEnded: (at) => this.#passEnded(acting, at),
+      rulesChanged: () => {
+        this.status.markDirty();
+        this.#scheduleStatus(acting);
+      },
+    };
+  }
+
+  #scheduleStatus(acting: Acting): void {
+    this.status.schedule(() => (this.#acting === acting ? acting.term : undefined), acting.signal);
+  }
+
+  // ---- takeover ------------------------------------------------------------
+
+  /**
+   * Enqueues objects whose side effects are not observed done, in slices
+   * that yield to the event loop: building and comparing 10,000 desired
+   * reports takes ~1 s of CPU, which must stall neither admission on this
+   * replica nor the workers that already act on the first keys.
+   */
+  async #takeoverScan(acting: Acting): Promise<void> {
+    // 500 objects ≈ 50 ms of work at ~100 µs each: short enough not to stall admission noticeably.
+    const SLICE = 500;
+    let pending = 0;
+    let seen = 0;
+    const { term, takeover } = acting;
+    const objects = this.#evaluator.objects();
+    for (const [key, st] of objects) {
+      if (acting.signal.aborted) return;
+      if (this.#pending(key, st, term)) {
+        takeover?.keys.add(key);
+        this.#evaluator.enqueue(key);
+        pending++;
+      }
+      if (++seen % SLICE === 0) await new Promise((r) => setImmediate(r));
+    }
+    this.#log.info({ epoch: term.epochString, objects: objects.length, pending }, 'leading: pending audit side effects enqueued');
+    if (takeover) {
+      takeover.scanned = true;
+      this.#takeoverProgress(acting);
+    }
+  }
+
+  /**
+   * The takeover is reconciled once every key it enqueued was handled: the
+   * world then matches this replica's complete, warm evaluation. A full pass
+   * that ended while leading but before that moment sets lastAuditTime now.
+   */
+  #takeoverProgress(acting: Acting, key?: string): void {
+    const takeover = acting.takeover;
+    if (!takeover) return;
+    if (key !== undefined) takeover.keys.delete(key);
+    if (!takeover.scanned || takeover.keys.size > 0) return;
+    acting.takeover = undefined;
+    if (takeover.passEnded && acting.term.isValid()) this.#setLastAuditTime(acting, new Date());
+  }
+
+  /**
+   * lastAuditTime (docs/architecture.md, "Rule status") is the leader's
+   * audit: the end of a full pass that ENDS while this replica leads. Keys
+   * the pass handled before leadership arrived (as a follower: evaluated,
+   * side effects skipped) are covered by the takeover reconciliation, so
+   * until that has drained the time waits for it. The takeover itself
+   * moves nothing, so a failover rewrites no rule status that is right.
+   */
+  #passEnded(acting: Acting, at: Date): void {
+    if (!acting.term.isValid()) return;
+    if (acting.takeover) acting.takeover.passEnded = true;
+    else this.#setLastAuditTime(acting, at);
+    // lastPassTime moved either way.
+    this.status.markDirty();
+    this.#scheduleStatus(acting);
+  }
+
+  #setLastAuditTime(acting: Acting, at: Date): void {
+    this.#lastAuditTime = at;
+    this.status.markDirty();
+    this.#scheduleStatus(acting);
+  }
+
+  /** Does this object still need a side effect (as far as this replica has observed)? */
+  #pending(key: string, st: ObjectState, term: LeaderTerm): boolean {
+    const reports = this.#evaluator.reports;
+    const store = this.#evaluator.store;
+    const ref = st.deleted ? undefined : resourceReference(st.object);
+    if (ref) {
+      const id = reportIdentity(ref);
+      const desired = buildPolicyReport(ref, st.verdicts, { epoch: term.epochString, now: new Date() });
+      if (!reportContentEqual(reports.observed(id.namespace, id.name), desired)) return true;
+    }
+    const now = Date.now();
+    for (const rule of this.#evaluator.rulesOf(st)) {
+      const violating = st.violating.has(rule.display);
+      const k = (type: 'label' | 'annotate' | 'alert' | 'evict') => actionKey({ rule: rule.display, gvk: st.gvk, namespace: st.object.metadata?.namespace ?? '', name: st.object.metadata?.name ?? '', actionType: type });
+      for (const a of rule.state?.actions ?? []) {
+        if (!violating || st.deleted) continue;
+        if ((a.type === 'label' || a.type === 'annotate') && !store.has(k(a.type))) return true;
+        // An unconfirmed eviction intent is settled by the executor (it reads the pod).
+        if (a.type === 'evict' && this.#config.maxEvictionsPerMinute > 0 && store.get(k('evict'))?.state !== 'done') return true;
+      }
+      if (this.#alertmanager.configured) {
+        const wants = violating && !st.deleted && (rule.state?.actions ?? []).some((a) => a.type === 'alert');
+        const record = store.get(k('alert'));
+        // An unconfirmed intent (its sender died or was fenced) is settled with Alertmanager by the executor.
+        if (wants && record?.state === 'intent') return true;
+        const d = decideAlert(record, wants, now, this.#config.alertResendIntervalMs);
+        if (d.type === 'fire' || d.type === 'resolve') return true;
+        if (d.type === 'wait') this.#evaluator.enqueueAfter(key, d.dueAt - now);
+      }
+    }
+    return false;
+  }
+
+  // ---- the side-effecting step -------------------------------------------------
+
+  /** Leader-only side effects for one freshly evaluated object. */
+  async #act(acting: Acting, key: string, st: ObjectState): Promise<HandlerResult> {
+    const { term, signal } = acting;
+    if (signal.aborted) return;
+    if (!this.#evaluator.observedSynced()) return { requeueAfterMs: 500 };
+    const reports = this.#evaluator.reports;
+    const store = this.#evaluator.store;
+    const outcomes: ActionOutcome[] = [];
+    try {
+      // 1. The report (desired vs observed; GC removes it with the object too).
+      const ref = resourceReference(st.object);
+      if (ref) {
+        const id = reportIdentity(ref);
+        const desired = st.deleted ? undefined : buildPolicyReport(ref, st.verdicts, { epoch: term.epochString, now: new Date(), previous: reports.observed(id.namespace, id.name) });
+        if (!(st.deleted && !reports.observed(id.namespace, id.name))) {
+          const w = await reports.apply(id, desired, term, signal);
+          if (w !== 'unchanged') this.#sideEffect();
+        }
+      }
+      // 2. Actions of every rule the object violates; alert resolution for the others.
+      const target: ActionTarget = { gvk: st.gvk, object: st.object };
+      const states = this.#evaluator.ruleStates();
+      const meta = st.object.metadata ?? {};
+      for (const { display, state } of this.#evaluator.rulesOf(st)) {
+        const actions = state?.actions ?? [];
+        const verdict = st.verdicts.find((v) => v.rule === display);
+        const violating = !st.deleted && st.violating.has(display);
+        if (violating && verdict) {
+          if (actions.some((a) => a.type === 'label' || a.type === 'annotate')) outcomes.push(await this.#counted(this.#executor.mark(target, display, actions, term, signal)));
+          if (actions.some((a) => a.type === 'evict') && this.#config.maxEvictionsPerMinute > 0) outcomes.push(await this.#counted(this.#executor.evict(target, display, term, signal)));
+        }
+        const wantsAlert = actions.some((a) => a.type === 'alert');
+        const alertKey = actionKey({ rule: display, gvk: st.gvk, namespace: meta.namespace ?? '', name: meta.name ?? '', actionType: 'alert' });
+        if ((wantsAlert && violating) || store.has(alertKey)) {
+          if (!this.#alertmanager.configured) {
+            if (wantsAlert && violating) outcomes.push({ status: 'skipped', reason: 'no --alertmanager-url configured' });
+            continue;
+          }
+          const violation = {
+            rule: display,
+            severity: verdict?.severity ?? states.get(display)?.severity ?? 'medium',
+            kind: st.gvk.kind,
+            namespace: meta.namespace ?? '',
+            name: meta.name ?? '',
+            message: verdict?.message ?? `${display}: violation resolved`,
+            epoch: term.epochString,
+          };
+          outcomes.push(await this.#counted(this.#executor.alert(target, violation, wantsAlert && violating, term, signal)));
+        }
+      }
+    } catch (err) {
+      if (isPortalError(err, ErrorCode.TermExpired) || signal.aborted) {
+        // Not this key's fault: the next leader (maybe us again) picks it up as pending.
+        this.#log.debug({ key }, 'side effects stopped: the leader term ended');
+        return;
+      }
+      throw err;
+    }
+    this.#evaluator.prune(key, st);
+    const errors = outcomes.filter((o): o is Extract<ActionOutcome, { status: 'error' }> => o.status === 'error');
+    if (errors.length > 0) throw new Error(errors.map((e) => e.reason).join('; '));
+    let after: number | undefined;
+    for (const o of outcomes) {
+      const ms = o.status === 'retry' ? o.afterMs : o.status === 'done' ? o.requeueAfterMs : undefined;
+      if (ms !== undefined && (after === undefined || ms < after)) after = ms;
+    }
+    return after !== undefined ? { requeueAfterMs: Math.max(0, after) } : undefined;
+  }
+
+  async #counted(p: Promise<ActionOutcome>): Promise<ActionOutcome> {
+    const o = await p;
+    if (o.status === 'done') this.#sideEffect();
+    return o;
+  }
+
+  #sideEffect(): void {
+    this.firstSideEffectAt ??= Date.now();
+  }
+
+  // ---- introspection -------------------------------------------------------
+
+  /** Acting under a term right now. */
+  get leading(): string | undefined {
+    return this.#acting?.term.epochString;
+  }
+
+  stats(): Record<string, unknown> {
+    return {
+      leading: this.leading ?? null,
+      lastAuditTime: this.#lastAuditTime?.toISOString() ?? null,
+      statusWrites: this.status.writes,
+    };
+  }
+}

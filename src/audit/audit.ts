@@ -1,0 +1,43 @@
+/**
+ * The audit of one replica, built un-started: evaluation (every replica, a
+ * Runnable in the Manager's "others" group) and actuation (leader-only, a
+ * Runnable the Manager starts with each term). See evaluator.ts and actuator.ts.
+ */
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { KubeClient } from '../kube/client.ts';
+import type { FencedWriter } from '../kube/fenced-writer.ts';
+import type { RuleSet, RuleState } from '../policy/index.ts';
+import type { KubeObject } from '../policy/types.ts';
+import { AuditActuator, type AuditActuatorConfig } from './actuator.ts';
+import { AuditEvaluator, type AuditEvaluatorConfig, type AuditPolicySource } from './evaluator.ts';
+import { ReportWriter } from './report-writer.ts';
+
+export type AuditConfig = AuditEvaluatorConfig & AuditActuatorConfig;
+
+export interface AuditDeps {
+  client: KubeClient;
+  /** The replica's one leader-only writer (owned by the replica, which closes it); only the actuator's writes use it. */
+  writer: FencedWriter;
+  ruleSet: RuleSet;
+  /** Other policy kinds audited next to the rules (e.g. ValidatingAdmissionPolicies). */
+  policies?: readonly AuditPolicySource[];
+  namespaceLabels: (namespace: string) => Record<string, string> | undefined;
+  ruleObject?: (state: RuleState) => KubeObject | undefined;
+  onNamespaceChange?: (handler: (namespace: string) => void) => () => void;
+  logger: Logger;
+  registry: Registry;
+}
+
+export interface Audit {
+  evaluator: AuditEvaluator;
+  actuator: AuditActuator;
+}
+
+export function buildAudit(config: AuditConfig, deps: AuditDeps): Audit {
+  // Stored reports are watched on every replica (evaluation compares against them); only the actuator writes through it.
+  const reports = new ReportWriter(deps.client, deps.writer, deps.logger, config.staleAfterMs !== undefined ? { staleAfterMs: config.staleAfterMs } : {});
+  const evaluator = new AuditEvaluator(config, { ...deps, reports });
+  const actuator = new AuditActuator(config, { ...deps, evaluator });
+  return { evaluator, actuator };
+}

@@ -1,0 +1,484 @@
+/**
+ * Audit evaluation (DESIGN §1, §5; issue 10 item 3): runs on EVERY replica.
+ *
+ * Pipeline: informers for every kind some rule matches (started/stopped as
+ * rules come and go) feed a WorkQueue keyed by object; rule changes and the
+ * periodic full pass (`--audit-interval`) enqueue everything; a WorkerPool
+ * (`--audit-workers`) evaluates each object with the RuleSet (operation
+ * `AUDIT`) and keeps the desired state warm: per-object verdicts and per-rule
+ * violating objects. It also learns what the leader did (provenance
+ * annotations, the ledger ConfigMaps, the stored PolicyReports) into the
+ * idempotency store.
+ *
+ * The pool's side-effecting step is not here: it is an {@link AuditStep} that
+ * the leader-only {@link AuditActuator} attaches for the length of a term (the
+ * Manager starts it when leadership is won and cancels it when it is lost).
+ * With no step attached — a follower — a worker evaluates and stops there.
+ * Nothing in this file knows about leadership.
+ *
+ * Another kind of policy (e.g. ValidatingAdmissionPolicy) plugs in as an
+ * {@link AuditPolicySource}: its verdicts join the RuleSet's in
+ * `ObjectState.verdicts`, its kinds join the informers, and the actuator
+ * writes them into the same PolicyReports without knowing where they came from.
+ */
+import { setMaxListeners } from 'node:events';
+import type { Logger } from 'pino';
+import { Gauge, type Registry } from 'prom-client';
+import type { KubeClient } from '../kube/client.ts';
+import { ResilientInformer, type InformerEvent } from '../kube/informer.ts';
+import { ErrorCode, isPortalError } from '../observability/errors.ts';
+import { LogKey } from '../observability/log-keys.ts';
+import { evaluate, type RuleSet, type RuleState } from '../policy/index.ts';
+import type { EvaluationInput, GroupVersionKind, KubeObject, RuleVerdict } from '../policy/types.ts';
+import { actionKey, IdempotencyStore } from './idempotency.ts';
+import { KindInformers } from './kind-informers.ts';
+import { KindResolver, type KindResource } from './kind-resources.ts';
+import { LEDGER_LABELS } from './ledger.ts';
+import type { ReportWriter } from './report-writer.ts';
+import { ruleDisplay } from './status-writer.ts';
+import { objectKey, parseObjectKey, WorkQueue } from './work-queue.ts';
+import { WorkerPool, type HandlerResult } from './worker-pool.ts';
+
+export interface AuditEvaluatorConfig {
+  /** Where the ledger ConfigMaps live. */
+  installNamespace: string;
+  /** Never evaluated (the install namespace is added). */
+  exemptNamespaces: readonly string[];
+  /** `--audit-interval`. */
+  auditIntervalMs: number;
+  /** `--audit-workers`. */
+  workers: number;
+  /** How often the rule set's revision is compared (rules have no change event yet). @default 100 */
+  rulePollMs?: number;
+  /** Informer silence bound (tests shorten it). */
+  staleAfterMs?: number;
+}
+
+/**
+ * A source of audit verdicts besides the RuleSet (the seam for other policy
+ * kinds). `revision` changes when its policies change; `matchedKinds` adds
+ * informers; `evaluate` must be pure and fast (it runs in the worker pool).
+ */
+export interface AuditPolicySource {
+  readonly name: string;
+  readonly revision: number;
+  matchedKinds(): Iterable<{ group: string; kind: string }>;
+  evaluate(request: EvaluationInput): RuleVerdict[];
+}
+
+export interface AuditEvaluatorDeps {
+  client: KubeClient;
+  ruleSet: RuleSet;
+  /** Further policy kinds evaluated next to the RuleSet (see AuditPolicySource). */
+  policies?: readonly AuditPolicySource[];
+  namespaceLabels: (namespace: string) => Record<string, string> | undefined;
+  /** Subscribes to namespace changes (labels drive namespaceSelector); returns unsubscribe. */
+  onNamespaceChange?: (handler: (namespace: string) => void) => () => void;
+  /** Stored PolicyReports: watched here; written only by the actuator (through the FencedWriter). */
+  reports: ReportWriter;
+  logger: Logger;
+  registry: Registry;
+}
+
+/** What evaluation knows about one object: the input of the side-effecting step. */
+export interface ObjectState {
+  gvk: GroupVersionKind;
+  /** Last known object (the informer's own reference; for actions after a delete). */
+  object: KubeObject;
+  uid: string | undefined;
+  verdicts: RuleVerdict[];
+  /** Rules (display keys) the object violates now (fail or warn). */
+  violating: Set<string>;
+  /** Rules the object violated at some point and whose alert may still need resolving. */
+  seen: Set<string>;
+  deleted: boolean;
+}
+
+/**
+ * The side-effecting step of the worker pool, attached by the actuator while
+ * this replica leads. `act` runs after each evaluation; the hooks tell the
+ * step what evaluation saw so it can keep rule status current.
+ */
+export interface AuditStep {
+  act(key: string, state: ObjectState): Promise<HandlerResult>;
+  /** After every handled key (acted on or not). */
+  handled?(key: string): void;
+  /** Rules (RuleState keys) whose violation count changed. */
+  violationsChanged?(ruleKeys: string[]): void;
+  /** A full pass ended (every object enqueued by it was handled). */
+  passEnded?(at: Date): void;
+  /** The rule set changed. */
+  rulesChanged?(): void;
+}
+
+const isViolation = (v: RuleVerdict): boolean => v.result === 'fail' || v.result === 'warn';
+
+export class AuditEvaluator {
+  readonly name = 'audit-evaluation';
+  readonly store = new IdempotencyStore();
+  /** Stored PolicyReports (watched on every replica); the actuator writes through it. */
+  readonly reports: ReportWriter;
+  readonly #config: Readonly<AuditEvaluatorConfig>;
+  readonly #deps: AuditEvaluatorDeps;
+  readonly #log: Logger;
+  readonly #queue: WorkQueue<undefined>;
+  readonly #informers: KindInformers;
+  readonly #resolver: KindResolver;
+  readonly #ledger: ResilientInformer<KubeObject>;
+  readonly #exempt: ReadonlySet<string>;
+  readonly #objects = new Map<string, ObjectState>();
+  /** Rule display key → keys of objects violating it. */
+  readonly #violators = new Map<string, Set<string>>();
+  readonly #passPending = new Set<string>();
+  readonly #gauges: { objects: Gauge; violating: Gauge<'rule'>; passSeconds: Gauge };
+  #signal: AbortSignal | undefined;
+  #revision = '';
+  #passStartedAt = 0;
+  #lastPassTime: Date | undefined;
+  #passes = 0;
+  #unresolved: string[] = [];
+  #step: AuditStep | undefined;
+  /** `act` calls in flight: detaching waits for them. */
+  readonly #acting = new Set<Promise<unknown>>();
+
+  constructor(config: AuditEvaluatorConfig, deps: AuditEvaluatorDeps) {
+    this.#config = Object.freeze({ ...config });
+    this.#deps = deps;
+    this.#log = deps.logger.child({ [LogKey.subcomponent]: 'audit' });
+    const { client } = deps;
+    this.#exempt = new Set([...config.exemptNamespaces, config.installNamespace]);
+    this.#queue = new WorkQueue({ name: 'audit', logger: this.#log, registry: deps.registry });
+    const staleOpt = config.staleAfterMs !== undefined ? { staleAfterMs: config.staleAfterMs } : {};
+    this.#informers = new KindInformers(client, this.#log, (r, e) => this.#onObjectEvent(r, e), staleOpt);
+    this.#resolver = new KindResolver(client);
+    this.reports = deps.reports;
+    this.#ledger = new ResilientInformer(
+      client,
+      {
+        name: 'audit-ledger',
+        path: `/api/v1/namespaces/${encodeURIComponent(config.installNamespace)}/configmaps`,
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        labelSelector: Object.entries(LEDGER_LABELS).map(([k, v]) => `${k}=${v}`).join(','),
+        ...staleOpt,
+      },
+      this.#log,
+    );
+    this.#ledger.onEvent((e) => {
+      const data = (o: KubeObject | undefined) => (o as { data?: Record<string, string> } | undefined)?.data;
+      if (e.type === 'add') this.store.observeLedger(data(e.object));
+      else if (e.type === 'update') this.store.observeLedger(data(e.object), data(e.old));
+      else this.store.observeLedger(undefined, data(e.object));
+    });
+    const gauge = <L extends string>(name: string, help: string, labelNames: L[] = []) =>
+      (deps.registry.getSingleMetric(name) as Gauge<L> | undefined) ?? new Gauge<L>({ name, help, labelNames, registers: [deps.registry] });
+    this.#gauges = {
+      objects: gauge('portal_audit_objects', 'Objects held by the audit (every matched kind).'),
+      violating: gauge('portal_audit_violating_objects', 'Objects violating a rule now, by rule.', ['rule']),
+      passSeconds: gauge('portal_audit_full_pass_duration_seconds', 'Duration of the last full audit pass (enqueue to drained).'),
+    };
+  }
+
+  // ---- lifecycle -------------------------------------------------------
+
+  async start(signal: AbortSignal): Promise<void> {
+    this.#signal = signal;
+    // One listener per informer (kinds, reports, ledger) and per in-flight list request: more than Node's default 10.
+    setMaxListeners(0, signal);
+    const pool = new WorkerPool(this.#queue, (w) => this.#handle(w.key), { concurrency: this.#config.workers, logger: this.#log });
+    const background = [this.reports.start(signal), this.#ledger.start(signal), pool.start(signal)];
+    const unsubscribe = this.#deps.onNamespaceChange?.((ns) => this.#enqueueNamespace(ns));
+    const interval = setInterval(() => this.fullPass(), this.#config.auditIntervalMs);
+    const poll = setInterval(() => void this.#tick(), this.#config.rulePollMs ?? 100);
+    try {
+      await this.#tick();
+      await Promise.race([Promise.all([this.#informers.waitForSync(signal), this.reports.reports.waitForSync(signal), this.#ledger.waitForSync(signal)]), aborted(signal)]).catch(() => {});
+      if (!signal.aborted) this.fullPass();
+      await aborted(signal);
+    } finally {
+      clearInterval(interval);
+      clearInterval(poll);
+      unsubscribe?.();
+      this.#queue.destroy();
+      await Promise.allSettled([...background, this.#informers.stopAll()]);
+    }
+  }
+
+  /**
+   * Attaches the side-effecting step (one at a time); returns `detach`,
+   * which resolves once no `act` of this step is running any more.
+   */
+  attach(step: AuditStep): () => Promise<void> {
+    if (this.#step) throw new Error('an audit step is already attached');
+    this.#step = step;
+    return async () => {
+      if (this.#step === step) this.#step = undefined;
+      while (this.#acting.size > 0) await Promise.allSettled([...this.#acting]);
+    };
+  }
+
+  // ---- what the actuator reads and asks for ----------------------------------
+
+  /** Every object evaluation holds (a snapshot: safe to iterate across awaits). */
+  objects(): Array<[string, ObjectState]> {
+    return [...this.#objects];
+  }
+
+  get objectCount(): number {
+    return this.#objects.size;
+  }
+
+  enqueue(key: string): void {
+    try {
+      this.#queue.add(key);
+    } catch (err) {
+      if (isPortalError(err, ErrorCode.Closed)) return;
+      this.#log.warn({ key, err: (err as Error).message }, 'audit queue rejected a key; the next full pass retries it');
+    }
+  }
+
+  enqueueAfter(key: string, ms: number): void {
+    this.#queue.addAfter(key, undefined, ms);
+  }
+
+  /** Rules with their display key, cached per rule set revision. */
+  ruleStates(): Map<string, RuleState> {
+    if (this.#statesRevision !== this.#deps.ruleSet.revision) {
+      this.#statesByDisplay = new Map(this.#deps.ruleSet.states().map((s) => [ruleDisplay(s), s]));
+      this.#statesRevision = this.#deps.ruleSet.revision;
+    }
+    return this.#statesByDisplay;
+  }
+
+  /** The rules an object violates or once violated (whose alert may need resolving). */
+  rulesOf(st: ObjectState): Array<{ display: string; state: RuleState | undefined }> {
+    const byDisplay = this.ruleStates();
+    const names = new Set([...st.seen, ...st.verdicts.map((v) => v.rule)]);
+    return [...names].map((display) => ({ display, state: byDisplay.get(display) }));
+  }
+
+  /** Forgets resolved rules (no alert left to resolve) and, once clean, deleted objects. */
+  prune(key: string, st: ObjectState): void {
+    for (const display of [...st.seen]) {
+      if (st.violating.has(display)) continue;
+      const k = actionKey({ rule: display, gvk: st.gvk, namespace: st.object.metadata?.namespace ?? '', name: st.object.metadata?.name ?? '', actionType: 'alert' });
+      if (!this.store.has(k)) st.seen.delete(display);
+    }
+    if (st.deleted && st.seen.size === 0 && this.#objects.get(key) === st) this.#objects.delete(key);
+  }
+
+  /** Reports and ledger have listed once (the actuator compares against them). */
+  observedSynced(): boolean {
+    return this.reports.synced() && this.#ledger.hasSynced();
+  }
+
+  get lastPassTime(): Date | undefined {
+    return this.#lastPassTime;
+  }
+
+  // ---- rules and passes ------------------------------------------------------
+
+  #statesRevision = -1;
+  #statesByDisplay = new Map<string, RuleState>();
+
+  #revisionNow(): string {
+    return [this.#deps.ruleSet.revision, ...(this.#deps.policies ?? []).map((p) => p.revision)].join('/');
+  }
+
+  #ticking = false;
+  async #tick(): Promise<void> {
+    const signal = this.#signal;
+    if (!signal || signal.aborted || this.#ticking) return;
+    this.#ticking = true;
+    try {
+      const revision = this.#revisionNow();
+      if (revision !== this.#revision) {
+        this.#revision = revision;
+        await this.#syncKinds(signal);
+        this.#step?.rulesChanged?.();
+        this.#enqueueAll(false);
+      }
+      this.#gauges.objects.set(this.#objects.size);
+    } catch (err) {
+      this.#log.warn({ err: (err as Error).message }, 'audit tick failed, retrying');
+      this.#revision = '';
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  async #syncKinds(signal: AbortSignal): Promise<void> {
+    const wanted: KindResource[] = [];
+    const unresolved: string[] = [];
+    const kinds = new Map<string, { group: string; kind: string }>();
+    for (const k of [this.#deps.ruleSet.matchedKinds(), ...(this.#deps.policies ?? []).map((p) => p.matchedKinds())].flatMap((i) => [...i])) kinds.set(`${k.group}/${k.kind}`, k);
+    for (const { group, kind } of kinds.values()) {
+      const r = await this.#resolver.resolve(group, kind, signal);
+      if (r.ok) wanted.push(r.resource);
+      else unresolved.push(r.reason);
+    }
+    if (unresolved.join() !== this.#unresolved.join()) {
+      for (const reason of unresolved) this.#log.warn({ reason }, 'a matched kind is not audited');
+      this.#unresolved = unresolved;
+    }
+    if (unresolved.length > 0) this.#resolver.forget();
+    const { started, stopped } = this.#informers.sync(wanted, signal);
+    if (started.length || stopped.length) this.#log.info({ started: started.map((r) => r.kind), stopped: stopped.map((r) => r.kind) }, 'audited kinds changed');
+    for (const r of stopped) {
+      // Objects of a kind no rule matches any more: their reports go (nothing applies).
+      for (const [key, st] of this.#objects) if (st.gvk.group === r.group && st.gvk.kind === r.kind) this.enqueue(key);
+    }
+  }
+
+  /** Enqueues every object of every audited kind (a full pass). Returns how many. */
+  fullPass(): number {
+    if (this.#passPending.size > 0) return 0; // the previous pass is still running
+    this.#passStartedAt = performance.now();
+    const n = this.#enqueueAll(true);
+    if (n === 0) this.#finishPass();
+    return n;
+  }
+
+  #enqueueAll(pass: boolean): number {
+    let n = 0;
+    for (const { resource, informer } of this.#informers.all()) {
+      for (const o of informer.list()) {
+        const key = objectKey(resource.group, resource.kind, o.metadata?.namespace ?? '', o.metadata?.name ?? '');
+        if (pass) this.#passPending.add(key);
+        this.enqueue(key);
+        n++;
+      }
+    }
+    // Objects known but gone from every informer (kind dropped): evaluate to clean up.
+    for (const key of this.#objects.keys()) this.enqueue(key);
+    return n;
+  }
+
+  #finishPass(): void {
+    this.#passes++;
+    this.#lastPassTime = new Date();
+    this.#gauges.passSeconds.set((performance.now() - this.#passStartedAt) / 1000);
+    this.#step?.passEnded?.(this.#lastPassTime);
+    this.#log.info({ objects: this.#objects.size, seconds: (performance.now() - this.#passStartedAt) / 1000 }, 'full audit pass done');
+  }
+
+  #enqueueNamespace(namespace: string): void {
+    for (const { resource, informer } of this.#informers.all()) {
+      for (const o of informer.list(namespace)) this.enqueue(objectKey(resource.group, resource.kind, namespace, o.metadata?.name ?? ''));
+    }
+  }
+
+  #onObjectEvent(resource: KindResource, event: InformerEvent<KubeObject>): void {
+    const o = event.object;
+    if (event.type !== 'delete') this.store.observeObject({ group: resource.group, version: resource.version, kind: resource.kind }, o);
+    this.enqueue(objectKey(resource.group, resource.kind, o.metadata?.namespace ?? '', o.metadata?.name ?? ''));
+  }
+
+  // ---- the work ------------------------------------------------------------
+
+  async #handle(key: string): Promise<HandlerResult> {
+    const step = this.#step;
+    try {
+      this.#evaluate(key);
+      const st = this.#objects.get(key);
+      if (!st) return;
+      // A follower: evaluated, nothing to act on.
+      if (!step || this.#step !== step) return this.prune(key, st);
+      const acting = step.act(key, st);
+      this.#acting.add(acting);
+      try {
+        return await acting;
+      } finally {
+        this.#acting.delete(acting);
+      }
+    } finally {
+      if (this.#passPending.delete(key) && this.#passPending.size === 0) this.#finishPass();
+      this.#step?.handled?.(key);
+    }
+  }
+
+  /** Recomputes the desired state of one object. */
+  #evaluate(key: string): void {
+    const { group, kind, namespace, name } = parseObjectKey(key);
+    const resource = this.#informers.resource(group, kind);
+    const object = resource ? this.#informers.informer(group, kind)?.get(name, namespace || undefined) : undefined;
+    const prev = this.#objects.get(key);
+    let verdicts: RuleVerdict[] = [];
+    const exempt = this.#exempt.has(namespace) || (group === '' && kind === 'Namespace' && this.#exempt.has(name));
+    if (object && resource && !exempt) {
+      const request: EvaluationInput = {
+        operation: 'AUDIT',
+        kind: { group, version: resource.version, kind },
+        namespace,
+        name,
+        object,
+        oldObject: null,
+        namespaceLabels: group === '' && kind === 'Namespace' ? (object.metadata?.labels ?? {}) : namespace ? this.#deps.namespaceLabels(namespace) : undefined,
+      };
+      verdicts = evaluate(this.#deps.ruleSet, request);
+      for (const p of this.#deps.policies ?? []) verdicts.push(...p.evaluate(request));
+    }
+    const violating = new Set(verdicts.filter(isViolation).map((v) => v.rule));
+    const changed = new Set<string>();
+    for (const r of prev?.violating ?? []) if (!violating.has(r)) changed.add(r);
+    for (const r of violating) if (!prev?.violating.has(r)) changed.add(r);
+    for (const r of changed) {
+      let set = this.#violators.get(r);
+      if (violating.has(r)) {
+        if (!set) this.#violators.set(r, (set = new Set()));
+        set.add(key);
+      } else set?.delete(key);
+      this.#gauges.violating.set({ rule: r }, this.#violators.get(r)?.size ?? 0);
+    }
+    if (changed.size > 0 && this.#step?.violationsChanged) {
+      const states = this.ruleStates();
+      this.#step.violationsChanged([...changed].map((r) => states.get(r)?.key).filter((k): k is string => k !== undefined));
+    }
+    const seen = new Set([...(prev?.seen ?? []), ...violating]);
+    if (object && resource) {
+      this.#objects.set(key, { gvk: { group, version: resource.version, kind }, object, uid: object.metadata?.uid, verdicts, violating, seen, deleted: false });
+    } else if (prev) {
+      // Gone: keep it until its leader-only clean-up (alert resolution) is done.
+      this.#objects.set(key, { ...prev, verdicts: [], violating: new Set(), seen, deleted: true });
+    }
+  }
+
+  // ---- introspection -------------------------------------------------------
+
+  /** Objects violating `rule` (display key) right now, as computed on this replica. */
+  violations(rule: string): number {
+    return this.#violators.get(rule)?.size ?? 0;
+  }
+
+  get passes(): number {
+    return this.#passes;
+  }
+
+  /** Every informer (kinds, reports, ledger) has listed once. */
+  synced(): boolean {
+    return this.#informers.synced() && this.observedSynced();
+  }
+
+  /** Nothing waiting or in flight (delayed re-sends excluded). */
+  idle(): boolean {
+    return this.#queue.length === 0 && this.#queue.processing === 0 && this.#passPending.size === 0;
+  }
+
+  stats(): Record<string, unknown> {
+    return {
+      objects: this.#objects.size,
+      kinds: this.#informers.all().map((i) => i.resource.kind),
+      unresolvedKinds: this.#unresolved,
+      queue: { waiting: this.#queue.length, processing: this.#queue.processing, delayed: this.#queue.delayed },
+      passes: this.#passes,
+      acting: this.#step !== undefined,
+      idempotencyKeys: this.store.size,
+      reportWrites: { ...this.reports.writes },
+    };
+  }
+}
+
+export function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}

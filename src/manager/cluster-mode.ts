@@ -1,0 +1,110 @@
+/**
+ * Cluster mode (`--kubeconfig FILE`, or in-cluster config when
+ * KUBERNETES_SERVICE_HOST is set): rules and namespace labels from
+ * informers, the audit (evaluation on every replica, actuation leader-only)
+ * and leader election on the Lease. Builds everything un-started.
+ *
+ * Leadership reaches work in one place: the elector reports on its channel
+ * (`elector.events`), the Manager subscribes and starts the leader-only
+ * runnables (the audit actuator) with the term, and cancels them when it ends.
+ */
+import type { Registry } from 'prom-client';
+import type { HealthChecks } from '../admission/probes.ts';
+import { buildAudit } from '../audit/audit.ts';
+import type { ServeConfig } from '../config/options.ts';
+import { createKubeClient, type KubeClient } from '../kube/client.ts';
+import { ClusterRuleSource } from '../kube/cluster-rule-source.ts';
+import { FencedWriter } from '../kube/fenced-writer.ts';
+import { leaderElectionConfig, LeaderElector, makeIdentity } from '../leader/index.ts';
+import type { DebugVars } from '../observability/debug-vars.ts';
+import { LogKey } from '../observability/log-keys.ts';
+import { componentLogger, type Logger } from '../observability/logger.ts';
+import type { BuildProblems, Mode } from './mode.ts';
+
+export const VERSION = '0.1.0';
+
+export interface ClusterModeDeps {
+  root: Logger;
+  env: Readonly<Record<string, string | undefined>>;
+  registry: Registry;
+  liveness: HealthChecks;
+  debugVars: DebugVars;
+}
+
+export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps): Mode | BuildProblems {
+  const { root, registry, debugVars } = deps;
+  const inCluster = config.kubeconfig === '' && (deps.env.KUBERNETES_SERVICE_HOST ?? '') !== '';
+  let client: KubeClient;
+  try {
+    client = createKubeClient({
+      ...(inCluster ? { inCluster: true } : { kubeconfigPath: config.kubeconfig }),
+      qps: config.kubeApiQps,
+      burst: config.kubeApiBurst,
+      userAgent: `portal/${VERSION} (${config.podName})`,
+    });
+  } catch (err) {
+    return { title: 'cannot use the cluster', problems: [(err as Error).message] };
+  }
+  componentLogger(root, 'serve').info({ [LogKey.url]: client.server, inCluster }, 'cluster mode: rules and namespace labels from the API server');
+  const source = new ClusterRuleSource({ client, logger: componentLogger(root, 'rules') });
+
+  let elector: LeaderElector;
+  try {
+    elector = new LeaderElector(
+      leaderElectionConfig({
+        leaderElect: config.leaderElect,
+        leaseName: config.leaseName,
+        leaseNamespace: config.leaseNamespace,
+        leaseDurationMs: config.leaseDuration,
+        renewDeadlineMs: config.renewDeadline,
+        retryPeriodMs: config.retryPeriod,
+      }),
+      { client, identity: makeIdentity(config.podName), logger: componentLogger(root, 'leader'), registry },
+    );
+  } catch (err) {
+    return { title: 'invalid leader election settings', problems: [(err as Error).message] };
+  }
+
+  // The replica's one transport for leader-only writes (fenced at the socket); closed after the Manager stopped.
+  const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: client.userAgent });
+  const { evaluator, actuator } = buildAudit(
+    {
+      installNamespace: config.installNamespace,
+      exemptNamespaces: config.exemptNamespaces,
+      auditIntervalMs: config.auditInterval,
+      workers: config.auditWorkers,
+      maxEvictionsPerMinute: config.maxEvictionsPerMinute,
+      alertmanagerUrls: config.alertmanagerUrl,
+      alertResendIntervalMs: config.alertResendInterval,
+    },
+    {
+      client,
+      writer,
+      ruleSet: source.ruleSet,
+      namespaceLabels: (ns) => source.namespaceLabels(ns),
+      ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
+      onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
+      logger: componentLogger(root, 'audit'),
+      registry,
+    },
+  );
+
+  debugVars.register('informers', () => source.informerStats());
+  debugVars.register('leader_election', () => elector.debugVars());
+  debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats() }));
+  deps.liveness.add('leader-election', () => elector.healthError() ?? true);
+
+  return {
+    kind: 'cluster',
+    source,
+    election: elector,
+    runnables: [
+      ...source.runnables().map((runnable) => ({ runnable, group: 'informers' as const })),
+      // Every replica evaluates (warm followers) ...
+      { runnable: evaluator, group: 'others' },
+      // ... and only the leader acts: started by the Manager with each term.
+      { runnable: actuator, group: 'others' },
+    ],
+    close: () => writer.close(),
+  };
+}

@@ -1,0 +1,20 @@
+/**
+ * File mode (`portal serve --policies DIR`): rules read once from manifests,
+ * admission only — no cluster, no informers, no audit, no election.
+ */
+import { FileRuleSource } from '../admission/rule-source.ts';
+import { loadRulesFromDirectory } from '../config/manifests.ts';
+import type { BuildProblems, Mode } from './mode.ts';
+
+export async function fileMode(dir: string): Promise<Mode | BuildProblems> {
+  const source = new FileRuleSource(dir, loadRulesFromDirectory);
+  const problems = await source.load();
+  if (problems.length > 0) return { title: 'invalid rules', problems: problems.map((p) => `${p.source}: ${p.message}`) };
+  return {
+    kind: 'files',
+    source,
+    // The files were read above; the runnable only keeps the source for the Manager's lifetime.
+    runnables: [{ runnable: { name: 'rule-files', start: (signal) => source.start(signal) }, group: 'informers' }],
+    close: async () => {},
+  };
+}

@@ -1,0 +1,29 @@
+/**
+ * What a replica's mode contributes (file mode, cluster mode): where rules
+ * come from, the Runnables to run (each with its group), an election when
+ * there is one, and what to close after the Manager stopped.
+ */
+import type { RuleSource } from '../admission/rule-source.ts';
+import type { Election } from './manager.ts';
+import type { Runnable, RunnableGroup } from './runnable.ts';
+
+export interface ModeRunnable {
+  runnable: Runnable;
+  /** Ignored for leader-only runnables (needLeaderElection() = true): they run with the term. */
+  group: RunnableGroup;
+}
+
+export interface Mode {
+  readonly kind: 'files' | 'cluster';
+  readonly source: RuleSource;
+  readonly runnables: readonly ModeRunnable[];
+  readonly election?: Election;
+  /** Idempotent; called once the Manager has stopped (or was never started). */
+  close(): Promise<void>;
+}
+
+/** A configuration or environment problem found while building (exit code 2 at the CLI). */
+export interface BuildProblems {
+  title: string;
+  problems: string[];
+}

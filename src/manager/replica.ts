@@ -1,0 +1,179 @@
+/**
+ * buildReplica(config): the composition root of `portal serve`, in
+ * fastify's factory style — it builds every piece from the frozen
+ * ServeConfig and returns an UN-STARTED replica. The CLI then only listens,
+ * starts and exits; tests can build one, listen on port 0 and look inside.
+ *
+ * Who starts what (docs/architecture.md):
+ * - `listen()` binds the probes server, then the webhook (a port in use is a
+ *   start-up failure, not a restart loop);
+ * - `start(signal)` runs the Manager: probes → webhook → informers (sync
+ *   awaited) → others (the audit evaluation) → the election; the Manager
+ *   starts the leader-only group (the audit actuator) on the elector's
+ *   BecameLeader and cancels it on LostLeadership. Stop order is the reverse,
+ *   bounded by --shutdown-grace-period;
+ * - `close()` (idempotent) releases what the Manager does not own: servers
+ *   never started, the FencedWriter, a self-signed certificate directory.
+ *
+ * Modes: file-mode.ts (`--policies DIR`) and cluster-mode.ts.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { Registry } from 'prom-client';
+import { writeSelfSigned } from '../admission/certs.ts';
+import { engineDecider } from '../admission/engine-decider.ts';
+import { HealthChecks, buildProbesServer } from '../admission/probes.ts';
+import { ReadinessGate } from '../admission/readiness.ts';
+import { buildAdmissionServer } from '../admission/server.ts';
+import { readTlsFiles, watchTlsFiles, type TlsFiles } from '../admission/tls-reload.ts';
+import type { ServeConfig } from '../config/options.ts';
+import { DebugVars } from '../observability/debug-vars.ts';
+import { LogKey } from '../observability/log-keys.ts';
+import { componentLogger, type Logger } from '../observability/logger.ts';
+import { createAdmissionMetrics } from '../observability/metrics.ts';
+import { clusterMode } from './cluster-mode.ts';
+import { fileMode } from './file-mode.ts';
+import { Manager } from './manager.ts';
+import type { BuildProblems, Mode } from './mode.ts';
+import type { Runnable } from './runnable.ts';
+
+export interface ReplicaDeps {
+  root: Logger;
+  /** Environment (in-cluster detection); the replica never reads `process.env`. */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+export interface Replica {
+  readonly mode: Mode['kind'];
+  readonly manager: Manager;
+  readonly registry: Registry;
+  /** Binds probes, then the webhook. Rejects with the listen error (`flag` says which port). */
+  listen(): Promise<{ probes: string; webhook: string }>;
+  /** Runs the Manager until `signal` aborts (see Manager.start). */
+  start(signal: AbortSignal, options?: { force?: AbortSignal }): Promise<void>;
+  /** Idempotent. */
+  close(): Promise<void>;
+}
+
+export class ListenError extends Error {
+  constructor(
+    readonly flag: '--probes-port' | '--webhook-port',
+    cause: unknown,
+  ) {
+    super(`cannot listen (${flag}): ${(cause as Error).message}`, { cause });
+  }
+}
+
+export type BuildResult = { ok: true; replica: Replica } | ({ ok: false } & BuildProblems);
+
+/** A Runnable that keeps an already-listening server until its signal aborts, then closes it. */
+function serverRunnable(name: string, server: FastifyInstance, alsoRun?: (signal: AbortSignal) => Promise<void>): Runnable {
+  return {
+    name,
+    async start(signal) {
+      const extra = alsoRun?.(signal);
+      if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      // In-flight requests finish; new connections are refused.
+      await Promise.allSettled([server.close(), ...(extra ? [extra] : [])]);
+    },
+  };
+}
+
+export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaDeps): Promise<BuildResult> {
+  const { root } = deps;
+  const log = componentLogger(root, 'serve');
+  const registry = new Registry();
+  const liveness = new HealthChecks();
+  const debugVars = new DebugVars();
+
+  const mode = config.policies !== '' ? await fileMode(config.policies) : clusterMode(config, { root, env: deps.env, registry, liveness, debugVars });
+  if (!('kind' in mode)) return { ok: false, ...mode };
+  const { source } = mode;
+
+  let selfSignedDir: string | undefined;
+  const cleanup = async () => {
+    await mode.close();
+    if (selfSignedDir) await rm(selfSignedDir, { recursive: true, force: true });
+  };
+  let tlsFiles: TlsFiles = { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile };
+  let tls: Awaited<ReturnType<typeof readTlsFiles>>;
+  const metrics = createAdmissionMetrics(registry);
+  metrics.rulesLoaded.set(source.ruleSet.size);
+  const gate = new ReadinessGate();
+  gate.addCheck('rules', () => source.ready() || source.notReadyReason());
+  let webhook: ReturnType<typeof buildAdmissionServer>;
+  try {
+    if (config.selfSigned) {
+      selfSignedDir = await mkdtemp(join(tmpdir(), 'portal-serve-'));
+      const files = await writeSelfSigned(selfSignedDir, ['localhost', config.podName], ['127.0.0.1', '::1']);
+      tlsFiles = files;
+      log.info({ [LogKey.dir]: selfSignedDir, caFile: files.caFile }, 'generated a self-signed certificate (local use only)');
+    }
+    // The pair was checked with the configuration; this catches a file
+    // replaced in between, which would otherwise throw out of the server factory.
+    tls = await readTlsFiles(tlsFiles);
+    webhook = buildAdmissionServer({
+      tls,
+      decide: engineDecider(source.ruleSet),
+      gate,
+      exemptNamespaces: config.exemptNamespaces,
+      namespaceLabels: source.namespaceLabels,
+      metrics,
+      logger: componentLogger(root, 'admission'),
+    });
+  } catch (err) {
+    await cleanup();
+    return { ok: false, title: 'cannot use the serving certificate', problems: [`${tlsFiles.certFile} / ${tlsFiles.keyFile}: ${(err as Error).message}`] };
+  }
+  debugVars.register('admission', () => ({ rules: source.ruleSet.size, ready: gate.status(), recentErrors: gate.errorRatio() }));
+  debugVars.register('rules', () =>
+    source.ruleSet.states().map((s) => ({ key: s.key, ready: s.ready, reason: s.reason, message: s.message, generation: s.generation, enforcement: s.enforcement })),
+  );
+  const probes = buildProbesServer({ registry, gate, liveness, debugVars, logger: componentLogger(root, 'probes') });
+
+  const manager = new Manager({ gracefulShutdownMs: config.shutdownGracePeriod }, { logger: componentLogger(root, 'manager'), ...(mode.election ? { election: mode.election } : {}) });
+  manager.add(serverRunnable('probes', probes), 'probes');
+  manager.add(
+    serverRunnable('webhook', webhook, (signal) => watchTlsFiles({ ...tlsFiles, target: webhook.server, initial: tls, logger: componentLogger(root, 'tls') }, signal)),
+    'webhook',
+  );
+  for (const { runnable, group } of mode.runnables) manager.add(runnable, group);
+  debugVars.register('manager', () => manager.describe());
+
+  let started = false;
+  let closed: Promise<void> | undefined;
+  const replica: Replica = {
+    mode: mode.kind,
+    manager,
+    registry,
+    async listen() {
+      let flag: ListenError['flag'] = '--probes-port';
+      try {
+        const probesUrl = await probes.listen({ port: config.probesPort, host: config.bindAddress });
+        log.info({ [LogKey.url]: probesUrl }, 'probes listening');
+        flag = '--webhook-port';
+        const webhookUrl = await webhook.listen({ port: config.webhookPort, host: config.bindAddress });
+        log.info({ [LogKey.url]: `${webhookUrl}/validate`, [LogKey.count]: source.ruleSet.size }, 'webhook listening');
+        return { probes: probesUrl, webhook: webhookUrl };
+      } catch (err) {
+        log.error({ [LogKey.error]: err }, 'cannot start');
+        throw new ListenError(flag, err);
+      }
+    },
+    async start(signal, options = {}) {
+      started = true;
+      await manager.start(signal, options);
+    },
+    close() {
+      closed ??= (async () => {
+        // A started Manager closed the servers itself; otherwise nobody did.
+        if (!started) await Promise.allSettled([webhook.close(), probes.close()]);
+        await cleanup();
+      })();
+      return closed;
+    },
+  };
+  return { ok: true, replica };
+}

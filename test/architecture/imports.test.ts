@@ -1,0 +1,73 @@
+/**
+ * Imports flow one way (STYLE.md; issue 10 item 4): cli → manager →
+ * {admission, audit, leader} → {policy, kube} → {observability, config}, with
+ * the Kubernetes object shapes in types/ at the bottom. In particular the
+ * rule path goes kube → policy (ClusterRuleSource lives in kube/, not cli/),
+ * and the CLI only parses, listens and exits: the replica is composed in
+ * manager/replica.ts.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+
+interface Edge {
+  from: string;
+  to: string;
+  typeOnly: boolean;
+}
+
+function files(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+}
+
+/** Every relative import/export-from in src/, as src-relative paths. */
+function edges(): Edge[] {
+  const out: Edge[] = [];
+  for (const file of files(SRC)) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/^(import|export)\s+(type\s+)?[^;]*?from\s+'(\.[^']+)'/gms)) {
+      out.push({ from: relative(SRC, file), to: relative(SRC, resolve(dirname(file), m[3]!)), typeOnly: m[2] !== undefined });
+    }
+  }
+  return out;
+}
+
+const top = (path: string) => path.split('/')[0]!;
+
+/** Top-level directory → directories it must not import from. */
+const FORBIDDEN: Record<string, string[]> = {
+  types: ['admission', 'audit', 'cli', 'config', 'devcluster', 'kube', 'leader', 'manager', 'observability', 'policy'],
+  policy: ['admission', 'audit', 'cli', 'devcluster', 'kube', 'leader', 'manager'],
+  kube: ['admission', 'audit', 'cli', 'devcluster', 'leader', 'manager'],
+  leader: ['admission', 'audit', 'cli', 'devcluster', 'manager'],
+  audit: ['admission', 'cli', 'devcluster', 'manager'],
+  admission: ['audit', 'cli', 'devcluster', 'kube', 'leader', 'manager'],
+  manager: ['cli', 'devcluster'],
+  // The CLI parses, builds the replica through manager/, listens and exits.
+  cli: ['admission', 'audit', 'kube', 'leader'],
+};
+
+/** Type-only uses of the Runnable contract are how a component declares it is one. */
+const ALLOWED_TYPE_ONLY = new Set(['manager/runnable.ts']);
+
+test('imports flow one way: no layer imports one above it', () => {
+  const bad = edges()
+    .filter((e) => FORBIDDEN[top(e.from)]?.includes(top(e.to)))
+    .filter((e) => !(e.typeOnly && ALLOWED_TYPE_ONLY.has(e.to)))
+    .map((e) => `${e.from} → ${e.to}`);
+  assert.deepEqual(bad, []);
+});
+
+test('nothing outside cli/ imports cli/; ClusterRuleSource is in kube/', () => {
+  assert.deepEqual(
+    edges()
+      .filter((e) => top(e.from) !== 'cli' && top(e.to) === 'cli')
+      .map((e) => `${e.from} → ${e.to}`),
+    [],
+  );
+  assert.ok(files(SRC).some((f) => relative(SRC, f) === 'kube/cluster-rule-source.ts'));
+});
