@@ -14,6 +14,8 @@ import { buildAudit } from '../audit/audit.ts';
 import type { ServeConfig } from '../config/options.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
 import { ClusterRuleSource } from '../kube/cluster-rule-source.ts';
+import { VapInformerSource } from '../kube/vap-source.ts';
+import { VapAuditPolicySource } from '../audit/vap-policy-source.ts';
 import { FencedWriter } from '../kube/fenced-writer.ts';
 import { leaderElectionConfig, LeaderElector, makeIdentity } from '../leader/index.ts';
 import type { DebugVars } from '../observability/debug-vars.ts';
@@ -47,6 +49,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   }
   componentLogger(root, 'serve').info({ [LogKey.url]: client.server, inCluster }, 'cluster mode: rules and namespace labels from the API server');
   const source = new ClusterRuleSource({ client, logger: componentLogger(root, 'rules') });
+  // ValidatingAdmissionPolicies are audited, never enforced here (the API server does): DESIGN §8.
+  const vaps = new VapInformerSource(client, componentLogger(root, 'vap'));
 
   let elector: LeaderElector;
   try {
@@ -81,6 +85,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       client,
       writer,
       ruleSet: source.ruleSet,
+      policies: [new VapAuditPolicySource(vaps)],
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
@@ -100,6 +105,9 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     election: elector,
     runnables: [
       ...source.runnables().map((runnable) => ({ runnable, group: 'informers' as const })),
+      // Not an admission dependency: VAP informers never gate readiness (a cluster without
+      // VAPs, or without RBAC for them, still admits); until synced the audit has no VAP verdicts.
+      { runnable: { name: 'vap-informers', start: (signal: AbortSignal) => vaps.start(signal) }, group: 'others' },
       // Every replica evaluates (warm followers) ...
       { runnable: evaluator, group: 'others' },
       // ... and only the leader acts: started by the Manager with each term.
