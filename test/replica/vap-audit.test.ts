@@ -74,6 +74,10 @@ test('a replica audits a VAP into PolicyReports (policy = VAP, rule = binding, s
   assert.equal(mine[0]?.properties?.['ruleKind'], 'ValidatingAdmissionPolicy');
   assert.match(mine[0]?.message ?? '', /^ValidatingAdmissionPolicy 'disallow-privileged-containers' with binding 'privileged-everywhere' denied request: Privileged containers are not allowed/);
 
+  // Violation counts reach the metrics like a Portal rule's (by the VAP's name).
+  const metrics = await (await fetch(`${s.probes}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  assert.match(metrics, /^portal_audit_violating_objects\{rule="disallow-privileged-containers"\} 1$/m);
+
   // The webhook does not enforce VAPs (the API server does).
   assert.equal((await review(s.webhook, await readFile(s.caFile), podReview({ privileged: true }))).allowed, true);
 
