@@ -12,7 +12,8 @@
  */
 import type { VapInformerSource } from '../kube/vap-source.ts';
 import type { EvaluationInput, RuleVerdict } from '../policy/types.ts';
-import { guessResource, vapVerdicts, type ValidatingAdmissionPolicy, type VapAttributes } from '../policy/vap/index.ts';
+import type { RuleAction } from '../policy/types.ts';
+import { guessResource, parseAuditActions, vapVerdicts, type ValidatingAdmissionPolicy, type VapAttributes } from '../policy/vap/index.ts';
 import type { AuditPolicySource } from './evaluator.ts';
 import { BUILTIN_KINDS } from './kind-resources.ts';
 
@@ -44,6 +45,26 @@ export class VapAuditPolicySource implements AuditPolicySource {
         }
       }
     }
+  }
+
+  /** Parsed `policies.portal.dev/audit-actions`, per policy resourceVersion. */
+  readonly #actions = new Map<string, { rv: string; actions: readonly RuleAction[] }>();
+
+  /**
+   * The policy's audit actions (DESIGN §8). An annotation that does not parse
+   * gives no actions (the problems are what `parseAuditActions` reports;
+   * `portal test` and docs/vap.md show the format).
+   */
+  actionsFor(rule: string): readonly RuleAction[] | undefined {
+    const p = this.source.policies.get(rule) as unknown as ValidatingAdmissionPolicy | undefined;
+    if (!p) return undefined;
+    const rv = p.metadata.resourceVersion ?? '';
+    const hit = this.#actions.get(rule);
+    if (hit && hit.rv === rv) return hit.actions;
+    const parsed = parseAuditActions(p.metadata.annotations);
+    const actions = parsed.ok ? parsed.actions : [];
+    this.#actions.set(rule, { rv, actions });
+    return actions;
   }
 
   evaluate(request: EvaluationInput): RuleVerdict[] {

@@ -1,8 +1,9 @@
 // A cluster-mode replica audits ValidatingAdmissionPolicies (DESIGN §8): a
 // Pod created before the policy existed is reported in its PolicyReport with
 // policy = the VAP's name, rule = the binding's name, source portal; the
-// result follows the policy (deleting the binding removes it). The VAP is
-// never enforced by the webhook.
+// leader runs the actions of the policy's policies.portal.dev/audit-actions
+// annotation; the result follows the policy (deleting the binding removes
+// it). The VAP is never enforced by the webhook.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -41,15 +42,21 @@ test('a replica audits a VAP into PolicyReports (policy = VAP, rule = binding, s
   });
   assert.equal(created.status, 201);
   const { objects } = await readManifests(join(root, 'policies', 'pod-security-vap'), ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
-  const policy = objects.find((o) => o.kind === 'ValidatingAdmissionPolicy' && o.metadata.name === 'disallow-privileged-containers');
+  const policy = objects.find((o) => o.kind === 'ValidatingAdmissionPolicy' && o.metadata.name === 'disallow-privileged-containers') as
+    | { metadata: { name: string; annotations?: Record<string, string> } }
+    | undefined;
   assert.ok(policy);
+  // Audit actions for a VAP come from its annotation (DESIGN §8).
+  policy.metadata.annotations = { ...policy.metadata.annotations, 'policies.portal.dev/audit-actions': '[{"type":"label","key":"portal.dev/violation","value":"privileged"}]' };
   const VAP = '/apis/admissionregistration.k8s.io/v1';
   assert.equal((await admin.request('POST', `${VAP}/validatingadmissionpolicies`, policy)).status, 201);
   const binding = {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingAdmissionPolicyBinding',
     metadata: { name: 'privileged-everywhere' },
-    spec: { policyName: 'disallow-privileged-containers', validationActions: ['Deny'] },
+    // Audit, not Deny: with Deny the API server would refuse the leader's label patch on the
+    // violating Pod itself (an UPDATE of a privileged Pod), exactly as a real cluster does.
+    spec: { policyName: 'disallow-privileged-containers', validationActions: ['Audit'] },
   };
   assert.equal((await admin.request('POST', `${VAP}/validatingadmissionpolicybindings`, binding)).status, 201);
 
@@ -69,10 +76,16 @@ test('a replica audits a VAP into PolicyReports (policy = VAP, rule = binding, s
   const mine = results.filter((r) => r.policy === 'disallow-privileged-containers');
   assert.equal(mine.length, 1);
   assert.equal(mine[0]?.rule, 'privileged-everywhere');
-  assert.equal(mine[0]?.result, 'fail');
+  assert.equal(mine[0]?.result, 'warn', 'Audit bindings report warn');
   assert.equal(mine[0]?.source, 'portal');
   assert.equal(mine[0]?.properties?.['ruleKind'], 'ValidatingAdmissionPolicy');
-  assert.match(mine[0]?.message ?? '', /^ValidatingAdmissionPolicy 'disallow-privileged-containers' with binding 'privileged-everywhere' denied request: Privileged containers are not allowed/);
+  assert.match(mine[0]?.message ?? '', /^Validation failed for ValidatingAdmissionPolicy 'disallow-privileged-containers' with binding 'privileged-everywhere': Privileged containers are not allowed/);
+
+  // The leader labels the violating Pod, as the annotation asks.
+  await until('the label action on the Pod', 30_000, async () => {
+    const pod = await admin.request('GET', '/api/v1/namespaces/default/pods/privileged');
+    return (pod.body as { metadata?: { labels?: Record<string, string> } }).metadata?.labels?.['portal.dev/violation'] === 'privileged';
+  });
 
   // Violation counts reach the metrics like a Portal rule's (by the VAP's name).
   const metrics = await (await fetch(`${s.probes}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
