@@ -188,6 +188,16 @@ export class VapInformerSource {
     }
   }
 
+  /** For /debug/vars: what is loaded, and every policy whose expressions do not compile here. */
+  debugVars(): Record<string, unknown> {
+    return {
+      ...this.set.size,
+      synced: this.policies.hasSynced() && this.bindings.hasSynced(),
+      paramKinds: Object.fromEntries([...this.#params].map(([k, s]) => [k, s.kind === 'informer' ? (s.informer.hasSynced() ? 'synced' : 'syncing') : s.kind === 'unknown' ? s.error : 'resolving'])),
+      compileErrors: Object.fromEntries([...this.#compileErrors].map(([name, errors]) => [name, errors.map((e) => `${e.field}: ${e.error}`)])),
+    };
+  }
+
   /** Policies, bindings and every param informer synced and fresh. */
   ready(): boolean {
     if (!this.policies.ready() || !this.bindings.ready()) return false;

@@ -8,7 +8,7 @@
  * (`elector.events`), the Manager subscribes and starts the leader-only
  * runnables (the audit actuator) with the term, and cancels them when it ends.
  */
-import type { Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 import type { HealthChecks } from '../admission/probes.ts';
 import { buildAudit } from '../audit/audit.ts';
 import type { ServeConfig } from '../config/options.ts';
@@ -95,6 +95,17 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   );
 
   debugVars.register('informers', () => source.informerStats());
+  debugVars.register('validating_admission_policies', () => vaps.debugVars());
+  // A VAP the API server accepted can still fail to compile in Portal's CEL engine (a
+  // stricter type check): every request it matches is then an audit `error` (DESIGN §8).
+  new Gauge({
+    name: 'portal_vap_compile_errors',
+    help: 'ValidatingAdmissionPolicies with an expression that does not compile in Portal (audited as errors).',
+    registers: [registry],
+    collect(this: Gauge) {
+      this.set(vaps.compileErrors().size);
+    },
+  });
   debugVars.register('leader_election', () => elector.debugVars());
   debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats() }));
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);

@@ -90,6 +90,12 @@ test('a replica audits a VAP into PolicyReports (policy = VAP, rule = binding, s
   // Violation counts reach the metrics like a Portal rule's (by the VAP's name).
   const metrics = await (await fetch(`${s.probes}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
   assert.match(metrics, /^portal_audit_violating_objects\{rule="disallow-privileged-containers"\} 1$/m);
+  assert.match(metrics, /^portal_vap_compile_errors 0$/m);
+  const vars = (await debugVars(s.probes)) as { validating_admission_policies?: { policies: number; bindings: number; compileErrors: Record<string, string[]> } } | undefined;
+  assert.deepEqual(
+    { policies: vars?.validating_admission_policies?.policies, bindings: vars?.validating_admission_policies?.bindings, compileErrors: vars?.validating_admission_policies?.compileErrors },
+    { policies: 1, bindings: 1, compileErrors: {} },
+  );
 
   // The webhook does not enforce VAPs (the API server does).
   assert.equal((await review(s.webhook, await readFile(s.caFile), podReview({ privileged: true }))).allowed, true);
