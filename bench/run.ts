@@ -19,6 +19,7 @@ const here = fileURLToPath(new URL('.', import.meta.url));
 /** Known benchmarks, in the order `npm run bench` runs them, with the Node flags each needs. */
 const BENCHES: Record<string, { file: string; nodeFlags: string[]; about: string }> = {
   engine: { file: 'engine.ts', nodeFlags: [], about: 'PSS library evaluations/s and compile cost vs JSON.parse' },
+  vap: { file: 'vap.ts', nodeFlags: [], about: 'PSS as ValidatingAdmissionPolicies (CEL) vs the JSON Schema PSS library, time per evaluation' },
   admission: { file: 'admission.ts', nodeFlags: [], about: 'portal serve vs a bare HTTPS ceiling: req/s ratio, p99 at 1,000 req/s' },
   apiserver: { file: 'apiserver.ts', nodeFlags: [], about: 'the embedded API server under writes and watches' },
   protobuf: { file: 'protobuf.ts', nodeFlags: [], about: 'protobuf encode/decode per object vs JSON (embedded API server codec)' },

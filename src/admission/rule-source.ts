@@ -24,6 +24,12 @@ export interface RuleSource {
 export interface LoadedRules {
   rules: PortalRuleObject[];
   errors: { source: string; message: string }[];
+  /**
+   * ValidatingAdmissionPolicies found beside the rules: validated (an invalid
+   * one is an error above) but not enforced by the webhook, since the API
+   * server enforces them (docs/vap.md).
+   */
+  vap?: { policies: readonly unknown[] };
 }
 
 export type RuleLoader = (dir: string) => Promise<LoadedRules>;
@@ -45,13 +51,20 @@ export class FileRuleSource implements RuleSource {
    * uncompilable rules); the source is ready only when there are none.
    */
   async load(): Promise<{ source: string; message: string }[]> {
-    const { rules, errors } = await this.#loader(this.#dir);
+    const { rules, errors, vap } = await this.#loader(this.#dir);
     const problems = [...errors];
     for (const rule of rules) {
       const state = this.ruleSet.upsert(rule);
       if (!state.ready) problems.push({ source: state.key, message: state.message });
     }
-    if (rules.length === 0 && errors.length === 0) problems.push({ source: this.#dir, message: 'no rules found' });
+    if (rules.length === 0 && errors.length === 0) {
+      problems.push({
+        source: this.#dir,
+        message: (vap?.policies.length ?? 0) > 0
+          ? 'no rules found, only ValidatingAdmissionPolicies: the webhook enforces PortalRule / PortalClusterRule objects, and the API server enforces VAPs itself (see docs/vap.md)'
+          : 'no rules found',
+      });
+    }
     this.#loaded = problems.length === 0;
     return problems;
   }

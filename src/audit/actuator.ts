@@ -268,14 +268,14 @@ export class AuditActuator implements Runnable {
     for (const rule of this.#evaluator.rulesOf(st)) {
       const violating = st.violating.has(rule.display);
       const k = (type: 'label' | 'annotate' | 'alert' | 'evict') => actionKey({ rule: rule.display, gvk: st.gvk, namespace: st.object.metadata?.namespace ?? '', name: st.object.metadata?.name ?? '', actionType: type });
-      for (const a of rule.state?.actions ?? []) {
+      for (const a of rule.actions) {
         if (!violating || st.deleted) continue;
         if ((a.type === 'label' || a.type === 'annotate') && !store.has(k(a.type))) return true;
         // An unconfirmed eviction intent is settled by the executor (it reads the pod).
         if (a.type === 'evict' && this.#config.maxEvictionsPerMinute > 0 && store.get(k('evict'))?.state !== 'done') return true;
       }
       if (this.#alertmanager.configured) {
-        const wants = violating && !st.deleted && (rule.state?.actions ?? []).some((a) => a.type === 'alert');
+        const wants = violating && !st.deleted && rule.actions.some((a) => a.type === 'alert');
         const record = store.get(k('alert'));
         // An unconfirmed intent (its sender died or was fenced) is settled with Alertmanager by the executor.
         if (wants && record?.state === 'intent') return true;
@@ -312,8 +312,7 @@ export class AuditActuator implements Runnable {
       const target: ActionTarget = { gvk: st.gvk, object: st.object };
       const states = this.#evaluator.ruleStates();
       const meta = st.object.metadata ?? {};
-      for (const { display, state } of this.#evaluator.rulesOf(st)) {
-        const actions = state?.actions ?? [];
+      for (const { display, actions } of this.#evaluator.rulesOf(st)) {
         const verdict = st.verdicts.find((v) => v.rule === display);
         const violating = !st.deleted && st.violating.has(display);
         if (violating && verdict) {

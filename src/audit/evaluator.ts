@@ -29,7 +29,7 @@ import { ResilientInformer, type InformerEvent } from '../kube/informer.ts';
 import { ErrorCode, isPortalError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { evaluate, type RuleSet, type RuleState } from '../policy/index.ts';
-import type { EvaluationInput, GroupVersionKind, KubeObject, RuleVerdict } from '../policy/types.ts';
+import type { EvaluationInput, GroupVersionKind, KubeObject, RuleAction, RuleVerdict } from '../policy/types.ts';
 import { actionKey, IdempotencyStore } from './idempotency.ts';
 import { KindInformers } from './kind-informers.ts';
 import { KindResolver, type KindResource } from './kind-resources.ts';
@@ -64,6 +64,8 @@ export interface AuditPolicySource {
   readonly revision: number;
   matchedKinds(): Iterable<{ group: string; kind: string }>;
   evaluate(request: EvaluationInput): RuleVerdict[];
+  /** Audit actions of one of its policies (by verdict `rule`), for the actuator. */
+  actionsFor?(rule: string): readonly RuleAction[] | undefined;
 }
 
 export interface AuditEvaluatorDeps {
@@ -250,11 +252,27 @@ export class AuditEvaluator {
     return this.#statesByDisplay;
   }
 
-  /** The rules an object violates or once violated (whose alert may need resolving). */
-  rulesOf(st: ObjectState): Array<{ display: string; state: RuleState | undefined }> {
+  /**
+   * The rules an object violates or once violated (whose alert may need
+   * resolving), with their audit actions: a Portal rule's, else those a
+   * policy source gives (a VAP's `policies.portal.dev/audit-actions`).
+   */
+  rulesOf(st: ObjectState): Array<{ display: string; state: RuleState | undefined; actions: readonly RuleAction[] }> {
     const byDisplay = this.ruleStates();
     const names = new Set([...st.seen, ...st.verdicts.map((v) => v.rule)]);
-    return [...names].map((display) => ({ display, state: byDisplay.get(display) }));
+    return [...names].map((display) => {
+      const state = byDisplay.get(display);
+      const actions = state?.actions ?? this.#policyActions(display);
+      return { display, state, actions };
+    });
+  }
+
+  #policyActions(display: string): readonly RuleAction[] {
+    for (const p of this.#deps.policies ?? []) {
+      const a = p.actionsFor?.(display);
+      if (a) return a;
+    }
+    return [];
   }
 
   /** Forgets resolved rules (no alert left to resolve) and, once clean, deleted objects. */

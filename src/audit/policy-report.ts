@@ -103,7 +103,8 @@ function timestamp(now: Date): { seconds: number; nanos: number } {
 export function buildPolicyReport(resource: ObjectReference, verdicts: readonly RuleVerdict[], ctx: ReportContext): PolicyReport | undefined {
   if (verdicts.length === 0) return undefined;
   const identity = reportIdentity(resource);
-  const previousByPolicy = new Map((ctx.previous?.results ?? []).map((r) => [r.policy, r] as const));
+  // Keyed by (policy, rule): a VAP gives one result per binding (DESIGN §8).
+  const previousByPolicy = new Map((ctx.previous?.results ?? []).map((r) => [`${r.policy}\u0000${r.rule ?? r.policy}`, r] as const));
   const ts = timestamp(ctx.now);
   const summary: ReportSummary = { pass: 0, fail: 0, warn: 0, error: 0, skip: 0 };
   const results = [...verdicts]
@@ -112,7 +113,8 @@ export function buildPolicyReport(resource: ObjectReference, verdicts: readonly 
       summary[v.result]++;
       const result: ReportResult = {
         policy: v.rule,
-        rule: v.rule,
+        // A VAP's result names its binding as the rule; a Portal rule is one policy with one rule.
+        rule: v.reportRule ?? v.rule,
         severity: v.severity,
         result: v.result,
         message: v.message,
@@ -124,7 +126,7 @@ export function buildPolicyReport(resource: ObjectReference, verdicts: readonly 
         properties: { epoch: ctx.epoch, enforcement: v.enforcement, ruleKind: v.ruleKind },
       };
       if (v.category) result.category = v.category;
-      const prev = previousByPolicy.get(v.rule);
+      const prev = previousByPolicy.get(`${v.rule}\u0000${v.reportRule ?? v.rule}`);
       if (prev && resultContentEqual(prev, result)) {
         result.timestamp = prev.timestamp;
         // The epoch says who changed the content last, so it stays with the unchanged result.

@@ -19,6 +19,16 @@
 import { parseArgs, type FlagDef } from './args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { loadRulesFromDirectory, readManifests } from '../config/manifests.ts';
+import { isVapDocument, type VapDocuments } from '../config/vap-manifests.ts';
+import {
+  guessResource,
+  VapSet,
+  vapVerdicts,
+  type ParamProvider,
+  type ValidatingAdmissionPolicy,
+  type VapAttributes,
+} from '../policy/vap/index.ts';
+import { selectorMatches } from '../policy/label-selector.ts';
 import {
   evaluate,
   POD_SECURITY_VERSION_LABEL,
@@ -46,16 +56,19 @@ import {
 const HELP = `Usage: portal test --policies DIR [--policies DIR...] [--output table|json|policyreport]
                    [--pod-security-version VERSION] FILE...
 
-Evaluates Kubernetes manifests against Portal rules offline, as the webhook
-and the audit would (operation AUDIT: every rule matching the kind applies).
+Evaluates Kubernetes manifests against Portal rules and ValidatingAdmissionPolicies
+offline, as the webhook, the API server and the audit would (operation AUDIT: every
+rule matching the kind applies; a VAP applies where its rules admit CREATE).
 
 Arguments:
   FILE...                 manifest files or directories (recursive; .yaml, .yml, .json;
                           multi-document YAML, JSON objects, arrays and Lists).
-                          PortalRule / PortalClusterRule objects among them are ignored.
+                          Rules, policies and bindings among them are not evaluated.
 Flags:
   --policies, -p DIR      rules to apply: a directory or file of PortalRule /
-                          PortalClusterRule objects (repeatable, required)
+                          PortalClusterRule objects, ValidatingAdmissionPolicies with
+                          their bindings, and the param objects of their paramKind
+                          (repeatable, required)
   --output, -o FORMAT     table (default), json, or policyreport (a YAML stream of
                           PolicyReport / ClusterPolicyReport, one per resource)
   --pod-security-version VERSION
@@ -70,9 +83,15 @@ labels of a Namespace object of that name among the FILE arguments. Rules that
 use minPodSecurityVersion read the namespace label
 pod-security.kubernetes.io/enforce-version (see policies/README.md).
 
+VAP rows: rule = the policy's name; fail = a Deny binding denies, warn = a Warn or
+Audit binding reports it, skip = not selected or a matchCondition is false, error =
+an evaluation error (handled by the policy's failurePolicy in a cluster). Param
+objects among the FILE arguments are params too.
+
 Exit codes: 0 nothing failed (warn is not a failure), 1 a rule failed or could
-not be evaluated, 2 bad input (flags, files, YAML, objects or rules, including
-CEL expressions that do not compile or exceed their cost limit).
+not be evaluated, 2 bad input (flags, files, YAML, objects, rules or policies:
+a CEL expression that does not compile is reported with its file, rule or
+policy and position; one that exceeds its cost limit, or a missing param, too).
 `;
 
 const FLAGS: readonly FlagDef[] = [
@@ -194,6 +213,7 @@ interface Inputs {
   rules: PortalRuleObject[];
   /** Rule key → the --policies argument it came from. */
   ruleSources: Map<string, string>;
+  vap: VapDocuments;
   resources: Resource[];
   namespaceLabels: Map<string, Record<string, string>>;
   /** --pod-security-version: the enforce-version label of namespaces that do not set one. */
@@ -223,12 +243,28 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
   // Rules: every document must be a valid rule, names unique across directories.
   const rules: PortalRuleObject[] = [];
   const ruleSources = new Map<string, string>();
+  const vap: VapDocuments = { policies: [], bindings: [], params: [] };
+  const vapSources = new Map<string, string>();
   for (const dir of policyDirs) {
     const loaded = await loadRulesFromDirectory(dir);
     for (const e of loaded.errors) problems.push(`${e.source}: ${e.message}`);
-    if (loaded.errors.length === 0 && loaded.rules.length === 0) {
-      problems.push(`${dir}: holds no rules; --policies takes a directory of PortalRule / PortalClusterRule manifests`);
+    if (loaded.errors.length === 0 && loaded.rules.length === 0 && loaded.vap.policies.length === 0) {
+      problems.push(`${dir}: holds no rules; --policies takes a directory of PortalRule / PortalClusterRule or ValidatingAdmissionPolicy manifests`);
     }
+    for (const [kind, list] of [
+      ['ValidatingAdmissionPolicy', loaded.vap.policies.map((p) => p.policy)],
+      ['ValidatingAdmissionPolicyBinding', loaded.vap.bindings.map((b) => b.binding)],
+    ] as const) {
+      for (const o of list) {
+        const key = `${kind}/${o.metadata.name}`;
+        const other = vapSources.get(key);
+        if (other !== undefined) problems.push(`${dir}: ${kind} "${o.metadata.name}" is also defined in ${other}; names must be unique across --policies`);
+        vapSources.set(key, dir);
+      }
+    }
+    vap.policies.push(...loaded.vap.policies);
+    vap.bindings.push(...loaded.vap.bindings);
+    vap.params.push(...loaded.vap.params);
     for (const rule of loaded.rules) {
       const key = ruleKey(rule);
       const other = ruleSources.get(key);
@@ -249,7 +285,7 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
     const read = await readManifests(args.positionals);
     for (const e of read.errors) problems.push(`${e.source}: ${e.message}`);
     for (const doc of read.documents) {
-      if (isRuleObject(doc.object)) {
+      if (isRuleObject(doc.object) || isVapDocument(doc.object)) {
         skippedRules++;
         continue;
       }
@@ -261,6 +297,11 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
       const resource = toResource(doc.object);
       if (resource.ref.kind === 'Namespace') namespaceLabels.set(resource.ref.name, stringLabels(doc.object));
       resources.push(resource);
+      // An input of some policy's paramKind is also a param (as it would be in the cluster).
+      const pk = `${resource.ref.apiVersion}/${resource.ref.kind}`;
+      if (vap.policies.some((p) => p.policy.spec.paramKind && `${p.policy.spec.paramKind.apiVersion}/${p.policy.spec.paramKind.kind}` === pk)) {
+        vap.params.push({ source: doc.source, object: doc.object as KubeObject });
+      }
     }
     if (read.errors.length === 0 && resources.length === 0 && problems.length === 0) {
       problems.push(
@@ -271,7 +312,7 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
     }
   }
   if (problems.length > 0) return { problems };
-  return { format: output as OutputFormat, rules, ruleSources, resources, namespaceLabels, podSecurityVersion };
+  return { format: output as OutputFormat, rules, ruleSources, vap, resources, namespaceLabels, podSecurityVersion };
 }
 
 function labelsOf(ns: string, known: Map<string, Record<string, string>>, podSecurityVersion: string | undefined): Record<string, string> | undefined {
@@ -288,22 +329,49 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
     io.stdout.write(HELP);
     return EXIT_OK;
   }
-  if ('problems' in loaded) {
-    io.stderr.write(`portal test: ${loaded.problems.length} problem${loaded.problems.length === 1 ? '' : 's'} with the input:\n`);
-    for (const p of loaded.problems) io.stderr.write(`  - ${p.replace(/\n/g, '\n    ')}\n`);
-    io.stderr.write("Nothing was evaluated. Fix the problems above and run again ('portal test --help' for usage).\n");
-    return EXIT_USAGE;
-  }
+  if ('problems' in loaded) return reportProblems(loaded.problems, io, 'Nothing was evaluated.');
 
   const set = new RuleSet();
   for (const rule of loaded.rules) set.upsert(rule);
+  const vaps = new VapSet();
+  for (const { policy } of loaded.vap.policies) vaps.upsertPolicy(policy);
+  for (const { binding } of loaded.vap.bindings) vaps.upsertBinding(binding);
+  const vapByName = new Map<string, ValidatingAdmissionPolicy>(loaded.vap.policies.map((p) => [p.policy.metadata.name, p.policy]));
+  const params = fileParams(loaded.vap);
+  const vapSource = new Map(loaded.vap.policies.map((p) => [p.policy.metadata.name, p.source]));
+  const vapProblems: string[] = [];
 
   const evaluated: EvaluatedResource[] = loaded.resources.map(({ ref, input }) => {
     // A Namespace is matched on its own labels (FACTS.md, namespaceSelector).
     const nsName = ref.kind === 'Namespace' ? ref.name : ref.namespace;
     const nsLabels = labelsOf(nsName, loaded.namespaceLabels, loaded.podSecurityVersion);
     // Sorted by rule, like the audit's reports, so output is stable across runs.
-    const verdicts = safeEvaluate(set, loaded.rules, { ...input, namespaceLabels: nsLabels }).sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
+    const verdicts = safeEvaluate(set, loaded.rules, { ...input, namespaceLabels: nsLabels });
+    if (vapByName.size > 0) {
+      const namespaceObject = ref.namespace === '' ? null : { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ref.namespace, labels: labelsOf(ref.namespace, loaded.namespaceLabels, loaded.podSecurityVersion) ?? {} } };
+      const attrs: VapAttributes = {
+        operation: 'AUDIT',
+        kind: input.kind,
+        resource: { group: input.kind.group, version: input.kind.version, resource: guessResource(input.kind.kind) },
+        subResource: '',
+        namespace: ref.namespace,
+        name: ref.name,
+        namespaced: ref.namespace !== '',
+        object: input.object,
+        oldObject: null,
+      };
+      const vapResults = vaps.evaluate(attrs, { namespaceObject, params });
+      for (const r of vapResults) {
+        for (const p of r.problems) {
+          const where = vapSource.get(r.policy) ?? '?';
+          const binding = r.binding ? ` with binding "${r.binding}"` : '';
+          vapProblems.push(`${where}: ValidatingAdmissionPolicy "${r.policy}"${binding} on ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}: ${p.message}`);
+        }
+      }
+      verdicts.push(...vapVerdicts(vapResults, vapByName));
+    }
+    // Sorted by rule, like the audit's reports, so output is stable across runs (stable: bindings stay in order).
+    verdicts.sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
     return { resource: ref, verdicts };
   });
   // A CEL expression that exceeds its cost limit is a defect of the rule (an
@@ -319,6 +387,8 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
     io.stderr.write('Bound the loops of these expressions (the per-expression limit is 1,000,000 units, the per-object budget 10,000,000) and run again.\n');
     return EXIT_USAGE;
   }
+  // A cost overrun or a missing param is the policy's or the test setup's fault, not the object's.
+  if (vapProblems.length > 0) return reportProblems([...new Set(vapProblems)], io, 'The policies were evaluated, but these results would not mean anything.');
   const results = toResults(evaluated);
 
   switch (loaded.format) {
@@ -333,6 +403,36 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
       break;
   }
   return results.some((r) => r.result === 'fail' || r.result === 'error') ? EXIT_FAILURE : EXIT_OK;
+}
+
+function reportProblems(problems: readonly string[], io: CommandIO, what: string): number {
+  io.stderr.write(`portal test: ${problems.length} problem${problems.length === 1 ? '' : 's'} with the input:\n`);
+  for (const p of problems) io.stderr.write(`  - ${p.replace(/\n/g, '\n    ')}\n`);
+  io.stderr.write(`${what} Fix the problems above and run again ('portal test --help' for usage).\n`);
+  return EXIT_USAGE;
+}
+
+/**
+ * Params from files: objects of a paramKind among the policies and inputs. A
+ * namespaced param without metadata.namespace lives in "default", like any
+ * manifest; kinds in CLUSTER_SCOPED_KINDS are cluster-scoped.
+ */
+function fileParams(vap: VapDocuments): ParamProvider {
+  const ns = (o: KubeObject): string => {
+    const declared = o.metadata?.namespace;
+    return typeof declared === 'string' && declared !== '' ? declared : CLUSTER_SCOPED_KINDS.has(String(o.kind)) ? '' : DEFAULT_NAMESPACE;
+  };
+  return {
+    scope: (kind) => ({ ok: true, namespaced: !CLUSTER_SCOPED_KINDS.has(kind.kind) }),
+    find: (kind, namespace, ref) => ({
+      ok: true,
+      objects: vap.params
+        .map((p) => p.object)
+        .filter((o) => o.apiVersion === kind.apiVersion && o.kind === kind.kind && (namespace === '' || ns(o) === namespace))
+        .filter((o) => ('name' in ref ? o.metadata?.name === ref.name : selectorMatches(ref.selector, o.metadata?.labels)))
+        .sort((a, b) => `${ns(a)}/${a.metadata?.name ?? ''}`.localeCompare(`${ns(b)}/${b.metadata?.name ?? ''}`)),
+    }),
+  };
 }
 
 /**

@@ -8,6 +8,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ruleKey, validateRule, type PortalRuleObject } from '../policy/index.ts';
+import { loadVapDocuments, type VapDocuments } from './vap-manifests.ts';
 
 export interface ManifestDocument {
   /** The file the object came from. */
@@ -305,22 +306,25 @@ export async function readManifests(paths: readonly string[], limits: Readonly<R
 
 /**
  * Rules from a directory (or file): every document must be a valid
- * PortalRule / PortalClusterRule (validateRule, schema compiled), and rule
- * keys must be unique. Invalid documents are reported, not returned.
+ * PortalRule / PortalClusterRule (validateRule, schema compiled), a valid
+ * ValidatingAdmissionPolicy or binding, or a param object of some policy's
+ * paramKind; rule keys must be unique. Invalid documents are reported, not
+ * returned.
  */
-export async function loadRulesFromDirectory(dir: string): Promise<{ rules: PortalRuleObject[]; errors: ManifestError[] }> {
+export async function loadRulesFromDirectory(dir: string): Promise<{ rules: PortalRuleObject[]; errors: ManifestError[]; vap: VapDocuments }> {
   const read = await readManifests([dir], RULE_FILE_LIMITS);
   const errors = [...read.errors];
   const rules: PortalRuleObject[] = [];
   const seen = new Map<string, string>();
+  const others: ManifestDocument[] = [];
   for (const doc of read.documents) {
     const kind = doc.object['kind'];
-    const name = isObject(doc.object['metadata']) ? doc.object['metadata']['name'] : undefined;
-    const label = `${String(kind ?? 'object')} ${typeof name === 'string' ? `"${name}"` : `#${doc.index + 1}`}`;
     if (kind !== 'PortalRule' && kind !== 'PortalClusterRule') {
-      errors.push({ source: doc.source, message: `${label}: unexpected kind; a policy directory holds only PortalRule and PortalClusterRule objects` });
+      others.push(doc);
       continue;
     }
+    const name = isObject(doc.object['metadata']) ? doc.object['metadata']['name'] : undefined;
+    const label = `${String(kind ?? 'object')} ${typeof name === 'string' ? `"${name}"` : `#${doc.index + 1}`}`;
     const checked = validateRule(doc.object);
     if (!checked.ok) {
       errors.push({ source: doc.source, message: `${label} is invalid:\n  - ${checked.problems.join('\n  - ')}` });
@@ -335,5 +339,18 @@ export async function loadRulesFromDirectory(dir: string): Promise<{ rules: Port
     seen.set(key, doc.source);
     rules.push(checked.rule);
   }
-  return { rules, errors };
+  const vap = loadVapDocuments(others);
+  errors.push(...vap.errors);
+  for (const doc of vap.unexpected) {
+    const kind = doc.object['kind'];
+    const name = isObject(doc.object['metadata']) ? doc.object['metadata']['name'] : undefined;
+    const label = `${String(kind ?? 'object')} ${typeof name === 'string' ? `"${name}"` : `#${doc.index + 1}`}`;
+    errors.push({
+      source: doc.source,
+      message: `${label}: unexpected kind; a policy directory holds PortalRule, PortalClusterRule, ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding objects, and the param objects of a policy's paramKind`,
+    });
+  }
+  // Files were read in order: report problems in file order too (the sort is stable).
+  errors.sort((a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : 0));
+  return { rules, errors, vap: { policies: vap.policies, bindings: vap.bindings, params: vap.params } };
 }

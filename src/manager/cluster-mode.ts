@@ -8,12 +8,14 @@
  * (`elector.events`), the Manager subscribes and starts the leader-only
  * runnables (the audit actuator) with the term, and cancels them when it ends.
  */
-import type { Gauge, Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 import type { HealthChecks } from '../admission/probes.ts';
 import { buildAudit } from '../audit/audit.ts';
 import type { ServeConfig } from '../config/options.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
 import { ClusterRuleSource } from '../kube/cluster-rule-source.ts';
+import { VapInformerSource } from '../kube/vap-source.ts';
+import { VapAuditPolicySource } from '../audit/vap-policy-source.ts';
 import { FencedWriter } from '../kube/fenced-writer.ts';
 import { leaderElectionConfig, LeaderElector, makeIdentity } from '../leader/index.ts';
 import type { DebugVars } from '../observability/debug-vars.ts';
@@ -49,6 +51,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   }
   componentLogger(root, 'serve').info({ [LogKey.url]: client.server, inCluster }, 'cluster mode: rules and namespace labels from the API server');
   const source = new ClusterRuleSource({ client, logger: componentLogger(root, 'rules'), rulesLoaded: deps.rulesLoaded });
+  // ValidatingAdmissionPolicies are audited, never enforced here (the API server does): DESIGN §8.
+  const vaps = new VapInformerSource(client, componentLogger(root, 'vap'));
 
   let elector: LeaderElector;
   try {
@@ -83,6 +87,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       client,
       writer,
       ruleSet: source.ruleSet,
+      policies: [new VapAuditPolicySource(vaps)],
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
@@ -92,6 +97,17 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   );
 
   debugVars.register('informers', () => source.informerStats());
+  debugVars.register('validating_admission_policies', () => vaps.debugVars());
+  // A VAP the API server accepted can still fail to compile in Portal's CEL engine (a
+  // stricter type check): every request it matches is then an audit `error` (DESIGN §8).
+  new Gauge({
+    name: 'portal_vap_compile_errors',
+    help: 'ValidatingAdmissionPolicies with an expression that does not compile in Portal (audited as errors).',
+    registers: [registry],
+    collect(this: Gauge) {
+      this.set(vaps.compileErrors().size);
+    },
+  });
   debugVars.register('leader_election', () => elector.debugVars());
   debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats() }));
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
@@ -102,6 +118,9 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     election: elector,
     runnables: [
       ...source.runnables().map((runnable) => ({ runnable, group: 'informers' as const })),
+      // Not an admission dependency: VAP informers never gate readiness (a cluster without
+      // VAPs, or without RBAC for them, still admits); until synced the audit has no VAP verdicts.
+      { runnable: { name: 'vap-informers', start: (signal: AbortSignal) => vaps.start(signal) }, group: 'others' },
       // Every replica evaluates (warm followers) ...
       { runnable: evaluator, group: 'others' },
       // ... and only the leader acts: started by the Manager with each term.

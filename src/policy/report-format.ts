@@ -140,9 +140,10 @@ export function buildPolicyReport(evaluated: EvaluatedResource, now: Date): Poli
   const timestamp = { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1_000_000 };
   const results = verdicts.map((v): PolicyReportResult => {
     const r: PolicyReportResult = {
-      // One Portal rule is one policy with a single rule, so both carry its name.
+      // One Portal rule is one policy with a single rule, so both carry its
+      // name; a VAP's result names the binding as the rule (DESIGN §8).
       policy: v.rule,
-      rule: v.rule,
+      rule: v.reportRule ?? v.rule,
       severity: v.severity,
       result: v.result,
       scored: true,

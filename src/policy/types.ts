@@ -170,9 +170,11 @@ export interface SchemaViolation {
 }
 
 export interface RuleVerdict {
-  /** `name` for cluster rules, `namespace/name` for namespaced rules. */
+  /** `name` for cluster rules, `namespace/name` for namespaced rules; a VAP's name. */
   rule: string;
-  ruleKind: RuleKind;
+  ruleKind: RuleKind | 'ValidatingAdmissionPolicy';
+  /** The PolicyReport result's `rule` when it is not `rule`: a VAP's binding name (DESIGN §8). */
+  reportRule?: string;
   enforcement: Enforcement;
   severity: Severity;
   category: string;

@@ -153,6 +153,25 @@ describe('portal serve (standalone, real process)', () => {
     }
   });
 
+  it('exits 2 naming an invalid ValidatingAdmissionPolicy, and says a directory of VAPs only gives the webhook nothing to enforce', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'portal-serve-vap-'));
+    try {
+      const vap = (expression: string): string =>
+        `apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: replicas}\nspec:\n  matchConstraints:\n    resourceRules: [{apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}]\n  validations: [{expression: "${expression}"}]\n`;
+      writeFileSync(join(dir, 'vap.yaml'), vap('object.spec.replicas <'));
+      const bad = run(['--policies', dir, '--self-signed', '--webhook-port', '0', '--probes-port', '0']);
+      assert.equal(await bad.exited, 2);
+      assert.match(bad.stderr(), /ValidatingAdmissionPolicy "replicas" is invalid/);
+      assert.match(bad.stderr(), /spec\.validations\[0\]\.expression: .*compilation failed: ERROR: <input>:1:\d+/);
+      writeFileSync(join(dir, 'vap.yaml'), vap('object.spec.replicas < 5'));
+      const only = run(['--policies', dir, '--self-signed', '--webhook-port', '0', '--probes-port', '0']);
+      assert.equal(await only.exited, 2);
+      assert.match(only.stderr(), /only ValidatingAdmissionPolicies: the webhook enforces PortalRule \/ PortalClusterRule objects, and the API server enforces VAPs itself/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('prints --help generated from the schema and exits 0', async () => {
     const r = run(['--help']);
     assert.equal(await r.exited, 0);

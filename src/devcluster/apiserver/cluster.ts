@@ -16,6 +16,7 @@ import { objKey, Store } from './store.ts';
 import { clone, isPlainObject, jsonEqual, meta, nowTimestamp, type Obj, type UserInfo } from './types.ts';
 import { checkDecodable, requireObjectBody, validateObject } from './validation.ts';
 import { applyDefaults, ClusterIpAllocator, namespaceContents, podQosClass } from './defaults.ts';
+import { VapAdmission } from './vap-admission.ts';
 
 export interface RequestScope {
   def: ResourceDef;
@@ -61,6 +62,8 @@ export class Cluster {
   readonly store: Store;
   readonly registry = new Registry();
   private readonly gcQueue = new Set<string>();
+  /** ValidatingAdmissionPolicy enforcement: built into the server, like kube-apiserver's plugin (runs before webhooks). */
+  private readonly vap: VapAdmission;
   private gcTimer: NodeJS.Timeout | undefined;
   private closed = false;
   /** PEM published in every namespace as the kube-root-ca.crt ConfigMap. */
@@ -73,6 +76,7 @@ export class Cluster {
     private readonly signal: AbortSignal,
   ) {
     this.store = new Store(historyLimit);
+    this.vap = new VapAdmission(this.store, this.registry);
   }
 
   close(): void {
@@ -161,7 +165,7 @@ export class Cluster {
 
   private async admit(s: RequestScope, operation: AdmissionAttributes['operation'], object: Obj | null, oldObject: Obj | null,
     options: Obj | null, dryRun: boolean, kind = { group: s.def.group, version: s.def.version, kind: s.def.kind }): Promise<void> {
-    if (!this.admission || isWebhookConfig(s.def)) return;
+    if (isWebhookConfig(s.def)) return;
     const attrs: AdmissionAttributes = {
       operation, kind,
       resource: { group: s.def.group, version: s.def.version, resource: s.def.resource },
@@ -169,6 +173,10 @@ export class Cluster {
       namespaced: s.def.namespaced, object: object ? clone(object) : null, oldObject: oldObject ? clone(oldObject) : null,
       userInfo: { username: s.user.username, uid: s.user.uid, groups: [...s.user.groups] }, dryRun, options,
     };
+    // kube-apiserver's plugin order: ValidatingAdmissionPolicy, then ValidatingAdmissionWebhook.
+    const vap = this.vap.admit(attrs);
+    s.warnings.push(...vap.warnings);
+    if (!this.admission) return;
     const out = await this.admission.admit(attrs, {
       namespaceLabels: (n) => this.namespaceLabels(n),
       validatingWebhookConfigurations: () => this.store.list(storeKey({ group: 'admissionregistration.k8s.io', resource: 'validatingwebhookconfigurations' }))

@@ -112,6 +112,11 @@ const BUILTINS: BuiltinSpec[] = [
     namespaced: false, generation: true },
   // The chart's NetworkPolicy (adr/0008): stored and served, not enforced (no network here).
   { gv: 'networking.k8s.io/v1', resource: 'networkpolicies', kind: 'NetworkPolicy', short: ['netpol'], generation: true },
+  // The API server enforces these itself (vap-admission.ts); `.status` is written by the server, never by clients' main-resource writes.
+  { gv: 'admissionregistration.k8s.io/v1', resource: 'validatingadmissionpolicies', kind: 'ValidatingAdmissionPolicy',
+    namespaced: false, generation: true, status: true },
+  { gv: 'admissionregistration.k8s.io/v1', resource: 'validatingadmissionpolicybindings', kind: 'ValidatingAdmissionPolicyBinding',
+    namespaced: false, generation: true },
 ];
 
 function builtinDef(s: BuiltinSpec): ResourceDef {

@@ -7,6 +7,7 @@ import type { ResourceDef } from './registry.ts';
 import { prune, validate } from './schema.ts';
 import { ApiError, errors, type StatusCause } from './status.ts';
 import { isPlainObject, meta, type Obj } from './types.ts';
+import { vapCauses } from './vap-validation.ts';
 
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -59,6 +60,7 @@ export function validateObject(def: ResourceDef, obj: Obj): void {
     if (typeof names['kind'] !== 'string' || !names['kind']) causes.push({ reason: 'FieldValueRequired', field: 'spec.names.kind', message: 'Required value' });
     if (spec['scope'] !== 'Namespaced' && spec['scope'] !== 'Cluster') causes.push({ reason: 'FieldValueNotSupported', field: 'spec.scope', message: `Unsupported value: "${String(spec['scope'])}": supported values: "Cluster", "Namespaced"` });
   }
+  if (def.group === 'admissionregistration.k8s.io') causes.push(...vapCauses(def.resource, obj));
   if (def.schema) {
     prune(obj, def.schema);
     validate(obj, def.schema, '', causes);

@@ -36,6 +36,14 @@ const WEBHOOK_SERVICE_PORT = 443;
 const WEBHOOK_CONFIGURATION_NAME = 'portal';
 const NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease', INSTALL_NAMESPACE];
 const RULE_KINDS = ['PortalRule', 'PortalClusterRule'];
+/**
+ * ValidatingAdmissionPolicies (and their bindings) under --policies are not
+ * installed: the default policies/ holds the Pod Security Standards both as
+ * Portal rules and as VAPs (policies/pod-security-vap), and installing both
+ * would enforce every control twice, with the VAP's message first. The
+ * embedded API server enforces VAPs applied with kubectl (docs/vap.md).
+ */
+const VAP_KINDS = ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
 /** The status line refreshes this often. */
 const STATUS_INTERVAL_MS = 1000;
 
@@ -63,8 +71,9 @@ interface Prepared {
 /** Everything that can be wrong in the inputs, found before anything starts. */
 async function prepare(o: DevOptions): Promise<Prepared | { problems: string[] }> {
   const problems: string[] = [];
-  const rules = await readManifests(o.policies, RULE_KINDS, RULE_FILE_LIMITS);
-  problems.push(...rules.problems.map((p) => `--policies: ${p}`));
+  const read = await readManifests(o.policies, [...RULE_KINDS, ...VAP_KINDS], RULE_FILE_LIMITS);
+  problems.push(...read.problems.map((p) => `--policies: ${p}`));
+  const rules = { objects: read.objects.filter((x) => RULE_KINDS.includes(x.kind)) };
   const crds: Manifest[] = [];
   for (const dir of [join(o.chart, 'crds'), join(o.chart, 'files', 'crds')]) {
     const r = await readManifests(dir, ['CustomResourceDefinition']);

@@ -1,0 +1,110 @@
+/**
+ * VAP benchmark: time per evaluation of the Pod Security Standards as
+ * ValidatingAdmissionPolicies (policies/pod-security-vap, every policy with
+ * its binding, through the CEL engine) against the JSON Schema library
+ * (policies/pod-security) on the same benchmark Pod, in the same run.
+ * Goal (issue 12): the VAP set costs at most 2x the JSON Schema set.
+ *
+ * Each evaluation gets a different (structurally equal) Pod object, as each
+ * admission request does: the CEL side then pays its JSON → CEL conversion,
+ * which it caches per object. The same-object figures are printed too.
+ *
+ * Run: npm run -s bench -- vap [--seconds 2]
+ * Prints one JSON object.
+ */
+import { cpus, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { loadRulesFromDirectory } from '../src/config/manifests.ts';
+import { evaluate, RuleSet, type EvaluationInput, type KubeObject } from '../src/policy/index.ts';
+import { admissionOutcome, VapSet, type VapAttributes, type VapContext } from '../src/policy/vap/index.ts';
+import { realisticPod } from './realistic-pod.ts';
+
+const secondsArg = process.argv.indexOf('--seconds');
+const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 2;
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+function opsPerSecond(fn: (i: number) => unknown, seconds: number): number {
+  const batch = 200;
+  for (let i = 0; i < batch * 5; i++) fn(i);
+  let ops = 0;
+  const start = performance.now();
+  const deadline = start + seconds * 1000;
+  let now = start;
+  while (now < deadline) {
+    for (let i = 0; i < batch; i++) fn(ops + i);
+    ops += batch;
+    now = performance.now();
+  }
+  return ops / ((now - start) / 1000);
+}
+
+async function main(): Promise<void> {
+  const schema = await loadRulesFromDirectory(`${root}policies/pod-security`);
+  const vapDir = await loadRulesFromDirectory(`${root}policies/pod-security-vap`);
+  const problems = [...schema.errors, ...vapDir.errors];
+  if (problems.length > 0) throw new Error(problems.map((e) => `${e.source}: ${e.message}`).join('\n'));
+  const rs = new RuleSet();
+  for (const r of schema.rules) rs.upsert(r);
+  const vaps = new VapSet();
+  for (const { policy } of vapDir.vap.policies) vaps.upsertPolicy(policy);
+  for (const { binding } of vapDir.vap.bindings) vaps.upsertBinding(binding);
+
+  // Distinct objects, rotated: no cache can carry one evaluation's work to the next.
+  const pods: KubeObject[] = Array.from({ length: 512 }, () => structuredClone(realisticPod()));
+  const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop', labels: { 'kubernetes.io/metadata.name': 'shop' } } };
+  const ctx: VapContext = { namespaceObject: ns, params: { scope: () => ({ ok: false, error: 'no params' }), find: () => ({ ok: true, objects: [] }) } };
+  const schemaInput = (pod: KubeObject): EvaluationInput => ({
+    operation: 'CREATE',
+    kind: { group: '', version: 'v1', kind: 'Pod' },
+    subResource: '',
+    namespace: 'shop',
+    name: 'checkout-7d9f8b6c5d-x2k4p',
+    object: pod,
+    oldObject: null,
+    namespaceLabels: { 'kubernetes.io/metadata.name': 'shop' },
+  });
+  const vapInput = (pod: KubeObject): VapAttributes => ({
+    operation: 'CREATE',
+    kind: { group: '', version: 'v1', kind: 'Pod' },
+    resource: { group: '', version: 'v1', resource: 'pods' },
+    subResource: '',
+    namespace: 'shop',
+    name: 'checkout-7d9f8b6c5d-x2k4p',
+    namespaced: true,
+    object: pod,
+    oldObject: null,
+  });
+  const first = pods[0] as KubeObject;
+  const schemaVerdicts = evaluate(rs, schemaInput(first));
+  const vapResults = vaps.evaluate(vapInput(first), ctx);
+  if (schemaVerdicts.some((v) => v.result !== 'pass') || vapResults.some((r) => r.result !== 'pass')) {
+    throw new Error('the benchmark Pod must pass both libraries (it would otherwise measure a different path)');
+  }
+
+  const pick = (i: number): KubeObject => pods[i % pods.length] as KubeObject;
+  const schemaOps = opsPerSecond((i) => evaluate(rs, schemaInput(pick(i))), SECONDS);
+  const vapOps = opsPerSecond((i) => admissionOutcome(vaps.evaluate(vapInput(pick(i)), ctx)), SECONDS);
+  const schemaSameOps = opsPerSecond(() => evaluate(rs, schemaInput(first)), SECONDS);
+  const vapSameOps = opsPerSecond(() => admissionOutcome(vaps.evaluate(vapInput(first), ctx)), SECONDS);
+  const us = (ops: number): number => Number((1e6 / ops).toFixed(2));
+  console.log(
+    JSON.stringify(
+      {
+        benchmark: 'vap',
+        machine: { cpus: cpus().length, node: process.version, loadavg1m: Math.round((loadavg()[0] ?? NaN) * 100) / 100 },
+        controls: { jsonSchema: schema.rules.length, vap: vapDir.vap.policies.length },
+        microsecondsPerEvaluation: { jsonSchema: us(schemaOps), vap: us(vapOps) },
+        // Goal: <= 2.
+        vapToJsonSchemaTimeRatio: Number((schemaOps / vapOps).toFixed(2)),
+        sameObject: {
+          microsecondsPerEvaluation: { jsonSchema: us(schemaSameOps), vap: us(vapSameOps) },
+          vapToJsonSchemaTimeRatio: Number((schemaSameOps / vapSameOps).toFixed(2)),
+        },
+      },
+      null,
+      2,
+    ),
+  );
+}
+
+await main();

@@ -1,0 +1,90 @@
+/**
+ * ValidatingAdmissionPolicies in the audit (DESIGN §8): an
+ * {@link AuditPolicySource} over the VapInformerSource, so every replica
+ * evaluates existing objects against every bound policy and the actuator
+ * writes the results into the same PolicyReports as the Portal rules
+ * (`policy` = the VAP name, `rule` = the binding name, `source: portal`).
+ *
+ * Kinds: the audit watches the built-in kinds a policy's resourceRules name
+ * (e.g. `apps` + `deployments` → Deployment); `*` and custom resources are not
+ * enumerated (a policy over them is enforced by the API server and tested by
+ * `portal test`, but not audited yet).
+ */
+import type { VapInformerSource } from '../kube/vap-source.ts';
+import type { EvaluationInput, RuleVerdict } from '../policy/types.ts';
+import type { RuleAction } from '../policy/types.ts';
+import { guessResource, parseAuditActions, vapVerdicts, type ValidatingAdmissionPolicy, type VapAttributes } from '../policy/vap/index.ts';
+import type { AuditPolicySource } from './evaluator.ts';
+import { BUILTIN_KINDS } from './kind-resources.ts';
+
+const byResource = new Map(BUILTIN_KINDS.map((r) => [`${r.group}/${r.resource}`, r]));
+const byKind = new Map(BUILTIN_KINDS.map((r) => [`${r.group}/${r.kind}`, r]));
+
+export class VapAuditPolicySource implements AuditPolicySource {
+  readonly name = 'validatingadmissionpolicies';
+
+  constructor(private readonly source: VapInformerSource) {}
+
+  get revision(): number {
+    return this.source.revision;
+  }
+
+  #policies(): ValidatingAdmissionPolicy[] {
+    return this.source.policies.list() as unknown as ValidatingAdmissionPolicy[];
+  }
+
+  *matchedKinds(): Iterable<{ group: string; kind: string }> {
+    for (const p of this.#policies()) {
+      for (const rule of p.spec?.matchConstraints?.resourceRules ?? []) {
+        for (const group of rule.apiGroups ?? []) {
+          for (const res of rule.resources ?? []) {
+            const plain = res.split('/')[0] ?? '';
+            const known = byResource.get(`${group}/${plain}`);
+            if (known) yield { group: known.group, kind: known.kind };
+          }
+        }
+      }
+    }
+  }
+
+  /** Parsed `policies.portal.dev/audit-actions`, per policy resourceVersion. */
+  readonly #actions = new Map<string, { rv: string; actions: readonly RuleAction[] }>();
+
+  /**
+   * The policy's audit actions (DESIGN §8). An annotation that does not parse
+   * gives no actions (the problems are what `parseAuditActions` reports;
+   * `portal test` and docs/vap.md show the format).
+   */
+  actionsFor(rule: string): readonly RuleAction[] | undefined {
+    const p = this.source.policies.get(rule) as unknown as ValidatingAdmissionPolicy | undefined;
+    if (!p) return undefined;
+    const rv = p.metadata.resourceVersion ?? '';
+    const hit = this.#actions.get(rule);
+    if (hit && hit.rv === rv) return hit.actions;
+    const parsed = parseAuditActions(p.metadata.annotations);
+    const actions = parsed.ok ? parsed.actions : [];
+    this.#actions.set(rule, { rv, actions });
+    return actions;
+  }
+
+  evaluate(request: EvaluationInput): RuleVerdict[] {
+    const { group, version, kind } = request.kind;
+    const known = byKind.get(`${group}/${kind}`);
+    const attrs: VapAttributes = {
+      operation: 'AUDIT',
+      kind: request.kind,
+      resource: { group, version, resource: known?.resource ?? guessResource(kind) },
+      subResource: '',
+      namespace: request.namespace,
+      name: request.name,
+      namespaced: request.namespace !== '',
+      object: request.object,
+      oldObject: null,
+    };
+    const namespaceObject = request.namespace
+      ? { apiVersion: 'v1', kind: 'Namespace', metadata: { name: request.namespace, labels: request.namespaceLabels ?? {} } }
+      : null;
+    const policies = new Map(this.#policies().map((p) => [p.metadata.name, p]));
+    return vapVerdicts(this.source.evaluate(attrs, namespaceObject), policies);
+  }
+}

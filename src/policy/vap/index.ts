@@ -1,0 +1,22 @@
+/** ValidatingAdmissionPolicy + Binding semantics (pure: no I/O). */
+export * from './types.ts';
+export { validatePolicy, validateBinding, formatFieldError, MAX_MATCH_CONDITIONS, type FieldError, type VapValidation, type ExpressionCheck, type ExpressionKind } from './validate.ts';
+export { matchResources, ruleMatches, defaultEquivalents, isNamespaceRequest, type MatchResult, type EquivalentResources } from './match.ts';
+export {
+  compilePolicy,
+  compileErrors,
+  evaluatePolicies,
+  COST_BUDGET_MESSAGE,
+  type CompiledPolicy,
+  type PolicyCompileError,
+  type BindingEvaluation,
+  type ValidationFailure,
+  type EvaluateOptions,
+} from './evaluate.ts';
+export { admissionOutcome, verdictOf, reasonToCode, denialMessage, warningMessage, VALIDATION_FAILURE_ANNOTATION, type VapAdmissionOutcome, type VapDenial } from './outcome.ts';
+export { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type ExpressionEngine, type Activation, type CompileEnv, type CostBudget, type RunOutcome } from './engine.ts';
+export { celEngine } from './cel-adapter.ts';
+export { VapSet } from './vap-set.ts';
+export { vapVerdicts, SEVERITY_ANNOTATION, CATEGORY_ANNOTATION } from './verdicts.ts';
+export { guessResource } from './resources.ts';
+export { parseAuditActions, AUDIT_ACTIONS_ANNOTATION, type AuditActionsParse } from './audit-actions.ts';

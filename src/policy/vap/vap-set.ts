@@ -1,0 +1,74 @@
+/**
+ * The VAPs and bindings one evaluator knows, compiled once per policy
+ * generation (a policy object whose generation / resourceVersion did not
+ * change is not recompiled). Shared by the embedded API server, `portal
+ * test` and the audit.
+ */
+import { celEngine } from './cel-adapter.ts';
+import type { ExpressionEngine } from './engine.ts';
+import { compileErrors, compilePolicy, evaluatePolicies, type BindingEvaluation, type CompiledPolicy, type EvaluateOptions, type PolicyCompileError } from './evaluate.ts';
+import type { ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, VapAttributes, VapContext } from './types.ts';
+
+function version(o: { metadata: { generation?: number; resourceVersion?: string } }): string {
+  return `${o.metadata.generation ?? ''}/${o.metadata.resourceVersion ?? ''}`;
+}
+
+export class VapSet {
+  private readonly policies = new Map<string, { version: string; source: ValidatingAdmissionPolicy; compiled: CompiledPolicy<unknown> }>();
+  private readonly bindings = new Map<string, ValidatingAdmissionPolicyBinding>();
+  private readonly engine: ExpressionEngine<unknown>;
+  /** What evaluate() hands the evaluator, rebuilt only after a change. */
+  private snapshot: { policies: CompiledPolicy<unknown>[]; bindings: ValidatingAdmissionPolicyBinding[] } | undefined;
+
+  constructor(engine: ExpressionEngine<unknown> = celEngine() as ExpressionEngine<unknown>) {
+    this.engine = engine;
+  }
+
+  /** Adds or replaces a policy; returns its compile errors (each one an evaluation error at run time). */
+  upsertPolicy(policy: ValidatingAdmissionPolicy): PolicyCompileError[] {
+    const name = policy.metadata.name;
+    const v = version(policy);
+    const known = this.policies.get(name);
+    if (known && known.source === policy) return compileErrors(known.compiled);
+    if (known && v !== '/' && known.version === v) return compileErrors(known.compiled);
+    const compiled = compilePolicy(policy, this.engine);
+    this.policies.set(name, { version: v, source: policy, compiled });
+    this.snapshot = undefined;
+    return compileErrors(compiled);
+  }
+
+  deletePolicy(name: string): void {
+    if (this.policies.delete(name)) this.snapshot = undefined;
+  }
+
+  upsertBinding(binding: ValidatingAdmissionPolicyBinding): void {
+    const known = this.bindings.get(binding.metadata.name);
+    if (known === binding || (known && binding.metadata.resourceVersion !== undefined && known.metadata.resourceVersion === binding.metadata.resourceVersion)) return;
+    this.bindings.set(binding.metadata.name, binding);
+    this.snapshot = undefined;
+  }
+
+  deleteBinding(name: string): void {
+    if (this.bindings.delete(name)) this.snapshot = undefined;
+  }
+
+  get size(): { policies: number; bindings: number } {
+    return { policies: this.policies.size, bindings: this.bindings.size };
+  }
+
+  policyNames(): string[] {
+    return [...this.policies.keys()].sort();
+  }
+
+  evaluate(a: VapAttributes, ctx: VapContext, opts: EvaluateOptions = {}): BindingEvaluation[] {
+    this.snapshot ??= { policies: [...this.policies.values()].map((p) => p.compiled), bindings: [...this.bindings.values()] };
+    return evaluatePolicies(
+      this.snapshot.policies,
+      this.snapshot.bindings,
+      a,
+      ctx,
+      this.engine,
+      opts,
+    );
+  }
+}
