@@ -121,35 +121,61 @@ export type CompositionOutcome =
 /** Marker so a variable that failed rethrows the same error each time it is read. */
 class VariableFailed extends Error {}
 
+/** Where a `variables` object keeps its per-evaluation state (a symbol: invisible to CEL's key iteration). */
+const STATE = Symbol('variables');
+
+interface VariablesState {
+  context: Record<string, unknown>;
+  /** Per variable: undefined (not yet read), { value } or { error }. */
+  slots: ({ value: unknown } | { error: unknown } | undefined)[];
+}
+
 /**
- * The `variables` object for one evaluation: each getter evaluates its
- * expression on first read (under the reading expression's meter) and caches
- * the value or the error.
+ * Per composition, once: the property descriptors of its `variables` object.
+ * Each getter evaluates its expression on first read (under the reading
+ * expression's meter) and caches the value or the error in the object's
+ * state. Shared getters (they find the state through `this`) make a
+ * `variables` object per evaluation cost one allocation per variable read,
+ * not a closure and a descriptor per variable per evaluation.
  */
-function lazyVariables(c: Composition, context: Record<string, unknown>): Record<string, unknown> {
-  const vars: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
-  for (const { name, program } of c.variables) {
-    let state: { done: false } | { done: true; value: unknown } | { done: true; error: unknown } = { done: false };
-    Object.defineProperty(vars, name, {
+const descriptorCache = new WeakMap<Composition, PropertyDescriptorMap>();
+
+function variableDescriptors(c: Composition): PropertyDescriptorMap {
+  const hit = descriptorCache.get(c);
+  if (hit) return hit;
+  const descriptors: PropertyDescriptorMap = {};
+  c.variables.forEach(({ name, program }, index) => {
+    descriptors[name] = {
       enumerable: true,
-      get() {
-        if (!state.done) {
+      get(this: { [STATE]: VariablesState }) {
+        const state = this[STATE];
+        let slot = state.slots[index];
+        if (slot === undefined) {
           try {
-            state = { done: true, value: runUnmetered(program, context) };
+            slot = { value: runUnmetered(program, state.context) };
           } catch (e) {
-            state = { done: true, error: e };
+            slot = { error: e };
           }
+          state.slots[index] = slot;
         }
-        if ('error' in state) {
-          const e = state.error;
+        if ('error' in slot) {
+          const e = slot.error;
           if (e instanceof Error && e.name === 'CostLimitExceeded') throw e;
           throw new VariableFailed(`variable "${name}" failed: ${e instanceof Error ? ((e as { summary?: string }).summary ?? e.message.split('\n')[0]) : String(e)}`);
         }
-        return state.value;
+        return slot.value;
       },
-    });
-  }
-  return vars;
+    };
+  });
+  descriptorCache.set(c, descriptors);
+  return descriptors;
+}
+
+/** The `variables` object for one evaluation (see variableDescriptors). */
+function lazyVariables(c: Composition, context: Record<string, unknown>): Record<string, unknown> {
+  const state: VariablesState = { context, slots: [] };
+  const vars = Object.defineProperties({ [STATE]: state }, variableDescriptors(c));
+  return vars as unknown as Record<string, unknown>;
 }
 
 /**

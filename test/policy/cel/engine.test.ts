@@ -272,6 +272,38 @@ describe('CEL engine: compositions (matchConditions, variables, validations)', (
     assert.equal(out.validations[1]?.result, 'pass');
   });
 
+  it('the variables object holds only the declared names, is computed per evaluation, and a second read costs nothing', () => {
+    const c = compileComposition({
+      variables: [
+        { name: 'names', expression: 'object.spec.containers.map(c, c.name)' },
+        { name: 'n', expression: 'size(variables.names)' },
+      ],
+      validations: [
+        { expression: "variables.all(k, k in ['names', 'n']) && size(variables) == 2 && 'n' in variables && !('toString' in variables)" },
+        { expression: 'variables.n == 2' },
+        { expression: 'variables.n == 2 && variables.n == 2' },
+      ],
+    });
+    assert.ok(c.ok);
+    if (!c.ok) return;
+    const two = evaluateComposition(c, { object: pod });
+    const one = evaluateComposition(c, { object: { ...pod, spec: { containers: [{ name: 'x' }] } } });
+    assert.ok(two.matched === true && one.matched === true);
+    if (two.matched !== true || one.matched !== true) return;
+    assert.deepEqual(two.validations.map((v) => v.result), ['pass', 'pass', 'pass']);
+    // Another evaluation does not see the first one's values.
+    assert.deepEqual(one.validations.map((v) => v.result), ['pass', 'fail', 'fail']);
+    // A second validation reading `variables.n` does not pay for computing it
+    // again: its cost is the same whatever the variable's expression costs.
+    const delta = (expression: string): number => {
+      const k = compileComposition({ variables: [{ name: 'n', expression }], validations: [{ expression: 'variables.n == 2' }, { expression: 'variables.n == 2 && variables.n == 2' }] });
+      assert.ok(k.ok);
+      if (!k.ok) return NaN;
+      return evaluateComposition(k, { object: pod }).cost - evaluateComposition({ ...k, validations: k.validations.slice(0, 1) }, { object: pod }).cost;
+    };
+    assert.equal(delta('object.spec.containers.map(c, c.name + c.name).size()'), delta('2'));
+  });
+
   it('reports every compile error with its field', () => {
     const c = compileComposition({ validations: [{ expression: 'object.' }, { expression: 'true', messageExpression: '1' }] });
     assert.equal(c.ok, false);
