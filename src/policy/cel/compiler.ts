@@ -30,6 +30,7 @@
  */
 import { EvaluationError, Optional, ParseError, TypeError as CelTypeError } from '@marcbachmann/cel-js';
 import { activeMeter, charge, CostLimitExceeded, sizeCost } from './meter.ts';
+import { ORIGINAL } from './fast-optional.ts';
 
 /** A cel-js evaluation context (RootContext or OverlayContext). */
 export interface CelCtx {
@@ -395,6 +396,14 @@ function compileMacro(node: Node, macro: Macro, ev: Ev): Compiled | undefined {
   const { receiver, arg } = macro;
   if (receiver === undefined || arg === undefined) return undefined;
   if (macro.functionDesc === 'optional.orValue(value)') {
+    const chain = optionalChain(receiver, ev);
+    if (chain !== undefined) {
+      const af = c(arg, ev);
+      return (ctx) => {
+        const v = chain(ctx);
+        return v === ABSENT ? af(ctx) : v;
+      };
+    }
     const rf = c(receiver, ev);
     const af = c(arg, ev);
     const desc = `${macro.functionDesc} receiver`;
@@ -456,7 +465,19 @@ function binaryCache(node: Node, candidates: Candidates, fallback: Handle, ev: E
   const cache = new Map<number, Overload>();
   const ls = node.leftStaticType;
   const rs = node.rightStaticType;
+  const concat = node.op === '+';
   return (l, r) => {
+    // list + list: one overload (list<V> + list<V>, V unified to dyn) whatever the element types.
+    if (concat && Array.isArray(l) && Array.isArray(r) && !ls && !rs) {
+      let o = cache.get(-1);
+      if (o === undefined) {
+        const found = candidates.findBinaryOverload(ev.debugTypeDeep(l).wrappedType, ev.debugTypeDeep(r).wrappedType);
+        if (!found) return fallback(l, r, node, ev);
+        o = found;
+        cache.set(-1, o);
+      }
+      return o.handler(l, r, node, ev);
+    }
     const lt = ls ? 0 : typeTag(l);
     const rt = rs ? 0 : typeTag(r);
     if ((!ls && lt === 0) || (!rs && rt === 0)) return fallback(l, r, node, ev);
@@ -518,5 +539,55 @@ function callCache(node: Node, candidates: Candidates, argNodes: Node[], receive
       if (e instanceof EvaluationError || e instanceof ParseError || e instanceof CelTypeError) throw (e as unknown as { withAst(n: Node): Error }).withAst(node);
       throw e;
     }
+  };
+}
+
+/*
+ * Optional chains ending in orValue (`c.?securityContext.?privileged.orValue(false)`,
+ * the bread and butter of Pod Security rules) without an Optional per step:
+ * each `.?` step yields the value or ABSENT. Each step is charged 1 unit before
+ * its operand, as the metered `run` charges the node (an Optional has size 0).
+ * A step that is not a plain map lookup (lists, messages, non-string keys)
+ * calls the node's original cel-js handler and unwraps its Optional.
+ */
+const ABSENT = Symbol('absent');
+
+type OptionalHandle = Handle & { [ORIGINAL]?: Handle };
+
+function optionalChain(node: Node, ev: Ev): Compiled | undefined {
+  if (node.op !== '.?' || node.meta.alternate !== undefined || node.meta.macro !== undefined) return undefined;
+  const original = (node.handle as OptionalHandle | undefined)?.[ORIGINAL];
+  const target = (node.args as [Node, string])[0];
+  const key = node.right;
+  if (original === undefined || target === undefined || typeof key !== 'string') return undefined;
+  const inner = optionalChain(target, ev);
+  const tf = inner ?? c(target, ev);
+  return (ctx) => {
+    const m = activeMeter();
+    if (m !== undefined && ++m.used > m.limit) throw new CostLimitExceeded(m);
+    const got = tf(ctx);
+    if (got === ABSENT) return ABSENT;
+    // A chain step yields the field's value itself; any other target yields a
+    // CEL value, which may be an Optional (unwrapped once, as cel-js does).
+    let obj = got;
+    if (inner === undefined && obj instanceof Optional) {
+      if (!obj.hasValue()) return ABSENT;
+      obj = obj.value();
+    }
+    if (obj !== null && typeof obj === 'object') {
+      const ctor = (obj as { constructor?: unknown }).constructor;
+      if (ctor === Object || ctor === undefined) {
+        const v = Object.hasOwn(obj, key) ? (obj as Record<string, unknown>)[key] : undefined;
+        return v === undefined ? ABSENT : v;
+      }
+      if (obj instanceof Map) {
+        const v: unknown = obj.get(key);
+        return v === undefined ? ABSENT : v;
+      }
+    }
+    // cel-js's own handler, on the value as an Optional if the chain unwrapped one.
+    const left = inner !== undefined ? Optional.of(got) : got;
+    const r = original(left, key, node, ev);
+    return r instanceof Optional ? (r.hasValue() ? r.value() : ABSENT) : r;
   };
 }

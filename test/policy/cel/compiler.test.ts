@@ -62,7 +62,9 @@ const HAND_WRITTEN = [
   'has(object.spec.hostNetwork)', 'has(object.spec.nope)', 'has(object.spec.nope.deeper)', 'has(object.s.x)', 'has(object.l.x)',
   'object.?spec.?hostNetwork.orValue(true)', 'object.?nope.?x.orValue(7)', "object.spec.containers[0].?securityContext.?privileged.orValue('z')",
   'object.?s.?x', 'object.l[?1]', 'object.l[?9].orValue(0)', "object.metadata.annotations[?'x'].or(optional.of('q'))", 'optional.none().or(optional.of(1)).value()',
-  'object.?nope.value()', 'optional.ofNonZeroValue(object.i)', 'object.?i.hasValue()', 'object.?spec.orValue(1)',
+  'object.?nope.value()', "{'a': optional.of(1)}.?a.?b.orValue(3)", "{'a': optional.of({'b': 2})}.?a.?b.orValue(3)", "{'a': {'b': optional.none()}}.?a.?b.orValue(5)",
+  'object.?l.?x.orValue(0)', "optional.of({'a': 1}).?a.orValue(0)", 'optional.none().?a.?b.orValue(4)', "object.?s.?x.?y.orValue('d')", "{1: 'a'}.?a.orValue('z')",
+  "[[1], ['a'], [{'a': 1}], [[1]], []].map(l, l + l)", "[[1], ['a'], [{'a': 1}]].map(l, dyn([2.0]) + l)", 'object.l + object.l', 'object.spec.containers + object.l', 'optional.ofNonZeroValue(object.i)', 'object.?i.hasValue()', 'object.?spec.orValue(1)',
   // comprehensions, including errors inside
   'object.spec.containers.all(c, has(c.securityContext))', 'object.spec.containers.exists(c, c.name == "side")',
   'object.spec.containers.exists_one(c, c.?securityContext.?runAsUser.orValue(1) == 0)', 'object.spec.containers.map(c, c.name)',
