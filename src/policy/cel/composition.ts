@@ -171,10 +171,23 @@ function variableDescriptors(c: Composition): PropertyDescriptorMap {
   return descriptors;
 }
 
-/** The `variables` object for one evaluation (see variableDescriptors). */
+/**
+ * The `variables` object for one evaluation (see variableDescriptors). One
+ * object per composition, reused: each evaluation gives it fresh state.
+ * Evaluation is synchronous and a composition never evaluates itself, so no
+ * two evaluations of one composition overlap, and values never outlive their
+ * evaluation (outcomes carry only results and messages).
+ */
+const variablesObjects = new WeakMap<Composition, { [STATE]: VariablesState }>();
+
 function lazyVariables(c: Composition, context: Record<string, unknown>): Record<string, unknown> {
   const state: VariablesState = { context, slots: [] };
-  const vars = Object.defineProperties({ [STATE]: state }, variableDescriptors(c));
+  let vars = variablesObjects.get(c);
+  if (vars === undefined) {
+    vars = Object.defineProperties({ [STATE]: state }, variableDescriptors(c));
+    variablesObjects.set(c, vars);
+  }
+  vars[STATE] = state;
   return vars as unknown as Record<string, unknown>;
 }
 
