@@ -190,8 +190,21 @@ function compileBody(node: Node, ev: Ev): Compiled | undefined {
       const [a, b] = node.args as Node[];
       if (a === undefined || b === undefined) return undefined;
       const lf = c(a, ev);
-      const rf = c(b, ev);
       const op = h.name === 'handleBinary' && node.candidates ? binaryCache(node, node.candidates, h, ev) : h;
+      const strings = node.op === 'in' ? literalStrings(b) : undefined;
+      if (strings !== undefined) {
+        // `x in ['a', 'b', …]`: the list is charged as if built; a string is
+        // looked up in a Set (string-to-string equality is ===); anything
+        // else goes to cel-js with a fresh copy of the list.
+        const { values, units } = strings;
+        const set = new Set(values);
+        return (ctx) => {
+          const l = lf(ctx);
+          charge(units);
+          return typeof l === 'string' ? set.has(l) : op(l, values.slice(), node, ev);
+        };
+      }
+      const rf = c(b, ev);
       // evaluateBinary: left first, then right.
       return (ctx) => {
         const l = lf(ctx);
@@ -252,12 +265,12 @@ function compileBody(node: Node, ev: Ev): Compiled | undefined {
     case 'list': {
       const items = node.args as Node[];
       if (items.length === 0) return () => [];
-      if (items.every((a) => a.op === 'value' && a.meta.alternate === undefined && a.meta.macro === undefined)) {
+      const literal = literalList(node);
+      if (literal !== undefined) {
         // A literal list of literals: the elements' charges (1 + size each) in one step, and a fresh copy.
-        const values = items.map((a) => a.args);
-        const units = values.reduce<number>((n, v) => n + 1 + (typeof v === 'object' || typeof v === 'string' ? sizeCost(v) : 0), 0);
+        const { values, elementUnits } = literal;
         return () => {
-          charge(units);
+          charge(elementUnits);
           return values.slice();
         };
       }
@@ -590,4 +603,21 @@ function optionalChain(node: Node, ev: Ev): Compiled | undefined {
     const r = original(left, key, node, ev);
     return r instanceof Optional ? (r.hasValue() ? r.value() : ABSENT) : r;
   };
+}
+
+/** A list literal whose elements are all literals: its values and the charge of its elements. */
+function literalList(node: Node): { values: unknown[]; elementUnits: number } | undefined {
+  if (node.op !== 'list' || node.meta.alternate !== undefined || node.meta.macro !== undefined) return undefined;
+  const items = node.args as Node[];
+  if (items.length === 0 || !items.every((a) => a.op === 'value' && a.meta.alternate === undefined && a.meta.macro === undefined)) return undefined;
+  const values = items.map((a) => a.args);
+  const elementUnits = values.reduce<number>((n, v) => n + 1 + (typeof v === 'object' || typeof v === 'string' ? sizeCost(v) : 0), 0);
+  return { values, elementUnits };
+}
+
+/** A list literal of string literals, with what evaluating it charges (its node's 1 + size, and its elements'). */
+function literalStrings(node: Node): { values: string[]; units: number } | undefined {
+  const literal = literalList(node);
+  if (literal === undefined || !literal.values.every((v) => typeof v === 'string')) return undefined;
+  return { values: literal.values as string[], units: 1 + sizeCost(literal.values) + literal.elementUnits };
 }

@@ -56,6 +56,7 @@ const HAND_WRITTEN = [
   '1u + 2u', 'object.i / 0', 'object.i % 2', '9223372036854775807 + object.i', 'object.i < object.n', "object.i < 'a'", 'dyn(1u) == 1',
   // strings, lists, maps, in
   "object.s + 'd'", "object.s.startsWith('a')", "object.s.contains(object.i)", "'b' in ['a', 'b']", "object.s in ['abc', 1]", '1 in object.l',
+  "object.i in ['a', 'b']", "object.s in ['abc', 'b']", "object.l[1] in ['a']", "object.l in ['a']", "object.spec.containers.map(c, c.name in ['app', 'x'])", "null in ['a']",
   "'ALL' in object.spec.containers[0].securityContext.capabilities.drop", 'object.l + [1]', 'object.l + object.s', 'size(object.l)', 'object.l[1]', 'object.l[9]',
   "{'a': object.i, 'b': [object.s]}", "{'a': 1}.a", "{'a': 1}['b']", "object.metadata.annotations['x']", 'object.nope', 'object.spec.nope.deeper',
   // has() and optionals
