@@ -24,6 +24,7 @@ import {
   type CompileError,
   type Program,
 } from './engine.ts';
+import { activeMeter, charge } from './meter.ts';
 
 export interface NamedExpression {
   name: string;
@@ -126,6 +127,8 @@ const STATE = Symbol('variables');
 
 interface VariablesState {
   context: Record<string, unknown>;
+  /** The request's shared context (celContext), key of the shared values. */
+  base: object;
   /** Per variable: undefined (not yet read), { value } or { error }. */
   slots: ({ value: unknown } | { error: unknown } | undefined)[];
 }
@@ -140,19 +143,53 @@ interface VariablesState {
  */
 const descriptorCache = new WeakMap<Composition, PropertyDescriptorMap>();
 
+/**
+ * Values of variables that read no other variable, per request context, by
+ * expression text, with the cost their computation charged. Only complete
+ * computations are stored (an error or an exceeded limit is recomputed, so
+ * it is charged and reported like the first time). CEL values are never
+ * mutated, so sharing them between compositions is safe.
+ */
+const sharedValues = new WeakMap<object, Map<string, { value: unknown; cost: number }>>();
+
+function sharedValuesOf(base: object): Map<string, { value: unknown; cost: number }> {
+  let m = sharedValues.get(base);
+  if (m === undefined) {
+    m = new Map();
+    sharedValues.set(base, m);
+  }
+  return m;
+}
+
 function variableDescriptors(c: Composition): PropertyDescriptorMap {
   const hit = descriptorCache.get(c);
   if (hit) return hit;
   const descriptors: PropertyDescriptorMap = {};
   c.variables.forEach(({ name, program }, index) => {
+    // A variable that reads no other variable has the same value and cost in
+    // every composition evaluated on the request (CEL is deterministic): the
+    // Pod Security rules each declare `variables.all`, computed once.
+    const shareable = !program.expression.includes('variables');
     descriptors[name] = {
       enumerable: true,
       get(this: { [STATE]: VariablesState }) {
         const state = this[STATE];
         let slot = state.slots[index];
         if (slot === undefined) {
+          const values = shareable ? sharedValuesOf(state.base) : undefined;
+          const hit = values?.get(program.expression);
           try {
-            slot = { value: runUnmetered(program, state.context) };
+            if (hit !== undefined) {
+              // Computed by another composition for this request: charge what computing it costs.
+              charge(hit.cost);
+              slot = { value: hit.value };
+            } else {
+              const before = activeMeter()?.used;
+              const value = runUnmetered(program, state.context);
+              const after = activeMeter()?.used;
+              if (values !== undefined && before !== undefined && after !== undefined) values.set(program.expression, { value, cost: after - before });
+              slot = { value };
+            }
           } catch (e) {
             slot = { error: e };
           }
@@ -180,8 +217,8 @@ function variableDescriptors(c: Composition): PropertyDescriptorMap {
  */
 const variablesObjects = new WeakMap<Composition, { [STATE]: VariablesState }>();
 
-function lazyVariables(c: Composition, context: Record<string, unknown>): Record<string, unknown> {
-  const state: VariablesState = { context, slots: [] };
+function lazyVariables(c: Composition, context: Record<string, unknown>, base: object): Record<string, unknown> {
+  const state: VariablesState = { context, base, slots: [] };
   let vars = variablesObjects.get(c);
   if (vars === undefined) {
     vars = Object.defineProperties({ [STATE]: state }, variableDescriptors(c));
@@ -198,7 +235,7 @@ function lazyVariables(c: Composition, context: Record<string, unknown>): Record
 export function evaluateComposition(c: Composition, activation: Activation, budget: Budget = newBudget()): CompositionOutcome {
   const shared = celContext(activation);
   const context: Record<string, unknown> = c.variables.length > 0 ? { ...shared } : (shared as Record<string, unknown>);
-  if (c.variables.length > 0) context['variables'] = lazyVariables(c, context);
+  if (c.variables.length > 0) context['variables'] = lazyVariables(c, context, shared);
   let cost = 0;
   let conditionError: { condition: string; message: string; kind: 'runtime' | 'cost' } | undefined;
   for (const mc of c.matchConditions) {
