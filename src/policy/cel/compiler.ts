@@ -130,24 +130,24 @@ function tryEval(f: Compiled, ctx: CelCtx): unknown {
 
 const objKeys = Object.keys;
 
-/** Compiles a checked node; `charge` false for a root (cel-js evaluates it without `run`). */
-export function compileNode(node: Node, ev: Ev, charge = true): Compiled {
-  return compileAt(node, ev, charge);
+/** Compiles a checked node; `chargeNode` false for a root (cel-js evaluates it without `run`). */
+export function compileNode(node: Node, ev: Ev, chargeNode = true): Compiled {
+  return compileAt(node, ev, chargeNode);
 }
 
-function compileAt(node: Node, ev: Ev, charge: boolean): Compiled {
+function compileAt(node: Node, ev: Ev, chargeNode: boolean): Compiled {
   const alt = node.meta.alternate;
   // cel-js evaluates an alternate directly (no second `run`): one charge.
-  if (alt !== undefined) return charge ? metered(compileAt(alt, ev, false)) : compileAt(alt, ev, false);
+  if (alt !== undefined) return chargeNode ? metered(compileAt(alt, ev, false)) : compileAt(alt, ev, false);
   const body = compileBody(node, ev);
   if (body === undefined) {
     // Not compiled: the metered interpreter charges for the node itself,
     // except when reached through an alternate (evaluated without `run`).
-    if (charge) return (ctx) => ev.run(node, ctx);
+    if (chargeNode) return (ctx) => ev.run(node, ctx);
     const direct = node as unknown as { evaluate(e: Ev, n: Node, x: CelCtx): unknown };
     return (ctx) => direct.evaluate(ev, node, ctx);
   }
-  return charge ? metered(body) : body;
+  return chargeNode ? metered(body) : body;
 }
 
 const c = (node: Node, ev: Ev): Compiled => compileAt(node, ev, true);
