@@ -14,6 +14,7 @@ import { strings as bufStrings } from '@bufbuild/cel/ext';
 import { tests } from '@bufbuild/cel-spec/testdata/conformance.js';
 import { Environment } from '@marcbachmann/cel-js';
 import { compile, evaluate } from '../src/policy/cel/index.ts';
+import { interpreted } from '../src/policy/cel/engine.ts';
 
 /** cel-js's uint class is not exported by name; a uint literal gives it. */
 const UnsignedInt = (new Environment().evaluate('1u') as object).constructor as new (v: bigint) => { valueOf(): bigint };
@@ -128,6 +129,10 @@ function runTest(t: Test, engine: Engine, mbEnv: Environment): Outcome {
       const p = compile(t.expr, { resultType: 'any' });
       const r = p.ok ? evaluate(p, {}) : undefined;
       got = r?.ok ? canonOf(r.value) : 'error';
+      // The same program on cel-js's interpreter must agree with the compiled closures.
+      const i = p.ok ? evaluate(interpreted(p), {}) : undefined;
+      const viaInterpreter = i?.ok ? canonOf(i.value) : 'error';
+      if (viaInterpreter !== got || (r && i && r.cost !== i.cost)) compiledVsInterpreter.push(t.expr);
     }
   } catch {
     got = 'error';
@@ -143,6 +148,7 @@ function collect(s: Suite, out: Test[]): Test[] {
 
 // As Portal configures it (engine.ts): mixed list and map literals are allowed, as in cel-go.
 const mbEnv = new Environment({ unlistedVariablesAreDyn: true, enableOptionalTypes: true, homogeneousAggregateLiterals: false });
+const compiledVsInterpreter: string[] = [];
 const zero = (): Record<Outcome, number> => ({ pass: 0, fail: 0, skip: 0 });
 const sections: Record<string, Record<Engine, Record<Outcome, number>>> = {};
 const totals: Record<Engine, Record<Outcome, number>> = { buf: zero(), mb: zero(), portal: zero() };
@@ -170,6 +176,8 @@ console.log(
         // cel-js with Portal's Kubernetes environment and libraries (tests without bindings only).
         portal: { ...totals.portal, passPercentOfRun: pct(totals.portal) },
       },
+      // Portal's compiled closures vs cel-js's interpreter on the same programs (value or error, and cost): must be empty.
+      portalCompiledVsInterpreterDisagreements: compiledVsInterpreter,
       sections: Object.fromEntries(
         Object.entries(sections).map(([k, v]) => [
           k,

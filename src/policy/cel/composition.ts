@@ -24,6 +24,7 @@ import {
   type CompileError,
   type Program,
 } from './engine.ts';
+import { activeMeter, charge } from './meter.ts';
 
 export interface NamedExpression {
   name: string;
@@ -121,35 +122,110 @@ export type CompositionOutcome =
 /** Marker so a variable that failed rethrows the same error each time it is read. */
 class VariableFailed extends Error {}
 
+/** Where a `variables` object keeps its per-evaluation state (a symbol: invisible to CEL's key iteration). */
+const STATE = Symbol('variables');
+
+interface VariablesState {
+  context: Record<string, unknown>;
+  /** The request's shared context (celContext), key of the shared values. */
+  base: object;
+  /** Per variable: undefined (not yet read), { value } or { error }. */
+  slots: ({ value: unknown } | { error: unknown } | undefined)[];
+}
+
 /**
- * The `variables` object for one evaluation: each getter evaluates its
- * expression on first read (under the reading expression's meter) and caches
- * the value or the error.
+ * Per composition, once: the property descriptors of its `variables` object.
+ * Each getter evaluates its expression on first read (under the reading
+ * expression's meter) and caches the value or the error in the object's
+ * state. Shared getters (they find the state through `this`) make a
+ * `variables` object per evaluation cost one allocation per variable read,
+ * not a closure and a descriptor per variable per evaluation.
  */
-function lazyVariables(c: Composition, context: Record<string, unknown>): Record<string, unknown> {
-  const vars: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
-  for (const { name, program } of c.variables) {
-    let state: { done: false } | { done: true; value: unknown } | { done: true; error: unknown } = { done: false };
-    Object.defineProperty(vars, name, {
+const descriptorCache = new WeakMap<Composition, PropertyDescriptorMap>();
+
+/**
+ * Values of variables that read no other variable, per request context, by
+ * expression text, with the cost their computation charged. Only complete
+ * computations are stored (an error or an exceeded limit is recomputed, so
+ * it is charged and reported like the first time). CEL values are never
+ * mutated, so sharing them between compositions is safe.
+ */
+const sharedValues = new WeakMap<object, Map<string, { value: unknown; cost: number }>>();
+
+function sharedValuesOf(base: object): Map<string, { value: unknown; cost: number }> {
+  let m = sharedValues.get(base);
+  if (m === undefined) {
+    m = new Map();
+    sharedValues.set(base, m);
+  }
+  return m;
+}
+
+function variableDescriptors(c: Composition): PropertyDescriptorMap {
+  const hit = descriptorCache.get(c);
+  if (hit) return hit;
+  const descriptors: PropertyDescriptorMap = {};
+  c.variables.forEach(({ name, program }, index) => {
+    // A variable that reads no other variable has the same value and cost in
+    // every composition evaluated on the request (CEL is deterministic): the
+    // Pod Security rules each declare `variables.all`, computed once.
+    const shareable = !program.expression.includes('variables');
+    descriptors[name] = {
       enumerable: true,
-      get() {
-        if (!state.done) {
+      get(this: { [STATE]: VariablesState }) {
+        const state = this[STATE];
+        let slot = state.slots[index];
+        if (slot === undefined) {
+          const values = shareable ? sharedValuesOf(state.base) : undefined;
+          const hit = values?.get(program.expression);
           try {
-            state = { done: true, value: runUnmetered(program, context) };
+            if (hit !== undefined) {
+              // Computed by another composition for this request: charge what computing it costs.
+              charge(hit.cost);
+              slot = { value: hit.value };
+            } else {
+              const before = activeMeter()?.used;
+              const value = runUnmetered(program, state.context);
+              const after = activeMeter()?.used;
+              if (values !== undefined && before !== undefined && after !== undefined) values.set(program.expression, { value, cost: after - before });
+              slot = { value };
+            }
           } catch (e) {
-            state = { done: true, error: e };
+            slot = { error: e };
           }
+          state.slots[index] = slot;
         }
-        if ('error' in state) {
-          const e = state.error;
+        if ('error' in slot) {
+          const e = slot.error;
           if (e instanceof Error && e.name === 'CostLimitExceeded') throw e;
           throw new VariableFailed(`variable "${name}" failed: ${e instanceof Error ? ((e as { summary?: string }).summary ?? e.message.split('\n')[0]) : String(e)}`);
         }
-        return state.value;
+        return slot.value;
       },
-    });
+    };
+  });
+  descriptorCache.set(c, descriptors);
+  return descriptors;
+}
+
+/**
+ * The `variables` object for one evaluation (see variableDescriptors). One
+ * object per composition, reused: each evaluation gives it fresh state.
+ * Evaluation is synchronous and a composition never evaluates itself, so no
+ * two evaluations of one composition overlap, and values never outlive their
+ * evaluation (outcomes carry only results and messages).
+ */
+const variablesObjects = new WeakMap<Composition, { [STATE]: VariablesState }>();
+
+function lazyVariables(c: Composition, context: Record<string, unknown>, base: object): Record<string, unknown> {
+  const state: VariablesState = { context, base, slots: [] };
+  let vars = variablesObjects.get(c);
+  if (vars === undefined) {
+    vars = Object.defineProperties({ [STATE]: state }, variableDescriptors(c));
+    variablesObjects.set(c, vars);
   }
-  return vars;
+  vars[STATE] = state;
+  return vars as unknown as Record<string, unknown>;
 }
 
 /**
@@ -159,7 +235,7 @@ function lazyVariables(c: Composition, context: Record<string, unknown>): Record
 export function evaluateComposition(c: Composition, activation: Activation, budget: Budget = newBudget()): CompositionOutcome {
   const shared = celContext(activation);
   const context: Record<string, unknown> = c.variables.length > 0 ? { ...shared } : (shared as Record<string, unknown>);
-  if (c.variables.length > 0) context['variables'] = lazyVariables(c, context);
+  if (c.variables.length > 0) context['variables'] = lazyVariables(c, context, shared);
   let cost = 0;
   let conditionError: { condition: string; message: string; kind: 'runtime' | 'cost' } | undefined;
   for (const mc of c.matchConditions) {

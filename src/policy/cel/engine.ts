@@ -13,7 +13,8 @@
  * Pure: no I/O.
  */
 import { Environment, type ParseResult } from '@marcbachmann/cel-js';
-import { CostLimitExceeded, enterMeter, exitMeter, installMeter, type Meter } from './meter.ts';
+import { captureEvaluator, CostLimitExceeded, enterMeter, exitMeter, installMeter, type Meter } from './meter.ts';
+import { compileNode, type CelCtx, type Ev, type Node } from './compiler.ts';
 import { lineColumn, offsetOf, rewriteNamespacedCalls, unescapeFieldName, walk } from './source.ts';
 import { toCel } from './values.ts';
 import { installFastOptionals } from './fast-optional.ts';
@@ -65,8 +66,10 @@ export interface Program {
   readonly ok: true;
   readonly expression: string;
   readonly resultType: ResultType;
-  /** @internal the cel-js program. */
+  /** @internal the cel-js program (the interpreter). */
   readonly run: ParseResult;
+  /** @internal what evaluate() runs: the compiled closures (compiler.ts), or `run`. */
+  readonly exec: (context: Record<string, unknown>) => unknown;
 }
 
 export type CompileResult = Program | CompileError;
@@ -127,6 +130,28 @@ const env = new Environment({
 // type walk of every variable at each reference.
 for (const v of ACTIVATION_VARIABLES) env.registerVariable(v, 'dyn');
 registerLibraries(env);
+
+// The evaluator instance and root-context class the compiled closures share
+// with the interpreter (fallback nodes run on cel-js's own evaluator).
+const probe = captureEvaluator(() => env.parse('[true]')({}));
+const evaluator = probe.evaluator as Ev & { registry: unknown };
+const RootContext = (probe.context as object).constructor as new (registry: unknown, context: unknown) => CelCtx;
+
+/** Compiles a checked AST to closures; the root node is not charged (cel-js evaluates it without `run`). */
+function compileExec(ast: unknown): (context: Record<string, unknown>) => unknown {
+  const root = compileNode(ast as Node, evaluator, false);
+  const registry = evaluator.registry;
+  return (context) => root(new RootContext(registry, context));
+}
+
+/**
+ * The same program evaluated by the cel-js interpreter instead of the
+ * compiled closures. For the differential tests and benchmarks.
+ * @internal
+ */
+export function interpreted(program: Program): Program {
+  return Object.freeze({ ...program, exec: (context: Record<string, unknown>) => program.run(context) });
+}
 
 function compileError(expression: string, message: string, offset: number): CompileError {
   const o = Math.max(0, Math.min(offset, expression.length));
@@ -205,7 +230,7 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
     return compileError(expression, `the expression must evaluate to ${resultType}, but it evaluates to ${t}`, 0);
   }
   installFastOptionals(run.ast);
-  return Object.freeze({ ok: true as const, expression, resultType, run });
+  return Object.freeze({ ok: true as const, expression, resultType, run, exec: compileExec(run.ast) });
 }
 
 const contexts = new WeakMap<Activation, Readonly<Record<string, unknown>>>();
@@ -240,7 +265,7 @@ const EMPTY: Readonly<Record<string, unknown>> = Object.freeze(Object.create(nul
  * Internal: composition.ts evaluates lazy variables with it.
  */
 export function runUnmetered(program: Program, context: Record<string, unknown>): unknown {
-  return program.run(context);
+  return program.exec(context);
 }
 
 function checkType(program: Program, value: unknown): string | undefined {
@@ -274,7 +299,7 @@ export function evaluate(
   let failure: unknown;
   const outer = enterMeter(meter);
   try {
-    value = program.run(context);
+    value = program.exec(context);
   } catch (e) {
     failure = e;
   } finally {

@@ -17,8 +17,11 @@ import { walk, type AstNode } from './source.ts';
 type Handle = (left: unknown, right: unknown, ast: unknown, ev: unknown) => unknown;
 const NONE = Optional.none();
 
+/** The handler fast() wrapped, for compiler.ts's optional chains. */
+export const ORIGINAL = Symbol('original optional handler');
+
 function fast(original: Handle): Handle {
-  return function optionalField(left, right, ast, ev) {
+  const handle = function optionalField(left: unknown, right: unknown, ast: unknown, ev: unknown): unknown {
     let obj = left;
     if (obj instanceof Optional) {
       if (!obj.hasValue()) return NONE;
@@ -37,6 +40,7 @@ function fast(original: Handle): Handle {
     }
     return original(left, right, ast, ev);
   };
+  return Object.assign(handle, { [ORIGINAL]: original });
 }
 
 /** Installs the fast path on every checked optional selection of a program. */

@@ -76,6 +76,25 @@ interface EvaluatorProto {
 }
 
 let installed = false;
+let capturing = false;
+let captured: { evaluator: unknown; context: unknown } | undefined;
+
+/**
+ * Runs `fn` (an unmetered evaluation of an expression with at least one
+ * child node) and returns the cel-js Evaluator instance and root context it
+ * used: compiler.ts needs both (cel-js exports neither).
+ */
+export function captureEvaluator(fn: () => unknown): { evaluator: unknown; context: unknown } {
+  capturing = true;
+  captured = undefined;
+  try {
+    fn();
+  } finally {
+    capturing = false;
+  }
+  if (captured === undefined) throw new Error('cel-js internals changed: cannot capture the evaluator (Evaluator.run not called)');
+  return captured;
+}
 
 /** Wraps `Evaluator.prototype.run` once. Idempotent. */
 export function installMeter(): void {
@@ -97,7 +116,10 @@ export function installMeter(): void {
   const original = proto.run;
   proto.run = function meteredRun(ast, ctx) {
     const m = active;
-    if (m === undefined) return original.call(this, ast, ctx);
+    if (m === undefined) {
+      if (capturing) captured = { evaluator: this, context: ctx };
+      return original.call(this, ast, ctx);
+    }
     if (++m.used > m.limit) throw new CostLimitExceeded(m);
     const out = original.call(this, ast, ctx);
     if (typeof out === 'object' || typeof out === 'string') {

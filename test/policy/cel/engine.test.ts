@@ -272,6 +272,73 @@ describe('CEL engine: compositions (matchConditions, variables, validations)', (
     assert.equal(out.validations[1]?.result, 'pass');
   });
 
+  it('the variables object holds only the declared names, is computed per evaluation, and a second read costs nothing', () => {
+    const c = compileComposition({
+      variables: [
+        { name: 'names', expression: 'object.spec.containers.map(c, c.name)' },
+        { name: 'n', expression: 'size(variables.names)' },
+      ],
+      validations: [
+        { expression: "variables.all(k, k in ['names', 'n']) && size(variables) == 2 && 'n' in variables && !('toString' in variables)" },
+        { expression: 'variables.n == 2' },
+        { expression: 'variables.n == 2 && variables.n == 2' },
+      ],
+    });
+    assert.ok(c.ok);
+    if (!c.ok) return;
+    const two = evaluateComposition(c, { object: pod });
+    const one = evaluateComposition(c, { object: { ...pod, spec: { containers: [{ name: 'x' }] } } });
+    assert.ok(two.matched === true && one.matched === true);
+    if (two.matched !== true || one.matched !== true) return;
+    assert.deepEqual(two.validations.map((v) => v.result), ['pass', 'pass', 'pass']);
+    // Another evaluation does not see the first one's values.
+    assert.deepEqual(one.validations.map((v) => v.result), ['pass', 'fail', 'fail']);
+    // A second validation reading `variables.n` does not pay for computing it
+    // again: its cost is the same whatever the variable's expression costs.
+    const delta = (expression: string): number => {
+      const k = compileComposition({ variables: [{ name: 'n', expression }], validations: [{ expression: 'variables.n == 2' }, { expression: 'variables.n == 2 && variables.n == 2' }] });
+      assert.ok(k.ok);
+      if (!k.ok) return NaN;
+      return evaluateComposition(k, { object: pod }).cost - evaluateComposition({ ...k, validations: k.validations.slice(0, 1) }, { object: pod }).cost;
+    };
+    assert.equal(delta('object.spec.containers.map(c, c.name + c.name).size()'), delta('2'));
+  });
+
+  it('compositions sharing a request see the same values and pay the same cost as alone', () => {
+    const make = (first: string, validation: string) => {
+      const c = compileComposition({
+        variables: [
+          { name: 'names', expression: 'object.spec.containers.map(c, c.name)' },
+          { name: 'first', expression: first },
+          { name: 'next', expression: 'variables.first + 1' },
+          { name: 'bad', expression: 'object.spec.nope.size()' },
+        ],
+        validations: [{ expression: validation }],
+      });
+      assert.ok(c.ok);
+      if (!c.ok) throw new Error('unreachable');
+      return c;
+    };
+    const a = make('1', "variables.names == ['app', 'side'] && variables.next == 2");
+    const b = make('2', "variables.names.size() == 2 && variables.next == 3");
+    const bad = make('1', 'variables.bad > 0');
+    const alone = [a, b, bad, bad].map((c) => evaluateComposition(c, { object: pod }));
+    const activation = { object: pod };
+    const budget = newBudget();
+    const together = [a, b, bad, bad].map((c) => evaluateComposition(c, activation, budget));
+    assert.deepEqual(together, alone);
+    assert.deepEqual(together.map((o) => o.matched === true && o.validations[0]?.result), ['pass', 'pass', 'error', 'error']);
+    // Under a budget too small for the second computation, it is a cost error as it would be alone.
+    const small = newBudget(together[0]!.cost + 3);
+    const squeezed = [a, a].map((c) => evaluateComposition(c, activation, small));
+    assert.equal(squeezed[0]?.matched === true && squeezed[0].validations[0]?.result, 'pass');
+    const second = squeezed[1]?.matched === true ? squeezed[1].validations[0] : undefined;
+    const aloneSqueezed = evaluateComposition(a, { object: pod }, newBudget(3));
+    const aloneFirst = aloneSqueezed.matched === true ? aloneSqueezed.validations[0] : undefined;
+    assert.equal(second?.result === 'error' && second.kind, 'cost');
+    assert.equal(aloneFirst?.result === 'error' && aloneFirst.kind, 'cost');
+  });
+
   it('reports every compile error with its field', () => {
     const c = compileComposition({ validations: [{ expression: 'object.' }, { expression: 'true', messageExpression: '1' }] });
     assert.equal(c.ok, false);
