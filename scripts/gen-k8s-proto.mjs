@@ -27,6 +27,7 @@ const ROOTS = [
   ['batch/v1', ['Job', 'CronJob'], 'k8s.io.api.batch.v1'],
   ['admissionregistration.k8s.io/v1', ['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'], 'k8s.io.api.admissionregistration.v1'],
   ['rbac.authorization.k8s.io/v1', ['Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding'], 'k8s.io.api.rbac.v1'],
+  ['networking.k8s.io/v1', ['NetworkPolicy'], 'k8s.io.api.networking.v1'],
 ];
 /** Bodies that are not stored objects: sent with their own kind, no List. */
 const EXTRA = [

@@ -160,6 +160,26 @@ function fixtures(): Record<string, Record<string, unknown>> {
     ClusterRole: { metadata: { name: 'agg' }, rules: [{ nonResourceURLs: ['/healthz'], verbs: ['get'] }], aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'rbac.example.com/aggregate': 'true' } }] } },
     RoleBinding: { metadata: { name: 'reader' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' }, subjects: [{ kind: 'ServiceAccount', name: 'web', namespace: 'default' }, { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'jane' }] },
     ClusterRoleBinding: { metadata: { name: 'agg' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'agg' }, subjects: [{ kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'devs' }] },
+    NetworkPolicy: {
+      metadata: { name: 'metrics' },
+      spec: {
+        podSelector: { matchLabels: { app: 'portal' } },
+        policyTypes: ['Ingress'],
+        ingress: [{ from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ protocol: 'TCP', port: 8080 }] }],
+      },
+    },
+    ValidatingAdmissionPolicy: {
+      metadata: { name: 'replicas' },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: { resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['deployments'] }] },
+        validations: [{ expression: 'object.spec.replicas <= 5', message: 'at most 5 replicas', reason: 'Invalid' }],
+      },
+    },
+    ValidatingAdmissionPolicyBinding: {
+      metadata: { name: 'replicas' },
+      spec: { policyName: 'replicas', validationActions: ['Audit'] },
+    },
   };
 }
 
