@@ -1,14 +1,28 @@
 /**
- * Minimal OpenAPI v3 documents: an index at /openapi/v3 and, per
- * group-version, the PATCH operations carrying the `fieldValidation` query
- * parameter and `x-kubernetes-group-version-kind`. That is what kubectl
- * reads to learn that the server validates fields itself (so `--validate`
- * needs no client-side schema); without component schemas kubectl computes
- * strategic merge patches from its compiled-in types, as for any server.
+ * OpenAPI documents: an index at /openapi/v3 and, per group-version, the
+ * operations carrying the `fieldValidation` query parameter (kubectl reads
+ * them to learn that the server validates fields itself) and the component
+ * schemas of every kind served there, with `x-kubernetes-group-version-kind`
+ * (what `kubectl explain` and kubectl's strategic merge patch read). The
+ * schemas come from openapi/model.ts; /openapi/v2 in JSON carries the same
+ * schemas as `definitions`.
  */
 import { createHash } from 'node:crypto';
-import { groupVersion, type Registry } from './registry.ts';
+import { REF_PREFIX } from './openapi/builtin.ts';
+import { closure, typeModel } from './openapi/model.ts';
+import { groupVersion, type Registry, type ResourceDef } from './registry.ts';
 import type { Obj } from './types.ts';
+
+/** The component schemas of `defs`' kinds and everything they reference. */
+function schemasFor(defs: readonly ResourceDef[]): Obj {
+  const out: Obj = {};
+  for (const d of defs) {
+    const model = typeModel(d);
+    if (!model) continue;
+    for (const n of closure([model.name], model.components)) out[n] ??= model.components.get(n);
+  }
+  return out;
+}
 
 function gvPath(group: string, version: string): string {
   return group ? `apis/${group}/${version}` : `api/${version}`;
@@ -20,7 +34,7 @@ export function openapiV3Doc(reg: Registry, group: string, version: string): Obj
   const paths: Obj = {};
   for (const d of defs) {
     const base = `/${gvPath(group, version)}${d.namespaced ? '/namespaces/{namespace}' : ''}/${d.resource}/{name}`;
-    const gvk = [{ group, version, kind: d.kind }];
+    const gvk = { group, version, kind: d.kind };
     const op = (verb: string): Obj => ({
       operationId: `${verb}${d.kind}`,
       'x-kubernetes-action': verb,
@@ -30,7 +44,7 @@ export function openapiV3Doc(reg: Registry, group: string, version: string): Obj
     });
     paths[base] = { get: op('get'), put: op('put'), patch: op('patch'), delete: op('delete') };
   }
-  return { openapi: '3.0.0', info: { title: 'Kubernetes', version: 'v1.35.0' }, paths, components: { schemas: {} } };
+  return { openapi: '3.0.0', info: { title: 'Kubernetes', version: 'v1.35.0' }, paths, components: { schemas: schemasFor(defs) } };
 }
 
 export function openapiV3Index(reg: Registry): Obj {
@@ -65,3 +79,10 @@ export const OPENAPI_V2_PROTOBUF: Buffer = Buffer.concat([
 ]);
 /** What kube-openapi answers with (the '@' of the Accept value is not legal in a response media type). */
 export const OPENAPI_V2_CONTENT_TYPE = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
+
+/** /openapi/v2 as JSON: every served kind's schema under `definitions`. */
+export function openapiV2Json(reg: Registry): Obj {
+  const defs = schemasFor(reg.all());
+  const text = JSON.stringify(defs).split(`"${REF_PREFIX}`).join('"#/definitions/');
+  return { swagger: '2.0', info: { title: 'Kubernetes', version: 'v1.35.0' }, paths: {}, definitions: JSON.parse(text) as Obj };
+}

@@ -14,7 +14,7 @@ import { evict } from './eviction.ts';
 import type { Faults } from './faults.ts';
 import { decodeObject, encodeObject, PROTOBUF_MEDIA_TYPE, ProtobufError, UnsupportedKind } from './protobuf/codec.ts';
 import { isProtobufBody, wantsProtobuf } from './protobuf/negotiate.ts';
-import { OPENAPI_V2_CONTENT_TYPE, OPENAPI_V2_PROTOBUF, openapiV3Doc, openapiV3Index } from './openapi.ts';
+import { OPENAPI_V2_CONTENT_TYPE, OPENAPI_V2_PROTOBUF, openapiV2Json, openapiV3Doc, openapiV3Index } from './openapi.ts';
 import type { ResourceDef } from './registry.ts';
 import { ApiError, errors } from './status.ts';
 import { toTable, wantsTable } from './table.ts';
@@ -213,7 +213,7 @@ export class Router {
         res.end(OPENAPI_V2_PROTOBUF);
         return;
       }
-      return sendJson(res, 200, { swagger: '2.0', info: { title: 'Kubernetes', version: 'v1.35.0' }, paths: {}, definitions: {} });
+      return sendJson(res, 200, openapiV2Json(reg));
     }
     const oa = path.match(/^\/openapi\/v3\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))$/);
     if (oa) {
