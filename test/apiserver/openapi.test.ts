@@ -77,3 +77,54 @@ test('/openapi/v3/apis/G/V carries components.schemas with x-kubernetes-group-ve
   assert.match(JSON.stringify(defs['io.k8s.api.core.v1.Pod']), /"#\/definitions\/io\.k8s\.api\.core\.v1\.PodSpec"/);
 }));
 
+
+const DEPLOYMENT = (extra: string): string => `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: nginx, image: nginx${extra}}
+`;
+
+test('kubectl create with unknown fields: strict error by default, warning with --validate=warn, silent drop with --validate=false', { timeout: 60_000 }, () => withServer({}, (s) => withKubectl(s, async ({ dir, k, fails }) => {
+  const file = join(dir, 'd.yaml');
+  writeFileSync(file, `${DEPLOYMENT(', foo: 1')}  bar: true\n`);
+  const err = await fails('create', '-f', file);
+  assert.equal(err.trim(), `Error from server (BadRequest): error when creating "${file}": Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: unknown field "spec.bar", unknown field "spec.template.spec.containers[0].foo"`);
+  const warned = await k('create', '-f', file, '--validate=warn');
+  assert.match(warned.stderr, /Warning: unknown field "spec\.bar"/);
+  assert.match(warned.stderr, /Warning: unknown field "spec\.template\.spec\.containers\[0\]\.foo"/);
+  const stored = JSON.parse((await k('get', 'deployment', 'web', '-o', 'json')).stdout) as { spec: Record<string, unknown> };
+  assert.equal(stored.spec['bar'], undefined);
+  await k('delete', 'deployment', 'web');
+  const quiet = await k('create', '-f', file, '--validate=false');
+  assert.doesNotMatch(quiet.stderr, /unknown field/);
+})));
+
+test('custom resources: unknown fields against the CRD schema are a strict error', { timeout: 60_000 }, () => withServer({}, (s) => withKubectl(s, async ({ dir, k, fails }) => {
+  await k('apply', '-f', CRD_FILE);
+  const file = join(dir, 'r.yaml');
+  writeFileSync(file, 'apiVersion: portal.dev/v1alpha1\nkind: PortalClusterRule\nmetadata: {name: r1}\nspec:\n  foo: 1\n  match: {resources: [{kinds: [Pod]}]}\n  validate: {message: m, pattern: {}}\n');
+  const err = await fails('create', '-f', file);
+  assert.match(err, /PortalClusterRule in version "v1alpha1" cannot be handled as a PortalClusterRule: strict decoding error: unknown field "spec\.foo"/);
+})));
+
+test('fieldValidation over raw HTTP: Strict 400, Warn warning header, Ignore silent', { timeout: 30_000 }, () => withServer({}, async (s) => {
+  const call = caller(s, s.adminToken);
+  const cm = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, bogus: 1 }, data: { a: 'b' }, extra: true });
+  const strict = await call('POST', '/api/v1/namespaces/default/configmaps?fieldValidation=Strict', cm('a'));
+  assert.equal(strict.status, 400);
+  assert.equal(strict.body['message'], 'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "metadata.bogus", unknown field "extra"');
+  const warn = await call('POST', '/api/v1/namespaces/default/configmaps?fieldValidation=Warn', cm('b'));
+  assert.equal(warn.status, 201);
+  assert.equal(warn.headers.get('warning'), '299 - "unknown field \\"metadata.bogus\\"", 299 - "unknown field \\"extra\\""');
+  assert.equal(warn.body['extra'], undefined);
+  const ignore = await call('POST', '/api/v1/namespaces/default/configmaps?fieldValidation=Ignore', cm('c'));
+  assert.equal(ignore.status, 201);
+  assert.equal(ignore.headers.get('warning'), null);
+}));

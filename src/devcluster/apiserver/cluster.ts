@@ -14,6 +14,8 @@ import { ApiError, errors, successStatus } from './status.ts';
 import { objKey, Store } from './store.ts';
 import { clone, isPlainObject, jsonEqual, meta, nowTimestamp, type Obj, type UserInfo } from './types.ts';
 import { checkDecodable, requireObjectBody, validateObject } from './validation.ts';
+import { dropUnknownFields, fieldValidation, strictDecodingMessage } from './openapi/fields.ts';
+import { typeModel } from './openapi/model.ts';
 import { applyDefaults, ClusterIpAllocator, namespaceContents, podQosClass } from './defaults.ts';
 
 export interface RequestScope {
@@ -220,7 +222,7 @@ export class Cluster {
     }
     const name = m.name;
     s.name = name; // for the audit log and admission
-    checkDecodable(s.def, obj);
+    this.decode(s, obj);
     if (s.def.namespaced) this.requireNamespace(s);
     obj['apiVersion'] = groupVersion(s.def);
     obj['kind'] = s.def.kind;
@@ -244,6 +246,18 @@ export class Cluster {
     this.afterWrite(s.def, obj, undefined);
     if (s.def.group === '' && s.def.resource === 'namespaces') await this.populateNamespace(name);
     return { code: 201, body: present(s.def, obj) };
+  }
+
+  /** What decoding the body does in kube-apiserver: format errors, and unknown fields per fieldValidation. */
+  private decode(s: RequestScope, obj: Obj): void {
+    checkDecodable(s.def, obj);
+    const model = typeModel(s.def);
+    if (!model) return;
+    const unknown = dropUnknownFields(model, obj);
+    if (unknown.length === 0) return;
+    const mode = fieldValidation(s.query);
+    if (mode === 'Strict') throw errors.badRequest(strictDecodingMessage(s.def.kind, s.def.version, unknown));
+    if (mode === 'Warn') for (const p of unknown) s.warnings.push(`unknown field "${p}"`);
   }
 
   private options(s: RequestScope, kind: string): Obj {
@@ -320,7 +334,7 @@ export class Cluster {
     if (s.def.namespaced && m.namespace && m.namespace !== s.namespace) {
       throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
     }
-    checkDecodable(s.def, obj);
+    this.decode(s, obj);
     const sk = storeKey(s.def);
     const existing = this.store.get(sk, objKey(s.def.namespaced ? s.namespace : '', s.name));
     if (!existing) {
@@ -386,7 +400,7 @@ export class Cluster {
     const m = meta(obj);
     if (m.resourceVersion && m.resourceVersion !== meta(existing).resourceVersion) throw errors.conflict(s.def.resource, s.def.group, s.name);
     if (m.name !== s.name) throw errors.badRequest(`the name of the object (${String(m.name)}) does not match the name on the URL (${s.name})`);
-    checkDecodable(s.def, obj);
+    this.decode(s, obj);
     return this.commitUpdate(s, existing, obj);
   }
 
