@@ -1,0 +1,172 @@
+/**
+ * metadata.managedFields as kube-apiserver's field manager keeps them:
+ * Update entries record what each writer changed, Apply entries what each
+ * applier applied; an apply that changes a field another manager owns is a
+ * 409 unless forced (then ownership moves); fields an applier stops
+ * applying are removed when nobody else owns them. Pure over the
+ * fieldset module; the clock is a parameter.
+ */
+import { ApiError } from '../status.ts';
+import { isPlainObject, jsonEqual, type Obj } from '../types.ts';
+import {
+  decodeFieldsV1, encodeFieldsV1, members, mergeApplied, pathElements, pathString, removePath,
+  type Member, type PathKey, type SchemaNav,
+} from './fieldset.ts';
+
+export interface ManagedEntry {
+  manager: string;
+  operation: 'Apply' | 'Update';
+  apiVersion: string;
+  time: string;
+  fieldsType: 'FieldsV1';
+  fieldsV1: Obj;
+  subresource?: string;
+}
+
+interface State { entry: ManagedEntry; set: Set<PathKey> }
+
+export interface Typing { nav: SchemaNav; root: Obj | undefined }
+
+/** The write's context: who, at which version, on which subresource, and when. */
+export interface Writer {
+  manager: string;
+  apiVersion: string;
+  subresource: string;
+  /** Resource has a status subresource: the main resource does not own status, and vice versa. */
+  hasStatus: boolean;
+  now: string;
+}
+
+/** Fields the field manager never tracks (kube's stripped metadata). */
+const STRIPPED_META = new Set(['name', 'namespace', 'creationTimestamp', 'selfLink', 'uid', 'generation', 'managedFields', 'resourceVersion',
+  'deletionTimestamp', 'deletionGracePeriodSeconds']);
+
+function tracked(key: PathKey, w: Writer): boolean {
+  const [first, second] = pathElements(key);
+  if (first === undefined || first === 'f:apiVersion' || first === 'f:kind') return false;
+  if (first === 'f:metadata' && second !== undefined && STRIPPED_META.has(second.slice(2))) return false;
+  if (!w.hasStatus) return true;
+  return w.subresource === 'status' ? first === 'f:status' : first !== 'f:status';
+}
+
+function trackedMembers(t: Typing, value: unknown, w: Writer): Map<PathKey, Member> {
+  const all = members(t.nav, t.root, value);
+  for (const k of [...all.keys()]) if (!tracked(k, w)) all.delete(k);
+  return all;
+}
+
+function readEntries(obj: Obj): State[] {
+  const m = isPlainObject(obj['metadata']) ? obj['metadata'] : {};
+  const list = Array.isArray(m['managedFields']) ? m['managedFields'] : [];
+  return list.filter(isPlainObject).map((e) => ({ entry: e as unknown as ManagedEntry, set: decodeFieldsV1(e['fieldsV1']) }));
+}
+
+function sameManager(e: ManagedEntry, manager: string, operation: string, subresource: string): boolean {
+  return e.manager === manager && e.operation === operation && (e.subresource ?? '') === subresource;
+}
+
+function writeEntries(states: State[]): ManagedEntry[] {
+  return states.filter((s) => s.set.size > 0).map((s) => ({ ...s.entry, fieldsV1: encodeFieldsV1(s.set) }));
+}
+
+/** Paths of `next` that are new or whose leaf value differs from `prev` (structured-merge-diff's Added + Modified). */
+function changed(prev: Map<PathKey, Member>, next: Map<PathKey, Member>): Set<PathKey> {
+  const out = new Set<PathKey>();
+  for (const [k, m] of next) {
+    const p = prev.get(k);
+    if (!p || (m.leaf && !jsonEqual(p.value, m.value))) out.add(k);
+  }
+  return out;
+}
+
+function entryFor(states: State[], w: Writer, operation: 'Apply' | 'Update'): State {
+  let st = states.find((s) => sameManager(s.entry, w.manager, operation, w.subresource));
+  if (!st) {
+    const entry: ManagedEntry = { manager: w.manager, operation, apiVersion: w.apiVersion, time: w.now, fieldsType: 'FieldsV1', fieldsV1: {} };
+    if (w.subresource) entry.subresource = w.subresource;
+    st = { entry, set: new Set() };
+    states.push(st);
+  }
+  st.entry = { ...st.entry, apiVersion: w.apiVersion, time: w.now };
+  return st;
+}
+
+/** managedFields after a create/update/non-apply patch from `old` (undefined on create) to `next`. */
+export function recordUpdate(t: Typing, old: Obj | undefined, next: Obj, w: Writer): ManagedEntry[] {
+  const states = old ? readEntries(old) : [];
+  const before = old ? trackedMembers(t, old, w) : new Map<PathKey, Member>();
+  const after = trackedMembers(t, next, w);
+  const mine = changed(before, after);
+  const removed = [...before.keys()].filter((k) => !after.has(k));
+  if (mine.size === 0 && removed.length === 0) return writeEntries(states);
+  const me = entryFor(states, w, 'Update');
+  for (const s of states) {
+    if (s !== me) for (const k of mine) s.set.delete(k);
+    for (const k of removed) s.set.delete(k);
+  }
+  for (const k of mine) me.set.add(k);
+  return writeEntries(states);
+}
+
+export interface ApplyResult { object: Obj; managedFields: ManagedEntry[] }
+
+/**
+ * Server-side apply of `config` onto `live` (undefined: the object does not
+ * exist yet). Throws kube's 409 on conflicts unless `force`.
+ */
+export function recordApply(t: Typing, live: Obj | undefined, config: Obj, w: Writer, force: boolean): ApplyResult {
+  const states = live ? readEntries(live) : [];
+  const applied = trackedMembers(t, config, w);
+  const merged = (live ? mergeApplied(t.nav, t.root, live, config) : structuredClone(config)) as Obj;
+  const diff = changed(live ? trackedMembers(t, live, w) : new Map(), trackedMembers(t, merged, w));
+  const conflicts: { manager: ManagedEntry; path: PathKey }[] = [];
+  for (const s of states) {
+    if (sameManager(s.entry, w.manager, 'Apply', w.subresource)) continue;
+    for (const k of s.set) if (diff.has(k)) conflicts.push({ manager: s.entry, path: k });
+  }
+  if (conflicts.length && !force) throw conflictError(conflicts);
+  for (const c of conflicts) states.find((s) => s.entry === c.manager)?.set.delete(c.path);
+  const me = entryFor(states, w, 'Apply');
+  const previous = me.set;
+  me.set = new Set(applied.keys());
+  const ownedByOthers = new Set<PathKey>();
+  for (const s of states) if (s !== me) for (const k of s.set) ownedByOthers.add(k);
+  // Deepest first, so removing an item never shifts a path still to be removed.
+  const drop = [...previous].filter((k) => !me.set.has(k) && !ownedByOthers.has(k)).sort((a, b) => b.length - a.length);
+  for (const k of drop) removePath(t.nav, t.root, merged, k);
+  return { object: merged, managedFields: writeEntries(states) };
+}
+
+/** How kube-apiserver names a manager in a conflict (Update managers with their API version). */
+function printManager(e: ManagedEntry): string {
+  let s = JSON.stringify(e.manager);
+  if (e.subresource) s += ` with subresource ${JSON.stringify(e.subresource)}`;
+  if (e.operation === 'Update') s += ` using ${e.apiVersion}`;
+  return s;
+}
+
+function conflictError(conflicts: { manager: ManagedEntry; path: PathKey }[]): ApiError {
+  const causes = conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: `conflict with ${printManager(c.manager)}`, field: pathString(c.path) }));
+  let message: string;
+  if (conflicts.length === 1) {
+    message = `Apply failed with 1 conflict: conflict with ${printManager(conflicts[0]!.manager)}: ${pathString(conflicts[0]!.path)}`;
+  } else {
+    const by = new Map<string, string[]>();
+    for (const c of conflicts) {
+      const name = printManager(c.manager);
+      by.set(name, [...(by.get(name) ?? []), pathString(c.path)]);
+    }
+    const lines: string[] = [];
+    for (const name of [...by.keys()].sort()) {
+      lines.push(`conflicts with ${name}:`);
+      for (const p of by.get(name)!) lines.push(`- ${p}`);
+    }
+    message = `Apply failed with ${conflicts.length} conflicts: ${lines.join('\n')}`;
+  }
+  return new ApiError(409, 'Conflict', message, { causes });
+}
+
+/** The default manager of a request without fieldManager: the User-Agent up to its first '/', as kube-apiserver. */
+export function managerFromUserAgent(ua: string | undefined): string {
+  return (ua ?? '').split('/')[0]!.slice(0, 128);
+}
