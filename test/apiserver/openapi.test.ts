@@ -58,6 +58,9 @@ test('kubectl explain works for built-ins and for a CRD', { timeout: 60_000 }, (
   const validate = (await k('explain', 'portalclusterrules.spec.validate')).stdout;
   assert.match(validate, /KIND:\s+PortalClusterRule/);
   assert.match(validate, /GROUP:\s+portal\.dev/);
+  const v2 = (await k('explain', 'pods.spec.containers', '--output', 'plaintext-openapiv2')).stdout;
+  assert.match(v2, /RESOURCE: containers <\[\]Object>/);
+  assert.match(v2, /image\t<string>/);
 })));
 
 test('/openapi/v3/apis/G/V carries components.schemas with x-kubernetes-group-version-kind; /openapi/v2 JSON has definitions', { timeout: 30_000 }, () => withServer({}, async (s) => {

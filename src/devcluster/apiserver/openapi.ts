@@ -9,6 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { REF_PREFIX } from './openapi/builtin.ts';
+import { encodeOpenapiV2 } from './openapi/v2-protobuf.ts';
 import { closure, typeModel } from './openapi/model.ts';
 import { groupVersion, type Registry, type ResourceDef } from './registry.ts';
 import type { Obj } from './types.ts';
@@ -61,22 +62,6 @@ export function openapiV3Index(reg: Registry): Obj {
   return { paths };
 }
 
-function pbString(field: number, s: string | Buffer): Buffer {
-  const b = typeof s === 'string' ? Buffer.from(s, 'utf8') : s;
-  if (b.length > 127) throw new Error('short protobuf strings only');
-  return Buffer.concat([Buffer.from([(field << 3) | 2, b.length]), b]);
-}
-
-/**
- * GET /openapi/v2 as kubectl asks for it (gnostic openapi_v2.Document in
- * protobuf): `{swagger: "2.0", info: {title, version}}` and no definitions.
- * kubectl downloads it eagerly for `--validate`; with no definition for a
- * kind it skips client-side validation and relies on the server.
- */
-export const OPENAPI_V2_PROTOBUF: Buffer = Buffer.concat([
-  pbString(1, '2.0'),
-  pbString(2, Buffer.concat([pbString(1, 'Kubernetes'), pbString(2, 'v1.35.0')])),
-]);
 /** What kube-openapi answers with (the '@' of the Accept value is not legal in a response media type). */
 export const OPENAPI_V2_CONTENT_TYPE = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
 
@@ -85,4 +70,12 @@ export function openapiV2Json(reg: Registry): Obj {
   const defs = schemasFor(reg.all());
   const text = JSON.stringify(defs).split(`"${REF_PREFIX}`).join('"#/definitions/');
   return { swagger: '2.0', info: { title: 'Kubernetes', version: 'v1.35.0' }, paths: {}, definitions: JSON.parse(text) as Obj };
+}
+
+/**
+ * GET /openapi/v2 as kubectl asks for it (gnostic openapi_v2.Document in
+ * protobuf), with the same definitions as the JSON form.
+ */
+export function openapiV2Protobuf(reg: Registry): Buffer {
+  return encodeOpenapiV2(openapiV2Json(reg));
 }

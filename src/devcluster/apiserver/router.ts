@@ -14,7 +14,7 @@ import { evict } from './eviction.ts';
 import type { Faults } from './faults.ts';
 import { decodeObject, encodeObject, PROTOBUF_MEDIA_TYPE, ProtobufError, UnsupportedKind } from './protobuf/codec.ts';
 import { isProtobufBody, wantsProtobuf } from './protobuf/negotiate.ts';
-import { OPENAPI_V2_CONTENT_TYPE, OPENAPI_V2_PROTOBUF, openapiV2Json, openapiV3Doc, openapiV3Index } from './openapi.ts';
+import { OPENAPI_V2_CONTENT_TYPE, openapiV2Json, openapiV2Protobuf, openapiV3Doc, openapiV3Index } from './openapi.ts';
 import type { ResourceDef } from './registry.ts';
 import { ApiError, errors } from './status.ts';
 import { toTable, wantsTable } from './table.ts';
@@ -209,8 +209,9 @@ export class Router {
     if (path === '/openapi/v3') return sendJson(res, 200, openapiV3Index(reg));
     if (path === '/openapi/v2') {
       if ((req.headers.accept ?? '').includes('protobuf')) {
-        res.writeHead(200, { 'Content-Type': OPENAPI_V2_CONTENT_TYPE, 'Content-Length': OPENAPI_V2_PROTOBUF.length });
-        res.end(OPENAPI_V2_PROTOBUF);
+        const doc = openapiV2Protobuf(reg);
+        res.writeHead(200, { 'Content-Type': OPENAPI_V2_CONTENT_TYPE, 'Content-Length': doc.length });
+        res.end(doc);
         return;
       }
       return sendJson(res, 200, openapiV2Json(reg));
