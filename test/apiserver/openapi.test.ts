@@ -131,3 +131,22 @@ test('fieldValidation over raw HTTP: Strict 400, Warn warning header, Ignore sil
   assert.equal(ignore.status, 201);
   assert.equal(ignore.headers.get('warning'), null);
 }));
+
+test('duplicate fields in JSON and YAML bodies: Strict 400 with the decoder wording, Warn warnings, last value kept', { timeout: 30_000 }, () => withServer({}, async (s) => {
+  const call = caller(s, s.adminToken);
+  const json = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d1"},"data":{"a":"1","a":"2"},"data2":1}';
+  const strict = await call('POST', '/api/v1/namespaces/default/configmaps?fieldValidation=Strict', json);
+  assert.equal(strict.status, 400);
+  assert.equal(strict.body['message'], 'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "a", unknown field "data2"');
+  const warn = await call('POST', '/api/v1/namespaces/default/configmaps', json);
+  assert.equal(warn.status, 201);
+  assert.equal(warn.headers.get('warning'), '299 - "duplicate field \\"a\\"", 299 - "unknown field \\"data2\\""');
+  assert.deepEqual(warn.body['data'], { a: '2' });
+  const yaml = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y1\ndata:\n  a: "1"\n  a: "2"\n';
+  const ystrict = await call('POST', '/api/v1/namespaces/default/configmaps?fieldValidation=Strict', yaml, 'application/yaml');
+  assert.equal(ystrict.status, 400);
+  assert.equal(ystrict.body['message'], 'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: yaml: unmarshal errors:\n  line 7: key "a" already set in map');
+  const yok = await call('POST', '/api/v1/namespaces/default/configmaps?fieldValidation=Ignore', yaml, 'application/yaml');
+  assert.equal(yok.status, 201);
+  assert.deepEqual(yok.body['data'], { a: '2' });
+}));

@@ -30,6 +30,8 @@ export interface RequestScope {
   warnings: string[];
   /** The request's User-Agent ('' when absent): the default field manager. Unset for writes from inside the server. */
   userAgent?: string;
+  /** Duplicate keys the body decoder found, in kube's wording (strict decoding errors). */
+  duplicateFields?: string[];
 }
 
 export interface Reply { code: number; body: unknown }
@@ -286,12 +288,11 @@ export class Cluster {
   private decode(s: RequestScope, obj: Obj): void {
     checkDecodable(s.def, obj);
     const model = typeModel(s.def);
-    if (!model) return;
-    const unknown = dropUnknownFields(model, obj);
-    if (unknown.length === 0) return;
+    const found = [...(s.duplicateFields ?? []), ...(model ? dropUnknownFields(model, obj).map((p) => `unknown field "${p}"`) : [])];
+    if (found.length === 0) return;
     const mode = fieldValidation(s.query);
-    if (mode === 'Strict') throw errors.badRequest(strictDecodingMessage(s.def.kind, s.def.version, unknown));
-    if (mode === 'Warn') for (const p of unknown) s.warnings.push(`unknown field "${p}"`);
+    if (mode === 'Strict') throw errors.badRequest(strictDecodingMessage(s.def.kind, s.def.version, found));
+    if (mode === 'Warn') s.warnings.push(...found);
   }
 
   /** Who writes, for managedFields: fieldManager, else the User-Agent's product (kube-apiserver's default). */

@@ -15,6 +15,7 @@ import type { Faults } from './faults.ts';
 import { decodeObject, encodeObject, PROTOBUF_MEDIA_TYPE, ProtobufError, UnsupportedKind } from './protobuf/codec.ts';
 import { isProtobufBody, wantsProtobuf } from './protobuf/negotiate.ts';
 import { OPENAPI_V2_CONTENT_TYPE, openapiV2Json, openapiV2Protobuf, openapiV3Doc, openapiV3Index } from './openapi.ts';
+import { parseJsonBody, parseYamlBody } from './openapi/duplicates.ts';
 import type { ResourceDef } from './registry.ts';
 import { ApiError, errors } from './status.ts';
 import { toTable, wantsTable } from './table.ts';
@@ -313,11 +314,10 @@ export class Router {
       if (isProtobufBody(req.headers['content-type'])) return decodeProtobufBody(await readBodyBytes(req));
       const raw = await readBody(req);
       if (!raw) return undefined;
-      try {
-        return JSON.parse(raw);
-      } catch (e) {
-        throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
-      }
+      const yaml = /^application\/yaml\b/i.test(req.headers['content-type'] ?? '');
+      const decoded = yaml ? parseYamlBody(raw) : parseJsonBody(raw);
+      if (decoded.duplicates.length) s.duplicateFields = decoded.duplicates;
+      return decoded.value;
     };
     switch (verb) {
       case 'get': {

@@ -49,7 +49,7 @@ function walk(model: TypeModel, schemaIn: Obj | undefined, value: unknown, path:
   }
 }
 
-/** kube-apiserver's decoding error for a strict request with unknown fields. */
-export function strictDecodingMessage(kind: string, version: string, paths: readonly string[]): string {
-  return `${kind} in version "${version}" cannot be handled as a ${kind}: strict decoding error: ${paths.map((p) => `unknown field "${p}"`).join(', ')}`;
+/** kube-apiserver's decoding error for a strict request with unknown or duplicate fields (`unknown field "spec.foo"`, ...). */
+export function strictDecodingMessage(kind: string, version: string, problems: readonly string[]): string {
+  return `${kind} in version "${version}" cannot be handled as a ${kind}: strict decoding error: ${problems.join(', ')}`;
 }
