@@ -69,39 +69,45 @@ export interface Member {
 /** Every member path of `value` with its value (structured-merge-diff's ToFieldSet). */
 export function members(nav: SchemaNav, root: Obj | undefined, value: unknown): Map<PathKey, Member> {
   const out = new Map<PathKey, Member>();
-  visit(nav, nav.resolve(root), value, [], out);
+  visit(nav, nav.resolve(root), value, '', out);
   return out;
 }
 
-function visit(nav: SchemaNav, schema: Obj | undefined, value: unknown, path: string[], out: Map<PathKey, Member>): void {
+/** Paths are built as strings on the way down (this runs on every write). */
+function join(prefix: PathKey, element: string): PathKey {
+  return prefix === '' ? element : `${prefix}${SEP}${element}`;
+}
+
+function visit(nav: SchemaNav, schema: Obj | undefined, value: unknown, path: PathKey, out: Map<PathKey, Member>): void {
   if (Array.isArray(value)) {
     const kind = listKind(schema);
     if (kind.type === 'atomic') {
-      out.set(pathKey(path), { leaf: true, value });
+      out.set(path, { leaf: true, value });
       return;
     }
     const items = schema && isPlainObject(schema['items']) ? nav.resolve(schema['items']) : undefined;
     for (const item of value) {
       if (kind.type === 'set') {
-        out.set(pathKey([...path, `v:${JSON.stringify(item)}`]), { leaf: true, value: item });
+        out.set(join(path, `v:${JSON.stringify(item)}`), { leaf: true, value: item });
         continue;
       }
-      const p = [...path, itemKey(item, kind.keys)];
+      const p = join(path, itemKey(item, kind.keys));
       visit(nav, items, item, p, out);
-      out.set(pathKey(p), { leaf: false, value: item });
+      out.set(p, { leaf: false, value: item });
     }
     return;
   }
   if (!isPlainObject(value) || isAtomicObject(schema)) {
-    if (path.length) out.set(pathKey(path), { leaf: true, value });
+    if (path !== '') out.set(path, { leaf: true, value });
     return;
   }
-  for (const [k, v] of Object.entries(value)) {
+  for (const k in value) {
+    const v = value[k];
     const child = childSchema(nav, schema, k);
-    const p = [...path, `f:${k}`];
+    const p = join(path, `f:${k}`);
     visit(nav, child.schema, v, p, out);
-    if (v === null || (isPlainObject(v) && Object.keys(v).length === 0)) out.set(pathKey(p), { leaf: true, value: v });
-    else if (!child.declared && !out.has(pathKey(p))) out.set(pathKey(p), { leaf: false, value: v });
+    if (v === null || (isPlainObject(v) && Object.keys(v).length === 0)) out.set(p, { leaf: true, value: v });
+    else if (!child.declared && !out.has(p)) out.set(p, { leaf: false, value: v });
   }
 }
 

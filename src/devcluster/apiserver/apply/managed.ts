@@ -9,7 +9,7 @@
 import { ApiError } from '../status.ts';
 import { isPlainObject, jsonEqual, type Obj } from '../types.ts';
 import {
-  decodeFieldsV1, encodeFieldsV1, members, mergeApplied, pathElements, pathString, removePath,
+  decodeFieldsV1, encodeFieldsV1, members, mergeApplied, pathString, removePath,
   type Member, type PathKey, type SchemaNav,
 } from './fieldset.ts';
 
@@ -23,7 +23,21 @@ export interface ManagedEntry {
   subresource?: string;
 }
 
-interface State { entry: ManagedEntry; set: Set<PathKey> }
+/** `dirty`: the set changed, so fieldsV1 must be encoded again. */
+interface State { entry: ManagedEntry; set: Set<PathKey>; dirty: boolean }
+
+/** Decoded FieldsV1 by object: stored objects are never mutated, so their entries decode once. */
+const decoded = new WeakMap<object, Set<PathKey>>();
+
+function decodeCached(fields: unknown): Set<PathKey> {
+  if (!isPlainObject(fields)) return new Set();
+  let set = decoded.get(fields);
+  if (!set) {
+    set = decodeFieldsV1(fields);
+    decoded.set(fields, set);
+  }
+  return new Set(set);
+}
 
 export interface Typing { nav: SchemaNav; root: Obj | undefined }
 
@@ -42,23 +56,41 @@ const STRIPPED_META = new Set(['name', 'namespace', 'creationTimestamp', 'selfLi
   'deletionTimestamp', 'deletionGracePeriodSeconds']);
 
 function tracked(key: PathKey, w: Writer): boolean {
-  const [first, second] = pathElements(key);
-  if (first === undefined || first === 'f:apiVersion' || first === 'f:kind') return false;
-  if (first === 'f:metadata' && second !== undefined && STRIPPED_META.has(second.slice(2))) return false;
+  const cut = key.indexOf('\u0000');
+  const first = cut < 0 ? key : key.slice(0, cut);
+  if (first === 'f:apiVersion' || first === 'f:kind') return false;
+  if (first === 'f:metadata' && cut >= 0) {
+    const end = key.indexOf('\u0000', cut + 1);
+    if (STRIPPED_META.has(key.slice(cut + 3, end < 0 ? undefined : end))) return false;
+  }
   if (!w.hasStatus) return true;
   return w.subresource === 'status' ? first === 'f:status' : first !== 'f:status';
 }
 
-function trackedMembers(t: Typing, value: unknown, w: Writer): Map<PathKey, Member> {
+/**
+ * Tracked members by object and mode. Stored objects are never mutated, so
+ * the members of the object a write replaces were usually computed when it
+ * was written.
+ */
+const memberCache = new WeakMap<object, Map<string, Map<PathKey, Member>>>();
+
+function trackedMembers(t: Typing, value: Obj, w: Writer, cache = true): Map<PathKey, Member> {
+  const mode = `${w.subresource}|${w.hasStatus}`;
+  let byMode = memberCache.get(value);
+  const hit = byMode?.get(mode);
+  if (hit) return hit;
   const all = members(t.nav, t.root, value);
   for (const k of [...all.keys()]) if (!tracked(k, w)) all.delete(k);
+  if (!cache) return all;
+  if (!byMode) memberCache.set(value, (byMode = new Map()));
+  byMode.set(mode, all);
   return all;
 }
 
 function readEntries(obj: Obj): State[] {
   const m = isPlainObject(obj['metadata']) ? obj['metadata'] : {};
   const list = Array.isArray(m['managedFields']) ? m['managedFields'] : [];
-  return list.filter(isPlainObject).map((e) => ({ entry: e as unknown as ManagedEntry, set: decodeFieldsV1(e['fieldsV1']) }));
+  return list.filter(isPlainObject).map((e) => ({ entry: e as unknown as ManagedEntry, set: decodeCached(e['fieldsV1']), dirty: false }));
 }
 
 function sameManager(e: ManagedEntry, manager: string, operation: string, subresource: string): boolean {
@@ -66,7 +98,7 @@ function sameManager(e: ManagedEntry, manager: string, operation: string, subres
 }
 
 function writeEntries(states: State[]): ManagedEntry[] {
-  return states.filter((s) => s.set.size > 0).map((s) => ({ ...s.entry, fieldsV1: encodeFieldsV1(s.set) }));
+  return states.filter((s) => s.set.size > 0).map((s) => (s.dirty ? { ...s.entry, fieldsV1: encodeFieldsV1(s.set) } : s.entry));
 }
 
 /** Paths of `next` that are new or whose leaf value differs from `prev` (structured-merge-diff's Added + Modified). */
@@ -84,10 +116,11 @@ function entryFor(states: State[], w: Writer, operation: 'Apply' | 'Update'): St
   if (!st) {
     const entry: ManagedEntry = { manager: w.manager, operation, apiVersion: w.apiVersion, time: w.now, fieldsType: 'FieldsV1', fieldsV1: {} };
     if (w.subresource) entry.subresource = w.subresource;
-    st = { entry, set: new Set() };
+    st = { entry, set: new Set(), dirty: true };
     states.push(st);
   }
   st.entry = { ...st.entry, apiVersion: w.apiVersion, time: w.now };
+  st.dirty = true;
   return st;
 }
 
@@ -101,8 +134,8 @@ export function recordUpdate(t: Typing, old: Obj | undefined, next: Obj, w: Writ
   if (mine.size === 0 && removed.length === 0) return writeEntries(states);
   const me = entryFor(states, w, 'Update');
   for (const s of states) {
-    if (s !== me) for (const k of mine) s.set.delete(k);
-    for (const k of removed) s.set.delete(k);
+    if (s !== me) for (const k of mine) if (s.set.delete(k)) s.dirty = true;
+    for (const k of removed) if (s.set.delete(k)) s.dirty = true;
   }
   for (const k of mine) me.set.add(k);
   return writeEntries(states);
@@ -118,14 +151,18 @@ export function recordApply(t: Typing, live: Obj | undefined, config: Obj, w: Wr
   const states = live ? readEntries(live) : [];
   const applied = trackedMembers(t, config, w);
   const merged = (live ? mergeApplied(t.nav, t.root, live, config) : structuredClone(config)) as Obj;
-  const diff = changed(live ? trackedMembers(t, live, w) : new Map(), trackedMembers(t, merged, w));
+  // `merged` is pruned below: its members must not be cached.
+  const diff = changed(live ? trackedMembers(t, live, w) : new Map(), trackedMembers(t, merged, w, false));
   const conflicts: { manager: ManagedEntry; path: PathKey }[] = [];
   for (const s of states) {
     if (sameManager(s.entry, w.manager, 'Apply', w.subresource)) continue;
     for (const k of s.set) if (diff.has(k)) conflicts.push({ manager: s.entry, path: k });
   }
   if (conflicts.length && !force) throw conflictError(conflicts);
-  for (const c of conflicts) states.find((s) => s.entry === c.manager)?.set.delete(c.path);
+  for (const c of conflicts) {
+    const owner = states.find((s) => s.entry === c.manager);
+    if (owner?.set.delete(c.path)) owner.dirty = true;
+  }
   const me = entryFor(states, w, 'Apply');
   const previous = me.set;
   me.set = new Set(applied.keys());
