@@ -147,3 +147,21 @@ test('raw HTTP: Update entries name the User-Agent product without fieldManager;
   assert.equal(unknown.status, 500);
   assert.equal(unknown.body['message'], 'failed to create typed patch object (default/a; /v1, Kind=ConfigMap): .bogus: field not declared in schema');
 }));
+
+test('client-node: KubernetesObjectApi server-side apply records ownership, conflicts with 409, force takes over', { timeout: 30_000 }, () => withServer({}, async (s) => {
+  const k8s = await import('@kubernetes/client-node');
+  const config = new k8s.KubeConfig();
+  config.loadFromString(s.kubeConfig('client'));
+  const api = k8s.KubernetesObjectApi.makeApiClient(config);
+  const cm = (v: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ssa', namespace: 'default' }, data: { k: v } });
+  const first = await api.patch(cm('1'), undefined, undefined, 'first', false, k8s.PatchStrategy.ServerSideApply);
+  assert.deepEqual(first.metadata?.managedFields?.map((e) => [e.manager, e.operation]), [['first', 'Apply']]);
+  await assert.rejects(api.patch(cm('2'), undefined, undefined, 'second', false, k8s.PatchStrategy.ServerSideApply), (e: { code: number; body: string }) => {
+    assert.equal(e.code, 409);
+    assert.match(e.body, /Apply failed with 1 conflict: conflict with \\"first\\": \.data\.k/);
+    return true;
+  });
+  const forced = await api.patch(cm('2'), undefined, undefined, 'second', true, k8s.PatchStrategy.ServerSideApply) as k8s.V1ConfigMap;
+  assert.equal(forced.data?.['k'], '2');
+  assert.deepEqual(forced.metadata?.managedFields?.map((e) => e.manager), ['second']);
+}));
