@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
 import { kubectlPath } from '../support/tools.ts';
 import { caller, withServer } from './helpers.ts';
 
@@ -149,12 +150,11 @@ test('raw HTTP: Update entries name the User-Agent product without fieldManager;
 }));
 
 test('client-node: KubernetesObjectApi server-side apply records ownership, conflicts with 409, force takes over', { timeout: 30_000 }, () => withServer({}, async (s) => {
-  const k8s = await import('@kubernetes/client-node');
   const config = new k8s.KubeConfig();
   config.loadFromString(s.kubeConfig('client'));
   const api = k8s.KubernetesObjectApi.makeApiClient(config);
   const cm = (v: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ssa', namespace: 'default' }, data: { k: v } });
-  const first = await api.patch(cm('1'), undefined, undefined, 'first', false, k8s.PatchStrategy.ServerSideApply);
+  const first = await api.patch(cm('1'), undefined, undefined, 'first', false, k8s.PatchStrategy.ServerSideApply) as k8s.V1ConfigMap;
   assert.deepEqual(first.metadata?.managedFields?.map((e) => [e.manager, e.operation]), [['first', 'Apply']]);
   await assert.rejects(api.patch(cm('2'), undefined, undefined, 'second', false, k8s.PatchStrategy.ServerSideApply), (e: { code: number; body: string }) => {
     assert.equal(e.code, 409);

@@ -16,6 +16,8 @@ import { decodeObject, encodeObject, PROTOBUF_MEDIA_TYPE, ProtobufError, Unsuppo
 import { isProtobufBody, wantsProtobuf } from './protobuf/negotiate.ts';
 import { OPENAPI_V2_CONTENT_TYPE, openapiV2Json, openapiV2Protobuf, openapiV3Doc, openapiV3Index } from './openapi.ts';
 import { parseJsonBody, parseYamlBody } from './openapi/duplicates.ts';
+import { isScalable, serveScale } from './scale.ts';
+import { SELF_SUBJECT_REVIEW_PATH, selfSubjectReview } from './whoami.ts';
 import type { ResourceDef } from './registry.ts';
 import { ApiError, errors } from './status.ts';
 import { toTable, wantsTable } from './table.ts';
@@ -97,6 +99,22 @@ function readBodyBytes(req: IncomingMessage): Promise<Buffer> {
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
+}
+
+function parseJson(raw: string): unknown {
+  if (!raw) return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch (e) {
+    throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
+  }
+}
+
+/** Pod subresources served by the kubelet, which `portal dev` does not have. */
+const NO_RUNTIME = new Set(['log', 'exec', 'attach', 'portforward', 'proxy']);
+
+function noRuntime(s: RequestScope): ApiError {
+  return errors.badRequest(`portal dev has no container runtime: pods/${s.subresource} is not available (the Pod "${s.name}" is stored and admitted, never run)`);
 }
 
 /** A protobuf request body as its JSON object: 415 for a kind without a protobuf form, 400 for bad bytes. */
@@ -217,6 +235,12 @@ export class Router {
       }
       return sendJson(res, 200, openapiV2Json(reg));
     }
+    const ssr = SELF_SUBJECT_REVIEW_PATH.exec(path);
+    if (ssr && method === 'POST') {
+      const body = isProtobufBody(req.headers['content-type']) ? decodeProtobufBody(await readBodyBytes(req)) : parseJson(await readBody(req));
+      const r = selfSubjectReview(ssr[1]!, body, user);
+      return sendReply(req, res, r.code, r.body, []);
+    }
     const oa = path.match(/^\/openapi\/v3\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))$/);
     if (oa) {
       const doc = oa[1] ? openapiV3Doc(reg, '', 'v1') : openapiV3Doc(reg, oa[2]!, oa[3]!);
@@ -289,7 +313,9 @@ export class Router {
     if (segs.length > 3) return undefined;
     if (subresource === 'status' && !def.hasStatus) return undefined;
     if (subresource === 'eviction' && !def.hasEviction) return undefined;
-    if (subresource && subresource !== 'status' && subresource !== 'eviction') return undefined;
+    if (subresource === 'scale' && !isScalable(def)) return undefined;
+    if (NO_RUNTIME.has(subresource) && !(def.group === '' && def.resource === 'pods')) return undefined;
+    if (subresource && subresource !== 'status' && subresource !== 'eviction' && subresource !== 'scale' && !NO_RUNTIME.has(subresource)) return undefined;
     return { def, namespace, name, subresource };
   }
 
@@ -319,6 +345,11 @@ export class Router {
       if (decoded.duplicates.length) s.duplicateFields = decoded.duplicates;
       return decoded.value;
     };
+    if (NO_RUNTIME.has(s.subresource)) {
+      c.get({ ...s, subresource: '' }); // 404 for a missing pod, as kube
+      throw noRuntime(s);
+    }
+    if (s.subresource === 'scale') return serveScale(c, s, verb, { object: body, raw: () => readBody(req), contentType: req.headers['content-type'] ?? '' });
     switch (verb) {
       case 'get': {
         const o = c.get(s);

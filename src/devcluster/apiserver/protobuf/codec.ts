@@ -12,9 +12,10 @@
  *
  * Decoding what a Go client sends: Go writes every non-pointer field, so
  * zero values arrive for fields the user never set. Empty strings and zero
- * times are dropped (Go's JSON omits them too); numbers and booleans are
- * kept, because for pointer fields (runAsUser: 0, privileged: false) the
- * zero is the user's choice and a policy must see it.
+ * times are dropped (Go's JSON omits them too), and so are 0 / false of the
+ * known non-pointer `omitempty` fields (OMIT_ZERO); other numbers and
+ * booleans are kept, because for pointer fields (runAsUser: 0,
+ * privileged: false) the zero is the user's choice and a policy must see it.
  */
 import { KINDS, MESSAGES, type FieldRow } from './k8s-types.generated.ts';
 
@@ -41,8 +42,14 @@ const STRING_LISTS = new Set(Object.entries(MESSAGES).filter(([, rows]) => rows.
 
 /** The message of `apiVersion`/`kind`, if the server speaks protobuf for it. */
 export function messageFor(apiVersion: string, kind: string): string | undefined {
-  return KINDS[`${apiVersion}/${kind}`] ?? KINDS[`*/${kind}`];
+  const exact = KINDS[`${apiVersion}/${kind}`];
+  if (exact) return exact;
+  // Status, DeleteOptions and WatchEvent come under any built-in group
+  // version, never under a custom resource's group (a CRD may define a kind "Status").
+  return BUILTIN_VERSIONS.has(apiVersion) ? KINDS[`*/${kind}`] : undefined;
 }
+
+const BUILTIN_VERSIONS = new Set(['meta.k8s.io/v1', ...Object.keys(KINDS).filter((k) => !k.startsWith('*/')).map((k) => k.slice(0, k.lastIndexOf('/')))]);
 
 // ---------------------------------------------------------------- writing
 
@@ -211,8 +218,29 @@ function writeScalar(w: Writer, type: string, id: number, v: Json, path: string)
   }
 }
 
+/**
+ * Non-pointer Go fields tagged `omitempty` whose zero (0 / false) Go writes to
+ * the wire for every object that leaves them unset, as in what kubectl's
+ * generators send (read from the Go types; the descriptor cannot tell a
+ * pointer from a value). Dropped on decode, so a created object shows what a
+ * real cluster shows; everywhere else a decoded 0 / false is kept, since for
+ * pointer fields (privileged, runAsUser, replicas) it is the user's choice.
+ */
+export const OMIT_ZERO: ReadonlySet<string> = new Set([
+  'apis.meta.v1.ObjectMeta.generation',
+  'core.v1.Container.stdin', 'core.v1.Container.stdinOnce', 'core.v1.Container.tty',
+  'core.v1.EphemeralContainerCommon.stdin', 'core.v1.EphemeralContainerCommon.stdinOnce', 'core.v1.EphemeralContainerCommon.tty',
+  'core.v1.PodSpec.hostNetwork', 'core.v1.PodSpec.hostPID', 'core.v1.PodSpec.hostIPC', 'core.v1.PodSpec.hostUsers',
+  'core.v1.ContainerPort.hostPort', 'core.v1.VolumeMount.readOnly',
+  'core.v1.Probe.initialDelaySeconds', 'core.v1.Probe.timeoutSeconds', 'core.v1.Probe.periodSeconds', 'core.v1.Probe.successThreshold', 'core.v1.Probe.failureThreshold',
+  'core.v1.ServicePort.nodePort', 'core.v1.ServiceSpec.publishNotReadyAddresses', 'core.v1.ServiceSpec.healthCheckNodePort',
+  'core.v1.Event.count', 'core.v1.NodeSpec.unschedulable',
+  'apps.v1.DeploymentSpec.minReadySeconds', 'apps.v1.DeploymentSpec.paused', 'apps.v1.ReplicaSetSpec.minReadySeconds',
+  'apps.v1.StatefulSetSpec.minReadySeconds', 'apps.v1.DaemonSetSpec.minReadySeconds',
+]);
+
 /** A field row with what the hot loops need precomputed (MESSAGES is a large dictionary-mode object). */
-interface Row { name: string; id: number; type: string; shape: 0 | 1 | 2 | 3; scalar: boolean; path: string }
+interface Row { name: string; id: number; type: string; shape: 0 | 1 | 2 | 3; scalar: boolean; omitZero: boolean }
 const compiled = new Map<string, Row[]>();
 
 function rowsOf(type: string): Row[] | undefined {
@@ -220,7 +248,9 @@ function rowsOf(type: string): Row[] | undefined {
   if (!rows) {
     const table = MESSAGES[type];
     if (!table) return undefined;
-    rows = table.map(([name, id, ftype, shape]) => ({ name, id, type: ftype, shape, scalar: MESSAGES[ftype] === undefined && !isSpecial(ftype), path: `.${name}` }));
+    rows = table.map(([name, id, ftype, shape]) => ({
+      name, id, type: ftype, shape, scalar: MESSAGES[ftype] === undefined && !isSpecial(ftype), omitZero: OMIT_ZERO.has(`${type}.${name}`),
+    }));
     compiled.set(type, rows);
   }
   return rows;
@@ -550,7 +580,7 @@ function readMessage(buf: Uint8Array, start: number, end: number, type: string):
       r.skip(wire);
       continue;
     }
-    const { name, type: ftype, shape, scalar } = row;
+    const { name, type: ftype, shape, scalar, omitZero } = row;
     if (shape === 2) {
       const len = r.length();
       const entryEnd = r.pos + len;
@@ -582,12 +612,10 @@ function readMessage(buf: Uint8Array, start: number, end: number, type: string):
     }
     if (shape === 1) {
       ((out[name] ??= []) as Json[]).push(value ?? zeroValue(ftype));
-    } else if (value !== undefined && value !== '') {
+    } else if (value !== undefined && value !== '' && !(omitZero && (value === 0 || value === false))) {
       out[name] = value;
     }
   }
-  // ObjectMeta.generation is a non-pointer int64 Go writes as 0; JSON omits it.
-  if (type === 'apis.meta.v1.ObjectMeta' && out['generation'] === 0) delete out['generation'];
   return out;
 }
 
