@@ -23,7 +23,7 @@ export interface ManagedEntry {
   subresource?: string;
 }
 
-/** `dirty`: the set changed, so fieldsV1 must be encoded again. */
+/** `dirty`: the set changed, so fieldsV1 must be encoded again (a new time alone keeps the encoding). */
 interface State { entry: ManagedEntry; set: Set<PathKey>; dirty: boolean }
 
 /** Decoded FieldsV1 by object: stored objects are never mutated, so their entries decode once. */
@@ -120,7 +120,6 @@ function entryFor(states: State[], w: Writer, operation: 'Apply' | 'Update'): St
     states.push(st);
   }
   st.entry = { ...st.entry, apiVersion: w.apiVersion, time: w.now };
-  st.dirty = true;
   return st;
 }
 
@@ -137,7 +136,11 @@ export function recordUpdate(t: Typing, old: Obj | undefined, next: Obj, w: Writ
     if (s !== me) for (const k of mine) if (s.set.delete(k)) s.dirty = true;
     for (const k of removed) if (s.set.delete(k)) s.dirty = true;
   }
-  for (const k of mine) me.set.add(k);
+  for (const k of mine) {
+    if (me.set.has(k)) continue;
+    me.set.add(k);
+    me.dirty = true;
+  }
   return writeEntries(states);
 }
 
@@ -166,6 +169,7 @@ export function recordApply(t: Typing, live: Obj | undefined, config: Obj, w: Wr
   const me = entryFor(states, w, 'Apply');
   const previous = me.set;
   me.set = new Set(applied.keys());
+  if (me.set.size !== previous.size || [...me.set].some((k) => !previous.has(k))) me.dirty = true;
   const ownedByOthers = new Set<PathKey>();
   for (const s of states) if (s !== me) for (const k of s.set) ownedByOthers.add(k);
   // Deepest first, so removing an item never shifts a path still to be removed.
