@@ -165,3 +165,38 @@ test('client-node: KubernetesObjectApi server-side apply records ownership, conf
   assert.equal(forced.data?.['k'], '2');
   assert.deepEqual(forced.metadata?.managedFields?.map((e) => e.manager), ['second']);
 }));
+
+test('kubectl apply --server-side on a custom resource: the CRD schema types the field sets', { timeout: 60_000 }, () => withServer({}, async (s) => {
+  const dir = mkdtempSync(join(tmpdir(), 'portal-ssa-'));
+  try {
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, s.kubeConfig('kubectl-user'));
+    const k = async (...args: string[]) => run(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { env: { PATH: process.env['PATH'] ?? '', HOME: dir } });
+    await k('apply', '-f', join(import.meta.dirname, '..', '..', 'charts', 'portal', 'crds', 'portal.dev_portalclusterrules.yaml'));
+    const file = join(dir, 'rule.yaml');
+    const rule = (enforcement: string, message: string): string => `apiVersion: portal.dev/v1alpha1
+kind: PortalClusterRule
+metadata: {name: r1}
+spec:
+  enforcement: ${enforcement}
+  match: {kinds: [{apiGroups: [""], kinds: [Pod]}]}
+  validate: {message: ${message}, schema: {type: object, required: [spec]}}
+`;
+    writeFileSync(file, rule('Deny', 'one'));
+    await k('apply', '--server-side', '--field-manager=alice', '-f', file);
+    const got = JSON.parse((await k('get', 'portalclusterrule', 'r1', '-o', 'json', '--show-managed-fields')).stdout) as { metadata: { managedFields: Entry[] } };
+    const spec = got.metadata.managedFields[0]!.fieldsV1['f:spec'] as Record<string, Record<string, unknown>>;
+    assert.deepEqual(spec['f:match'], { 'f:kinds': {} }, 'a list without x-kubernetes-list-type is atomic');
+    assert.deepEqual(spec['f:validate'], { 'f:message': {}, 'f:schema': { 'f:required': {}, 'f:type': {} } });
+    writeFileSync(file, rule('Warn', 'one'));
+    let stderr = '';
+    try {
+      await k('apply', '--server-side', '--field-manager=bob', '-f', file);
+    } catch (e) {
+      stderr = (e as { stderr: string }).stderr;
+    }
+    assert.match(stderr, /Apply failed with 1 conflict: conflict with "alice": \.spec\.enforcement/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}));
