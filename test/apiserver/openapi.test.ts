@@ -150,3 +150,14 @@ test('duplicate fields in JSON and YAML bodies: Strict 400 with the decoder word
   assert.equal(yok.status, 201);
   assert.deepEqual(yok.body['data'], { a: '2' });
 }));
+
+test('patch with an unknown field: kubectl patch (no fieldValidation, server default Warn) warns; Strict is the bare strict decoding error of the patch handler', { timeout: 60_000 }, () => withServer({}, (s) => withKubectl(s, async ({ k }) => {
+  await k('create', 'configmap', 'pc', '--from-literal=a=b');
+  const warned = await k('patch', 'configmap', 'pc', '--type', 'merge', '-p', '{"data":{"c":"d"},"nope":1}');
+  assert.match(warned.stdout, /configmap\/pc patched/);
+  assert.match(warned.stderr, /Warning: unknown field "nope"/);
+  const call = caller(s, s.adminToken);
+  const strict = await call('PATCH', '/api/v1/namespaces/default/configmaps/pc?fieldValidation=Strict', '{"nope":1}', 'application/merge-patch+json');
+  assert.equal(strict.status, 400);
+  assert.equal(strict.body['message'], 'strict decoding error: unknown field "nope"');
+})));

@@ -285,13 +285,14 @@ export class Cluster {
   }
 
   /** What decoding the body does in kube-apiserver: format errors, and unknown fields per fieldValidation. */
-  private decode(s: RequestScope, obj: Obj): void {
+  private decode(s: RequestScope, obj: Obj, patched = false): void {
     checkDecodable(s.def, obj);
     const model = typeModel(s.def);
     const found = [...(s.duplicateFields ?? []), ...(model ? dropUnknownFields(model, obj).map((p) => `unknown field "${p}"`) : [])];
     if (found.length === 0) return;
     const mode = fieldValidation(s.query);
-    if (mode === 'Strict') throw errors.badRequest(strictDecodingMessage(s.def.kind, s.def.version, found));
+    // A patched object is not a request body: kube's patch handler reports the bare strict decoding error.
+    if (mode === 'Strict') throw errors.badRequest(patched ? `strict decoding error: ${found.join(', ')}` : strictDecodingMessage(s.def.kind, s.def.version, found));
     if (mode === 'Warn') s.warnings.push(...found);
   }
 
@@ -447,7 +448,7 @@ export class Cluster {
     const m = meta(obj);
     if (m.resourceVersion && m.resourceVersion !== meta(existing).resourceVersion) throw errors.conflict(s.def.resource, s.def.group, s.name);
     if (m.name !== s.name) throw errors.badRequest(`the name of the object (${String(m.name)}) does not match the name on the URL (${s.name})`);
-    this.decode(s, obj);
+    this.decode(s, obj, true);
     return this.commitUpdate(s, existing, obj);
   }
 
