@@ -161,3 +161,29 @@ test('patch with an unknown field: kubectl patch (no fieldValidation, server def
   assert.equal(strict.status, 400);
   assert.equal(strict.body['message'], 'strict decoding error: unknown field "nope"');
 })));
+
+test('OpenAPI documents follow CRD changes (the cached documents are rebuilt)', { timeout: 30_000 }, () => withServer({}, async (s) => {
+  const call = caller(s, s.adminToken);
+  const crd = (props: Record<string, unknown>) => ({
+    apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'gadgets.example.com' },
+    spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' },
+      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: props } } } } }] },
+  });
+  const before = await call('GET', '/openapi/v3');
+  assert.equal((before.body['paths'] as Record<string, unknown>)['apis/example.com/v1'], undefined);
+  const created = await call('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd({ size: { type: 'integer' } }));
+  assert.equal(created.status, 201);
+  const spec = async (): Promise<Record<string, unknown>> => {
+    const index = await call('GET', '/openapi/v3');
+    const url = (index.body['paths'] as Record<string, { serverRelativeURL: string }>)['apis/example.com/v1']!.serverRelativeURL;
+    const doc = await call('GET', url);
+    const gadget = (doc.body['components'] as { schemas: Record<string, { properties: { spec: { properties: Record<string, unknown> } } }> }).schemas['com.example.v1.Gadget']!;
+    return gadget.properties.spec.properties;
+  };
+  assert.deepEqual(Object.keys(await spec()), ['size']);
+  const current = await call('GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com');
+  const updated = crd({ size: { type: 'integer' }, color: { type: 'string' } });
+  (updated.metadata as Record<string, unknown>)['resourceVersion'] = (current.body['metadata'] as Record<string, unknown>)['resourceVersion'];
+  assert.equal((await call('PUT', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com', updated)).status, 200);
+  assert.deepEqual(Object.keys(await spec()).sort(), ['color', 'size']);
+}));

@@ -25,11 +25,33 @@ function schemasFor(defs: readonly ResourceDef[]): Obj {
   return out;
 }
 
+/**
+ * Documents are rebuilt only when the served resources change (a CRD is
+ * created, updated or deleted replaces its defs): kubectl fetches the index
+ * on most commands, and building every document costs tens of milliseconds.
+ */
+const memo = new WeakMap<Registry, { defs: readonly ResourceDef[]; docs: Map<string, unknown> }>();
+
+function cached<T>(reg: Registry, key: string, build: () => T): T {
+  const defs = reg.all();
+  let m = memo.get(reg);
+  if (!m || m.defs.length !== defs.length || m.defs.some((d, i) => d !== defs[i])) {
+    m = { defs: [...defs], docs: new Map() };
+    memo.set(reg, m);
+  }
+  if (!m.docs.has(key)) m.docs.set(key, build());
+  return m.docs.get(key) as T;
+}
+
 function gvPath(group: string, version: string): string {
   return group ? `apis/${group}/${version}` : `api/${version}`;
 }
 
 export function openapiV3Doc(reg: Registry, group: string, version: string): Obj | undefined {
+  return cached(reg, `v3:${group}/${version}`, () => buildV3Doc(reg, group, version));
+}
+
+function buildV3Doc(reg: Registry, group: string, version: string): Obj | undefined {
   const defs = reg.all().filter((d) => d.group === group && d.version === version);
   if (defs.length === 0) return undefined;
   const paths: Obj = {};
@@ -49,6 +71,10 @@ export function openapiV3Doc(reg: Registry, group: string, version: string): Obj
 }
 
 export function openapiV3Index(reg: Registry): Obj {
+  return cached(reg, 'v3', () => buildV3Index(reg));
+}
+
+function buildV3Index(reg: Registry): Obj {
   const paths: Obj = {};
   const seen = new Set<string>();
   for (const d of reg.all()) {
@@ -67,6 +93,10 @@ export const OPENAPI_V2_CONTENT_TYPE = 'application/com.github.proto-openapi.spe
 
 /** /openapi/v2 as JSON: every served kind's schema under `definitions`. */
 export function openapiV2Json(reg: Registry): Obj {
+  return cached(reg, 'v2', () => buildV2Json(reg));
+}
+
+function buildV2Json(reg: Registry): Obj {
   const defs = schemasFor(reg.all());
   const text = JSON.stringify(defs).split(`"${REF_PREFIX}`).join('"#/definitions/');
   return { swagger: '2.0', info: { title: 'Kubernetes', version: 'v1.35.0' }, paths: {}, definitions: JSON.parse(text) as Obj };
@@ -77,5 +107,5 @@ export function openapiV2Json(reg: Registry): Obj {
  * protobuf), with the same definitions as the JSON form.
  */
 export function openapiV2Protobuf(reg: Registry): Buffer {
-  return encodeOpenapiV2(openapiV2Json(reg));
+  return cached(reg, 'v2pb', () => encodeOpenapiV2(openapiV2Json(reg)));
 }
