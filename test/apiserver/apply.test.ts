@@ -138,7 +138,7 @@ test('raw HTTP: Update entries name the User-Agent product without fieldManager;
   assert.equal(entries.length, 1);
   assert.equal(entries[0]!.manager, 'mytool');
   assert.equal(entries[0]!.operation, 'Update');
-  assert.deepEqual(entries[0]!.fieldsV1, { 'f:data': { 'f:x': {} } });
+  assert.deepEqual(entries[0]!.fieldsV1, { 'f:data': { '.': {}, 'f:x': {} } }, 'the writer that added the map owns it too, as in kube');
   const conflict = await call('PATCH', '/api/v1/namespaces/default/configmaps/a?fieldManager=other', JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' }, data: { x: '2' } }), 'application/apply-patch+yaml');
   assert.equal(conflict.status, 409);
   assert.equal(conflict.body['reason'], 'Conflict');

@@ -24,7 +24,9 @@ const pod = {
 };
 
 test('members: list-maps by key (protocol defaulted), sets by value, atomic lists and structs whole, map entries', () => {
-  const keys = [...members(t.nav, t.root, pod).keys()].map(pathString).sort();
+  const all = members(t.nav, t.root, pod);
+  assert.deepEqual([...all].filter(([, m]) => m.container).map(([k]) => pathString(k)).sort(), ['.metadata.labels', '.spec.nodeSelector'], 'maps, not structs');
+  const keys = [...all].filter(([, m]) => !m.container).map(([k]) => pathString(k)).sort();
   assert.deepEqual(keys, [
     '.apiVersion', '.kind',
     '.metadata.finalizers[="x"]', '.metadata.labels.app', '.metadata.name',
@@ -41,7 +43,7 @@ test('members: list-maps by key (protocol defaulted), sets by value, atomic list
 });
 
 test('FieldsV1 round trip, with "." on members that have children', () => {
-  const set = new Set(members(t.nav, t.root, pod).keys());
+  const set = new Set([...members(t.nav, t.root, pod)].filter(([, m]) => !m.container).map(([k]) => k));
   const f = encodeFieldsV1(set);
   const containers = ((f['f:spec'] as Record<string, unknown>)['f:containers'] as Record<string, Record<string, unknown>>)['k:{"name":"c"}']!;
   assert.deepEqual(containers['.'], {});
@@ -74,7 +76,7 @@ test('recordUpdate: changed fields move to the writer, removed fields leave ever
   const entries = recordUpdate(t, created, next, w('edit', '2026-01-02T00:00:00Z'));
   assert.deepEqual(entries.map((e) => e.manager), ['create', 'edit']);
   assert.deepEqual(entries[1]!.fieldsV1, { 'f:metadata': { 'f:labels': { 'f:app': {} } } });
-  assert.equal((entries[0]!.fieldsV1['f:metadata'] as Record<string, unknown>)['f:labels'], undefined);
+  assert.deepEqual((entries[0]!.fieldsV1['f:metadata'] as Record<string, unknown>)['f:labels'], {}, 'the creator keeps the map it added, not the label');
 });
 
 test('recordApply: conflict message and causes for several managers, force moves ownership, pruning', () => {

@@ -64,6 +64,12 @@ export interface Member {
   /** Scalars, atomic values and empty maps: their value is what conflicts compare. */
   leaf: boolean;
   value: unknown;
+  /**
+   * A non-empty map (not a struct) that is no member by itself. An Update
+   * that adds it owns it too (FieldsV1 `".": {}` under `f:labels`), as
+   * structured-merge-diff's comparison reports the added map; an Apply never.
+   */
+  container?: true;
 }
 
 /** Every member path of `value` with its value (structured-merge-diff's ToFieldSet). */
@@ -107,8 +113,9 @@ function visit(nav: SchemaNav, schema: Obj | undefined, value: unknown, path: Pa
     const p = join(path, `f:${k}`);
     visit(nav, child.schema, v, p, out);
     if (v === null || (isPlainObject(v) && Object.keys(v).length === 0)) out.set(p, { leaf: true, value: v });
-    else if (!child.declared && !out.has(p)) out.set(p, { leaf: false, value: v });
+    else if (!child.declared && (out.get(p)?.container ?? !out.has(p))) out.set(p, { leaf: false, value: v });
   }
+  if (path !== '' && !(schema && isPlainObject(schema['properties'])) && !out.has(path)) out.set(path, { leaf: false, value, container: true });
 }
 
 // ---------------------------------------------------------------- FieldsV1

@@ -152,7 +152,7 @@ export interface ApplyResult { object: Obj; managedFields: ManagedEntry[] }
  */
 export function recordApply(t: Typing, live: Obj | undefined, config: Obj, w: Writer, force: boolean): ApplyResult {
   const states = live ? readEntries(live) : [];
-  const applied = trackedMembers(t, config, w);
+  const applied = new Map([...trackedMembers(t, config, w)].filter(([, m]) => !m.container));
   const merged = (live ? mergeApplied(t.nav, t.root, live, config) : structuredClone(config)) as Obj;
   // `merged` is pruned below: its members must not be cached.
   const diff = changed(live ? trackedMembers(t, live, w) : new Map(), trackedMembers(t, merged, w, false));
