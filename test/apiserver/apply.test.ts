@@ -147,6 +147,10 @@ test('raw HTTP: Update entries name the User-Agent product without fieldManager;
   const unknown = await call('PATCH', '/api/v1/namespaces/default/configmaps/a?fieldManager=other', JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' }, bogus: 1 }), 'application/apply-patch+yaml');
   assert.equal(unknown.status, 500);
   assert.equal(unknown.body['message'], 'failed to create typed patch object (default/a; /v1, Kind=ConfigMap): .bogus: field not declared in schema');
+  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'i', bogus: 1 }] } };
+  const nested = await call('PATCH', '/api/v1/namespaces/default/pods/p?fieldManager=other', JSON.stringify(pod), 'application/apply-patch+yaml');
+  assert.equal(nested.status, 500);
+  assert.equal(nested.body['message'], 'failed to create typed patch object (default/p; /v1, Kind=Pod): .spec.containers[name="c"].bogus: field not declared in schema');
 }));
 
 test('client-node: KubernetesObjectApi server-side apply records ownership, conflicts with 409, force takes over', { timeout: 30_000 }, () => withServer({}, async (s) => {

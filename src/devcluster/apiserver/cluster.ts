@@ -277,11 +277,11 @@ export class Cluster {
   private checkApplyFields(s: RequestScope, applied: Obj): void {
     const model = typeModel(s.def);
     if (!model) return;
-    const unknown = dropUnknownFields(model, clone(applied));
+    const unknown = dropUnknownFields(model, clone(applied), 'smd');
     if (unknown.length === 0) return;
     const gvk = `${s.def.group}/${s.def.version}, Kind=${s.def.kind}`;
     const where = `${s.def.namespaced ? s.namespace : ''}/${s.name}; ${gvk}`;
-    throw new ApiError(500, '', `failed to create typed patch object (${where}): .${unknown[0]!}: field not declared in schema`);
+    throw new ApiError(500, '', `failed to create typed patch object (${where}): ${unknown[0]!}: field not declared in schema`);
   }
 
   /** What decoding the body does in kube-apiserver: format errors, and unknown fields per fieldValidation. */

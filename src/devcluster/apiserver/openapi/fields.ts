@@ -18,18 +18,30 @@ export function fieldValidation(query: URLSearchParams): FieldValidation {
 }
 
 /** Removes the fields `model` does not declare from `value`; returns their paths in document order. */
-export function dropUnknownFields(model: TypeModel, value: unknown): string[] {
+export function dropUnknownFields(model: TypeModel, value: unknown, style: PathStyle = 'json'): string[] {
   const found: string[] = [];
-  walk(model, model.root, value, '', found);
+  walk(model, model.root, value, '', found, style);
   return found;
 }
 
-function walk(model: TypeModel, schemaIn: Obj | undefined, value: unknown, path: string, found: string[]): void {
+/**
+ * `json`: the decoder's `spec.containers[0].foo`; `smd`: structured-merge-diff's
+ * `.spec.containers[name="c"].foo` (list-map items by their keys), as server-side apply reports them.
+ */
+export type PathStyle = 'json' | 'smd';
+
+function itemLabel(schema: Obj, item: unknown, i: number, style: PathStyle): string {
+  const keys = schema['x-kubernetes-list-map-keys'];
+  if (style === 'json' || schema['x-kubernetes-list-type'] !== 'map' || !Array.isArray(keys) || !isPlainObject(item)) return `[${i}]`;
+  return `[${(keys as string[]).filter((k) => item[k] !== undefined).map((k) => `${k}=${JSON.stringify(item[k])}`).join(',')}]`;
+}
+
+function walk(model: TypeModel, schemaIn: Obj | undefined, value: unknown, path: string, found: string[], style: PathStyle): void {
   const schema = model.resolve(schemaIn);
   if (!schema) return;
   if (Array.isArray(value)) {
     const items = isPlainObject(schema['items']) ? schema['items'] : undefined;
-    if (items) value.forEach((v, i) => walk(model, items, v, `${path}[${i}]`, found));
+    if (items) value.forEach((v, i) => walk(model, items, v, `${path}${itemLabel(schema, v, i, style)}`, found, style));
     return;
   }
   if (!isPlainObject(value) || schema['x-kubernetes-int-or-string'] === true) return;
@@ -39,8 +51,8 @@ function walk(model: TypeModel, schemaIn: Obj | undefined, value: unknown, path:
   if (!props && addl === undefined && (preserve || schema['type'] !== 'object')) return;
   for (const k of Object.keys(value)) {
     const sub = props && Object.hasOwn(props, k) ? props[k] : isPlainObject(addl) ? addl : undefined;
-    const p = path ? `${path}.${k}` : k;
-    if (sub !== undefined) walk(model, sub as Obj, value[k], p, found);
+    const p = path || style === 'smd' ? `${path}.${k}` : k;
+    if (sub !== undefined) walk(model, sub as Obj, value[k], p, found, style);
     else if (addl === true || preserve) continue;
     else {
       found.push(p);
