@@ -125,6 +125,16 @@ test('client-side apply records kubectl-client-side-apply; a server-side apply t
       stderr = (e as { stderr: string }).stderr;
     }
     assert.match(stderr, /Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: \.data\.k/);
+    // With --force-conflicts kubectl migrates the client-side apply ownership to its
+    // Apply entry (a JSON patch of managedFields) and applies again: `j`, which only
+    // the client-side apply had set, is pruned.
+    writeFileSync(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {j: x, k: v2}\n');
+    await k('apply', '-f', file);
+    writeFileSync(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {k: v3}\n');
+    await k('apply', '--server-side', '--force-conflicts', '-f', file);
+    const migrated = JSON.parse((await k('get', 'cm', 'cm', '-o', 'json', '--show-managed-fields')).stdout) as { data: Record<string, string>; metadata: { managedFields: Entry[] } };
+    assert.deepEqual(migrated.data, { k: 'v3' });
+    assert.deepEqual(migrated.metadata.managedFields.map((e) => [e.manager, e.operation]), [['kubectl', 'Apply'], ['kubectl-last-applied', 'Apply']]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -103,3 +103,13 @@ test('managerFromUserAgent takes the product before the first slash', () => {
   assert.equal(managerFromUserAgent('kubectl/v1.35.0 (linux/amd64) kubernetes/abc'), 'kubectl');
   assert.equal(managerFromUserAgent(undefined), '');
 });
+
+test('recordUpdate starts from the managedFields the writer sent: a migration replaces them, [{}] clears them', () => {
+  const old = structuredClone(pod) as typeof pod & { metadata: { managedFields?: unknown[] } };
+  old.metadata.managedFields = recordUpdate(t, undefined, old, w('create'));
+  const next = structuredClone(old);
+  next.spec.containers[0]!.image = 'j';
+  const migrated = [{ manager: 'mine', operation: 'Apply', apiVersion: 'v1', time: '2026-01-01T00:00:00Z', fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:labels': { 'f:app': {} } } } }];
+  assert.deepEqual(recordUpdate(t, old, next, w('edit'), migrated).map((e) => e.manager), ['mine', 'edit']);
+  assert.deepEqual(recordUpdate(t, old, next, w('edit'), [{}]).map((e) => e.manager), ['edit']);
+});

@@ -460,6 +460,7 @@ export class Cluster {
     const dryRun = this.dryRun(s);
     const old = existing;
     const om = meta(old);
+    const sentManaged = s.subresource === 'status' ? undefined : meta(incoming).managedFields;
     let obj: Obj;
     if (s.subresource === 'status') {
       obj = { ...clone(old), status: clone(incoming['status']) };
@@ -505,7 +506,7 @@ export class Cluster {
       }
     }
     validateObject(s.def, obj);
-    m.managedFields = applied ?? recordUpdate(typing(s.def), old, obj, this.writer(s));
+    m.managedFields = applied ?? recordUpdate(typing(s.def), old, obj, this.writer(s), sentManaged);
     if (m.managedFields.length === 0) delete m.managedFields;
     await this.admit(s, 'UPDATE', obj, old, this.options(s, 'UpdateOptions'), dryRun);
     const sk = storeKey(s.def);

@@ -89,7 +89,10 @@ function trackedMembers(t: Typing, value: Obj, w: Writer, cache = true): Map<Pat
 
 function readEntries(obj: Obj): State[] {
   const m = isPlainObject(obj['metadata']) ? obj['metadata'] : {};
-  const list = Array.isArray(m['managedFields']) ? m['managedFields'] : [];
+  return readList(Array.isArray(m['managedFields']) ? m['managedFields'] : []);
+}
+
+function readList(list: readonly unknown[]): State[] {
   return list.filter(isPlainObject).map((e) => ({ entry: e as unknown as ManagedEntry, set: decodeCached(e['fieldsV1']), dirty: false }));
 }
 
@@ -123,9 +126,11 @@ function entryFor(states: State[], w: Writer, operation: 'Apply' | 'Update'): St
   return st;
 }
 
-/** managedFields after a create/update/non-apply patch from `old` (undefined on create) to `next`. */
-export function recordUpdate(t: Typing, old: Obj | undefined, next: Obj, w: Writer): ManagedEntry[] {
-  const states = old ? readEntries(old) : [];
+/** managedFields after a create/update/non-apply patch from `old` (undefined on create) to `next`; `sent`: the managedFields in the request's object. */
+export function recordUpdate(t: Typing, old: Obj | undefined, next: Obj, w: Writer, sent?: readonly unknown[]): ManagedEntry[] {
+  // managedFields the writer sent replace the stored ones (kubectl's client-side to
+  // server-side apply migration does this; `[{}]` clears them), as in kube.
+  const states = sent && sent.length > 0 ? readList(sent) : old ? readEntries(old) : [];
   const before = old ? trackedMembers(t, old, w) : new Map<PathKey, Member>();
   const after = trackedMembers(t, next, w);
   const mine = changed(before, after);
@@ -172,8 +177,13 @@ export function recordApply(t: Typing, live: Obj | undefined, config: Obj, w: Wr
   if (me.set.size !== previous.size || [...me.set].some((k) => !previous.has(k))) me.dirty = true;
   const ownedByOthers = new Set<PathKey>();
   for (const s of states) if (s !== me) for (const k of s.set) ownedByOthers.add(k);
-  // Deepest first, so removing an item never shifts a path still to be removed.
-  const drop = [...previous].filter((k) => !me.set.has(k) && !ownedByOthers.has(k)).sort((a, b) => b.length - a.length);
+  // A dropped container whose children someone still owns stays (structured-merge-diff
+  // removes it and adds the owned items back). Deepest first, so removing an item
+  // never shifts a path still to be removed.
+  const owned = [...me.set, ...ownedByOthers];
+  const drop = [...previous]
+    .filter((k) => !me.set.has(k) && !ownedByOthers.has(k) && !owned.some((o) => o.startsWith(`${k}\u0000`)))
+    .sort((a, b) => b.length - a.length);
   for (const k of drop) removePath(t.nav, t.root, merged, k);
   return { object: merged, managedFields: writeEntries(states) };
 }
