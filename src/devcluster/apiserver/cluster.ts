@@ -8,13 +8,16 @@ import { randomUUID } from 'node:crypto';
 import YAML from 'yaml';
 import type { AdmissionAttributes, AdmissionHook } from './admission-hook.ts';
 import { EPHEMERAL_CONTAINERS, withEphemeralContainers } from './ephemeral-containers.ts';
-import { applyPatch, jsonPatch, mergePatch, strategicMerge } from './patch.ts';
+import { recordApply, recordUpdate, managerFromUserAgent, type ManagedEntry, type Typing, type Writer } from './apply/managed.ts';
+import { jsonPatch, mergePatch, strategicMerge } from './patch.ts';
 import { defsFromCrd, groupVersion, Registry, storeKey, type ResourceDef } from './registry.ts';
 import { matchLabels, parseFieldSelector, parseLabelSelector } from './selectors.ts';
 import { ApiError, errors, successStatus } from './status.ts';
 import { objKey, Store } from './store.ts';
 import { clone, isPlainObject, jsonEqual, meta, nowTimestamp, type Obj, type UserInfo } from './types.ts';
 import { checkDecodable, requireObjectBody, validateObject } from './validation.ts';
+import { dropUnknownFields, fieldValidation, strictDecodingMessage } from './openapi/fields.ts';
+import { typeModel } from './openapi/model.ts';
 import { applyDefaults, ClusterIpAllocator, namespaceContents, podQosClass } from './defaults.ts';
 import { VapAdmission } from './vap-admission.ts';
 
@@ -27,6 +30,10 @@ export interface RequestScope {
   query: URLSearchParams;
   /** Admission warnings collected for the response. */
   warnings: string[];
+  /** The request's User-Agent ('' when absent): the default field manager. Unset for writes from inside the server. */
+  userAgent?: string;
+  /** Duplicate keys the body decoder found, in kube's wording (strict decoding errors). */
+  duplicateFields?: string[];
 }
 
 export interface Reply { code: number; body: unknown }
@@ -56,6 +63,18 @@ function sameContent(a: Obj, b: Obj): boolean {
     return { ...o, metadata: m };
   };
   return jsonEqual(strip(a), strip(b));
+}
+
+/** Same managers owning the same fields (entry times aside): an apply that only takes ownership still writes. */
+function sameOwnership(a: Obj, b: Obj): boolean {
+  const owners = (o: Obj): unknown => (meta(o).managedFields ?? []).map((e) => (isPlainObject(e) ? { ...e, time: undefined } : e));
+  return jsonEqual(owners(a), owners(b));
+}
+
+/** The schema server-side apply walks; resources without one are untyped (maps granular, lists atomic). */
+function typing(def: ResourceDef): Typing {
+  const model = typeModel(def);
+  return model ? { nav: model, root: model.root } : { nav: { resolve: (x) => x }, root: undefined };
 }
 
 export class Cluster {
@@ -205,7 +224,7 @@ export class Cluster {
 
   // ---- create ------------------------------------------------------------
 
-  async create(s: RequestScope, body: unknown, opts: { skipAdmission?: boolean } = {}): Promise<Reply> {
+  async create(s: RequestScope, body: unknown, opts: { skipAdmission?: boolean; apply?: { config: Obj; force: boolean } } = {}): Promise<Reply> {
     const obj = clone(requireObjectBody(body));
     if (typeof obj['kind'] === 'string' && obj['kind'] !== s.def.kind) {
       throw errors.badRequest(`the kind in the data (${obj['kind']}) does not match the expected kind (${s.def.kind})`);
@@ -229,7 +248,7 @@ export class Cluster {
     }
     const name = m.name;
     s.name = name; // for the audit log and admission
-    checkDecodable(s.def, obj);
+    this.decode(s, obj);
     if (s.def.namespaced) this.requireNamespace(s);
     obj['apiVersion'] = groupVersion(s.def);
     obj['kind'] = s.def.kind;
@@ -243,6 +262,10 @@ export class Cluster {
     applyDefaults(s.def, obj);
     this.defaultOnCreate(s.def, obj);
     validateObject(s.def, obj);
+    m.managedFields = opts.apply
+      ? recordApply(typing(s.def), undefined, opts.apply.config, this.writer(s), opts.apply.force).managedFields
+      : recordUpdate(typing(s.def), undefined, obj, this.writer(s));
+    if (m.managedFields.length === 0) delete m.managedFields;
     const sk = storeKey(s.def);
     if (this.store.get(sk, objKey(m.namespace ?? '', name))) throw errors.alreadyExists(s.def.resource, s.def.group, name);
     if (!opts.skipAdmission) await this.admit(s, 'CREATE', obj, null, this.options(s, 'CreateOptions'), dryRun);
@@ -253,6 +276,42 @@ export class Cluster {
     this.afterWrite(s.def, obj, undefined);
     if (s.def.group === '' && s.def.resource === 'namespaces') await this.populateNamespace(name);
     return { code: 201, body: present(s.def, obj) };
+  }
+
+  /**
+   * An applied configuration must fit the schema whatever fieldValidation
+   * says: kube-apiserver cannot build its typed patch otherwise (a 500 with
+   * an empty reason, which kubectl prints as "Error from server").
+   */
+  private checkApplyFields(s: RequestScope, applied: Obj): void {
+    const model = typeModel(s.def);
+    if (!model) return;
+    const unknown = dropUnknownFields(model, clone(applied), 'smd');
+    if (unknown.length === 0) return;
+    const gvk = `${s.def.group}/${s.def.version}, Kind=${s.def.kind}`;
+    const where = `${s.def.namespaced ? s.namespace : ''}/${s.name}; ${gvk}`;
+    throw new ApiError(500, '', `failed to create typed patch object (${where}): ${unknown[0]!}: field not declared in schema`);
+  }
+
+  /** What decoding the body does in kube-apiserver: format errors, and unknown fields per fieldValidation. */
+  private decode(s: RequestScope, obj: Obj, patched = false): void {
+    checkDecodable(s.def, obj);
+    const model = typeModel(s.def);
+    const found = [...(s.duplicateFields ?? []), ...(model ? dropUnknownFields(model, obj).map((p) => `unknown field "${p}"`) : [])];
+    if (found.length === 0) return;
+    const mode = fieldValidation(s.query);
+    // A patched object is not a request body: kube's patch handler reports the bare strict decoding error.
+    if (mode === 'Strict') throw errors.badRequest(patched ? `strict decoding error: ${found.join(', ')}` : strictDecodingMessage(s.def.kind, s.def.version, found));
+    if (mode === 'Warn') s.warnings.push(...found);
+  }
+
+  /** Who writes, for managedFields: fieldManager, else the User-Agent's product (kube-apiserver's default). */
+  private writer(s: RequestScope): Writer {
+    return {
+      // Writes from inside the server (no HTTP request) are named after their system user, as kube's own components are.
+      manager: s.query.get('fieldManager') || (s.userAgent === undefined ? s.user.username.replace(/^system:/, '') : managerFromUserAgent(s.userAgent)),
+      apiVersion: groupVersion(s.def), subresource: s.subresource, hasStatus: s.def.hasStatus, now: nowTimestamp(),
+    };
   }
 
   private options(s: RequestScope, kind: string): Obj {
@@ -329,7 +388,7 @@ export class Cluster {
     if (s.def.namespaced && m.namespace && m.namespace !== s.namespace) {
       throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
     }
-    checkDecodable(s.def, obj);
+    this.decode(s, obj);
     const sk = storeKey(s.def);
     const existing = this.store.get(sk, objKey(s.def.namespaced ? s.namespace : '', s.name));
     if (!existing) {
@@ -365,13 +424,16 @@ export class Cluster {
           { kind: 'PatchOptions', group: 'meta.k8s.io', causes: [{ reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' }] });
       }
       const applied = requireObjectBody(patchBody);
+      this.checkApplyFields(s, applied);
+      const force = s.query.get('force') === 'true';
       if (!existing) {
         if (s.subresource) throw errors.notFound(s.def.resource, s.def.group, s.name);
         const m = meta(applied);
         if (m.name && m.name !== s.name) throw errors.badRequest(`the name of the object (${m.name}) does not match the name on the URL (${s.name})`);
-        return this.create(s, { ...applied, metadata: { ...m, name: s.name } });
+        return this.create(s, { ...clone(applied), metadata: { ...m, name: s.name } }, { apply: { config: applied, force } });
       }
-      return this.commitUpdate(s, existing, applyPatch(clone(existing), applied, s.def.builtin) as Obj);
+      const result = recordApply(typing(s.def), existing, applied, this.writer(s), force);
+      return this.commitUpdate(s, existing, result.object, result.managedFields);
     }
     if (!existing) throw errors.notFound(s.def.resource, s.def.group, s.name);
     let patched: unknown;
@@ -395,7 +457,7 @@ export class Cluster {
     const m = meta(obj);
     if (m.resourceVersion && m.resourceVersion !== meta(existing).resourceVersion) throw errors.conflict(s.def.resource, s.def.group, s.name);
     if (m.name !== s.name) throw errors.badRequest(`the name of the object (${String(m.name)}) does not match the name on the URL (${s.name})`);
-    checkDecodable(s.def, obj);
+    this.decode(s, obj, true);
     return this.commitUpdate(s, existing, obj);
   }
 
@@ -403,10 +465,11 @@ export class Cluster {
    * The shared tail of PUT and PATCH: merge rules, validation, admission,
    * no-op detection, store. `incoming` is taken over (mutated and stored).
    */
-  private async commitUpdate(s: RequestScope, existing: Obj, incoming: Obj): Promise<Reply> {
+  private async commitUpdate(s: RequestScope, existing: Obj, incoming: Obj, applied?: ManagedEntry[]): Promise<Reply> {
     const dryRun = this.dryRun(s);
     const old = existing;
     const om = meta(old);
+    const sentManaged = s.subresource === 'status' ? undefined : meta(incoming).managedFields;
     let obj: Obj;
     if (s.subresource === 'status') {
       obj = { ...clone(old), status: clone(incoming['status']) };
@@ -454,11 +517,13 @@ export class Cluster {
       }
     }
     validateObject(s.def, obj);
+    m.managedFields = applied ?? recordUpdate(typing(s.def), old, obj, this.writer(s), sentManaged);
+    if (m.managedFields.length === 0) delete m.managedFields;
     await this.admit(s, 'UPDATE', obj, old, this.options(s, 'UpdateOptions'), dryRun);
     const sk = storeKey(s.def);
     const current = this.store.get(sk, objKey(om.namespace ?? '', om.name!));
     if (current !== existing) throw errors.conflict(s.def.resource, s.def.group, s.name);
-    if (sameContent(obj, old)) return { code: 200, body: present(s.def, old) };
+    if (sameContent(obj, old) && sameOwnership(obj, old)) return { code: 200, body: present(s.def, old) };
     if (dryRun) return { code: 200, body: obj };
     if (m.deletionTimestamp && (m.finalizers ?? []).length === 0 && !(s.def.resource === 'namespaces' && s.def.group === '')) {
       this.store.put(sk, obj);

@@ -1,26 +1,63 @@
 /**
- * Minimal OpenAPI v3 documents: an index at /openapi/v3 and, per
- * group-version, the PATCH operations carrying the `fieldValidation` query
- * parameter and `x-kubernetes-group-version-kind`. That is what kubectl
- * reads to learn that the server validates fields itself (so `--validate`
- * needs no client-side schema); without component schemas kubectl computes
- * strategic merge patches from its compiled-in types, as for any server.
+ * OpenAPI documents: an index at /openapi/v3 and, per group-version, the
+ * operations carrying the `fieldValidation` query parameter (kubectl reads
+ * them to learn that the server validates fields itself) and the component
+ * schemas of every kind served there, with `x-kubernetes-group-version-kind`
+ * (what `kubectl explain` and kubectl's strategic merge patch read). The
+ * schemas come from openapi/model.ts; /openapi/v2 in JSON carries the same
+ * schemas as `definitions`.
  */
 import { createHash } from 'node:crypto';
-import { groupVersion, type Registry } from './registry.ts';
+import { REF_PREFIX } from './openapi/builtin.ts';
+import { encodeOpenapiV2 } from './openapi/v2-protobuf.ts';
+import { closure, typeModel } from './openapi/model.ts';
+import { groupVersion, type Registry, type ResourceDef } from './registry.ts';
 import type { Obj } from './types.ts';
+
+/** The component schemas of `defs`' kinds and everything they reference. */
+function schemasFor(defs: readonly ResourceDef[]): Obj {
+  const out: Obj = {};
+  for (const d of defs) {
+    const model = typeModel(d);
+    if (!model) continue;
+    for (const n of closure([model.name], model.components)) out[n] ??= model.components.get(n);
+  }
+  return out;
+}
+
+/**
+ * Documents are rebuilt only when the served resources change (a CRD is
+ * created, updated or deleted replaces its defs): kubectl fetches the index
+ * on most commands, and building every document costs tens of milliseconds.
+ */
+const memo = new WeakMap<Registry, { defs: readonly ResourceDef[]; docs: Map<string, unknown> }>();
+
+function cached<T>(reg: Registry, key: string, build: () => T): T {
+  const defs = reg.all();
+  let m = memo.get(reg);
+  if (!m || m.defs.length !== defs.length || m.defs.some((d, i) => d !== defs[i])) {
+    m = { defs: [...defs], docs: new Map() };
+    memo.set(reg, m);
+  }
+  if (!m.docs.has(key)) m.docs.set(key, build());
+  return m.docs.get(key) as T;
+}
 
 function gvPath(group: string, version: string): string {
   return group ? `apis/${group}/${version}` : `api/${version}`;
 }
 
 export function openapiV3Doc(reg: Registry, group: string, version: string): Obj | undefined {
+  return cached(reg, `v3:${group}/${version}`, () => buildV3Doc(reg, group, version));
+}
+
+function buildV3Doc(reg: Registry, group: string, version: string): Obj | undefined {
   const defs = reg.all().filter((d) => d.group === group && d.version === version);
   if (defs.length === 0) return undefined;
   const paths: Obj = {};
   for (const d of defs) {
     const base = `/${gvPath(group, version)}${d.namespaced ? '/namespaces/{namespace}' : ''}/${d.resource}/{name}`;
-    const gvk = [{ group, version, kind: d.kind }];
+    const gvk = { group, version, kind: d.kind };
     const op = (verb: string): Obj => ({
       operationId: `${verb}${d.kind}`,
       'x-kubernetes-action': verb,
@@ -30,10 +67,14 @@ export function openapiV3Doc(reg: Registry, group: string, version: string): Obj
     });
     paths[base] = { get: op('get'), put: op('put'), patch: op('patch'), delete: op('delete') };
   }
-  return { openapi: '3.0.0', info: { title: 'Kubernetes', version: 'v1.35.0' }, paths, components: { schemas: {} } };
+  return { openapi: '3.0.0', info: { title: 'Kubernetes', version: 'v1.35.0' }, paths, components: { schemas: schemasFor(defs) } };
 }
 
 export function openapiV3Index(reg: Registry): Obj {
+  return cached(reg, 'v3', () => buildV3Index(reg));
+}
+
+function buildV3Index(reg: Registry): Obj {
   const paths: Obj = {};
   const seen = new Set<string>();
   for (const d of reg.all()) {
@@ -47,21 +88,24 @@ export function openapiV3Index(reg: Registry): Obj {
   return { paths };
 }
 
-function pbString(field: number, s: string | Buffer): Buffer {
-  const b = typeof s === 'string' ? Buffer.from(s, 'utf8') : s;
-  if (b.length > 127) throw new Error('short protobuf strings only');
-  return Buffer.concat([Buffer.from([(field << 3) | 2, b.length]), b]);
+/** What kube-openapi answers with (the '@' of the Accept value is not legal in a response media type). */
+export const OPENAPI_V2_CONTENT_TYPE = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
+
+/** /openapi/v2 as JSON: every served kind's schema under `definitions`. */
+export function openapiV2Json(reg: Registry): Obj {
+  return cached(reg, 'v2', () => buildV2Json(reg));
+}
+
+function buildV2Json(reg: Registry): Obj {
+  const defs = schemasFor(reg.all());
+  const text = JSON.stringify(defs).split(`"${REF_PREFIX}`).join('"#/definitions/');
+  return { swagger: '2.0', info: { title: 'Kubernetes', version: 'v1.35.0' }, paths: {}, definitions: JSON.parse(text) as Obj };
 }
 
 /**
  * GET /openapi/v2 as kubectl asks for it (gnostic openapi_v2.Document in
- * protobuf): `{swagger: "2.0", info: {title, version}}` and no definitions.
- * kubectl downloads it eagerly for `--validate`; with no definition for a
- * kind it skips client-side validation and relies on the server.
+ * protobuf), with the same definitions as the JSON form.
  */
-export const OPENAPI_V2_PROTOBUF: Buffer = Buffer.concat([
-  pbString(1, '2.0'),
-  pbString(2, Buffer.concat([pbString(1, 'Kubernetes'), pbString(2, 'v1.35.0')])),
-]);
-/** What kube-openapi answers with (the '@' of the Accept value is not legal in a response media type). */
-export const OPENAPI_V2_CONTENT_TYPE = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
+export function openapiV2Protobuf(reg: Registry): Buffer {
+  return cached(reg, 'v2pb', () => encodeOpenapiV2(openapiV2Json(reg)));
+}

@@ -179,16 +179,3 @@ function mergeList(cur: unknown[], patch: Obj[], key: string, path: string[]): u
   }
   return out;
 }
-
-/** Server-side apply, approximated: strategic merge of the applied configuration (custom resources: merge-patch rules without null deletes). */
-export function applyPatch(target: unknown, applied: Obj, builtin: boolean): unknown {
-  if (builtin) return strategicMerge(target, applied);
-  return deepMergeKeepLists(target, applied);
-}
-
-function deepMergeKeepLists(target: unknown, patch: unknown): unknown {
-  if (!isPlainObject(patch)) return clone(patch);
-  const out: Obj = isPlainObject(target) ? { ...target } : {};
-  for (const [k, v] of Object.entries(patch)) out[k] = deepMergeKeepLists(out[k], v);
-  return out;
-}

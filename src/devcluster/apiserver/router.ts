@@ -14,9 +14,10 @@ import { evict } from './eviction.ts';
 import type { Faults } from './faults.ts';
 import { decodeObject, encodeObject, PROTOBUF_MEDIA_TYPE, ProtobufError, UnsupportedKind } from './protobuf/codec.ts';
 import { isProtobufBody, wantsProtobuf } from './protobuf/negotiate.ts';
+import { OPENAPI_V2_CONTENT_TYPE, openapiV2Json, openapiV2Protobuf, openapiV3Doc, openapiV3Index } from './openapi.ts';
+import { parseJsonBody, parseYamlBody } from './openapi/duplicates.ts';
 import { isScalable, serveScale } from './scale.ts';
 import { SELF_SUBJECT_REVIEW_PATH, selfSubjectReview } from './whoami.ts';
-import { OPENAPI_V2_CONTENT_TYPE, OPENAPI_V2_PROTOBUF, openapiV3Doc, openapiV3Index } from './openapi.ts';
 import type { ResourceDef } from './registry.ts';
 import { ApiError, errors } from './status.ts';
 import { toTable, wantsTable } from './table.ts';
@@ -228,11 +229,12 @@ export class Router {
     if (path === '/openapi/v3') return sendJson(res, 200, openapiV3Index(reg));
     if (path === '/openapi/v2') {
       if ((req.headers.accept ?? '').includes('protobuf')) {
-        res.writeHead(200, { 'Content-Type': OPENAPI_V2_CONTENT_TYPE, 'Content-Length': OPENAPI_V2_PROTOBUF.length });
-        res.end(OPENAPI_V2_PROTOBUF);
+        const doc = openapiV2Protobuf(reg);
+        res.writeHead(200, { 'Content-Type': OPENAPI_V2_CONTENT_TYPE, 'Content-Length': doc.length });
+        res.end(doc);
         return;
       }
-      return sendJson(res, 200, { swagger: '2.0', info: { title: 'Kubernetes', version: 'v1.35.0' }, paths: {}, definitions: {} });
+      return sendJson(res, 200, openapiV2Json(reg));
     }
     const ssr = SELF_SUBJECT_REVIEW_PATH.exec(path);
     if (ssr && method === 'POST') {
@@ -263,7 +265,7 @@ export class Router {
     }
     const parsed = this.parse(group, version, rest);
     if (!parsed) return sendJson(res, 404, new ApiError(404, 'NotFound', 'the server could not find the requested resource').toStatus());
-    const scope: RequestScope = { ...parsed, user, query, warnings: [] };
+    const scope: RequestScope = { ...parsed, user, query, warnings: [], userAgent: req.headers['user-agent'] ?? '' };
     const verb = this.verb(method, scope);
     const failWith = this.d.faults.errorFor(user.username, verb);
     if (failWith === 500) return sendJson(res, 500, errors.internal('injected fault').toStatus());
@@ -341,11 +343,10 @@ export class Router {
       if (isProtobufBody(req.headers['content-type'])) return decodeProtobufBody(await readBodyBytes(req));
       const raw = await readBody(req);
       if (!raw) return undefined;
-      try {
-        return JSON.parse(raw);
-      } catch (e) {
-        throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
-      }
+      const yaml = /^application\/yaml\b/i.test(req.headers['content-type'] ?? '');
+      const decoded = yaml ? parseYamlBody(raw) : parseJsonBody(raw);
+      if (decoded.duplicates.length) s.duplicateFields = decoded.duplicates;
+      return decoded.value;
     };
     if (NO_RUNTIME.has(s.subresource)) {
       c.get({ ...s, subresource: '' }); // 404 for a missing pod, as kube
