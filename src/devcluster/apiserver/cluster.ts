@@ -183,8 +183,8 @@ export class Cluster {
 
   /** Admission for a subresource create such as pods/eviction. */
   async admitSubresource(s: RequestScope, operation: AdmissionAttributes['operation'], object: Obj,
-    kind: { group: string; version: string; kind: string }): Promise<void> {
-    await this.admit(s, operation, object, null, this.options(s, 'CreateOptions'), this.dryRun(s), kind);
+    kind: { group: string; version: string; kind: string }, oldObject: Obj | null = null): Promise<void> {
+    await this.admit(s, operation, object, oldObject, this.options(s, operation === 'UPDATE' ? 'UpdateOptions' : 'CreateOptions'), this.dryRun(s), kind);
   }
 
   private dryRun(s: RequestScope): boolean {
@@ -311,7 +311,7 @@ export class Cluster {
 
   // ---- update / patch ----------------------------------------------------
 
-  async update(s: RequestScope, body: unknown): Promise<Reply> {
+  async update(s: RequestScope, body: unknown, opts: { skipAdmission?: boolean } = {}): Promise<Reply> {
     const obj = clone(requireObjectBody(body));
     const m = meta(obj);
     if (m.name !== undefined && m.name !== s.name) {
@@ -337,7 +337,7 @@ export class Cluster {
     } else if (m.resourceVersion !== meta(existing).resourceVersion) {
       throw errors.conflict(s.def.resource, s.def.group, s.name);
     }
-    return this.commitUpdate(s, existing, obj);
+    return this.commitUpdate(s, existing, obj, opts);
   }
 
   async patch(s: RequestScope, raw: string, contentType: string): Promise<Reply> {
@@ -394,7 +394,7 @@ export class Cluster {
    * The shared tail of PUT and PATCH: merge rules, validation, admission,
    * no-op detection, store. `incoming` is taken over (mutated and stored).
    */
-  private async commitUpdate(s: RequestScope, existing: Obj, incoming: Obj): Promise<Reply> {
+  private async commitUpdate(s: RequestScope, existing: Obj, incoming: Obj, opts: { skipAdmission?: boolean } = {}): Promise<Reply> {
     const dryRun = this.dryRun(s);
     const old = existing;
     const om = meta(old);
@@ -443,7 +443,7 @@ export class Cluster {
       }
     }
     validateObject(s.def, obj);
-    await this.admit(s, 'UPDATE', obj, old, this.options(s, 'UpdateOptions'), dryRun);
+    if (!opts.skipAdmission) await this.admit(s, 'UPDATE', obj, old, this.options(s, 'UpdateOptions'), dryRun);
     const sk = storeKey(s.def);
     const current = this.store.get(sk, objKey(om.namespace ?? '', om.name!));
     if (current !== existing) throw errors.conflict(s.def.resource, s.def.group, s.name);

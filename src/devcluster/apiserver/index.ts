@@ -11,6 +11,7 @@ import { AuditLog, type AuditEntry } from './audit.ts';
 import { Users } from './auth.ts';
 import { Cluster, type Reply, type RequestScope } from './cluster.ts';
 import { Faults } from './faults.ts';
+import { startControllers, type Controllers, type ControllersOptions } from '../controllers/index.ts';
 import { RequestCounts } from './request-counts.ts';
 import { createListener, selfSignedCert } from './listener.ts';
 import { Router } from './router.ts';
@@ -41,6 +42,12 @@ export interface ApiServerOptions {
   logger?: Logger;
   /** Namespaces present from the start, as on a fresh cluster. @default ['default','kube-system','kube-public','kube-node-lease'] */
   namespaces?: string[];
+  /**
+   * Run the workload controllers and the simulated node `portal-dev-node`
+   * (src/devcluster/controllers/). `portal dev` turns them on; off by default
+   * so tests of the bare REST semantics see no writes they did not make.
+   */
+  controllers?: ControllersOptions | boolean;
 }
 
 export interface ApiServerFaults {
@@ -66,6 +73,8 @@ export interface ApiServer {
   kubeConfig(user: string): string;
   faults: ApiServerFaults;
   auditLog(): AuditEntry[];
+  /** Resolves when the controllers (if running) have no work queued (benches and tests). */
+  controllersIdle(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -134,6 +143,11 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
     await cluster.create(s, { metadata: { name } }, { skipAdmission: true });
   }
 
+  let controllers: Controllers | undefined;
+  if (opts.controllers) {
+    controllers = await startControllers(cluster, opts.controllers === true ? {} : opts.controllers, logger, abort.signal);
+  }
+
   const handler = router.handle.bind(router);
   const plainHttp = opts.plainHttp ?? true;
   const listener = createListener(handler, tls, { plainHttp });
@@ -178,6 +192,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       clear: () => faults.clear(),
     },
     auditLog: () => audit.all(),
+    controllersIdle: () => controllers?.idle() ?? Promise.resolve(),
     close() {
       closing ??= (async () => {
         abort.abort();

@@ -17,6 +17,7 @@ import { isProtobufBody, wantsProtobuf } from './protobuf/negotiate.ts';
 import { OPENAPI_V2_CONTENT_TYPE, OPENAPI_V2_PROTOBUF, openapiV3Doc, openapiV3Index } from './openapi.ts';
 import type { ResourceDef } from './registry.ts';
 import { ApiError, errors } from './status.ts';
+import { noContainerRuntime, RUNTIME_SUBRESOURCES, serveScale, servesSubresource } from './subresources.ts';
 import { toTable, wantsTable } from './table.ts';
 import { isPlainObject, meta, type Obj, type UserInfo } from './types.ts';
 import { serveWatch, type ActiveWatch } from './watch.ts';
@@ -287,7 +288,7 @@ export class Router {
     if (segs.length > 3) return undefined;
     if (subresource === 'status' && !def.hasStatus) return undefined;
     if (subresource === 'eviction' && !def.hasEviction) return undefined;
-    if (subresource && subresource !== 'status' && subresource !== 'eviction') return undefined;
+    if (subresource && subresource !== 'status' && subresource !== 'eviction' && !servesSubresource(def, subresource)) return undefined;
     return { def, namespace, name, subresource };
   }
 
@@ -318,6 +319,10 @@ export class Router {
         throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
       }
     };
+    if (s.subresource === 'scale') {
+      return serveScale(c, s, verb, body, async () => ({ raw: await readBody(req), type: (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase() }));
+    }
+    if (RUNTIME_SUBRESOURCES.has(s.subresource)) noContainerRuntime(c, s);
     switch (verb) {
       case 'get': {
         const o = c.get(s);

@@ -115,7 +115,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
         return `127.0.0.1:${pick.webhookPort}`;
       },
     });
-    api = await startApiServer({ port: o.port, plainHttp: false, admission, logger: logger.child({ [LogKey.component]: 'apiserver' }), namespaces: NAMESPACES });
+    api = await startApiServer({ port: o.port, plainHttp: false, admission, logger: logger.child({ [LogKey.component]: 'apiserver' }), namespaces: NAMESPACES, controllers: true });
 
     // Certificates: a fresh CA per run; the serving cert names the Service
     // (what the API server verifies) and loopback (for curl and tests).
