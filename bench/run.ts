@@ -21,6 +21,7 @@ const BENCHES: Record<string, { file: string; nodeFlags: string[]; about: string
   engine: { file: 'engine.ts', nodeFlags: [], about: 'PSS library evaluations/s and compile cost vs JSON.parse' },
   admission: { file: 'admission.ts', nodeFlags: [], about: 'portal serve vs a bare HTTPS ceiling: req/s ratio, p99 at 1,000 req/s' },
   apiserver: { file: 'apiserver.ts', nodeFlags: [], about: 'the embedded API server under writes and watches' },
+  protobuf: { file: 'protobuf.ts', nodeFlags: [], about: 'protobuf encode/decode per object vs JSON (embedded API server codec)' },
   audit: { file: 'audit.ts', nodeFlags: ['--expose-gc'], about: 'audit passes over many Pods' },
   failover: { file: 'failover.ts', nodeFlags: [], about: 'leader failover time' },
 };

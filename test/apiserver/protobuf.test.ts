@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { Registry } from '../../src/devcluster/apiserver/registry.ts';
-import { decodeMessage, decodeObject, encodeMessage, encodeObject, messageFor, PROTOBUF_MEDIA_TYPE, ProtobufError } from '../../src/devcluster/apiserver/protobuf/codec.ts';
+import { decodeMessage, decodeObject, encodeMessage, encodeObject, messageFor, OMIT_ZERO, PROTOBUF_MEDIA_TYPE, ProtobufError } from '../../src/devcluster/apiserver/protobuf/codec.ts';
+import { MESSAGES } from '../../src/devcluster/apiserver/protobuf/k8s-types.generated.ts';
 import { wantsProtobuf } from '../../src/devcluster/apiserver/protobuf/negotiate.ts';
 import { kubectlPath } from '../support/tools.ts';
 import { caller, withServer } from './helpers.ts';
@@ -70,6 +71,13 @@ void test('decoding what Go writes: zero values, packed numbers, unknown fields,
   assert.deepEqual(decodeMessage('apis.meta.v1.ObjectMeta', Buffer.from(meta, 'hex')), { name: 'foo' });
   const ctx = `1000` + `2000`; // SecurityContext privileged(2)=false, runAsUser(4)=0
   assert.deepEqual(decodeMessage('core.v1.SecurityContext', Buffer.from(ctx, 'hex')), { privileged: false, runAsUser: 0 });
+  // Known non-pointer omitempty fields: their 0 / false is Go's "unset" (Container.stdin(16), tty(18); Probe.periodSeconds(4)).
+  assert.deepEqual(decodeMessage('core.v1.Container', Buffer.from(`0a01${ascii('a')}` + `800100` + `900100`, 'hex')), { name: 'a' });
+  assert.deepEqual(decodeMessage('core.v1.Probe', Buffer.from(`2000`, 'hex')), {});
+  for (const key of OMIT_ZERO) {
+    const at = key.lastIndexOf('.');
+    assert.ok(MESSAGES[key.slice(0, at)]?.some((r) => r[0] === key.slice(at + 1)), `OMIT_ZERO ${key} names a generated field`);
+  }
   // Unknown fields (here field 127, varint) are skipped.
   assert.deepEqual(decodeMessage('apis.meta.v1.ObjectMeta', Buffer.from(`f8070a` + `0a03${ascii('foo')}`, 'hex')), { name: 'foo' });
   // Repeated numbers: Go writes them unpacked; packed is valid proto2 too.
@@ -252,6 +260,7 @@ void test('kubectl 1.35 create commands that send protobuf succeed (namespace, c
     assert.equal(deploy.metadata['namespace'], 'shop');
     assert.equal(typeof deploy.metadata['creationTimestamp'], 'string');
     assert.equal(JSON.stringify(deploy).includes('""'), false, 'no empty strings from the protobuf zero values');
+    for (const unset of ['"paused"', '"minReadySeconds"', '"stdin"', '"tty"', '"hostNetwork"']) assert.equal(JSON.stringify(deploy).includes(unset), false, `${unset} was not set`);
     const rb = JSON.parse(await k('-n', 'shop', 'get', 'rolebinding', 'reader', '-o', 'json')) as { subjects: unknown[]; roleRef: unknown };
     assert.deepEqual(rb.subjects, [{ kind: 'ServiceAccount', name: 'web', namespace: 'shop' }]);
     assert.deepEqual(rb.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' });

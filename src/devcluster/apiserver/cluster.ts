@@ -183,8 +183,8 @@ export class Cluster {
 
   /** Admission for a subresource create such as pods/eviction. */
   async admitSubresource(s: RequestScope, operation: AdmissionAttributes['operation'], object: Obj,
-    kind: { group: string; version: string; kind: string }, oldObject: Obj | null = null): Promise<void> {
-    await this.admit(s, operation, object, oldObject, this.options(s, operation === 'UPDATE' ? 'UpdateOptions' : 'CreateOptions'), this.dryRun(s), kind);
+    kind: { group: string; version: string; kind: string }): Promise<void> {
+    await this.admit(s, operation, object, null, this.options(s, 'CreateOptions'), this.dryRun(s), kind);
   }
 
   private dryRun(s: RequestScope): boolean {

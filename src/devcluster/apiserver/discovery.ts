@@ -4,7 +4,7 @@
  * falls back to these when the answer's Content-Type is plain JSON.
  */
 import { groupVersion, type Registry, type ResourceDef } from './registry.ts';
-import { hasScale, servesSubresource } from './subresources.ts';
+import { isScalable, scaleDiscovery } from './scale.ts';
 import type { Obj } from './types.ts';
 
 const RW_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
@@ -36,13 +36,7 @@ function entries(d: ResourceDef): Obj[] {
   // The main resource comes first: client-node takes the first entry whose kind matches.
   const out = [main];
   if (d.hasStatus) out.push({ name: `${d.resource}/status`, singularName: '', namespaced: d.namespaced, kind: d.kind, verbs: ['get', 'patch', 'update'] });
-  if (hasScale(d)) out.push({ name: `${d.resource}/scale`, singularName: '', namespaced: d.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] });
-  if (servesSubresource(d, 'log')) {
-    out.push({ name: 'pods/attach', singularName: '', namespaced: true, kind: 'PodAttachOptions', verbs: ['create', 'get'] });
-    out.push({ name: 'pods/exec', singularName: '', namespaced: true, kind: 'PodExecOptions', verbs: ['create', 'get'] });
-    out.push({ name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] });
-    out.push({ name: 'pods/portforward', singularName: '', namespaced: true, kind: 'PodPortForwardOptions', verbs: ['create', 'get'] });
-  }
+  if (isScalable(d)) out.push(scaleDiscovery(d));
   if (d.hasEviction) out.push({ name: `${d.resource}/eviction`, singularName: '', namespaced: d.namespaced, group: 'policy', version: 'v1', kind: 'Eviction', verbs: ['create'] });
   return out;
 }

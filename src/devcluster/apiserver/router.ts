@@ -14,10 +14,10 @@ import { evict } from './eviction.ts';
 import type { Faults } from './faults.ts';
 import { decodeObject, encodeObject, PROTOBUF_MEDIA_TYPE, ProtobufError, UnsupportedKind } from './protobuf/codec.ts';
 import { isProtobufBody, wantsProtobuf } from './protobuf/negotiate.ts';
+import { isScalable, serveScale } from './scale.ts';
 import { OPENAPI_V2_CONTENT_TYPE, OPENAPI_V2_PROTOBUF, openapiV3Doc, openapiV3Index } from './openapi.ts';
 import type { ResourceDef } from './registry.ts';
 import { ApiError, errors } from './status.ts';
-import { noContainerRuntime, RUNTIME_SUBRESOURCES, serveScale, servesSubresource } from './subresources.ts';
 import { toTable, wantsTable } from './table.ts';
 import { isPlainObject, meta, type Obj, type UserInfo } from './types.ts';
 import { serveWatch, type ActiveWatch } from './watch.ts';
@@ -97,6 +97,13 @@ function readBodyBytes(req: IncomingMessage): Promise<Buffer> {
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
+}
+
+/** Pod subresources served by the kubelet, which `portal dev` does not have. */
+const NO_RUNTIME = new Set(['log', 'exec', 'attach', 'portforward', 'proxy']);
+
+function noRuntime(s: RequestScope): ApiError {
+  return errors.badRequest(`portal dev has no container runtime: pods/${s.subresource} is not available (the Pod "${s.name}" is stored and admitted, never run)`);
 }
 
 /** A protobuf request body as its JSON object: 415 for a kind without a protobuf form, 400 for bad bytes. */
@@ -288,7 +295,9 @@ export class Router {
     if (segs.length > 3) return undefined;
     if (subresource === 'status' && !def.hasStatus) return undefined;
     if (subresource === 'eviction' && !def.hasEviction) return undefined;
-    if (subresource && subresource !== 'status' && subresource !== 'eviction' && !servesSubresource(def, subresource)) return undefined;
+    if (subresource === 'scale' && !isScalable(def)) return undefined;
+    if (NO_RUNTIME.has(subresource) && !(def.group === '' && def.resource === 'pods')) return undefined;
+    if (subresource && subresource !== 'status' && subresource !== 'eviction' && subresource !== 'scale' && !NO_RUNTIME.has(subresource)) return undefined;
     return { def, namespace, name, subresource };
   }
 
@@ -319,10 +328,11 @@ export class Router {
         throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
       }
     };
-    if (s.subresource === 'scale') {
-      return serveScale(c, s, verb, body, async () => ({ raw: await readBody(req), type: (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase() }));
+    if (NO_RUNTIME.has(s.subresource)) {
+      c.get({ ...s, subresource: '' }); // 404 for a missing pod, as kube
+      throw noRuntime(s);
     }
-    if (RUNTIME_SUBRESOURCES.has(s.subresource)) noContainerRuntime(c, s);
+    if (s.subresource === 'scale') return serveScale(c, s, verb, { object: body, raw: () => readBody(req), contentType: req.headers['content-type'] ?? '' });
     switch (verb) {
       case 'get': {
         const o = c.get(s);

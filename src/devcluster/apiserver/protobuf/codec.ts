@@ -12,9 +12,10 @@
  *
  * Decoding what a Go client sends: Go writes every non-pointer field, so
  * zero values arrive for fields the user never set. Empty strings and zero
- * times are dropped (Go's JSON omits them too); numbers and booleans are
- * kept, because for pointer fields (runAsUser: 0, privileged: false) the
- * zero is the user's choice and a policy must see it.
+ * times are dropped (Go's JSON omits them too), and so are 0 / false of the
+ * known non-pointer `omitempty` fields (OMIT_ZERO); other numbers and
+ * booleans are kept, because for pointer fields (runAsUser: 0,
+ * privileged: false) the zero is the user's choice and a policy must see it.
  */
 import { KINDS, MESSAGES, type FieldRow } from './k8s-types.generated.ts';
 
@@ -95,14 +96,30 @@ class Writer {
   }
 
   string(s: string): void {
-    // Short ASCII-only strings are the common case (names, labels).
-    if (s.length < 128) {
-      this.ensure(1 + s.length * 3);
-      const start = this.pos++;
-      const { written } = encoder.encodeInto(s, this.buf.subarray(this.pos));
+    // Short ASCII strings (names, labels, images) are the common case: a
+    // plain loop beats TextEncoder's per-call cost.
+    const n = s.length;
+    if (n < 128) {
+      this.ensure(1 + n * 3);
+      const buf = this.buf;
+      const start = this.pos;
+      let p = start + 1;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        buf[p++] = c;
+      }
+      if (i === n) {
+        buf[start] = n;
+        this.pos = p;
+        return;
+      }
+      this.pos = start + 1;
+      const { written } = encoder.encodeInto(s, buf.subarray(this.pos));
       this.pos += written;
       if (written < 128) {
-        this.buf[start] = written;
+        buf[start] = written;
         return;
       }
       this.closeLength(start, written);
@@ -195,6 +212,44 @@ function writeScalar(w: Writer, type: string, id: number, v: Json, path: string)
   }
 }
 
+/**
+ * Non-pointer Go fields tagged `omitempty` whose zero (0 / false) Go writes to
+ * the wire for every object that leaves them unset, as in what kubectl's
+ * generators send (read from the Go types; the descriptor cannot tell a
+ * pointer from a value). Dropped on decode, so a created object shows what a
+ * real cluster shows; everywhere else a decoded 0 / false is kept, since for
+ * pointer fields (privileged, runAsUser, replicas) it is the user's choice.
+ */
+export const OMIT_ZERO: ReadonlySet<string> = new Set([
+  'apis.meta.v1.ObjectMeta.generation',
+  'core.v1.Container.stdin', 'core.v1.Container.stdinOnce', 'core.v1.Container.tty',
+  'core.v1.EphemeralContainerCommon.stdin', 'core.v1.EphemeralContainerCommon.stdinOnce', 'core.v1.EphemeralContainerCommon.tty',
+  'core.v1.PodSpec.hostNetwork', 'core.v1.PodSpec.hostPID', 'core.v1.PodSpec.hostIPC', 'core.v1.PodSpec.hostUsers',
+  'core.v1.ContainerPort.hostPort', 'core.v1.VolumeMount.readOnly',
+  'core.v1.Probe.initialDelaySeconds', 'core.v1.Probe.timeoutSeconds', 'core.v1.Probe.periodSeconds', 'core.v1.Probe.successThreshold', 'core.v1.Probe.failureThreshold',
+  'core.v1.ServicePort.nodePort', 'core.v1.ServiceSpec.publishNotReadyAddresses', 'core.v1.ServiceSpec.healthCheckNodePort',
+  'core.v1.Event.count', 'core.v1.NodeSpec.unschedulable',
+  'apps.v1.DeploymentSpec.minReadySeconds', 'apps.v1.DeploymentSpec.paused', 'apps.v1.ReplicaSetSpec.minReadySeconds',
+  'apps.v1.StatefulSetSpec.minReadySeconds', 'apps.v1.DaemonSetSpec.minReadySeconds',
+]);
+
+/** A field row with what the hot loops need precomputed (MESSAGES is a large dictionary-mode object). */
+interface Row { name: string; id: number; type: string; shape: 0 | 1 | 2 | 3; scalar: boolean; omitZero: boolean }
+const compiled = new Map<string, Row[]>();
+
+function rowsOf(type: string): Row[] | undefined {
+  let rows = compiled.get(type);
+  if (!rows) {
+    const table = MESSAGES[type];
+    if (!table) return undefined;
+    rows = table.map(([name, id, ftype, shape]) => ({
+      name, id, type: ftype, shape, scalar: MESSAGES[ftype] === undefined && !isSpecial(ftype), omitZero: OMIT_ZERO.has(`${type}.${name}`),
+    }));
+    compiled.set(type, rows);
+  }
+  return rows;
+}
+
 /** Writes the body (not the tag or length) of message `type` for the JSON value `v`. */
 function writeMessage(w: Writer, type: string, v: Json, path: string): void {
   switch (type) {
@@ -242,7 +297,7 @@ function writeMessage(w: Writer, type: string, v: Json, path: string): void {
     default:
       break;
   }
-  const rows = MESSAGES[type];
+  const rows = rowsOf(type);
   if (!rows) fail(path, `no protobuf message ${type}`);
   if (STRING_LISTS.has(type)) {
     if (!Array.isArray(v)) fail(path, `expected a list of strings, got ${JSON.stringify(v)}`);
@@ -250,7 +305,7 @@ function writeMessage(w: Writer, type: string, v: Json, path: string): void {
     return;
   }
   if (!isObject(v)) fail(path, `expected an object, got ${JSON.stringify(v)}`);
-  for (const [name, id, ftype, shape] of rows) {
+  for (const { name, id, type: ftype, shape, scalar } of rows) {
     if (shape === 3) {
       // An embedded Go struct: its fields are the parent's own JSON fields.
       w.tag(id, WIRE_LEN);
@@ -261,8 +316,8 @@ function writeMessage(w: Writer, type: string, v: Json, path: string): void {
     }
     const fv = v[name];
     if (fv === undefined || fv === null) continue;
-    const fpath = `${path}.${name}`;
-    const scalar = MESSAGES[ftype] === undefined && !isSpecial(ftype);
+    // Paths are only for error messages: build them lazily.
+    const fpath = path + '.' + name;
     if (shape === 1) {
       if (!Array.isArray(fv)) fail(fpath, `expected a list, got ${JSON.stringify(fv)}`);
       for (const item of fv) writeField(w, ftype, id, item, fpath, scalar);
@@ -388,16 +443,16 @@ class Reader {
 }
 
 interface FieldIndex {
-  rows: Map<number, FieldRow>;
+  rows: Map<number, Row>;
 }
 const indexes = new Map<string, FieldIndex>();
 
 function indexOf(type: string): FieldIndex {
   let ix = indexes.get(type);
   if (!ix) {
-    const rows = MESSAGES[type];
+    const rows = rowsOf(type);
     if (!rows) throw new ProtobufError(`no protobuf message ${type}`);
-    ix = { rows: new Map(rows.map((r) => [r[1], r])) };
+    ix = { rows: new Map(rows.map((r) => [r.id, r])) };
     indexes.set(type, ix);
   }
   return ix;
@@ -519,8 +574,7 @@ function readMessage(buf: Uint8Array, start: number, end: number, type: string):
       r.skip(wire);
       continue;
     }
-    const [name, , ftype, shape] = row;
-    const scalar = MESSAGES[ftype] === undefined && !isSpecial(ftype);
+    const { name, type: ftype, shape, scalar, omitZero } = row;
     if (shape === 2) {
       const len = r.length();
       const entryEnd = r.pos + len;
@@ -552,12 +606,10 @@ function readMessage(buf: Uint8Array, start: number, end: number, type: string):
     }
     if (shape === 1) {
       ((out[name] ??= []) as Json[]).push(value ?? zeroValue(ftype));
-    } else if (value !== undefined && value !== '') {
+    } else if (value !== undefined && value !== '' && !(omitZero && (value === 0 || value === false))) {
       out[name] = value;
     }
   }
-  // ObjectMeta.generation is a non-pointer int64 Go writes as 0; JSON omits it.
-  if (type === 'apis.meta.v1.ObjectMeta' && out['generation'] === 0) delete out['generation'];
   return out;
 }
 
