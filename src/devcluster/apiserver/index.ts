@@ -7,7 +7,9 @@
 import pino, { type Logger } from 'pino';
 import YAML from 'yaml';
 import type { AdmissionHook } from './admission-hook.ts';
+import { Access, type AuthorizationMode } from './access.ts';
 import { AuditLog, type AuditEntry } from './audit.ts';
+import { bootstrapPolicy } from './rbac-bootstrap.ts';
 import { Users } from './auth.ts';
 import { Cluster, type Reply, type RequestScope } from './cluster.ts';
 import { Faults } from './faults.ts';
@@ -48,6 +50,12 @@ export interface ApiServerOptions {
    * so tests of the bare REST semantics see no writes they did not make.
    */
   controllers?: ControllersOptions | boolean;
+  /**
+   * `RBAC` enforces Roles/ClusterRoles and their bindings for every identity
+   * but system:masters (the admin), with kube's bootstrap roles; impersonation
+   * is checked either way. @default 'AlwaysAllow' (tests of the REST semantics)
+   */
+  authorization?: AuthorizationMode;
 }
 
 export interface ApiServerFaults {
@@ -130,8 +138,9 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
   // eslint-disable-next-line prefer-const
   let router: Router;
   const faults = new Faults({ dropWatches: (u) => router.dropWatches(u), dropConnections: (u) => router.dropConnections(u) });
+  const access = new Access(cluster.store, opts.authorization ?? 'AlwaysAllow');
   router = new Router({
-    cluster, users, faults, audit, requests, logger, adminUser: ADMIN,
+    cluster, users, faults, audit, requests, logger, adminUser: ADMIN, access,
     bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000,
     serverAddress: () => address,
     side: sideApi(faults, audit, users, requests),
@@ -143,6 +152,12 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
     await cluster.create(s, { metadata: { name } }, { skipAdmission: true });
   }
 
+  if (access.mode === 'RBAC') {
+    for (const [resource, obj] of bootstrapPolicy()) {
+      const def = cluster.registry.get('rbac.authorization.k8s.io', 'v1', resource)!;
+      await cluster.create({ def, namespace: '', name: '', subresource: '', user: system, query: new URLSearchParams(), warnings: [] }, obj, { skipAdmission: true });
+    }
+  }
   let controllers: Controllers | undefined;
   if (opts.controllers) {
     controllers = await startControllers(cluster, opts.controllers === true ? {} : opts.controllers, logger, abort.signal);
