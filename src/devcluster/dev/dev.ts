@@ -21,6 +21,7 @@ import { LogKey } from '../../observability/log-keys.ts';
 import { startApiServer, type ApiServer } from '../apiserver/index.ts';
 import { createWebhookAdmission, type WebhookAdmission } from '../webhook-admission.ts';
 import { DevApiClient } from './api-client.ts';
+import { CHART_RBAC, chartServiceAccount } from './chart-rbac.ts';
 import { readManifests, type Manifest } from './manifests.ts';
 import { INSTALL_NAMESPACE, type DevOptions } from './options.ts';
 import { freePort } from './ports.ts';
@@ -115,7 +116,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
         return `127.0.0.1:${pick.webhookPort}`;
       },
     });
-    api = await startApiServer({ port: o.port, plainHttp: false, admission, logger: logger.child({ [LogKey.component]: 'apiserver' }), namespaces: NAMESPACES, controllers: true });
+    api = await startApiServer({ port: o.port, plainHttp: false, admission, logger: logger.child({ [LogKey.component]: 'apiserver' }), namespaces: NAMESPACES, controllers: true, authorization: 'RBAC' });
 
     // Certificates: a fresh CA per run; the serving cert names the Service
     // (what the API server verifies) and loopback (for curl and tests).
@@ -133,6 +134,8 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     await writeFile(adminKubeconfig, api.kubeConfig('admin'), { mode: 0o600 });
 
     const client = new DevApiClient(api.url, api.adminToken, api.caCert);
+    // The chart's ServiceAccount and RBAC: replicas get what production gives them, no more.
+    for (const obj of CHART_RBAC) await client.apply(obj);
     for (const crd of prepared.crds) await client.apply(crd);
     for (const rule of prepared.rules) {
       const meta = rule.metadata;
@@ -156,8 +159,10 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
 
     const specs: ReplicaSpec[] = [];
     for (const [i, name] of names.entries()) {
-      const user = `system:serviceaccount:${INSTALL_NAMESPACE}:${name}`;
-      api.addUser(user, ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated']);
+      // Every replica is the chart's ServiceAccount, as every Pod of the Deployment is.
+      const sa = chartServiceAccount();
+      const user = sa.username;
+      if (i === 0) api.addUser(user, ['system:serviceaccounts', `system:serviceaccounts:${sa.namespace}`, 'system:authenticated']);
       const kubeconfig = join(dirs.replicas, `${name}.kubeconfig`);
       await writeFile(kubeconfig, api.kubeConfig(user), { mode: 0o600 });
       const p = ports[i] as { webhook: number; probes: number };
