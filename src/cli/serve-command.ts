@@ -60,9 +60,14 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
   const onParentGone = (): void => onSignal('SIGTERM');
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  if (process.channel) {
+  // process.send exists when this process was spawned with an IPC channel,
+  // and stays after the channel closed.
+  if (typeof process.send === 'function') {
     process.once('disconnect', onParentGone);
-    process.channel.unref();
+    process.channel?.unref();
+    // dev may have died while this process was still loading its modules:
+    // the 'disconnect' event has then already been emitted, to nobody.
+    if (!process.connected) onParentGone();
   }
   try {
     const code = await runReplica({

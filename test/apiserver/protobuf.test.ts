@@ -102,6 +102,10 @@ void test('content negotiation: protobuf only when asked for first, never for ta
   assert.equal(wantsProtobuf('application/vnd.kubernetes.protobuf;stream=watch'), false);
   assert.equal(wantsProtobuf(undefined), false);
   assert.equal(wantsProtobuf('*/*'), false);
+  // meta kinds come under built-in group versions only: a CRD may have a kind "Status".
+  assert.equal(messageFor('v1', 'Status'), 'apis.meta.v1.Status');
+  assert.equal(messageFor('apps/v1', 'DeleteOptions'), 'apis.meta.v1.DeleteOptions');
+  assert.equal(messageFor('example.com/v1', 'Status'), undefined);
 });
 
 /** One realistic object of every served built-in kind, as a client would create it. */
@@ -266,6 +270,14 @@ void test('kubectl 1.35 create commands that send protobuf succeed (namespace, c
     const rb = JSON.parse(await k('-n', 'shop', 'get', 'rolebinding', 'reader', '-o', 'json')) as { subjects: unknown[]; roleRef: unknown };
     assert.deepEqual(rb.subjects, [{ kind: 'ServiceAccount', name: 'web', namespace: 'shop' }]);
     assert.deepEqual(rb.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' });
+    // kubectl describe reads through typed clients (Accept protobuf first): Go decodes our protobuf.
+    const verbose = await run(kubectlPath(), ['--kubeconfig', kubeconfig, '-v=8', '-n', 'shop', 'describe', 'deployment', 'web'], { env: { PATH: process.env['PATH'] ?? '', HOME: dir } });
+    assert.match(verbose.stderr, /Content-Type: application\/vnd\.kubernetes\.protobuf/);
+    const described = verbose.stdout;
+    assert.match(described, /Replicas:\s+2 desired \| 0 updated \| 0 total \| 0 available \| 0 unavailable/);
+    assert.match(described, /Image:\s+nginx:1\.27/);
+    assert.match(await k('-n', 'shop', 'describe', 'secret', 'db'), /password:\s+6 bytes/);
+    assert.match(await k('-n', 'shop', 'describe', 'rolebinding', 'reader'), /ServiceAccount\s+web\s+shop/);
     // A create that fails is reported by kubectl from the JSON Status (the protobuf-first Accept allows JSON).
     await assert.rejects(k('-n', 'shop', 'create', 'configmap', 'web', '--from-literal=a=1'), /configmaps "web" already exists/);
   } finally {

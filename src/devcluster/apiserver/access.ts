@@ -5,8 +5,8 @@
  * authorization of every resource request (rbac.ts; `AlwaysAllow` keeps the
  * old behaviour for tests of the bare REST semantics), and the review APIs
  * kubectl uses: SelfSubjectAccessReview and SubjectAccessReview (`auth
- * can-i`), SelfSubjectRulesReview (`auth can-i --list`), SelfSubjectReview
- * (`auth whoami`). Reviews are answered, never stored.
+ * can-i`), SelfSubjectRulesReview (`auth can-i --list`); SelfSubjectReview
+ * (`auth whoami`) is whoami.ts. Reviews are answered, never stored.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Reply, RequestScope } from './cluster.ts';
@@ -17,7 +17,7 @@ import { isPlainObject, type Obj, type UserInfo } from './types.ts';
 
 export type AuthorizationMode = 'RBAC' | 'AlwaysAllow';
 
-const REVIEW_GROUPS = new Set(['authorization.k8s.io', 'authentication.k8s.io']);
+const REVIEW_GROUPS = new Set(['authorization.k8s.io']);
 const SA_PREFIX = 'system:serviceaccount:';
 
 function header(h: IncomingHttpHeaders, name: string): string[] {
@@ -95,8 +95,6 @@ export class Access {
       body: { kind: s.def.kind, apiVersion: `${s.def.group}/${s.def.version}`, metadata: { creationTimestamp: null }, spec: specOut, status },
     });
     switch (s.def.resource) {
-      case 'selfsubjectreviews':
-        return out({ userInfo: { username: user.username, ...(user.uid ? { uid: user.uid } : {}), groups: user.groups } }, undefined);
       case 'selfsubjectaccessreviews':
         return out(this.access(user, spec));
       case 'subjectaccessreviews': {

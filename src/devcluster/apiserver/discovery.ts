@@ -5,6 +5,7 @@
  */
 import { groupVersion, type Registry, type ResourceDef } from './registry.ts';
 import { isScalable, scaleDiscovery } from './scale.ts';
+import { SELF_SUBJECT_REVIEW_RESOURCE } from './whoami.ts';
 import type { Obj } from './types.ts';
 
 const RW_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
@@ -26,8 +27,15 @@ export function apiGroupList(reg: Registry): Obj {
     const vs = versions.map((v) => ({ groupVersion: `${group}/${v}`, version: v }));
     groups.push({ name: group, versions: vs, preferredVersion: vs[0] });
   }
+  // Served outside the registry (nothing stored): SelfSubjectReview (whoami.ts).
+  if (!groups.some((g) => g['name'] === AUTHN_GROUP)) {
+    const v = { groupVersion: `${AUTHN_GROUP}/v1`, version: 'v1' };
+    groups.push({ name: AUTHN_GROUP, versions: [v], preferredVersion: v });
+  }
   return { kind: 'APIGroupList', apiVersion: 'v1', groups };
 }
+
+const AUTHN_GROUP = 'authentication.k8s.io';
 
 function entries(d: ResourceDef): Obj[] {
   const main: Obj = { name: d.resource, singularName: d.singular, namespaced: d.namespaced, kind: d.kind, verbs: RW_VERBS };
@@ -43,6 +51,7 @@ function entries(d: ResourceDef): Obj[] {
 
 export function apiResourceList(reg: Registry, group: string, version: string): Obj | undefined {
   const defs = reg.all().filter((d) => d.group === group && d.version === version);
-  if (defs.length === 0) return undefined;
-  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion({ group, version }), resources: defs.flatMap(entries) };
+  const extra = group === AUTHN_GROUP && version === 'v1' ? [SELF_SUBJECT_REVIEW_RESOURCE] : [];
+  if (defs.length === 0 && extra.length === 0) return undefined;
+  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion({ group, version }), resources: [...defs.flatMap(entries), ...extra] };
 }

@@ -112,7 +112,6 @@ const BUILTINS: BuiltinSpec[] = [
   { gv: 'authorization.k8s.io/v1', resource: 'selfsubjectaccessreviews', kind: 'SelfSubjectAccessReview', namespaced: false },
   { gv: 'authorization.k8s.io/v1', resource: 'selfsubjectrulesreviews', kind: 'SelfSubjectRulesReview', namespaced: false },
   { gv: 'authorization.k8s.io/v1', resource: 'subjectaccessreviews', kind: 'SubjectAccessReview', namespaced: false },
-  { gv: 'authentication.k8s.io/v1', resource: 'selfsubjectreviews', kind: 'SelfSubjectReview', namespaced: false },
   { gv: 'admissionregistration.k8s.io/v1', resource: 'mutatingwebhookconfigurations', kind: 'MutatingWebhookConfiguration',
     namespaced: false, generation: true },
 ];

@@ -16,6 +16,7 @@ import type { Faults } from './faults.ts';
 import { decodeObject, encodeObject, PROTOBUF_MEDIA_TYPE, ProtobufError, UnsupportedKind } from './protobuf/codec.ts';
 import { isProtobufBody, wantsProtobuf } from './protobuf/negotiate.ts';
 import { isScalable, serveScale } from './scale.ts';
+import { SELF_SUBJECT_REVIEW_PATH, selfSubjectReview } from './whoami.ts';
 import { OPENAPI_V2_CONTENT_TYPE, OPENAPI_V2_PROTOBUF, openapiV3Doc, openapiV3Index } from './openapi.ts';
 import type { ResourceDef } from './registry.ts';
 import { ApiError, errors } from './status.ts';
@@ -100,6 +101,15 @@ function readBodyBytes(req: IncomingMessage): Promise<Buffer> {
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
+}
+
+function parseJson(raw: string): unknown {
+  if (!raw) return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch (e) {
+    throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
+  }
 }
 
 /** Pod subresources served by the kubelet, which `portal dev` does not have. */
@@ -237,6 +247,12 @@ export class Router {
         return;
       }
       return sendJson(res, 200, { swagger: '2.0', info: { title: 'Kubernetes', version: 'v1.35.0' }, paths: {}, definitions: {} });
+    }
+    const ssr = SELF_SUBJECT_REVIEW_PATH.exec(path);
+    if (ssr && method === 'POST') {
+      const body = isProtobufBody(req.headers['content-type']) ? decodeProtobufBody(await readBodyBytes(req)) : parseJson(await readBody(req));
+      const r = selfSubjectReview(ssr[1]!, body, user);
+      return sendReply(req, res, r.code, r.body, []);
     }
     const oa = path.match(/^\/openapi\/v3\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))$/);
     if (oa) {

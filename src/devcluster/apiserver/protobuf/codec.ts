@@ -42,8 +42,14 @@ const STRING_LISTS = new Set(Object.entries(MESSAGES).filter(([, rows]) => rows.
 
 /** The message of `apiVersion`/`kind`, if the server speaks protobuf for it. */
 export function messageFor(apiVersion: string, kind: string): string | undefined {
-  return KINDS[`${apiVersion}/${kind}`] ?? KINDS[`*/${kind}`];
+  const exact = KINDS[`${apiVersion}/${kind}`];
+  if (exact) return exact;
+  // Status, DeleteOptions and WatchEvent come under any built-in group
+  // version, never under a custom resource's group (a CRD may define a kind "Status").
+  return BUILTIN_VERSIONS.has(apiVersion) ? KINDS[`*/${kind}`] : undefined;
 }
+
+const BUILTIN_VERSIONS = new Set(['meta.k8s.io/v1', ...Object.keys(KINDS).filter((k) => !k.startsWith('*/')).map((k) => k.slice(0, k.lastIndexOf('/')))]);
 
 // ---------------------------------------------------------------- writing
 

@@ -6,7 +6,7 @@
 // 0 optional, 1 repeated, 2 map<string, type>, 3 inline (an embedded Go
 // struct: its own field on the wire, its fields in the parent's JSON). Names drop the prefixes
 // "k8s.io.api." and "k8s.io.apimachinery.pkg.".
-// KINDS: "apiVersion/kind" -> message ("*" = any group version).
+// KINDS: "apiVersion/kind" -> message ("*" = any built-in group version).
 export type FieldRow = readonly [name: string, id: number, type: string, shape: 0 | 1 | 2 | 3];
 
 export const KINDS: Readonly<Record<string, string>> = {
