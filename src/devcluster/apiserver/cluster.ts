@@ -15,6 +15,7 @@ import { objKey, Store } from './store.ts';
 import { clone, isPlainObject, jsonEqual, meta, nowTimestamp, type Obj, type UserInfo } from './types.ts';
 import { checkDecodable, requireObjectBody, validateObject } from './validation.ts';
 import { applyDefaults, ClusterIpAllocator, namespaceContents, podQosClass } from './defaults.ts';
+import { managerName, track, type Write } from './managed-fields.ts';
 
 export interface RequestScope {
   def: ResourceDef;
@@ -25,6 +26,8 @@ export interface RequestScope {
   query: URLSearchParams;
   /** Admission warnings collected for the response. */
   warnings: string[];
+  /** The client's User-Agent: the default field manager (managed-fields.ts). */
+  userAgent?: string;
 }
 
 export interface Reply { code: number; body: unknown }
@@ -196,7 +199,7 @@ export class Cluster {
 
   // ---- create ------------------------------------------------------------
 
-  async create(s: RequestScope, body: unknown, opts: { skipAdmission?: boolean } = {}): Promise<Reply> {
+  async create(s: RequestScope, body: unknown, opts: { skipAdmission?: boolean; apply?: { config: Obj; force: boolean } } = {}): Promise<Reply> {
     const obj = clone(requireObjectBody(body));
     if (typeof obj['kind'] === 'string' && obj['kind'] !== s.def.kind) {
       throw errors.badRequest(`the kind in the data (${obj['kind']}) does not match the expected kind (${s.def.kind})`);
@@ -233,6 +236,7 @@ export class Cluster {
     else delete m.generation;
     applyDefaults(s.def, obj);
     this.defaultOnCreate(s.def, obj);
+    track(undefined, obj, this.writeInfo(s, opts.apply));
     validateObject(s.def, obj);
     const sk = storeKey(s.def);
     if (this.store.get(sk, objKey(m.namespace ?? '', name))) throw errors.alreadyExists(s.def.resource, s.def.group, name);
@@ -244,6 +248,12 @@ export class Cluster {
     this.afterWrite(s.def, obj, undefined);
     if (s.def.group === '' && s.def.resource === 'namespaces') await this.populateNamespace(name);
     return { code: 201, body: present(s.def, obj) };
+  }
+
+  private writeInfo(s: RequestScope, apply: { config: Obj; force: boolean } | undefined): Write {
+    const w: Write = { manager: managerName(s.query.get('fieldManager'), s.userAgent), apiVersion: groupVersion(s.def), subresource: s.subresource };
+    if (apply) w.apply = apply;
+    return w;
   }
 
   private options(s: RequestScope, kind: string): Obj {
@@ -356,13 +366,14 @@ export class Cluster {
           { kind: 'PatchOptions', group: 'meta.k8s.io', causes: [{ reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' }] });
       }
       const applied = requireObjectBody(patchBody);
+      const force = s.query.get('force') === 'true';
       if (!existing) {
         if (s.subresource) throw errors.notFound(s.def.resource, s.def.group, s.name);
         const m = meta(applied);
         if (m.name && m.name !== s.name) throw errors.badRequest(`the name of the object (${m.name}) does not match the name on the URL (${s.name})`);
-        return this.create(s, { ...applied, metadata: { ...m, name: s.name } });
+        return this.create(s, { ...applied, metadata: { ...m, name: s.name } }, { apply: { config: applied, force } });
       }
-      return this.commitUpdate(s, existing, applyPatch(clone(existing), applied, s.def.builtin) as Obj);
+      return this.commitUpdate(s, existing, applyPatch(clone(existing), applied, s.def.builtin) as Obj, { apply: { config: applied, force } });
     }
     if (!existing) throw errors.notFound(s.def.resource, s.def.group, s.name);
     let patched: unknown;
@@ -394,7 +405,7 @@ export class Cluster {
    * The shared tail of PUT and PATCH: merge rules, validation, admission,
    * no-op detection, store. `incoming` is taken over (mutated and stored).
    */
-  private async commitUpdate(s: RequestScope, existing: Obj, incoming: Obj, opts: { skipAdmission?: boolean } = {}): Promise<Reply> {
+  private async commitUpdate(s: RequestScope, existing: Obj, incoming: Obj, opts: { skipAdmission?: boolean; apply?: { config: Obj; force: boolean } } = {}): Promise<Reply> {
     const dryRun = this.dryRun(s);
     const old = existing;
     const om = meta(old);
@@ -442,6 +453,7 @@ export class Cluster {
         for (const k of ['clusterIP', 'clusterIPs']) if (old['spec'][k] !== undefined) obj['spec'][k] = clone(old['spec'][k]);
       }
     }
+    track(old, obj, this.writeInfo(s, opts.apply));
     validateObject(s.def, obj);
     if (!opts.skipAdmission) await this.admit(s, 'UPDATE', obj, old, this.options(s, 'UpdateOptions'), dryRun);
     const sk = storeKey(s.def);

@@ -277,7 +277,7 @@ export class Router {
     }
     const parsed = this.parse(group, version, rest);
     if (!parsed) return sendJson(res, 404, new ApiError(404, 'NotFound', 'the server could not find the requested resource').toStatus());
-    const scope: RequestScope = { ...parsed, user, query, warnings: [] };
+    const scope: RequestScope = { ...parsed, user, query, warnings: [], ...(req.headers['user-agent'] ? { userAgent: req.headers['user-agent'] } : {}) };
     const verb = this.verb(method, scope);
     const failWith = this.d.faults.errorFor(user.username, verb);
     if (failWith === 500) return sendJson(res, 500, errors.internal('injected fault').toStatus());

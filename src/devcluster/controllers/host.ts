@@ -40,6 +40,13 @@ export interface Host {
   delete(as: UserInfo, r: Gvr, namespace: string, name: string, opts?: { uid?: string }): Promise<void>;
 }
 
+/** The field manager each component writes as on a real cluster. */
+function agentOf(as: UserInfo): string {
+  if (as.username.startsWith('system:node:')) return 'kubelet/v1.35.0';
+  if (as.username === 'system:kube-scheduler') return 'kube-scheduler/v1.35.0';
+  return 'kube-controller-manager/v1.35.0';
+}
+
 export function clusterHost(cluster: Cluster): Host {
   const def = (r: Gvr): ResourceDef => {
     const d = cluster.registry.get(r.group, r.version, r.resource);
@@ -47,7 +54,7 @@ export function clusterHost(cluster: Cluster): Host {
     return d;
   };
   const scope = (as: UserInfo, r: Gvr, namespace: string, name: string, subresource = ''): RequestScope =>
-    ({ def: def(r), namespace, name, subresource, user: as, query: new URLSearchParams(), warnings: [] });
+    ({ def: def(r), namespace, name, subresource, user: as, query: new URLSearchParams(), warnings: [], userAgent: agentOf(as) });
   return {
     get: (r, namespace, name) => cluster.store.get(storeKey(def(r)), objKey(namespace, name)),
     list: (r, namespace) => cluster.store.list(storeKey(def(r)), namespace),
