@@ -23,6 +23,7 @@ const BENCHES: Record<string, { file: string; nodeFlags: string[]; about: string
   apiserver: { file: 'apiserver.ts', nodeFlags: [], about: 'the embedded API server under writes and watches' },
   protobuf: { file: 'protobuf.ts', nodeFlags: [], about: 'protobuf encode/decode per object vs JSON (embedded API server codec)' },
   controllers: { file: 'controllers.ts', nodeFlags: [], about: 'workload controllers + simulated node at 1,000 Pods vs client Pod creates' },
+  'managed-fields': { file: 'managed-fields.ts', nodeFlags: [], about: 'managedFields bookkeeping per write vs structuredClone of the object' },
   audit: { file: 'audit.ts', nodeFlags: ['--expose-gc'], about: 'audit passes over many Pods' },
   failover: { file: 'failover.ts', nodeFlags: [], about: 'leader failover time' },
 };

@@ -24,34 +24,49 @@ const SEP = '\u0000';
 /** Fields never tracked (identity and server-owned metadata). */
 const SKIP_META = new Set(['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'managedFields', 'selfLink']);
 
-/** Leaf paths of `o` (a keyed list item is also a path of its own, as kube's ".": {}). */
-export function leafPaths(o: unknown, path: Path = [], out: Path[] = [], parents: string[] = []): Path[] {
-  if (!isPlainObject(o)) {
-    out.push(path);
-    return out;
-  }
-  const keys = Object.keys(o).filter((k) => o[k] !== undefined);
-  if (keys.length === 0 && path.length > 0) out.push(path);
-  for (const k of keys) {
-    if (path.length === 0 && (k === 'apiVersion' || k === 'kind')) continue;
-    if (path.length === 1 && path[0] === 'f:metadata' && SKIP_META.has(k)) continue;
-    const v = o[k];
-    const p = [...path, `f:${k}`];
-    const key = Array.isArray(v) ? mergeKeyFor(k, parents) : undefined;
-    if (Array.isArray(v) && key && v.every(isPlainObject)) {
-      if (v.length === 0) out.push(p);
-      for (const item of v as Obj[]) {
-        const ip = [...p, `k:${JSON.stringify({ [key]: item[key] })}`];
-        out.push(ip);
-        leafPaths(item, ip, out, [...parents, k]);
-      }
-      continue;
-    }
+const SAME = 0;
+const DIFFERS = 1;
+const ABSENT = 2;
+type Change = typeof SAME | typeof DIFFERS | typeof ABSENT;
+
+/**
+ * The tracked paths of `n` (SEP-joined FieldsV1 elements), each with how it
+ * compares to the same path in `o`: one walk of both objects, keyed list items
+ * matched through a map, so a write costs O(size of the object).
+ */
+export function comparePaths(n: unknown, o: unknown, prefix = '', parents: string[] = [], out = new Map<string, Change>()): Map<string, Change> {
+  if (!isPlainObject(n)) return out;
+  const old = isPlainObject(o) ? o : undefined;
+  for (const k of Object.keys(n)) {
+    const v = n[k];
+    if (v === undefined) continue;
+    if (prefix === '' && (k === 'apiVersion' || k === 'kind')) continue;
+    if (prefix === 'f:metadata' && SKIP_META.has(k)) continue;
+    const ov = old?.[k];
+    const p = prefix ? `${prefix}${SEP}f:${k}` : `f:${k}`;
     if (Array.isArray(v)) {
-      out.push(p); // atomic list
+      const key = mergeKeyFor(k, parents);
+      if (key && v.length > 0 && v.every(isPlainObject)) {
+        const index = new Map<string, Obj>();
+        if (Array.isArray(ov)) for (const x of ov) if (isPlainObject(x)) index.set(JSON.stringify(x[key]), x);
+        const inner = [...parents, k];
+        for (const item of v as Obj[]) {
+          const kv = JSON.stringify(item[key]);
+          const ip = `${p}${SEP}k:{${JSON.stringify(key)}:${kv}}`;
+          const oi = index.get(kv);
+          out.set(ip, oi === undefined ? ABSENT : SAME);
+          comparePaths(item, oi, ip, inner, out);
+        }
+        continue;
+      }
+      out.set(p, ov === undefined ? ABSENT : jsonEqual(v, ov) ? SAME : DIFFERS); // atomic list
       continue;
     }
-    leafPaths(v, p, out, [...parents, k]);
+    if (isPlainObject(v) && Object.keys(v).length > 0) {
+      comparePaths(v, ov, p, [...parents, k], out);
+      continue;
+    }
+    out.set(p, ov === undefined ? ABSENT : jsonEqual(v, ov) ? SAME : DIFFERS);
   }
   return out;
 }
@@ -107,8 +122,13 @@ function fromFieldsV1(f: unknown, path: Path = [], out: string[] = []): string[]
 
 interface Entry { manager: string; operation: 'Apply' | 'Update'; apiVersion: string; subresource: string; time: string; fields: Set<string> }
 
+/** Parsed field sets of the managedFields arrays this module wrote (stored objects are never mutated in place). */
+const parsed = new WeakMap<object, Entry[]>();
+
 function readEntries(mf: unknown): Entry[] {
   if (!Array.isArray(mf)) return [];
+  const hit = parsed.get(mf);
+  if (hit) return hit.map((e) => ({ ...e, fields: new Set(e.fields) }));
   return mf.filter(isPlainObject).map((e) => ({
     manager: String(e['manager'] ?? ''), operation: e['operation'] === 'Apply' ? 'Apply' : 'Update',
     apiVersion: String(e['apiVersion'] ?? ''), subresource: String(e['subresource'] ?? ''), time: String(e['time'] ?? nowTimestamp()),
@@ -138,10 +158,6 @@ export interface Write {
   apply?: { config: Obj; force: boolean };
 }
 
-const isItem = (p: Path): boolean => p[p.length - 1]!.startsWith('k:');
-
-const pathSet = (o: unknown): Map<string, Path> => new Map(leafPaths(o).map((p) => [p.join(SEP), p]));
-
 function display(sp: string): string {
   return sp.split(SEP).map((el) => (el.startsWith('f:') ? `.${el.slice(2)}` : `[${el.slice(2).replace(/^\{"?(\w+)"?:/, '$1=').replace(/\}$/, '')}]`)).join('');
 }
@@ -162,14 +178,13 @@ export function track(old: Obj | undefined, next: Obj, w: Write): void {
   }
   const others = entries.filter((e) => e !== mine);
   if (w.apply) {
-    const applied = pathSet(w.apply.config);
+    const applied = comparePaths(w.apply.config, old);
     const conflicts: { manager: string; apiVersion: string; field: string }[] = [];
-    for (const [sp, p] of applied) {
-      const live = old ? valueAt(old, p) : undefined;
-      // A keyed list item's own entry is about its existence, never its value.
-      const same = live === undefined || isItem(p) || jsonEqual(live, valueAt(w.apply.config, p));
+    for (const [sp, change] of applied) {
+      // Only a different live value conflicts (a keyed item's own entry is about existence: never DIFFERS).
+      if (change !== DIFFERS) continue;
       for (const e of others) {
-        if (!e.fields.has(sp) || same) continue;
+        if (!e.fields.has(sp)) continue;
         if (w.apply.force) e.fields.delete(sp);
         else conflicts.push({ manager: e.manager, apiVersion: e.apiVersion, field: display(sp) });
       }
@@ -183,19 +198,18 @@ export function track(old: Obj | undefined, next: Obj, w: Write): void {
     }
     mine.fields = new Set(applied.keys());
   } else {
-    const now = pathSet(next);
-    const before = old ? pathSet(old) : new Map<string, Path>();
-    for (const [sp, p] of now) {
-      const changed = !before.has(sp) || (!isItem(p) && !jsonEqual(valueAt(old, p), valueAt(next, p)));
-      if (!changed) continue;
+    const now = comparePaths(next, old);
+    for (const [sp, change] of now) {
+      if (change === SAME) continue;
       mine.fields.add(sp);
       for (const e of others) e.fields.delete(sp);
     }
-    for (const e of entries) for (const sp of [...e.fields]) if (!now.has(sp)) e.fields.delete(sp);
+    for (const e of entries) for (const sp of e.fields) if (!now.has(sp)) e.fields.delete(sp);
   }
   mine.time = time;
   mine.apiVersion = w.apiVersion;
   const written = writeEntries(entries);
+  parsed.set(written, entries.filter((e) => e.fields.size > 0));
   if (written.length) meta['managedFields'] = written;
   else delete meta['managedFields'];
 }
