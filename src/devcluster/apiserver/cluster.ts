@@ -16,6 +16,7 @@ import { clone, isPlainObject, jsonEqual, meta, nowTimestamp, type Obj, type Use
 import { checkDecodable, requireObjectBody, validateObject } from './validation.ts';
 import { applyDefaults, ClusterIpAllocator, namespaceContents, podQosClass } from './defaults.ts';
 import { managerName, track, type Write } from './managed-fields.ts';
+import { checkFields } from './field-validation.ts';
 
 export interface RequestScope {
   def: ResourceDef;
@@ -201,6 +202,7 @@ export class Cluster {
 
   async create(s: RequestScope, body: unknown, opts: { skipAdmission?: boolean; apply?: { config: Obj; force: boolean } } = {}): Promise<Reply> {
     const obj = clone(requireObjectBody(body));
+    if (s.def.builtin && !opts.apply) checkFields(s.query, s.def, obj, s.warnings, true);
     if (typeof obj['kind'] === 'string' && obj['kind'] !== s.def.kind) {
       throw errors.badRequest(`the kind in the data (${obj['kind']}) does not match the expected kind (${s.def.kind})`);
     }
@@ -323,6 +325,7 @@ export class Cluster {
 
   async update(s: RequestScope, body: unknown, opts: { skipAdmission?: boolean } = {}): Promise<Reply> {
     const obj = clone(requireObjectBody(body));
+    if (s.def.builtin) checkFields(s.query, s.def, obj, s.warnings, true);
     const m = meta(obj);
     if (m.name !== undefined && m.name !== s.name) {
       throw errors.badRequest(`the name of the object (${m.name}) does not match the name on the URL (${s.name})`);
@@ -366,6 +369,7 @@ export class Cluster {
           { kind: 'PatchOptions', group: 'meta.k8s.io', causes: [{ reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' }] });
       }
       const applied = requireObjectBody(patchBody);
+      if (s.def.builtin) checkFields(s.query, s.def, applied, s.warnings, false);
       const force = s.query.get('force') === 'true';
       if (!existing) {
         if (s.subresource) throw errors.notFound(s.def.resource, s.def.group, s.name);
@@ -394,6 +398,7 @@ export class Cluster {
         throw errors.unsupportedMediaType(contentType);
     }
     const obj = requireObjectBody(patched);
+    if (s.def.builtin) checkFields(s.query, s.def, obj, s.warnings, false);
     const m = meta(obj);
     if (m.resourceVersion && m.resourceVersion !== meta(existing).resourceVersion) throw errors.conflict(s.def.resource, s.def.group, s.name);
     if (m.name !== s.name) throw errors.badRequest(`the name of the object (${String(m.name)}) does not match the name on the URL (${s.name})`);
