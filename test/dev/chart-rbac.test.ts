@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { CHART_RBAC, chartServiceAccount, selectRbac } from '../../src/devcluster/dev/chart-rbac.ts';
+import { CHART_RBAC, chartServiceAccount, rbacForReplicas, selectRbac } from '../../src/devcluster/dev/chart-rbac.ts';
 import { render } from '../chart/helm.ts';
 import { caller, withServer } from '../apiserver/helpers.ts';
 import { kubectlPath } from '../support/tools.ts';
@@ -22,9 +22,9 @@ test('the committed chart RBAC is what helm renders (re-run scripts/gen-dev-rbac
   assert.equal(chartServiceAccount().username, 'system:serviceaccount:portal-system:portal');
 });
 
-test("the chart's ServiceAccount gets exactly the chart's permissions on the embedded API server", { timeout: 60_000 }, () => withServer({ authorization: 'RBAC', namespaces: ['default', 'kube-system', 'portal-system'] }, async (s) => {
+test("the chart's ServiceAccount, and each portal dev replica, get exactly the chart's permissions on the embedded API server", { timeout: 60_000 }, () => withServer({ authorization: 'RBAC', namespaces: ['default', 'kube-system', 'portal-system'] }, async (s) => {
   const call = caller(s, s.adminToken);
-  for (const o of CHART_RBAC) {
+  for (const o of rbacForReplicas(['portal-0'])) {
     const [group, version] = o.apiVersion.includes('/') ? o.apiVersion.split('/') : ['', o.apiVersion];
     const plural = `${o.kind.toLowerCase()}s`;
     const ns = o.metadata.namespace;
@@ -35,7 +35,7 @@ test("the chart's ServiceAccount gets exactly the chart's permissions on the emb
   try {
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(kubeconfig, s.kubeConfig('admin'));
-    const sa = chartServiceAccount().username;
+    for (const sa of [chartServiceAccount().username, 'system:serviceaccount:portal-system:portal-0']) {
     const canI = async (...args: string[]): Promise<string> => {
       try {
         return (await run(kubectlPath(), ['--kubeconfig', kubeconfig, 'auth', 'can-i', `--as=${sa}`, ...args], { env: { PATH: process.env['PATH'] ?? '', HOME: dir } })).stdout.trim();
@@ -52,7 +52,8 @@ test("the chart's ServiceAccount gets exactly the chart's permissions on the emb
     assert.equal(await canI('get', 'secrets', '-n', 'portal-system'), 'no');
     // A request the chart does not allow fails with the real message.
     const denied = await run(kubectlPath(), ['--kubeconfig', kubeconfig, 'delete', 'pod', 'x', `--as=${sa}`], { env: { PATH: process.env['PATH'] ?? '', HOME: dir } }).then(() => '', (e: { stderr?: string }) => String(e.stderr));
-    assert.match(denied, /pods "x" is forbidden: User "system:serviceaccount:portal-system:portal" cannot delete resource "pods" in API group "" in the namespace "default"/);
+    assert.match(denied, new RegExp(`pods "x" is forbidden: User "${sa}" cannot delete resource "pods" in API group "" in the namespace "default"`));
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

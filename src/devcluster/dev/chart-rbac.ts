@@ -38,4 +38,21 @@ export function chartServiceAccount(): { namespace: string; name: string; userna
   return { namespace, name: sa.metadata.name, username: `system:serviceaccount:${namespace}:${sa.metadata.name}` };
 }
 
+/**
+ * The chart's RBAC with each replica's own ServiceAccount added to the
+ * chart's bindings: the replicas get exactly the chart's roles, under one
+ * name each (as the pod-name in a bound token tells Pods apart), so the
+ * audit log and fault injection can still tell replicas apart.
+ */
+export function rbacForReplicas(replicas: readonly string[]): RbacObject[] {
+  const sa = chartServiceAccount();
+  return CHART_RBAC.map((o) => {
+    if (o.kind !== 'ClusterRoleBinding' && o.kind !== 'RoleBinding') return o;
+    const subjects = Array.isArray(o['subjects']) ? (o['subjects'] as Record<string, unknown>[]) : [];
+    const boundToChart = subjects.some((x) => x['kind'] === 'ServiceAccount' && x['name'] === sa.name && (x['namespace'] ?? o.metadata.namespace) === sa.namespace);
+    if (!boundToChart) return o;
+    return { ...o, subjects: [...subjects, ...replicas.map((name) => ({ kind: 'ServiceAccount', name, namespace: sa.namespace }))] };
+  });
+}
+
 export { CHART_RBAC };

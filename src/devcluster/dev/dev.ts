@@ -21,7 +21,7 @@ import { LogKey } from '../../observability/log-keys.ts';
 import { startApiServer, type ApiServer } from '../apiserver/index.ts';
 import { createWebhookAdmission, type WebhookAdmission } from '../webhook-admission.ts';
 import { DevApiClient } from './api-client.ts';
-import { CHART_RBAC, chartServiceAccount } from './chart-rbac.ts';
+import { rbacForReplicas } from './chart-rbac.ts';
 import { readManifests, type Manifest } from './manifests.ts';
 import { INSTALL_NAMESPACE, type DevOptions } from './options.ts';
 import { freePort } from './ports.ts';
@@ -135,7 +135,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
 
     const client = new DevApiClient(api.url, api.adminToken, api.caCert);
     // The chart's ServiceAccount and RBAC: replicas get what production gives them, no more.
-    for (const obj of CHART_RBAC) await client.apply(obj);
+    for (const obj of rbacForReplicas(names)) await client.apply(obj);
     for (const crd of prepared.crds) await client.apply(crd);
     for (const rule of prepared.rules) {
       const meta = rule.metadata;
@@ -159,10 +159,9 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
 
     const specs: ReplicaSpec[] = [];
     for (const [i, name] of names.entries()) {
-      // Every replica is the chart's ServiceAccount, as every Pod of the Deployment is.
-      const sa = chartServiceAccount();
-      const user = sa.username;
-      if (i === 0) api.addUser(user, ['system:serviceaccounts', `system:serviceaccounts:${sa.namespace}`, 'system:authenticated']);
+      // One identity per replica, bound to the chart's roles (rbacForReplicas).
+      const user = `system:serviceaccount:${INSTALL_NAMESPACE}:${name}`;
+      api.addUser(user, ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated']);
       const kubeconfig = join(dirs.replicas, `${name}.kubeconfig`);
       await writeFile(kubeconfig, api.kubeConfig(user), { mode: 0o600 });
       const p = ports[i] as { webhook: number; probes: number };
