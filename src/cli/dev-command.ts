@@ -7,9 +7,8 @@
 import { fileURLToPath } from 'node:url';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { loadServeConfig } from '../config/load.ts';
-import { runDev } from '../devcluster/dev/dev.ts';
 import { DEV_HELP, INSTALL_NAMESPACE, parseDevArgs } from '../devcluster/dev/options.ts';
+import { portProblem } from '../devcluster/dev/ports.ts';
 import { parseArgs } from './args.ts';
 import { EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { SERVE_FLAG_DEFS } from './serve-flags.ts';
@@ -30,11 +29,20 @@ export const devCommand: Command = {
     // Flags passed through are checked here, the way each replica will check
     // them, so a typo is a usage error before the API server starts rather
     // than N replicas exiting with code 2 afterwards.
-    problems.push(...passthroughProblems(options.passthrough, io));
+    problems.push(...(await passthroughProblems(options.passthrough, io)));
     if (problems.length > 0) {
       io.stderr.write(`portal dev: ${problems.join('\nportal dev: ')}\nRun 'portal dev --help' for the flags.\n`);
       return EXIT_USAGE;
     }
+    // A taken port (another portal dev, a real cluster on 6443) is the
+    // commonest start-up failure: one line and exit 2 before the second of
+    // module loading that the rest costs.
+    const busy = await portProblem(options.port);
+    if (busy) {
+      io.stderr.write(`portal dev: ${busy}\n`);
+      return EXIT_USAGE;
+    }
+    const { runDev } = await import('../devcluster/dev/dev.ts');
     const controller = new AbortController();
     const onSignal = (sig: NodeJS.Signals): void => {
       if (!controller.signal.aborted) io.stderr.write(`\nportal dev: ${sig}, stopping\n`);
@@ -62,8 +70,9 @@ export const devCommand: Command = {
   },
 };
 
-function passthroughProblems(passthrough: readonly string[], io: CommandIO): string[] {
+async function passthroughProblems(passthrough: readonly string[], io: CommandIO): Promise<string[]> {
   if (passthrough.length === 0) return [];
+  const { loadServeConfig } = await import('../config/load.ts');
   const args = parseArgs(passthrough, SERVE_FLAG_DEFS, 'portal serve');
   const problems = [...args.problems];
   const unexpected = args.positionals.filter((p) => !args.strays.includes(p));

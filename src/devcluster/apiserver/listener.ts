@@ -10,7 +10,7 @@ import { createServer as createHttp, type IncomingMessage, type Server, type Ser
 import { createServer as createHttps } from 'node:https';
 import { connect, createServer as createNet, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { generate } from 'selfsigned';
-import { ErrorCode, PortalError } from '../../observability/errors.ts';
+import { listenError } from './listen-error.ts';
 
 const TLS_HANDSHAKE = 0x16;
 
@@ -40,18 +40,6 @@ export async function selfSignedCert(): Promise<{ cert: string; key: string }> {
     ],
   });
   return { cert: pems.cert, key: pems.private };
-}
-
-/** EADDRINUSE / EACCES as the one-line message a user can act on. */
-export function listenError(err: unknown, host: string, port: number): Error {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'EADDRINUSE') {
-    return new PortalError(ErrorCode.ConfigInvalid, `port ${port} on ${host} is already in use: stop what listens there, or pass --port with another port (0 picks a free one)`, { cause: err });
-  }
-  if (code === 'EACCES') {
-    return new PortalError(ErrorCode.ConfigInvalid, `not allowed to listen on ${host}:${port}: pass --port with a port above 1023 (0 picks a free one)`, { cause: err });
-  }
-  return err instanceof Error ? err : new Error(String(err));
 }
 
 function bind(server: NetServer, port: number, host: string): Promise<void> {
