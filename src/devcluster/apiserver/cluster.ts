@@ -583,9 +583,13 @@ export class Cluster {
     // Dependents are found by scanning: deletions are rare next to writes,
     // and a scan keeps no index to go stale.
     for (const d of this.servedByStore()) {
-      for (const o of this.store.list(storeKey(d))) {
+      // Unsorted and uncopied (store.values): this scan runs once per deletion.
+      const dependents: Obj[] = [];
+      for (const o of this.store.values(storeKey(d))) if ((meta(o).ownerReferences ?? []).some((r) => r.uid === m.uid)) dependents.push(o);
+      const key = (o: Obj): string => objKey(meta(o).namespace ?? '', meta(o).name ?? '');
+      dependents.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)); // etcd's order, as before
+      for (const o of dependents) {
         const refs = meta(o).ownerReferences ?? [];
-        if (!refs.some((r) => r.uid === m.uid)) continue;
         if (propagation === 'Orphan') {
           const copy = clone(o);
           meta(copy).ownerReferences = refs.filter((r) => r.uid !== m.uid);
