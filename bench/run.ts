@@ -24,6 +24,7 @@ const BENCHES: Record<string, { file: string; nodeFlags: string[]; about: string
   apiserver: { file: 'apiserver.ts', nodeFlags: [], about: 'the embedded API server under writes and watches' },
   protobuf: { file: 'protobuf.ts', nodeFlags: [], about: 'protobuf encode/decode per object vs JSON (embedded API server codec)' },
   apply: { file: 'apply.ts', nodeFlags: [], about: 'server-side apply vs merge patch per object (embedded API server)' },
+  controllers: { file: 'controllers.ts', nodeFlags: [], about: 'workload controllers + simulated node at 1,000 Pods vs client Pod creates' },
   audit: { file: 'audit.ts', nodeFlags: ['--expose-gc'], about: 'audit passes over many Pods' },
   failover: { file: 'failover.ts', nodeFlags: [], about: 'leader failover time' },
   cel: { file: 'cel.ts', nodeFlags: [], about: 'CEL rules vs the JSON Schema PSS library on the same Pod; cel-js vs @bufbuild/cel' },

@@ -195,6 +195,8 @@ void test('every served built-in kind round-trips JSON -> protobuf -> JSON throu
       assert.equal(messageFor(apiVersion, def.kind), undefined);
       continue;
     }
+    // Access reviews (access.ts) are create-only and never stored: no list to round-trip; test/apiserver/rbac.test.ts covers them.
+    if (def.group === 'authorization.k8s.io' || def.group === 'authentication.k8s.io') continue;
     assert.ok(messageFor(apiVersion, def.kind), `no protobuf message for ${apiVersion} ${def.kind}: re-run scripts/gen-k8s-proto.mjs`);
     assert.ok(messageFor(apiVersion, def.listKind), `no protobuf message for ${def.listKind}`);
     const fixture = fx[def.group === 'events.k8s.io' ? 'events.k8s.io/Event' : def.kind];

@@ -379,7 +379,7 @@ export class Cluster {
 
   // ---- update / patch ----------------------------------------------------
 
-  async update(s: RequestScope, body: unknown): Promise<Reply> {
+  async update(s: RequestScope, body: unknown, opts: { skipAdmission?: boolean } = {}): Promise<Reply> {
     const obj = clone(requireObjectBody(body));
     const m = meta(obj);
     if (m.name !== undefined && m.name !== s.name) {
@@ -405,7 +405,7 @@ export class Cluster {
     } else if (m.resourceVersion !== meta(existing).resourceVersion) {
       throw errors.conflict(s.def.resource, s.def.group, s.name);
     }
-    return this.commitUpdate(s, existing, obj);
+    return this.commitUpdate(s, existing, obj, opts);
   }
 
   async patch(s: RequestScope, raw: string, contentType: string): Promise<Reply> {
@@ -433,7 +433,7 @@ export class Cluster {
         return this.create(s, { ...clone(applied), metadata: { ...m, name: s.name } }, { apply: { config: applied, force } });
       }
       const result = recordApply(typing(s.def), existing, applied, this.writer(s), force);
-      return this.commitUpdate(s, existing, result.object, result.managedFields);
+      return this.commitUpdate(s, existing, result.object, { applied: result.managedFields });
     }
     if (!existing) throw errors.notFound(s.def.resource, s.def.group, s.name);
     let patched: unknown;
@@ -465,7 +465,7 @@ export class Cluster {
    * The shared tail of PUT and PATCH: merge rules, validation, admission,
    * no-op detection, store. `incoming` is taken over (mutated and stored).
    */
-  private async commitUpdate(s: RequestScope, existing: Obj, incoming: Obj, applied?: ManagedEntry[]): Promise<Reply> {
+  private async commitUpdate(s: RequestScope, existing: Obj, incoming: Obj, opts: { skipAdmission?: boolean; applied?: ManagedEntry[] } = {}): Promise<Reply> {
     const dryRun = this.dryRun(s);
     const old = existing;
     const om = meta(old);
@@ -517,9 +517,9 @@ export class Cluster {
       }
     }
     validateObject(s.def, obj);
-    m.managedFields = applied ?? recordUpdate(typing(s.def), old, obj, this.writer(s), sentManaged);
+    m.managedFields = opts.applied ?? recordUpdate(typing(s.def), old, obj, this.writer(s), sentManaged);
     if (m.managedFields.length === 0) delete m.managedFields;
-    await this.admit(s, 'UPDATE', obj, old, this.options(s, 'UpdateOptions'), dryRun);
+    if (!opts.skipAdmission) await this.admit(s, 'UPDATE', obj, old, this.options(s, 'UpdateOptions'), dryRun);
     const sk = storeKey(s.def);
     const current = this.store.get(sk, objKey(om.namespace ?? '', om.name!));
     if (current !== existing) throw errors.conflict(s.def.resource, s.def.group, s.name);
@@ -642,9 +642,13 @@ export class Cluster {
     // Dependents are found by scanning: deletions are rare next to writes,
     // and a scan keeps no index to go stale.
     for (const d of this.servedByStore()) {
-      for (const o of this.store.list(storeKey(d))) {
+      // Unsorted and uncopied (store.values): this scan runs once per deletion.
+      const dependents: Obj[] = [];
+      for (const o of this.store.values(storeKey(d))) if ((meta(o).ownerReferences ?? []).some((r) => r.uid === m.uid)) dependents.push(o);
+      const key = (o: Obj): string => objKey(meta(o).namespace ?? '', meta(o).name ?? '');
+      dependents.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)); // etcd's order, as before
+      for (const o of dependents) {
         const refs = meta(o).ownerReferences ?? [];
-        if (!refs.some((r) => r.uid === m.uid)) continue;
         if (propagation === 'Orphan') {
           const copy = clone(o);
           meta(copy).ownerReferences = refs.filter((r) => r.uid !== m.uid);

@@ -7,10 +7,13 @@
 import pino, { type Logger } from 'pino';
 import YAML from 'yaml';
 import type { AdmissionHook } from './admission-hook.ts';
+import { Access, type AuthorizationMode } from './access.ts';
 import { AuditLog, type AuditEntry } from './audit.ts';
+import { bootstrapPolicy } from './rbac-bootstrap.ts';
 import { Users } from './auth.ts';
 import { Cluster, type Reply, type RequestScope } from './cluster.ts';
 import { Faults } from './faults.ts';
+import { startControllers, type Controllers, type ControllersOptions } from '../controllers/index.ts';
 import { RequestCounts } from './request-counts.ts';
 import { createListener, selfSignedCert } from './listener.ts';
 import { Router } from './router.ts';
@@ -41,6 +44,18 @@ export interface ApiServerOptions {
   logger?: Logger;
   /** Namespaces present from the start, as on a fresh cluster. @default ['default','kube-system','kube-public','kube-node-lease'] */
   namespaces?: string[];
+  /**
+   * Run the workload controllers and the simulated node `portal-dev-node`
+   * (src/devcluster/controllers/). `portal dev` turns them on; off by default
+   * so tests of the bare REST semantics see no writes they did not make.
+   */
+  controllers?: ControllersOptions | boolean;
+  /**
+   * `RBAC` enforces Roles/ClusterRoles and their bindings for every identity
+   * but system:masters (the admin), with kube's bootstrap roles; impersonation
+   * is checked either way. @default 'AlwaysAllow' (tests of the REST semantics)
+   */
+  authorization?: AuthorizationMode;
 }
 
 export interface ApiServerFaults {
@@ -66,6 +81,8 @@ export interface ApiServer {
   kubeConfig(user: string): string;
   faults: ApiServerFaults;
   auditLog(): AuditEntry[];
+  /** Resolves when the controllers (if running) have no work queued (benches and tests). */
+  controllersIdle(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -121,8 +138,9 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
   // eslint-disable-next-line prefer-const
   let router: Router;
   const faults = new Faults({ dropWatches: (u) => router.dropWatches(u), dropConnections: (u) => router.dropConnections(u) });
+  const access = new Access(cluster.store, opts.authorization ?? 'AlwaysAllow');
   router = new Router({
-    cluster, users, faults, audit, requests, logger, adminUser: ADMIN,
+    cluster, users, faults, audit, requests, logger, adminUser: ADMIN, access,
     bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000,
     serverAddress: () => address,
     side: sideApi(faults, audit, users, requests),
@@ -132,6 +150,17 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
   for (const name of opts.namespaces ?? ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
     const s: RequestScope = { def: nsDef, namespace: '', name: '', subresource: '', user: system, query: new URLSearchParams(), warnings: [] };
     await cluster.create(s, { metadata: { name } }, { skipAdmission: true });
+  }
+
+  if (access.mode === 'RBAC') {
+    for (const [resource, obj] of bootstrapPolicy()) {
+      const def = cluster.registry.get('rbac.authorization.k8s.io', 'v1', resource)!;
+      await cluster.create({ def, namespace: '', name: '', subresource: '', user: system, query: new URLSearchParams(), warnings: [] }, obj, { skipAdmission: true });
+    }
+  }
+  let controllers: Controllers | undefined;
+  if (opts.controllers) {
+    controllers = await startControllers(cluster, opts.controllers === true ? {} : opts.controllers, logger, abort.signal);
   }
 
   const handler = router.handle.bind(router);
@@ -178,6 +207,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       clear: () => faults.clear(),
     },
     auditLog: () => audit.all(),
+    controllersIdle: () => controllers?.idle() ?? Promise.resolve(),
     close() {
       closing ??= (async () => {
         abort.abort();

@@ -115,7 +115,7 @@ const MERGE_KEYS: Record<string, string> = {
 /** Primitive lists with patchStrategy merge (set union). */
 const MERGE_PRIMITIVE = new Set(['finalizers']);
 
-function mergeKeyFor(field: string, path: string[]): string | undefined {
+export function mergeKeyFor(field: string, path: string[]): string | undefined {
   if (field === 'ports') return path.some((p) => p.endsWith('ontainers')) ? 'containerPort' : 'port';
   return MERGE_KEYS[field];
 }

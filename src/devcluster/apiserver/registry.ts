@@ -108,6 +108,10 @@ const BUILTINS: BuiltinSpec[] = [
     columns: [{ name: 'Role', type: 'string', jsonPath: '.roleRef.name' }] },
   { gv: 'rbac.authorization.k8s.io/v1', resource: 'clusterrolebindings', kind: 'ClusterRoleBinding', namespaced: false,
     columns: [{ name: 'Role', type: 'string', jsonPath: '.roleRef.name' }] },
+  // Review APIs (access.ts): answered, never stored.
+  { gv: 'authorization.k8s.io/v1', resource: 'selfsubjectaccessreviews', kind: 'SelfSubjectAccessReview', namespaced: false },
+  { gv: 'authorization.k8s.io/v1', resource: 'selfsubjectrulesreviews', kind: 'SelfSubjectRulesReview', namespaced: false },
+  { gv: 'authorization.k8s.io/v1', resource: 'subjectaccessreviews', kind: 'SubjectAccessReview', namespaced: false },
   { gv: 'admissionregistration.k8s.io/v1', resource: 'mutatingwebhookconfigurations', kind: 'MutatingWebhookConfiguration',
     namespaced: false, generation: true },
   // The chart's NetworkPolicy (adr/0008): stored and served, not enforced (no network here).

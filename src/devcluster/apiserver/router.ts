@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
+import type { Access } from './access.ts';
 import type { AuditLog } from './audit.ts';
 import type { RequestCounts } from './request-counts.ts';
 import type { Users } from './auth.ts';
@@ -40,6 +41,8 @@ export interface RouterDeps {
   bookmarkIntervalMs: number;
   serverAddress: () => string;
   adminUser: string;
+  /** Impersonation, authorization and the review APIs (access.ts). */
+  access?: Access;
   /** Side API handler for /_portal (already authenticated as admin). */
   side: (method: string, path: string, body: unknown) => Promise<Reply>;
 }
@@ -132,6 +135,17 @@ function decodeProtobufBody(bytes: Buffer): unknown {
   }
 }
 
+/** A request body as an object (JSON or protobuf), for the review APIs. */
+async function readJsonOrProtobuf(req: IncomingMessage): Promise<unknown> {
+  if (isProtobufBody(req.headers['content-type'])) return decodeProtobufBody(await readBodyBytes(req));
+  const raw = await readBody(req);
+  try {
+    return raw ? JSON.parse(raw) : undefined;
+  } catch (e) {
+    throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
+  }
+}
+
 interface Parsed { def: ResourceDef; namespace: string; name: string; subresource: string }
 
 export class Router {
@@ -184,11 +198,12 @@ export class Router {
       res.end('ok');
       return;
     }
-    const user = this.d.users.authenticate(req.headers.authorization);
-    if (!user) {
+    const authenticated = this.d.users.authenticate(req.headers.authorization);
+    if (!authenticated) {
       sendJson(res, 401, errors.unauthorized().toStatus());
       return;
     }
+    const user = this.d.access ? this.d.access.identify(req.headers, authenticated) : authenticated;
     if (path.startsWith('/_portal/')) {
       this.track(user.username, req.socket);
       if (user.username !== this.d.adminUser) {
@@ -272,7 +287,8 @@ export class Router {
     if (failWith === 429) return sendJson(res, 429, errors.tooManyRequests('Too many requests, please try again later.').toStatus());
     let reply: Reply | undefined;
     try {
-      reply = await this.serve(req, res, verb, scope);
+      this.d.access?.authorize(user, verb, scope);
+      reply = this.d.access?.isReview(scope) ? this.d.access.review(user, verb, scope, await readJsonOrProtobuf(req)) : await this.serve(req, res, verb, scope);
     } catch (e) {
       if (WRITE_VERBS.has(verb)) this.record(verb, scope, e instanceof ApiError ? e.code : 500, undefined);
       if (e instanceof ApiError) {

@@ -4,8 +4,8 @@
  * scale` uses: GET returns {spec.replicas, status.replicas, status.selector};
  * PUT and PATCH change the parent's spec.replicas (through the parent's own
  * update path, so resourceVersion preconditions, generation and admission of
- * the parent apply). No controller acts on it: scaling a Deployment changes
- * what it asks for, not the Pods (there are none in `portal dev`).
+ * the parent apply). With the controllers on (`portal dev`,
+ * src/devcluster/controllers/), the new spec.replicas is acted on.
  */
 import type { Cluster, Reply, RequestScope } from './cluster.ts';
 import { jsonPatch, mergePatch } from './patch.ts';

@@ -79,6 +79,11 @@ export class Store {
     return out.map((e) => e[1]);
   }
 
+  /** Objects of one resource in no particular order, without copying (do not add or remove while iterating). */
+  values(sk: string): Iterable<Obj> {
+    return this.data.get(sk)?.values() ?? [];
+  }
+
   keys(): string[] {
     return [...this.data.keys()];
   }

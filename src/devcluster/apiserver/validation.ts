@@ -16,6 +16,12 @@ const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2
 
 /** Names of namespaces (and Services) are DNS-1123 labels; everything else subdomains. */
 function nameCauses(def: ResourceDef, name: string): StatusCause[] {
+  // RBAC objects are named like path segments (kube's ValidateRBACName), so "system:discovery" is valid.
+  if (def.group === 'rbac.authorization.k8s.io') {
+    if (name === '.' || name === '..') return [{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: "${name}": may not be '${name}'` }];
+    const bad = ['/', '%'].find((c) => name.includes(c));
+    return bad ? [{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: "${name}": may not contain '${bad}'` }] : [];
+  }
   const label = def.resource === 'namespaces' || def.resource === 'services';
   const re = label ? DNS1123_LABEL : DNS1123_SUBDOMAIN;
   const max = label ? 63 : 253;

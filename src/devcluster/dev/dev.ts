@@ -22,6 +22,7 @@ import { LogKey } from '../../observability/log-keys.ts';
 import { startApiServer, type ApiServer } from '../apiserver/index.ts';
 import { createWebhookAdmission, type WebhookAdmission } from '../webhook-admission.ts';
 import { DevApiClient } from './api-client.ts';
+import { rbacForReplicas } from './chart-rbac.ts';
 import { readManifests, type Manifest } from './manifests.ts';
 import { INSTALL_NAMESPACE, type DevOptions } from './options.ts';
 import { freePort } from './ports.ts';
@@ -127,7 +128,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
         return `127.0.0.1:${pick.webhookPort}`;
       },
     });
-    api = await startApiServer({ port: o.port, plainHttp: false, admission, logger: logger.child({ [LogKey.component]: 'apiserver' }), namespaces: NAMESPACES });
+    api = await startApiServer({ port: o.port, plainHttp: false, admission, logger: logger.child({ [LogKey.component]: 'apiserver' }), namespaces: NAMESPACES, controllers: true, authorization: 'RBAC' });
 
     // Certificates: a fresh CA per run; the serving cert names the Service
     // (what the API server verifies) and loopback (for curl and tests).
@@ -145,6 +146,8 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     await writeFile(adminKubeconfig, api.kubeConfig('admin'), { mode: 0o600 });
 
     const client = new DevApiClient(api.url, api.adminToken, api.caCert);
+    // The chart's ServiceAccount and RBAC: replicas get what production gives them, no more.
+    for (const obj of rbacForReplicas(names)) await client.apply(obj);
     for (const crd of prepared.crds) await client.apply(crd);
     for (const rule of prepared.rules) {
       const meta = rule.metadata;
@@ -168,6 +171,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
 
     const specs: ReplicaSpec[] = [];
     for (const [i, name] of names.entries()) {
+      // One identity per replica, bound to the chart's roles (rbacForReplicas).
       const user = `system:serviceaccount:${INSTALL_NAMESPACE}:${name}`;
       api.addUser(user, ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated']);
       const kubeconfig = join(dirs.replicas, `${name}.kubeconfig`);

@@ -1,0 +1,31 @@
+/** The CronJob controller's five-field schedule parser (src/devcluster/controllers/cron.ts). */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { CronError, nextRun, parseCron } from '../../src/devcluster/controllers/cron.ts';
+
+const at = (iso: string): number => Date.parse(iso);
+const next = (spec: string, after: string): string => new Date(nextRun(parseCron(spec), at(after))!).toISOString();
+
+test('next run of common schedules (UTC)', () => {
+  assert.equal(next('* * * * *', '2026-01-01T10:00:30Z'), '2026-01-01T10:01:00.000Z');
+  assert.equal(next('*/15 * * * *', '2026-01-01T10:16:00Z'), '2026-01-01T10:30:00.000Z');
+  assert.equal(next('0 3 * * *', '2026-01-01T03:00:00Z'), '2026-01-02T03:00:00.000Z');
+  assert.equal(next('30 9 * * mon-fri', '2026-01-02T10:00:00Z'), '2026-01-05T09:30:00.000Z'); // Fri -> Mon
+  assert.equal(next('0 0 1 jan,jul *', '2026-02-01T00:00:00Z'), '2026-07-01T00:00:00.000Z');
+  assert.equal(next('@hourly', '2026-01-01T10:59:59Z'), '2026-01-01T11:00:00.000Z');
+  assert.equal(next('@weekly', '2026-01-01T00:00:00Z'), '2026-01-04T00:00:00.000Z'); // Sunday
+  assert.equal(next('0 0 * * 7', '2026-01-01T00:00:00Z'), '2026-01-04T00:00:00.000Z'); // 7 is Sunday too
+  assert.equal(next('5-10/5 1 * * *', '2026-01-01T01:05:00Z'), '2026-01-01T01:10:00.000Z');
+  // Both day fields restricted: either matches (Jan 13 2026 is a Tuesday, before the 15th).
+  assert.equal(next('0 0 15 * tue', '2026-01-10T00:00:00Z'), '2026-01-13T00:00:00.000Z');
+  assert.equal(nextRun(parseCron('0 0 30 2 *'), at('2026-01-01T00:00:00Z')), undefined); // Feb 30 never comes
+});
+
+test('bad schedules are errors with a reason', () => {
+  assert.throws(() => parseCron('* * * *'), (e: unknown) => e instanceof CronError && /expected exactly 5 fields, found 4/.test(e.message));
+  assert.throws(() => parseCron('61 * * * *'), /minute value 61 out of range \[0, 59\]/);
+  assert.throws(() => parseCron('* * * foo *'), /failed to parse int from foo/);
+  assert.throws(() => parseCron('*/0 * * * *'), /invalid step/);
+  assert.throws(() => parseCron('5-1 * * * *'), /beginning of range \(5\) beyond end of range \(1\)/);
+  assert.throws(() => parseCron('CRON_TZ=UTC * * * * *'), /use the timeZone field/);
+});
