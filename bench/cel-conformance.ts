@@ -1,6 +1,6 @@
 /**
  * The cel-spec conformance suite (v0.25.1, shipped in @bufbuild/cel-spec)
- * run against the two CEL engines considered in adr/0008-cel-engine.md:
+ * run against the two CEL engines considered in adr/0010-cel-engine-cel-js.md:
  * @bufbuild/cel 0.6.1 and @marcbachmann/cel-js 8.0. Per top-level section:
  * tests passed, failed, and skipped (tests that need protobuf messages,
  * enums, a container or a type-check-only answer, which neither engine's

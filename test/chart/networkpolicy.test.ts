@@ -1,4 +1,4 @@
-// Issue 9 item 6 (adr/0008): /metrics and /debug/vars, served on the probes
+// Issue 9 item 6 (adr/0009): /metrics and /debug/vars, served on the probes
 // port, are reachable only from the peers in networkPolicy.metrics.from; the
 // kubelet's probes (from the node) and the API server's webhook calls (from
 // anywhere, often a control-plane host network) keep working. Before, the

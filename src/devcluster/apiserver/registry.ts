@@ -114,7 +114,7 @@ const BUILTINS: BuiltinSpec[] = [
   { gv: 'authorization.k8s.io/v1', resource: 'subjectaccessreviews', kind: 'SubjectAccessReview', namespaced: false },
   { gv: 'admissionregistration.k8s.io/v1', resource: 'mutatingwebhookconfigurations', kind: 'MutatingWebhookConfiguration',
     namespaced: false, generation: true },
-  // The chart's NetworkPolicy (adr/0008): stored and served, not enforced (no network here).
+  // The chart's NetworkPolicy (adr/0009): stored and served, not enforced (no network here).
   { gv: 'networking.k8s.io/v1', resource: 'networkpolicies', kind: 'NetworkPolicy', short: ['netpol'], generation: true },
   // The API server enforces these itself (vap-admission.ts); `.status` is written by the server, never by clients' main-resource writes.
   { gv: 'admissionregistration.k8s.io/v1', resource: 'validatingadmissionpolicies', kind: 'ValidatingAdmissionPolicy',

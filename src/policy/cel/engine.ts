@@ -1,6 +1,6 @@
 /**
  * The CEL engine: Kubernetes' CEL environment on top of cel-js
- * (adr/0008-cel-engine.md says why cel-js).
+ * (adr/0010-cel-engine-cel-js.md says why cel-js).
  *
  * - compile() parses and type-checks once per policy generation, never per
  *   request, and refuses what the API server refuses (unknown variables, type
