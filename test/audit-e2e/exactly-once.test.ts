@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
 import { debugVars } from '../replica/support.ts';
+import { sideApi, sideGet } from '../support/side-api.ts';
 import {
   countingAlertmanager, isLeaderOnly, podPatchesByName, readState, replicaLogTails, replicaOf, replicaUser, reportWrites, takeoverAfter, until, writesAfter, writesNotFromHolder,
   type AuditEntry, type DevState,
@@ -124,9 +125,9 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
       return s && s.replicas.length === 3 && s.replicas.every((r) => r.pid !== null) ? s : undefined;
     });
     const kube = createKubeClient({ kubeconfigYaml: await readFile(first.kubeconfig, 'utf8'), qps: 200, burst: 200, userAgent: 'e2e' });
-    const adminToken = /token: (\S+)/.exec(await readFile(first.kubeconfig, 'utf8'))?.[1] ?? '';
 
-    const auditLog = async () => (await (await fetch(`${first.apiserver}/_portal/audit`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as AuditEntry[];
+    const side = await sideApi(first.kubeconfig);
+    const auditLog = async () => sideGet<AuditEntry[]>(side, '/_portal/audit');
     let created = 0;
     const createPods = async (n: number) => {
       for (let i = 0; i < n; i++, created++) {

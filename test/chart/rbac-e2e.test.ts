@@ -23,6 +23,7 @@ import { createKubeClient } from '../../src/kube/client.ts';
 import { find, render } from './helm.ts';
 import { allows, rulesOf, type ResourceRequest } from './rbac.ts';
 import { until as untilShared } from '../support/until.ts';
+import { sideApi, sideGet } from '../support/side-api.ts';
 
 /** test/support/until.ts, with a failing check counting as "not yet". */
 const until = <T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> => untilShared(what, ms, check, { intervalMs: 100, ignoreErrors: true });
@@ -110,7 +111,6 @@ void test('every request a leading replica makes is allowed by the chart\'s RBAC
     const kubeconfigYaml = await readFile(state.kubeconfig, 'utf8');
     const kube = createKubeClient({ kubeconfigYaml, qps: 100, burst: 100, userAgent: 'rbac-e2e' });
     const apps = kube.kubeConfig.makeApiClient(AppsV1Api);
-    const adminToken = /token: (\S+)/.exec(kubeconfigYaml)?.[1] ?? '';
     await until('a leader', 30_000, async () => (await kube.coordination.readNamespacedLease({ name: 'portal-leader', namespace: INSTALL_NS })).spec?.holderIdentity || undefined);
 
     // Violates disallow-latest-tag, require-resource-limits, require-team-label (label actions) and the alert rule.
@@ -137,7 +137,7 @@ void test('every request a leading replica makes is allowed by the chart\'s RBAC
       (((await kube.customObjects.listNamespacedCustomObject({ group: 'wgpolicyk8s.io', version: 'v1alpha2', namespace: 'default', plural: 'policyreports' })) as { items: unknown[] }).items.length > 0 ? true : undefined));
     assert.ok(alerts.length > 0, 'the alert was sent');
 
-    const requests = (await (await fetch(`${state.apiserver}/_portal/requests`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as Record<string, Record<string, number>>;
+    const requests = await sideGet<Record<string, Record<string, number>>>(await sideApi(state.kubeconfig), '/_portal/requests');
     const replicaUsers = Object.keys(requests).filter((u) => u.startsWith(`system:serviceaccount:${INSTALL_NS}:`));
     assert.equal(replicaUsers.length, 1, `one replica user: ${Object.keys(requests).join(', ')}`);
     const ms = await render();

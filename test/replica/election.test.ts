@@ -7,8 +7,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parse as parseYaml } from 'yaml';
 import { debugVars, podReview, readyz, review, spawnPortal, until, type LeaderVars } from './support.ts';
+import { sideApi } from '../support/side-api.ts';
 
 const LEASE_MS = 3000;
 const RENEW_DEADLINE_MS = 2000;
@@ -73,16 +73,12 @@ test('portal dev --replicas 3: one leader, fast handover, fenced pauses, cut-off
     const s = await state();
     return s && s.replicas.length === 3 && s.replicas.every((r) => r.pid !== null) ? s : undefined;
   });
-  const kubeconfig = parseYaml(await readFile(first.kubeconfig, 'utf8')) as { users: { user: { token: string } }[] };
-  const adminToken = kubeconfig.users[0]?.user.token ?? '';
+  // The side API over HTTPS, trusting the CA of dev's kubeconfig.
+  const api = await sideApi(first.kubeconfig);
   const side = async (method: string, path: string, body?: unknown): Promise<unknown> => {
-    const res = await fetch(`${first.apiserver}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
+    const res = await api.request(method, path, body);
     assert.equal(res.status, 200, `${method} ${path}`);
-    return res.json();
+    return res.body;
   };
   const leaseWrites = async (user: string): Promise<AuditEntry[]> =>
     ((await side('GET', '/_portal/audit')) as AuditEntry[]).filter((e) => e.resource === 'leases' && e.name === 'portal-leader' && e.user === user && e.code < 300);
