@@ -40,6 +40,12 @@ export interface VapProblem {
 
 export const VAP_EVENT_CONTROLLER = 'portal.dev/audit';
 const RETRY_MS = 5000;
+/**
+ * A problem already recorded is tried again after this long: kube-apiserver
+ * deletes Events after its --event-ttl (1h by default), so a problem that
+ * persists gets its Event back; while the Event exists the create is a 409.
+ */
+const RECHECK_MS_DEFAULT = 30 * 60_000;
 /** Event messages are capped by the API server at 1 KiB (as client-go truncates them). */
 const MAX_MESSAGE = 1024;
 
@@ -94,6 +100,7 @@ export class VapProblemEvents implements Runnable {
   readonly #writer: FencedWriter;
   readonly #log: Logger;
   readonly #identity: string;
+  readonly #recheckMs: number;
   /**
    * Where the Events are written: Portal's install namespace, where its Role
    * already lets it create Events (client-go would use `default` for a
@@ -104,12 +111,13 @@ export class VapProblemEvents implements Runnable {
   readonly #errors: Counter<'policy' | 'reason'>;
   readonly #pending = new Map<string, Pending>();
   /** Keys written (or found written by an earlier leader): never again for this generation. */
-  readonly #done = new Set<string>();
+  readonly #done = new Map<string, number>();
   #wake: (() => void) | undefined;
   /** Events created by this replica (for tests and /debug/vars). */
   written = 0;
 
-  constructor(deps: { writer: FencedWriter; logger: Logger; registry: Registry; identity: string; namespace: string }) {
+  constructor(deps: { writer: FencedWriter; logger: Logger; registry: Registry; identity: string; namespace: string; recheckMs?: number }) {
+    this.#recheckMs = deps.recheckMs ?? RECHECK_MS_DEFAULT;
     this.namespace = deps.namespace;
     this.#writer = deps.writer;
     this.#log = deps.logger.child({ subcomponent: 'vap-events' });
@@ -133,7 +141,8 @@ export class VapProblemEvents implements Runnable {
     if (!policy?.metadata.uid || problem.message === '') return;
     const generation = policy.metadata.generation ?? 0;
     const key = createHash('sha256').update(JSON.stringify([policy.metadata.uid, generation, problem.reason, problem.binding, problem.field ?? ''])).digest('hex').slice(0, 20);
-    if (this.#done.has(key) || this.#pending.has(key)) return;
+    const recorded = this.#done.get(key);
+    if ((recorded !== undefined && Date.now() - recorded < this.#recheckMs) || this.#pending.has(key)) return;
     this.#pending.set(key, { key, policy: { name: policy.metadata.name, uid: policy.metadata.uid, generation }, problem });
     this.#wake?.();
   }
@@ -149,7 +158,7 @@ export class VapProblemEvents implements Runnable {
         const ok = await this.#write(p, term, termSignal);
         if (ok) {
           this.#pending.delete(p.key);
-          this.#done.add(p.key);
+          this.#done.set(p.key, Date.now());
         } else retry = true;
       }
       await new Promise<void>((resolve) => {

@@ -126,3 +126,32 @@ test('problemsOf: the reason of each erroring binding evaluation', () => {
     ['broken', 'CompileError', 'b4', undefined],
   ]);
 });
+
+test('a recorded problem is checked again later: an Event deleted by its TTL comes back, one that exists is not duplicated', async (t) => {
+  const api = await apiServer(t);
+  const client = clientFor(api, 'portal');
+  const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: client.userAgent });
+  t.after(() => writer.close());
+  const [problem] = compileProblems(compileErrors(compilePolicy(policy(1), celEngine())));
+  assert.ok(problem);
+  const events = new VapProblemEvents({ writer, logger: silentLogger(), registry: new Registry(), identity: 'portal-0_a', namespace: 'default', recheckMs: 0 });
+  running(t, events, new Term({ leaseUid: 'l', transitions: 1 }, performance.now(), Infinity));
+  const auth = { authorization: `Bearer ${api.adminToken}` };
+  const names = async (): Promise<string[]> =>
+    ((await (await fetch(`${api.url}/api/v1/namespaces/default/events`, { headers: auth })).json()) as { items: { metadata: { name: string }; involvedObject: { kind?: string } }[] }).items
+      .filter((e) => e.involvedObject.kind === 'ValidatingAdmissionPolicy')
+      .map((e) => e.metadata.name);
+  events.note(policy(1), problem);
+  await until('the Event', 10_000, () => events.written === 1);
+  // Checked again while it exists: a 409, nothing new.
+  events.note(policy(1), problem);
+  await until('the recheck settled', 5000, () => events.stats()['pending'] === 0);
+  const [name] = await names();
+  assert.ok(name);
+  assert.equal(events.written, 1);
+  // Gone (the API server's event TTL): the next note writes it again.
+  assert.equal((await fetch(`${api.url}/api/v1/namespaces/default/events/${name}`, { method: 'DELETE', headers: auth })).status, 200);
+  events.note(policy(1), problem);
+  await until('the Event back', 10_000, () => events.written === 2);
+  assert.deepEqual(await names(), [name]);
+});
