@@ -16,6 +16,10 @@ import type { RuleAction } from '../policy/types.ts';
 import { guessResource, parseAuditActions, vapVerdicts, type ValidatingAdmissionPolicy, type VapAttributes } from '../policy/vap/index.ts';
 import type { AuditPolicySource } from './evaluator.ts';
 import { BUILTIN_KINDS } from './kind-resources.ts';
+import { problemsOf, type VapProblem } from './vap-events.ts';
+
+/** Where evaluation problems go (every replica; see vap-events.ts). */
+export type VapProblemSink = (policy: ValidatingAdmissionPolicy | undefined, problem: VapProblem, policyName: string) => void;
 
 const byResource = new Map(BUILTIN_KINDS.map((r) => [`${r.group}/${r.resource}`, r]));
 const byKind = new Map(BUILTIN_KINDS.map((r) => [`${r.group}/${r.kind}`, r]));
@@ -23,7 +27,10 @@ const byKind = new Map(BUILTIN_KINDS.map((r) => [`${r.group}/${r.kind}`, r]));
 export class VapAuditPolicySource implements AuditPolicySource {
   readonly name = 'validatingadmissionpolicies';
 
-  constructor(private readonly source: VapInformerSource) {}
+  constructor(
+    private readonly source: VapInformerSource,
+    private readonly problems?: VapProblemSink,
+  ) {}
 
   get revision(): number {
     return this.source.revision;
@@ -85,6 +92,11 @@ export class VapAuditPolicySource implements AuditPolicySource {
       ? { apiVersion: 'v1', kind: 'Namespace', metadata: { name: request.namespace, labels: request.namespaceLabels ?? {} } }
       : null;
     const policies = new Map(this.#policies().map((p) => [p.metadata.name, p]));
-    return vapVerdicts(this.source.evaluate(attrs, namespaceObject), policies);
+    const evaluations = this.source.evaluate(attrs, namespaceObject);
+    if (this.problems) {
+      const compile = this.source.compileErrors();
+      for (const { policy, problem } of problemsOf(evaluations, (name) => compile.has(name))) this.problems(policies.get(policy), problem, policy);
+    }
+    return vapVerdicts(evaluations, policies);
   }
 }

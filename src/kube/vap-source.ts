@@ -53,6 +53,7 @@ export class VapInformerSource {
   readonly #options: VapInformerSourceOptions;
   readonly #params = new Map<string, ParamState>();
   readonly #compileErrors = new Map<string, PolicyCompileError[]>();
+  readonly #compileListeners: ((policy: ValidatingAdmissionPolicy, errors: readonly PolicyCompileError[]) => void)[] = [];
   #signal: AbortSignal | undefined;
   /** Bumped on every change of policies, bindings or params (for the audit's re-evaluation). */
   revision = 0;
@@ -86,8 +87,10 @@ export class VapInformerSource {
       return;
     }
     const errors = this.set.upsertPolicy(p);
-    if (errors.length > 0) this.#compileErrors.set(name, errors);
-    else this.#compileErrors.delete(name);
+    if (errors.length > 0) {
+      this.#compileErrors.set(name, errors);
+      for (const l of this.#compileListeners) l(p, errors);
+    } else this.#compileErrors.delete(name);
     if (p.spec.paramKind) this.#ensureParams(p.spec.paramKind);
   }
 
@@ -160,6 +163,11 @@ export class VapInformerSource {
   /** Every bound policy's result for an existing object (operation AUDIT). */
   evaluate(a: VapAttributes, namespaceObject: KubeObject | null): BindingEvaluation[] {
     return this.set.evaluate(a, { namespaceObject, params: this.params });
+  }
+
+  /** Called with a policy (each version of it) whose expressions do not compile here. */
+  onCompileErrors(listener: (policy: ValidatingAdmissionPolicy, errors: readonly PolicyCompileError[]) => void): void {
+    this.#compileListeners.push(listener);
   }
 
   /** Policies whose expressions do not compile (for Events on the policy and a metric). */

@@ -16,6 +16,7 @@ import { createKubeClient, type KubeClient } from '../kube/client.ts';
 import { ClusterRuleSource } from '../kube/cluster-rule-source.ts';
 import { VapInformerSource } from '../kube/vap-source.ts';
 import { VapAuditPolicySource } from '../audit/vap-policy-source.ts';
+import { compileProblems, VapProblemEvents } from '../audit/vap-events.ts';
 import { FencedWriter } from '../kube/fenced-writer.ts';
 import { leaderElectionConfig, LeaderElector, makeIdentity } from '../leader/index.ts';
 import type { DebugVars } from '../observability/debug-vars.ts';
@@ -54,6 +55,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   // ValidatingAdmissionPolicies are audited, never enforced here (the API server does): DESIGN §8.
   const vaps = new VapInformerSource(client, componentLogger(root, 'vap'));
 
+  const identity = makeIdentity(config.podName);
   let elector: LeaderElector;
   try {
     elector = new LeaderElector(
@@ -65,7 +67,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
         renewDeadlineMs: config.renewDeadline,
         retryPeriodMs: config.retryPeriod,
       }),
-      { client, identity: makeIdentity(config.podName), logger: componentLogger(root, 'leader'), registry },
+      { client, identity, logger: componentLogger(root, 'leader'), registry },
     );
   } catch (err) {
     return { title: 'invalid leader election settings', problems: [(err as Error).message] };
@@ -73,6 +75,11 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
 
   // The replica's one transport for leader-only writes (fenced at the socket); closed after the Manager stopped.
   const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: client.userAgent });
+  // VAP evaluation problems: counted on every replica, Warning Events on the policy written by the leader only.
+  const vapEvents = new VapProblemEvents({ writer, logger: componentLogger(root, 'audit'), registry, identity, namespace: config.installNamespace });
+  vaps.onCompileErrors((policy, errors) => {
+    for (const problem of compileProblems(errors)) vapEvents.note(policy, problem);
+  });
   const { evaluator, actuator } = buildAudit(
     {
       installNamespace: config.installNamespace,
@@ -87,7 +94,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       client,
       writer,
       ruleSet: source.ruleSet,
-      policies: [new VapAuditPolicySource(vaps)],
+      policies: [new VapAuditPolicySource(vaps, (policy, problem, name) => vapEvents.note(policy, problem, name))],
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
@@ -97,7 +104,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   );
 
   debugVars.register('informers', () => source.informerStats());
-  debugVars.register('validating_admission_policies', () => vaps.debugVars());
+  debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), events: vapEvents.stats() }));
   // A VAP the API server accepted can still fail to compile in Portal's CEL engine (a
   // stricter type check): every request it matches is then an audit `error` (DESIGN §8).
   new Gauge({
@@ -125,6 +132,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       { runnable: evaluator, group: 'others' },
       // ... and only the leader acts: started by the Manager with each term.
       { runnable: actuator, group: 'others' },
+      { runnable: vapEvents, group: 'others' },
     ],
     close: () => writer.close(),
   };
