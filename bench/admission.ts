@@ -24,17 +24,24 @@
  *
  * Run: node --import tsx bench/admission.ts [--rounds 10] [--seconds 2]
  *        [--open-rounds 5] [--rate 1000] [--connections 32] [--cpu-prof DIR]
- *        [--no-cluster] [--from-source]
+ *        [--no-cluster] [--from-source] [--rules schema|cel]
+ *
+ * --rules cel (issue 12 item 6): the standalone replica loads the Pod
+ * Security controls written as CEL rules (bench/cel-pss-rules.ts) instead of
+ * the shipped JSON Schema library; the cluster side is left out (it reads
+ * policies/ from its own process).
  * Prints one JSON object on stdout.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { stringify } from 'yaml';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { writeSelfSigned } from '../src/admission/certs.ts';
+import { celPssRules } from './cel-pss-rules.ts';
 import { closedLoop, openLoop, type LoadResult, type Target } from './load.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -56,6 +63,18 @@ const CPU_PROF_DIR = flag('cpu-prof', '');
 const CLUSTER = !process.argv.includes('--no-cluster');
 // Portal through tsx from src/ instead of compiled (for profiles with TS names; slower).
 const FROM_SOURCE = process.argv.includes('--from-source');
+const RULES = flag('rules', 'schema');
+if (RULES !== 'schema' && RULES !== 'cel') throw new Error(`--rules: "${RULES}" is not schema or cel`);
+const WITH_CLUSTER = CLUSTER && RULES === 'schema';
+
+/** The directory of rules the standalone replica serves. */
+async function rulesDir(dir: string): Promise<string> {
+  if (RULES === 'schema') return join(root, 'policies');
+  const out = join(dir, 'cel-rules');
+  await mkdir(out);
+  await writeFile(join(out, 'pss-cel.yaml'), celPssRules().map((r) => stringify(r)).join('---\n'));
+  return out;
+}
 
 /** A realistic Pod that passes the baseline rules (so every rule is evaluated), ~3 KB as a review. */
 function podReview(): Buffer {
@@ -256,7 +275,7 @@ async function main(): Promise<void> {
     const portal = await startProcess(
       [
         ...profile('portal'),
-        portalMain, 'serve', '--policies', join(root, 'policies'), '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
+        portalMain, 'serve', '--policies', await rulesDir(dir), '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
         '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info',
       ],
       (l) => {
@@ -277,7 +296,7 @@ async function main(): Promise<void> {
       portal: { target: { port: portal.port, ca, body, check }, pid: portal.child.pid! },
     };
     let clusterPid = 0;
-    if (CLUSTER) {
+    if (WITH_CLUSTER) {
       const cluster = await startCluster(dir, portalMain, files, profile);
       clusterPid = cluster.pid;
       servers.cluster = { target: { port: cluster.port, ca, body, check }, pid: cluster.pid };
@@ -332,12 +351,12 @@ async function main(): Promise<void> {
       machine: { cpus: cpus().length, node: process.version, loadavg1m: load.map((l) => round3(l[0] ?? NaN)) },
       setup: {
         reviewBytes: body.length, connections: CONNECTIONS, rounds: ROUNDS, openRounds: OPEN_ROUNDS, secondsPerRun: SECONDS, openLoopRate: RATE,
-        sides: names, portal: FROM_SOURCE ? 'src through tsx' : 'compiled with tsc (as in the image)', ...(CLUSTER ? { clusterReplicaPid: clusterPid } : {}),
+        sides: names, rules: RULES, portal: FROM_SOURCE ? 'src through tsx' : 'compiled with tsc (as in the image)', ...(WITH_CLUSTER ? { clusterReplicaPid: clusterPid } : {}),
       },
       median: { ...median_, maxGeneratorCores: Math.max(...all.map((r) => r.generatorCores)) },
       goals: {
         portal: goals('portal'),
-        ...(CLUSTER ? { cluster: goals('cluster') } : {}),
+        ...(WITH_CLUSTER ? { cluster: goals('cluster') } : {}),
         zeroErrors: errors === 0,
       },
       closedRounds,
