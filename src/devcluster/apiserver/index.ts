@@ -50,6 +50,8 @@ export interface ApiServerFaults {
   cutOff(user: string): void;
   restore(user?: string): void;
   clear(): void;
+  /** `METHOD path` of the requests of `user` held by the latency fault right now (in flight, not yet served). */
+  delayed(user: string): string[];
 }
 
 export interface ApiServer {
@@ -174,6 +176,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       setErrorRate: (fraction, code, scope) => faults.setErrorRate(fraction, code, scope),
       dropWatches: (scope) => faults.dropWatches(scope),
       cutOff: (user) => faults.cutOff(user),
+      delayed: (user) => faults.delayed(user),
       restore: (user) => faults.restore(user),
       clear: () => faults.clear(),
     },
