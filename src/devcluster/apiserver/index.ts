@@ -68,6 +68,8 @@ export interface ApiServer {
   kubeConfig(user: string): string;
   faults: ApiServerFaults;
   auditLog(): AuditEntry[];
+  /** Watches open right now (of `user`, or of everyone): lets a test prove a client left none behind. */
+  openWatches(user?: string): number;
   close(): Promise<void>;
 }
 
@@ -181,6 +183,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       clear: () => faults.clear(),
     },
     auditLog: () => audit.all(),
+    openWatches: (user) => [...router.watches].filter((w) => user === undefined || w.user === user).length,
     close() {
       closing ??= (async () => {
         abort.abort();
