@@ -4,6 +4,7 @@
 // token of `.portal/dev/kubeconfig`.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -73,17 +74,35 @@ test('portal dev --replicas 3: one leader, fast handover, fenced pauses, cut-off
     const s = await state();
     return s && s.replicas.length === 3 && s.replicas.every((r) => r.pid !== null) ? s : undefined;
   });
-  const kubeconfig = parseYaml(await readFile(first.kubeconfig, 'utf8')) as { users: { user: { token: string } }[] };
-  const adminToken = kubeconfig.users[0]?.user.token ?? '';
-  const side = async (method: string, path: string, body?: unknown): Promise<unknown> => {
-    const res = await fetch(`${first.apiserver}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    assert.equal(res.status, 200, `${method} ${path}`);
-    return res.json();
+  const kubeconfig = parseYaml(await readFile(first.kubeconfig, 'utf8')) as {
+    users: { user: { token: string } }[];
+    clusters: { cluster: { 'certificate-authority-data'?: string } }[];
   };
+  const adminToken = kubeconfig.users[0]?.user.token ?? '';
+  // portal dev's API server speaks TLS with its own CA (in the kubeconfig); fetch would not trust it.
+  const caData = kubeconfig.clusters[0]?.cluster['certificate-authority-data'];
+  const apiCa = caData ? Buffer.from(caData, 'base64').toString() : undefined;
+  const side = (method: string, path: string, body?: unknown): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      const req = httpsRequest(
+        `${first.apiserver}${path}`,
+        { method, ...(apiCa ? { ca: apiCa } : {}), headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' } },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => {
+            try {
+              assert.equal(res.statusCode, 200, `${method} ${path}`);
+              resolve(JSON.parse(text));
+            } catch (err) {
+              reject(err as Error);
+            }
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(body !== undefined ? JSON.stringify(body) : undefined);
+    });
   const leaseWrites = async (user: string): Promise<AuditEntry[]> =>
     ((await side('GET', '/_portal/audit')) as AuditEntry[]).filter((e) => e.resource === 'leases' && e.name === 'portal-leader' && e.user === user && e.code < 300);
 
