@@ -72,6 +72,8 @@ export interface InformerStats {
   errors: number;
   staleRestarts: number;
   expiredRelists: number;
+  /** BOOKMARK events received (each one refreshes the staleness clock). */
+  bookmarks: number;
 }
 
 export function objectKey(obj: Pick<KubeObject, 'metadata'>): string {
@@ -93,7 +95,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
   readonly #cache = new Map<string, T>();
   readonly #handlers = new Set<InformerHandler<T>>();
   readonly #syncWaiters = new Set<() => void>();
-  readonly #stats: InformerStats = { lists: 0, watches: 0, errors: 0, staleRestarts: 0, expiredRelists: 0 };
+  readonly #stats: InformerStats = { lists: 0, watches: 0, errors: 0, staleRestarts: 0, expiredRelists: 0, bookmarks: 0 };
   #resourceVersion = '';
   #synced = false;
   #watching = false;
@@ -310,7 +312,10 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
         }
         const rv = obj?.metadata?.resourceVersion;
         if (rv) this.#resourceVersion = rv;
-        if (type === 'BOOKMARK') return;
+        if (type === 'BOOKMARK') {
+          this.#stats.bookmarks++;
+          return;
+        }
         const key = objectKey(obj);
         if (type === 'DELETED') {
           const old = this.#cache.get(key);

@@ -19,6 +19,10 @@ export interface ElectionStateConfig {
   identity: string;
   leaseDurationMs: number;
   healthTimeoutMs: number;
+  /** Pause between renewals (a renewal cycle starts this long after the last success). */
+  retryPeriodMs: number;
+  /** How long a renewal cycle may keep retrying before the leader gives up. */
+  renewDeadlineMs: number;
 }
 
 export interface ElectionClock {
@@ -38,6 +42,19 @@ export type AcquireDecision =
   | { type: 'wait'; reason: string; heldBy: string }
   /** We were renewing and the Lease is gone or someone else's: demote now. */
   | { type: 'lost'; reason: string; heldBy: string };
+
+/** What a leader does after a renewal attempt failed. */
+export type RenewFailureDecision =
+  /** Leadership is over (another holder, or the renew deadline passed). */
+  | { type: 'demote'; reason: string }
+  /** Try again after `afterMs` (never past the deadline). */
+  | { type: 'retry'; afterMs: number };
+
+/** What to do with the Lease on a graceful shutdown, after a fresh Get. */
+export type ReleaseDecision =
+  | { type: 'release'; base: ObservedLease; record: LeaseRecord }
+  /** Someone else holds it now (or nobody): leave it alone. */
+  | { type: 'not-ours'; holder: string };
 
 export class ElectionState {
   readonly #config: Readonly<ElectionStateConfig>;
@@ -142,6 +159,74 @@ export class ElectionState {
         : // Every term is a distinct epoch, also re-acquiring a Lease that still names us.
           { ...desired, leaseTransitions: record.leaseTransitions + 1 },
     };
+  }
+
+  /**
+   * When the current renewal cycle gives up. client-go polls every
+   * retryPeriod under a renewDeadline timeout that starts with the cycle,
+   * i.e. retryPeriod after the last success (wait.Until, sliding): a leader
+   * that cannot renew gives up R + D after its last success at the latest.
+   * Anchored at the last renewal's *send* time, as the term's validity is,
+   * not at whenever the loop's timer fired: a late timer (a loaded machine, a
+   * GC pause) used to push the deadline past the term's validity, so the
+   * backstop ended the term before the renew loop did. Never later than the
+   * term's validity either (`validUntil`; a config with R + D close to L).
+   */
+  renewDeadline(validUntil: number): number {
+    return Math.min(this.#lastRenewSentAt + this.#config.retryPeriodMs + this.#config.renewDeadlineMs, validUntil);
+  }
+
+  /** Whether the renew `deadline` has passed. */
+  pastDeadline(deadline: number): boolean {
+    return this.#clock.now() >= deadline;
+  }
+
+  /** Time left before `deadline` (bounds each request of the cycle, a hanging one included). */
+  remaining(deadline: number): number {
+    return deadline - this.#clock.now();
+  }
+
+  /**
+   * A renewal attempt failed (`heldBy` set: the Lease names another holder).
+   * Demote at once on another holder (on purpose, unlike client-go) or once
+   * the deadline has passed; otherwise retry within the deadline.
+   */
+  renewFailed(failure: { reason: string; heldBy?: string | undefined }, deadline: number): RenewFailureDecision {
+    if (failure.heldBy !== undefined) return { type: 'demote', reason: `lease is now held by "${failure.heldBy}"` };
+    const left = this.remaining(deadline);
+    if (left <= 0) return { type: 'demote', reason: `failed to renew within renew deadline (${failure.reason})` };
+    return { type: 'retry', afterMs: Math.min(this.#config.retryPeriodMs, left) };
+  }
+
+  /** A graceful release keeps retrying (on conflicts) until this monotonic time. */
+  releaseDeadline(): number {
+    return this.#clock.now() + this.#config.renewDeadlineMs;
+  }
+
+  /**
+   * Graceful release, on the Lease just read: only while it still names us
+   * (never clear someone else's hold); holder "" and 1 s so others take over
+   * at once; the transition count stays (the next holder's acquire bumps it).
+   */
+  decideRelease(current: ObservedLease): ReleaseDecision {
+    const holder = current.record.holderIdentity;
+    if (holder !== this.#config.identity) return { type: 'not-ours', holder };
+    const stamp = microTime(this.#clock.wall());
+    return {
+      type: 'release',
+      base: current,
+      record: { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: stamp, renewTime: stamp, leaseTransitions: current.record.leaseTransitions },
+    };
+  }
+
+  /**
+   * A release write or read failed with `statusCode` (undefined: no HTTP
+   * status). A 409 means the Lease changed under us (e.g. our own last
+   * renewal raced the read): read again and retry. Anything else: give up,
+   * others take over once the Lease expires.
+   */
+  releaseFailed(statusCode: number | undefined): 'retry' | 'give-up' {
+    return statusCode === 409 ? 'retry' : 'give-up';
   }
 
   /**

@@ -26,7 +26,7 @@ import { JITTER_FACTOR, safetyMarginMs, validateLeaderElectionConfig, type Leade
 import { EventBus } from '../observability/event-bus.ts';
 import type { LeaderEventBus, LeaderEventMap } from './events.ts';
 import { ElectionState, SYSTEM_CLOCK, type ElectionClock } from './election-state.ts';
-import { LeaseLock, microTime, observeLease, type ObservedLease } from './lease-lock.ts';
+import { LeaseLock, observeLease, type ObservedLease } from './lease-lock.ts';
 import { createLeaderMetrics, type LeaderMetrics } from './metrics.ts';
 import { LeaseEventRecorder, subscribeRecorder, type LeaderEventRecorder } from './recorder.ts';
 import { Term, type LeaderTerm } from './term.ts';
@@ -89,7 +89,7 @@ export class LeaderElector {
     this.#logger = deps.logger.child({ [LogKey.subcomponent]: 'leader-election', identity: deps.identity, lease: `${config.leaseNamespace}/${config.leaseName}` });
     this.#lock = new LeaseLock(deps.client, config.leaseNamespace, config.leaseName);
     this.#clock = deps.clock ?? SYSTEM_CLOCK;
-    this.#state = new ElectionState({ identity: deps.identity, leaseDurationMs: config.leaseDurationMs, healthTimeoutMs: config.healthTimeoutMs }, this.#clock);
+    this.#state = new ElectionState({ identity: deps.identity, leaseDurationMs: config.leaseDurationMs, healthTimeoutMs: config.healthTimeoutMs, retryPeriodMs: config.retryPeriodMs, renewDeadlineMs: config.renewDeadlineMs }, this.#clock);
     this.events = deps.bus ?? new EventBus<LeaderEventMap>((event, err) => this.#logger.error({ err, event }, 'leader event listener failed'));
     this.#metrics = createLeaderMetrics(deps.registry, { isLeader: () => this.isLeader(), heldSeconds: () => this.#heldSecondsNow() });
     this.events.on('BecameLeader', () => this.#metrics.transitions.inc());
@@ -241,33 +241,21 @@ export class LeaderElector {
       await sleep(this.config.retryPeriodMs, signal, term.signal);
       if (signal.aborted) return 'shutdown';
       if (term.ended) return (term.signal.reason as Error).message;
-      // client-go: each cycle polls every retryPeriod under a renewDeadline
-      // timeout that starts with the cycle, i.e. retryPeriod after the last
-      // success (wait.Until, sliding): a leader that cannot renew gives up
-      // D + R after its last success at the latest. Every request, a hanging
-      // one included, is bounded by the time left in the cycle.
-      // Anchored at the last renewal's *send* time, as the term's validity is,
-      // not at whenever the sleep above returned: a late timer (a loaded
-      // machine, a GC pause) used to push the deadline past the term's
-      // validity (R + D vs L − margin after the send, 100 ms apart with the
-      // test timings), so the backstop ended the term before the renew loop
-      // did. Never later than the validity either (a config with R + D close
-      // to L).
-      const deadline = Math.min(this.#state.lastRenewSentAt + this.config.retryPeriodMs + this.config.renewDeadlineMs, term.validUntil());
+      // The deadline and the retry/demote rules are the state machine's (election-state.ts).
+      const deadline = this.#state.renewDeadline(term.validUntil());
       for (;;) {
-        const remaining = deadline - performance.now();
-        const result = await this.#tryAcquireOrRenew(this.#requestSignal(AbortSignal.any([signal, term.signal]), remaining), true);
+        const result = await this.#tryAcquireOrRenew(this.#requestSignal(AbortSignal.any([signal, term.signal]), this.#state.remaining(deadline)), true);
         if (signal.aborted) return 'shutdown';
         if (term.ended) return (term.signal.reason as Error).message;
         if (result.ok) {
           term.renewed(this.#state.lastRenewSentAt);
           break;
         }
-        if (result.heldBy !== undefined) return `lease is now held by "${result.heldBy}"`;
-        if (performance.now() >= deadline) return `failed to renew within renew deadline (${result.reason})`;
+        const next = this.#state.renewFailed(result, deadline);
+        if (next.type === 'demote') return next.reason;
         this.#logger.warn({ reason: result.reason }, 'lease renewal failed, retrying');
-        await sleep(Math.min(this.config.retryPeriodMs, deadline - performance.now()), signal, term.signal);
-        if (performance.now() >= deadline && !signal.aborted && !term.ended) return `failed to renew within renew deadline (${result.reason})`;
+        await sleep(next.afterMs, signal, term.signal);
+        if (this.#state.pastDeadline(deadline) && !signal.aborted && !term.ended) return `failed to renew within renew deadline (${result.reason})`;
       }
     }
   }
@@ -361,31 +349,26 @@ export class LeaderElector {
     }
   }
 
-  /** Graceful release: fresh Get, holder "", duration 1 s, retry on 409 (bounded by renewDeadline). */
+  /** Graceful release: fresh Get, holder "", duration 1 s, retry on 409 (bounded by renewDeadline); the decisions are the state machine's. */
   async #release(): Promise<void> {
-    const deadline = performance.now() + this.config.renewDeadlineMs;
+    const deadline = this.#state.releaseDeadline();
     const backoff = new Backoff({ initialMs: 10, maxMs: this.config.retryPeriodMs });
-    while (performance.now() < deadline) {
-      const signal = AbortSignal.timeout(Math.max(1, Math.floor(deadline - performance.now())));
+    while (!this.#state.pastDeadline(deadline)) {
+      const signal = AbortSignal.timeout(Math.max(1, Math.floor(this.#state.remaining(deadline))));
       try {
         const current = await this.#lock.get(signal);
         this.#state.observe(current);
-        if (current.record.holderIdentity !== this.identity) {
-          this.#logger.info({ holder: current.record.holderIdentity }, 'lease no longer ours; nothing to release');
+        const decision = this.#state.decideRelease(current);
+        if (decision.type === 'not-ours') {
+          this.#logger.info({ holder: decision.holder }, 'lease no longer ours; nothing to release');
           return;
         }
-        const stamp = microTime(new Date());
-        const released = await this.#lock.update(
-          current,
-          { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: stamp, renewTime: stamp, leaseTransitions: current.record.leaseTransitions },
-          signal,
-        );
-        this.#state.observe(released);
+        this.#state.observe(await this.#lock.update(decision.base, decision.record, signal));
         this.counters.releases++;
         this.#logger.info('lease released');
         return;
       } catch (err) {
-        if (apiStatusCode(err) === 409) {
+        if (this.#state.releaseFailed(apiStatusCode(err)) === 'retry') {
           this.counters.releaseConflicts++;
           this.#logger.debug('release conflicted, retrying with a fresh read');
           await sleep(backoff.next());

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { generateServingCert } from '../../src/admission/certs.ts';
 import { watchTlsFiles } from '../../src/admission/tls-reload.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
+import { until } from '../support/until.ts';
 import { allowAll, makePki, makeServer, podReview, type TestPki, type TestServer } from './helpers.ts';
 
 /** One HTTPS POST /validate through `agent`; resolves with the response and the peer certificate of the socket used. */
@@ -99,17 +100,13 @@ describe('webhook TLS', () => {
       renameSync(join(dir, 'tls.crt.new'), join(dir, 'tls.crt'));
       const nextFingerprint = new (await import('node:crypto')).X509Certificate(next.cert).fingerprint256;
 
-      // Poll (with a deadline) until a fresh connection sees the new certificate.
-      const deadline = Date.now() + 5000;
-      let fresh = '';
-      while (Date.now() < deadline) {
+      // The reload has no event visible to a client: poll until a fresh connection sees the new certificate.
+      await until('a new connection to see the new certificate', 5000, async () => {
         const a = new Agent({ keepAlive: false });
-        fresh = (await validate(port, pki.ca.cert, a, 'fresh')).fingerprint;
+        const fresh = (await validate(port, pki.ca.cert, a, 'fresh')).fingerprint;
         a.destroy();
-        if (fresh === nextFingerprint) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      assert.equal(fresh, nextFingerprint, 'a new connection sees the new certificate');
+        return fresh === nextFingerprint;
+      }, { intervalMs: 50 });
 
       const again = await validate(port, pki.ca.cert, keepAlive, 'k2');
       assert.equal(again.reused, true, 'the keep-alive connection was kept');
@@ -126,9 +123,7 @@ describe('webhook TLS', () => {
     const rejectedBefore = rejections.length;
     writeFileSync(join(dir, 'tls.crt'), other.cert); // key not rotated: mismatch
     // The reloader read the new pair and kept it out (an event, not three poll intervals of sleep).
-    const deadline = Date.now() + 5000;
-    while (rejections.length === rejectedBefore && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    assert.ok(rejections.length > rejectedBefore, 'the mismatched pair was rejected');
+    await until('the mismatched pair to be rejected', 5000, () => rejections.length > rejectedBefore);
     const a = new Agent({ keepAlive: false });
     const after = await validate(port, pki.ca.cert, a, 'm1');
     a.destroy();

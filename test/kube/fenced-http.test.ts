@@ -20,6 +20,7 @@ import { FencedWriter, type WriteTerm } from '../../src/kube/fenced-writer.ts';
 import { Term } from '../../src/leader/term.ts';
 import { ErrorCode, isPortalError } from '../../src/observability/errors.ts';
 import { apiServer, clientFor, freeze } from '../leader/cluster.ts';
+import { until } from '../support/until.ts';
 
 /** A term that is valid for `ms` from now (no renewals). */
 function shortTerm(ms: number): Term {
@@ -188,8 +189,8 @@ test('close() is idempotent, lets a write in flight finish, and refuses writes s
   const writer = writerFor(t, clientFor(api, 'leader'));
   const term = shortTerm(60_000);
   const inFlight = writer.core.createNamespacedConfigMap(configMap('in-flight'), writer.options(term));
-  // Closing while the request waits on the server: it still completes.
-  await new Promise((r) => setTimeout(r, 50));
+  // Closing while the request waits on the server (held there by the latency fault): it still completes.
+  await until('the write to be held on the server', 2000, () => api.faults.delayed('leader').some((r) => r.startsWith('POST ')), { intervalMs: 5 });
   const closed = writer.close();
   assert.equal(writer.close(), closed, 'one close, however often it is called');
   assert.equal(writer.closed, true);

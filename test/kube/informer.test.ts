@@ -87,8 +87,12 @@ test('a silent watch is detected and restarted; bookmarks keep it fresh', async 
   const chatty = await apiServer(t, { bookmarkIntervalMs: 100 });
   const c = run(t, clientFor(chatty, 'w'), { staleAfterMs: 300 });
   await c.informer.waitForSync();
-  await new Promise((r) => setTimeout(r, 1000));
+  // Counted, not timed: the server sends bookmarks at least 100 ms apart, so
+  // 10 of them span ≥ 900 ms, three times staleAfterMs: without them the
+  // silent watch would have been restarted (as `q`'s was) by now.
+  await until('10 bookmarks', 5000, () => c.informer.stats().bookmarks >= 10);
   assert.equal(c.informer.stats().staleRestarts, 0);
+  assert.equal(c.informer.stats().watches, 1, 'the one watch, never restarted');
   assert.equal(c.informer.ready(), true);
 });
 
@@ -97,10 +101,15 @@ test('stop() does not restart and leaves no watch behind', async (t) => {
   const admin = clientFor(api, 'admin');
   const { informer, stop } = run(t, clientFor(api, 'w'));
   await informer.waitForSync();
+  await until('w to watch', 2000, () => api.openWatches('w') === 1);
   await stop();
+  // start() has returned: its loop is over, so nothing can restart it. What is
+  // left to prove is on the server: the watch it held is gone.
+  await until("the server to drop w's watch", 2000, () => api.openWatches('w') === 0);
   const stats = informer.stats();
   await createNs(admin, 'after-stop');
-  await new Promise((r) => setTimeout(r, 300));
+  // With no watch of w's open on the server, nothing can deliver this event.
+  assert.equal(api.openWatches('w'), 0);
   assert.deepEqual(informer.stats(), stats);
   assert.equal(informer.get('after-stop'), undefined);
   assert.equal(informer.ready(), false);

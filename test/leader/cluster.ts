@@ -75,6 +75,19 @@ export function runElector(
   return r;
 }
 
+/**
+ * How many requests `user` has sent for `METHOD path` so far, from the API
+ * server's own request log (/_portal/requests; reads included, counted when
+ * served). The observable fact a test proves "it only read" from.
+ */
+export async function requestCount(api: ApiServer, user: string, request: string): Promise<number> {
+  const res = await fetch(`${api.url}/_portal/requests`, { headers: { Authorization: `Bearer ${api.adminToken}` } });
+  if (!res.ok) throw new Error(`/_portal/requests: HTTP ${res.status}`);
+  const counts = (await res.json()) as Record<string, Record<string, number>>;
+  return counts[user]?.[request] ?? 0;
+}
+
+export const LEASE_PATH = '/apis/coordination.k8s.io/v1/namespaces/default/leases/portal-leader';
 
 /** Blocks the event loop (simulates a GC pause / SIGSTOP) for `ms`. */
 export function freeze(ms: number): void {

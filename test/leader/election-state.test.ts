@@ -19,7 +19,7 @@ function lease(holder: string, transitions = 3, uid = 'uid-1', durationSeconds =
   return { metadata: { name: 'portal-leader', namespace: 'ns', uid, resourceVersion: String(rv++) }, record };
 }
 
-const CONFIG = { identity: 'me', leaseDurationMs: 15_000, healthTimeoutMs: 20_000 };
+const CONFIG = { identity: 'me', leaseDurationMs: 15_000, healthTimeoutMs: 20_000, retryPeriodMs: 2_000, renewDeadlineMs: 10_000 };
 
 test('no Lease: a campaigner creates it; a leader that finds it gone demotes', () => {
   const s = new ElectionState(CONFIG, fakeClock());
@@ -112,4 +112,70 @@ test('health: a leader is wedged once its last renewal is older than leaseDurati
   clock.advance(1);
   assert.equal(s.healthError(true), 'overdue by 1ms');
   assert.equal(s.healthError(false), undefined);
+});
+
+test('the renew deadline is anchored at the last renewal\'s send time, capped at the term\'s validity', () => {
+  const clock = fakeClock();
+  const s = new ElectionState(CONFIG, clock);
+  const sentAt = clock.now();
+  clock.advance(300); // the response arrives later than the send
+  s.succeeded(lease('me'), sentAt);
+  assert.equal(s.lastRenewSentAt, sentAt);
+  assert.equal(s.renewDeadline(Number.POSITIVE_INFINITY), sentAt + 2_000 + 10_000, 'R + D after the send, not after the response');
+  assert.equal(s.renewDeadline(sentAt + 11_000), sentAt + 11_000, 'never past the term validity');
+});
+
+test('a late renew timer does not extend the renew deadline', () => {
+  const clock = fakeClock();
+  const s = new ElectionState(CONFIG, clock);
+  const sentAt = clock.now();
+  s.succeeded(lease('me'), sentAt);
+  clock.advance(2_000 + 9_500); // the retryPeriod timer fired 9.5 s late
+  const deadline = s.renewDeadline(Number.POSITIVE_INFINITY);
+  assert.equal(deadline, sentAt + 12_000);
+  assert.equal(s.remaining(deadline), 500);
+  assert.deepEqual(s.renewFailed({ reason: 'update lease: 500' }, deadline), { type: 'retry', afterMs: 500 }, 'a retry never sleeps past the deadline');
+  clock.advance(500);
+  assert.equal(s.pastDeadline(deadline), true);
+  assert.deepEqual(s.renewFailed({ reason: 'update lease: 500' }, deadline), { type: 'demote', reason: 'failed to renew within renew deadline (update lease: 500)' });
+});
+
+test('a renewal that finds another holder demotes at once, even well before the deadline', () => {
+  const clock = fakeClock();
+  const s = new ElectionState(CONFIG, clock);
+  s.succeeded(lease('me'), clock.now());
+  const deadline = s.renewDeadline(Number.POSITIVE_INFINITY);
+  assert.deepEqual(s.renewFailed({ reason: 'x', heldBy: 'other' }, deadline), { type: 'demote', reason: 'lease is now held by "other"' });
+  assert.deepEqual(s.renewFailed({ reason: 'get lease: timeout' }, deadline), { type: 'retry', afterMs: 2_000 });
+});
+
+test('release only while the Lease still names us: holder "", 1 s, transitions kept', () => {
+  const clock = fakeClock();
+  const s = new ElectionState(CONFIG, clock);
+  assert.deepEqual(s.decideRelease(lease('other')), { type: 'not-ours', holder: 'other' });
+  assert.deepEqual(s.decideRelease(lease('')), { type: 'not-ours', holder: '' }, 'already released');
+  const mine = lease('me', 7);
+  const d = s.decideRelease(mine);
+  assert.equal(d.type, 'release');
+  if (d.type !== 'release') return;
+  assert.equal(d.base, mine, 'the update is conditional on the record just read');
+  assert.equal(d.record.holderIdentity, '');
+  assert.equal(d.record.leaseDurationSeconds, 1);
+  assert.equal(d.record.leaseTransitions, 7);
+  assert.equal(d.record.renewTime, d.record.acquireTime);
+});
+
+test('release is retried on a 409 (with a fresh read) until the release deadline, and given up on anything else', () => {
+  const clock = fakeClock();
+  const s = new ElectionState(CONFIG, clock);
+  const deadline = s.releaseDeadline();
+  assert.equal(deadline, clock.now() + 10_000, 'bounded by renewDeadline');
+  assert.equal(s.releaseFailed(409), 'retry');
+  assert.equal(s.releaseFailed(500), 'give-up');
+  assert.equal(s.releaseFailed(403), 'give-up');
+  assert.equal(s.releaseFailed(undefined), 'give-up', 'a network error or timeout');
+  clock.advance(9_999);
+  assert.equal(s.pastDeadline(deadline), false);
+  clock.advance(1);
+  assert.equal(s.pastDeadline(deadline), true);
 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { V1MicroTime } from '@kubernetes/client-node';
 import { mergePatchOptions, type KubeClient } from '../../src/kube/client.ts';
-import { apiServer, clientFor, readLease, runElector, until } from './cluster.ts';
+import { apiServer, clientFor, LEASE_PATH, readLease, requestCount, runElector, until } from './cluster.ts';
 
 const MICRO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
 
@@ -81,7 +81,17 @@ test('does not acquire a held Lease that keeps changing', async (t) => {
     return renewer;
   });
   const a = runElector(t, api, 'a');
-  await new Promise((r) => setTimeout(r, 2500));
+  // Proved from the API server's request log, not from time: a campaigner
+  // reads the Lease once per attempt and waits at least retryPeriod (200 ms,
+  // jitter only adds; nothing wakes it early since the holder never becomes
+  // "") before the next, so 7 reads span over one leaseDuration (1 s) since
+  // a first observed the holder. Up to that point a wrote nothing.
+  await until('a to read the held Lease 7 times', 10_000, async () => (await requestCount(api, 'a', `GET ${LEASE_PATH}`)) >= 7, { intervalMs: 50 });
+  assert.deepEqual(
+    api.auditLog().filter((e) => e.user === 'a' && e.resource === 'leases'),
+    [],
+    'a never wrote the Lease (no create, no update)',
+  );
   assert.equal(a.elector.isLeader(), false);
   assert.equal(a.started, 0);
   assert.equal(a.elector.debugVars().lease_holder, 'ghost');
@@ -188,9 +198,9 @@ test('cancel during an in-flight renew still releases', async (t) => {
   const a = runElector(t, api, 'a');
   await until('a to lead', 2000, () => a.elector.isLeader());
   api.faults.setLatency(300, { user: 'a' });
-  // Renewals go out every 200 ms and now take 300 ms: 250 ms from now one is
-  // always in flight (sent at most 200 ms after the last one completed).
-  await new Promise((r) => setTimeout(r, 250));
+  // The event: a renewal (PUT of the Lease) has reached the API server and is
+  // being held there by the latency fault, i.e. it is in flight right now.
+  await until('a renewal in flight', 3000, () => api.faults.delayed('a').includes(`PUT ${LEASE_PATH}`), { intervalMs: 5 });
   const puts = () => api.auditLog().filter((e) => e.user === 'a' && e.verb === 'update').length;
   const putsBefore = puts();
   api.faults.clear();
@@ -198,6 +208,7 @@ test('cancel during an in-flight renew still releases', async (t) => {
   await a.stop();
   assert.ok(performance.now() - stopAt < 600, 'the in-flight renew was cut short, not awaited');
   assert.ok(puts() > putsBefore, 'the release was written');
+  assert.equal(a.elector.counters.releases, 1, 'released by the elector (not merely an abandoned renewal landing late)');
   const lease = await readLease(admin);
   assert.equal(lease.spec?.holderIdentity, '');
 });

@@ -31,8 +31,12 @@ test('the term stays valid while renewals succeed, and has a safety margin', asy
   const a = runElector(t, api, 'a');
   await until('a to lead', 2000, () => a.elector.isLeader());
   const term = a.elector.term()!;
-  await new Promise((r) => setTimeout(r, 1500)); // longer than one lease
+  // The event: renewals have carried the term's validity more than one
+  // leaseDuration (1 s) past where its first one ended.
+  const first = term.validUntil();
+  await until('renewals to carry the term past one lease', 5000, () => term.validUntil() - first > 1000);
   assert.equal(term.isValid(), true);
+  assert.equal(a.stopped, 0, 'the same term throughout');
   // validUntil = last renew sent + 1000 ms − 100 ms margin (10 %).
   const left = term.validUntil() - performance.now();
   assert.ok(left > 0 && left <= 900, `validity left ${left}ms`);
@@ -108,10 +112,19 @@ test('health check races with the election loop: followers and renewing leaders 
   })();
   await until('a leader', 2000, () => a.elector.isLeader() || b.elector.isLeader());
   const leader = a.elector.isLeader() ? a : b;
-  await new Promise((r) => setTimeout(r, 600));
+  // Events, not time: the checks keep running across a few renewals by the
+  // leader (its term's validity moves ≥ retryPeriod per renewal), the
+  // handover, and a few renewals by the new leader.
+  const renewedTwice = async (e: typeof a) => {
+    const term = e.elector.term()!;
+    const from = term.validUntil();
+    await until(`${e.elector.identity} to renew twice`, 3000, () => term.validUntil() - from >= 2 * 200);
+  };
+  await renewedTwice(leader);
   await leader.stop(); // hand over while checks keep running
-  await until('the other to lead', 2000, () => (leader === a ? b : a).elector.isLeader());
-  await new Promise((r) => setTimeout(r, 400));
+  const other = leader === a ? b : a;
+  await until('the other to lead', 2000, () => other.elector.isLeader());
+  await renewedTwice(other);
   running = false;
   await hammer;
   assert.ok(checks > 100, `only ${checks} checks`);
@@ -128,8 +141,11 @@ test('debugVars describe the leader', async (t) => {
   const api = await apiServer(t);
   const a = runElector(t, api, 'a');
   await until('a to lead', 2000, () => a.elector.isLeader());
-  await new Promise((r) => setTimeout(r, 300));
-  const vars = a.elector.debugVars();
+  // time_as_leader counts up from the term's start: wait for it to show it.
+  const vars = await until('time_as_leader > 0.2 s', 2000, () => {
+    const v = a.elector.debugVars();
+    return v.time_as_leader > 0.2 && v;
+  });
   assert.equal(vars.enabled, true);
   assert.equal(vars.is_leader, true);
   assert.equal(vars.identity, 'a_test');
@@ -153,9 +169,10 @@ test('a late renew timer does not move the renew deadline past the term: the ren
   await until('a renewal', 2000, () => term.validUntil() !== before);
   api.faults.cutOff('a');
   // …and the process stalls across the moment the next renew cycle was due (retryPeriod 200 ms
-  // after the renewal), as a GC pause or a starved event loop does: its timer fires 250 ms late.
-  await new Promise((r) => setTimeout(r, 100));
-  freeze(250);
+  // after the renewal), as a GC pause or a starved event loop does: its timer fires ≥ 150 ms
+  // late (the stall starts at most one poll after the renewal and lasts 350 ms). Deadline
+  // anchored at the timer instead (the old bug): ≥ 350 + 600 > 900 = the term's validity.
+  freeze(350);
   await until('a to demote', 2000, () => !a.elector.isLeader());
   assert.equal(lost.length, 1);
   assert.match(lost[0]!, /renew deadline/, 'the renew loop gave up at R + D after the renewal was sent, before the term backstop (L − margin)');

@@ -102,28 +102,46 @@ test('onRunnableFailure "stop" stops the manager and reports the failure', async
   assert.deepEqual(log, ['start:webhook', 'stop:webhook']);
 });
 
+/** A runnable that never stops by itself; reports when it started and when it was asked to stop. */
+function stubborn() {
+  let started!: () => void;
+  let asked!: () => void;
+  const events = { started: new Promise<void>((r) => (started = r)), askedToStop: new Promise<void>((r) => (asked = r)) };
+  const runnable: Runnable = {
+    name: 'stubborn',
+    start: (signal) => {
+      started();
+      signal.addEventListener('abort', () => asked(), { once: true });
+      return new Promise(() => {});
+    },
+  };
+  return { runnable, ...events };
+}
+
 test('shutdown is bounded by the grace period, and a second stop is immediate', async () => {
-  const stubborn: Runnable = { name: 'stubborn', start: () => new Promise(() => {}) };
+  const s1 = stubborn();
   const m1 = new Manager({ gracefulShutdownMs: 200 }, { logger: silentLogger() });
-  m1.add(stubborn);
+  m1.add(s1.runnable);
   const c1 = new AbortController();
   const done1 = m1.start(c1.signal);
-  await sleep(20);
+  await s1.started;
   let t0 = performance.now();
   c1.abort();
   await done1;
   const graceful = performance.now() - t0;
   assert.ok(graceful >= 190 && graceful < 600, `took ${graceful}ms`);
 
+  const s2 = stubborn();
   const m2 = new Manager({ gracefulShutdownMs: 10_000 }, { logger: silentLogger() });
-  m2.add(stubborn);
+  m2.add(s2.runnable);
   const c2 = new AbortController();
   const force = new AbortController();
   const done2 = m2.start(c2.signal, { force: force.signal });
-  await sleep(20);
+  await s2.started;
   t0 = performance.now();
   c2.abort();
-  await sleep(20);
+  // The graceful shutdown is under way (the runnable was asked to stop) when the second stop comes.
+  await s2.askedToStop;
   force.abort();
   await done2;
   assert.ok(performance.now() - t0 < 300);

@@ -11,6 +11,8 @@ export class Faults {
   private latency: { ms: number; user?: string }[] = [];
   private errorRules: ErrorRule[] = [];
   private readonly cut = new Set<string>();
+  /** Requests being held by the latency fault right now, per user (`METHOD path`). */
+  private readonly held = new Map<string, string[]>();
 
   constructor(
     private readonly hooks: { dropWatches(user?: string): void; dropConnections(user: string): void },
@@ -60,6 +62,27 @@ export class Faults {
     let ms = 0;
     for (const l of this.latency) if (l.user === undefined || l.user === user) ms = Math.max(ms, l.ms);
     return ms;
+  }
+
+  /**
+   * Holds a request for `ms` (the latency fault). While it waits it is listed
+   * by delayed(): a test can wait for "a request is in flight" as an event
+   * instead of guessing it from timing.
+   */
+  async delay(user: string, request: string, ms: number): Promise<void> {
+    const list = this.held.get(user) ?? [];
+    this.held.set(user, list);
+    list.push(request);
+    try {
+      await new Promise((r) => setTimeout(r, ms));
+    } finally {
+      list.splice(list.indexOf(request), 1);
+    }
+  }
+
+  /** `METHOD path` of the requests of `user` held by the latency fault right now. */
+  delayed(user: string): string[] {
+    return [...(this.held.get(user) ?? [])];
   }
 
   /** The status code to fail this request with, if any. */

@@ -65,6 +65,8 @@ export interface ApiServerFaults {
   cutOff(user: string): void;
   restore(user?: string): void;
   clear(): void;
+  /** `METHOD path` of the requests of `user` held by the latency fault right now (in flight, not yet served). */
+  delayed(user: string): string[];
 }
 
 export interface ApiServer {
@@ -83,6 +85,8 @@ export interface ApiServer {
   auditLog(): AuditEntry[];
   /** Resolves when the controllers (if running) have no work queued (benches and tests). */
   controllersIdle(): Promise<void>;
+  /** Watches open right now (of `user`, or of everyone): lets a test prove a client left none behind. */
+  openWatches(user?: string): number;
   close(): Promise<void>;
 }
 
@@ -203,11 +207,13 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
       setErrorRate: (fraction, code, scope) => faults.setErrorRate(fraction, code, scope),
       dropWatches: (scope) => faults.dropWatches(scope),
       cutOff: (user) => faults.cutOff(user),
+      delayed: (user) => faults.delayed(user),
       restore: (user) => faults.restore(user),
       clear: () => faults.clear(),
     },
     auditLog: () => audit.all(),
     controllersIdle: () => controllers?.idle() ?? Promise.resolve(),
+    openWatches: (user) => [...router.watches].filter((w) => user === undefined || w.user === user).length,
     close() {
       closing ??= (async () => {
         abort.abort();

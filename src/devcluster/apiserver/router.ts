@@ -227,7 +227,7 @@ export class Router {
     }
     this.track(user.username, req.socket);
     const latency = this.d.faults.latencyFor(user.username);
-    if (latency > 0) await new Promise((r) => setTimeout(r, latency));
+    if (latency > 0) await this.d.faults.delay(user.username, `${method} ${path}`, latency);
     if (this.d.faults.isCutOff(user.username)) {
       req.socket.destroy();
       return;
