@@ -36,6 +36,15 @@ export const RULE_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = {
           ],
           "default": "Deny"
         },
+        "failurePolicy": {
+          "description": "What a rule error (never compiled, runtime error, cost or regex budget, deadline) does. Fail treats it as a failure that the enforcement acts on (Deny denies, Warn warns, Audit is silent); Ignore admits. The audit reports error either way.",
+          "type": "string",
+          "enum": [
+            "Fail",
+            "Ignore"
+          ],
+          "default": "Fail"
+        },
         "severity": {
           "description": "PolicyReport severity of a violation.",
           "type": "string",

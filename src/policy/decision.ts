@@ -1,7 +1,10 @@
 /**
- * From verdicts to the admission answer (DESIGN.md §2, §3): Deny failures and
- * evaluation errors reject (fail closed), Warn violations become warnings,
- * Audit is silent at admission.
+ * From verdicts to the admission answer (DESIGN.md §2, §3), with VAP's
+ * semantics for errors (FACTS.md, "Errors and enforcement"): a rule's `error`
+ * is a failure unless its failurePolicy is Ignore, and a failure does what the
+ * enforcement says. Deny rejects, Warn admits with one warning per rule, Audit
+ * is silent. Portal's own internal errors never reach here: the server turns
+ * a throw into a 500 denial.
  */
 import type { RuleVerdict } from './types.ts';
 
@@ -24,9 +27,22 @@ function warningFor(v: RuleVerdict): string {
   return shorten(`${v.rule}: ${ruleMessage}${detail}`, MAX_WARNING_LENGTH);
 }
 
+/** An `error` verdict that counts as a failure of its rule (failurePolicy Fail, the default). */
+function failedByError(v: RuleVerdict): boolean {
+  return v.result === 'error' && v.failurePolicy !== 'Ignore';
+}
+
+function warns(v: RuleVerdict): boolean {
+  return v.enforcement === 'Warn' && (v.result === 'warn' || failedByError(v));
+}
+
+export function blocks(v: RuleVerdict): boolean {
+  return v.enforcement === 'Deny' && (v.result === 'fail' || failedByError(v));
+}
+
 export function decide(verdicts: readonly RuleVerdict[]): AdmissionDecision {
-  const warnings = verdicts.filter((v) => v.result === 'warn' && v.enforcement === 'Warn').map(warningFor);
-  const blocking = verdicts.filter((v) => v.result === 'error' || (v.result === 'fail' && v.enforcement === 'Deny'));
+  const warnings = verdicts.filter(warns).map((v) => (v.result === 'error' ? shorten(v.message, MAX_WARNING_LENGTH) : warningFor(v)));
+  const blocking = verdicts.filter(blocks);
   if (blocking.length === 0) return { allowed: true, warnings };
   const message =
     blocking.length === 1

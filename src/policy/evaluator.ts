@@ -36,7 +36,7 @@ import type { EvaluationInput, KubeObject, RuleVerdict, SchemaViolation, Verdict
  * synchronous code, so the bound is cooperative: the deadline is checked
  * before each rule's schema runs and before each regular expression test
  * inside it (re2.ts). Past it, every remaining matched rule gets an `error`
- * verdict, which denies (fail closed, like every `error`). An evaluation
+ * verdict, handled by the rule's failurePolicy and enforcement like every `error`. An evaluation
  * therefore ends at most one regex test (bounded by re2.ts's MAX_TEST_COST)
  * or one regex-free stretch of ajv code (linear in the object, which the
  * admission body limit bounds) after the deadline.
@@ -63,6 +63,7 @@ function verdict(entry: RuleEntry, result: Verdict, message: string, violations:
     rule: entry.display,
     ruleKind: entry.ruleKind,
     enforcement: entry.enforcement,
+    failurePolicy: entry.failurePolicy,
     severity: entry.severity,
     category: entry.category,
     result,
@@ -169,8 +170,8 @@ function evaluateOne(
   if (entry.cel) {
     const r = evaluateCelRule(entry.cel, input, templatePath ? { path: templatePath, prefix: c.templatePrefix } : undefined, celBudget());
     if (r.kind === 'skip') return all ? skip(entry, r.why) : undefined;
-    // An expression that errs or exceeds its cost gives `error`, which
-    // denies whatever the enforcement (fail closed).
+    // An expression that errs or exceeds its cost gives `error`: its
+    // failurePolicy and enforcement decide what that does (decision.ts).
     if (r.kind === 'error') return errorVerdict(entry, r.why);
     celViolations = r.violations;
   }
@@ -194,7 +195,7 @@ function evaluateOne(
     if (err instanceof RegexLimitError) return errorVerdict(entry, err.message);
     // A schema can still blow up on a hostile object (e.g. a recursive $ref
     // meeting a very deep document). Only this rule is undecidable: it gives
-    // an `error` verdict, which denies (fail closed) and names the rule.
+    // an `error` verdict naming the rule, handled like every rule error.
     return errorVerdict(entry, `its schema failed on this object (${err instanceof Error ? err.message : String(err)})`);
   }
   if (celViolations.length > 0) violations = violations.length > 0 ? [...violations, ...celViolations] : celViolations;

@@ -12,6 +12,7 @@ import { POD_TEMPLATE_KINDS } from './pod-templates.ts';
 import { usesVersionKeyword } from './pod-security-version.ts';
 import type {
   Enforcement,
+  FailurePolicy,
   KindMatch,
   LabelSelector,
   Operation,
@@ -37,6 +38,7 @@ export interface RuleState {
   /** Generation of the version in force, when one ever compiled. */
   compiledGeneration?: number;
   enforcement: Enforcement;
+  failurePolicy: FailurePolicy;
   severity: Severity;
   category: string;
   actions: RuleAction[];
@@ -62,6 +64,7 @@ export interface RuleEntry {
   readonly ruleKind: RuleKind;
   readonly ruleNamespace: string | undefined;
   readonly enforcement: Enforcement;
+  readonly failurePolicy: FailurePolicy;
   readonly severity: Severity;
   readonly category: string;
   readonly message: string;
@@ -165,9 +168,17 @@ function compileValidation(
 const ENFORCEMENTS = new Set(['Deny', 'Warn', 'Audit']);
 const SEVERITIES = new Set(['critical', 'high', 'medium', 'low', 'info']);
 
-function specDefaults(spec: Partial<RuleSpec> | undefined): { enforcement: Enforcement; severity: Severity; category: string; actions: RuleAction[] } {
+function specDefaults(spec: Partial<RuleSpec> | undefined): {
+  enforcement: Enforcement;
+  failurePolicy: FailurePolicy;
+  severity: Severity;
+  category: string;
+  actions: RuleAction[];
+} {
   return {
     enforcement: spec?.enforcement && ENFORCEMENTS.has(spec.enforcement) ? spec.enforcement : 'Deny',
+    // Anything but an explicit Ignore is Fail: an unreadable value must not drop errors.
+    failurePolicy: spec?.failurePolicy === 'Ignore' ? 'Ignore' : 'Fail',
     severity: spec?.severity && SEVERITIES.has(spec.severity) ? spec.severity : 'medium',
     category: typeof spec?.category === 'string' ? spec.category : '',
     actions: Array.isArray(spec?.audit?.actions) ? spec.audit.actions : [],

@@ -17,6 +17,8 @@ export const RULE_API_VERSION = `${RULE_GROUP}/${RULE_VERSION}` as const;
 
 export type RuleKind = 'PortalRule' | 'PortalClusterRule';
 export type Enforcement = 'Deny' | 'Warn' | 'Audit';
+/** Whether a rule's error is a failure (then its enforcement decides) or is dropped (VAP's failurePolicy). */
+export type FailurePolicy = 'Fail' | 'Ignore';
 export type Severity = 'critical' | 'high' | 'medium' | 'low' | 'info';
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
 export type ActionType = 'label' | 'annotate' | 'evict' | 'alert';
@@ -77,6 +79,13 @@ export interface PodSecuritySettings {
 export interface RuleSpec {
   /** @default "Deny" */
   enforcement?: Enforcement;
+  /**
+   * What a rule error (never compiled, runtime error, cost or regex budget,
+   * deadline) does: `Fail` treats it as a failure that `enforcement` acts on
+   * (Deny denies, Warn warns, Audit is silent); `Ignore` admits. The audit
+   * reports `error` either way. @default "Fail"
+   */
+  failurePolicy?: FailurePolicy;
   /** @default "medium" */
   severity?: Severity;
   category?: string;
@@ -176,6 +185,8 @@ export interface RuleVerdict {
   /** The PolicyReport result's `rule` when it is not `rule`: a VAP's binding name (DESIGN §8). */
   reportRule?: string;
   enforcement: Enforcement;
+  /** How an `error` result is treated at admission. @default "Fail" */
+  failurePolicy?: FailurePolicy;
   severity: Severity;
   category: string;
   result: Verdict;

@@ -161,7 +161,7 @@ test('status: writes are conditional on the observed resourceVersion; a status c
   const client = clientFor(api, 'leader');
   const other = clientFor(api, 'stale');
   const read = async () => (await client.customObjects.getClusterCustomObject({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name: 'r' })) as KubeObject;
-  const state: RuleState = { key: 'r', ruleKind: 'PortalClusterRule', name: 'r', generation: 1, ready: true, reason: 'Compiled', message: 'compiled', enforcement: 'Deny', severity: 'high', category: 'c', actions: [] };
+  const state: RuleState = { key: 'r', ruleKind: 'PortalClusterRule', name: 'r', generation: 1, ready: true, reason: 'Compiled', message: 'compiled', enforcement: 'Deny', failurePolicy: 'Fail', severity: 'high', category: 'c', actions: [] };
   let cached = await read(); // what "the informer" shows
   const writer = new StatusWriter(client, writerFor(t, client), { states: () => [state], violations: () => 2, ruleObject: () => cached, lastAuditTime: () => undefined, lastPassTime: () => undefined }, silentLogger());
   const term = shortTerm(60_000);

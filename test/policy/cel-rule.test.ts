@@ -87,14 +87,21 @@ describe('validate.cel verdicts', () => {
   });
 });
 
-describe('validate.cel errors deny (fail closed)', () => {
+describe('validate.cel errors follow failurePolicy and enforcement', () => {
+  const outcomes = { Deny: { allowed: false, warned: false }, Warn: { allowed: true, warned: true }, Audit: { allowed: true, warned: false } };
   for (const enforcement of ['Deny', 'Warn', 'Audit'] as const) {
-    it(`a runtime error is an error verdict that denies (${enforcement})`, () => {
+    it(`a runtime error is an error verdict; with Fail, ${enforcement} ${outcomes[enforcement].allowed ? 'admits' : 'denies'}; with Ignore it admits`, () => {
       const rs = set(celRule('broken', { expressions: [{ expression: 'object.spec.nope.size() == 0' }] }, { enforcement }));
       const [v] = evaluate(rs, input(pod()));
       assert.equal(v?.result, 'error');
       assert.match(v?.message ?? '', /rule broken could not be evaluated: validate.cel.expressions\[0\] failed: .*nope/);
-      assert.equal(decideAdmission(rs, input(pod())).allowed, false);
+      const d = decideAdmission(rs, input(pod()));
+      assert.equal(d.allowed, outcomes[enforcement].allowed);
+      assert.equal(d.warnings.length, outcomes[enforcement].warned ? 1 : 0);
+      if (outcomes[enforcement].warned) assert.match(d.warnings[0] ?? '', /^rule broken could not be evaluated: /);
+      const ignored = set(celRule('broken', { expressions: [{ expression: 'object.spec.nope.size() == 0' }] }, { enforcement, failurePolicy: 'Ignore' }));
+      assert.equal(evaluate(ignored, input(pod()))[0]?.result, 'error', 'the audit still reports error');
+      assert.deepEqual(decideAdmission(ignored, input(pod())), { allowed: true, warnings: [] });
     });
   }
 

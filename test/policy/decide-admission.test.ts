@@ -19,6 +19,7 @@ const ruleArb = fc.record({
   name: fc.constantFrom('a', 'b', 'c', 'd'),
   namespaced: fc.boolean(),
   enforcement,
+  failurePolicy: fc.constantFrom(undefined, 'Fail' as const, 'Ignore' as const),
   kinds: fc.constantFrom(['Pod'], ['*'], ['Deployment'], ['Pod', 'Namespace'], ['*', 'Pod']),
   apiGroups: fc.constantFrom([''], ['*'], ['apps']),
   subresources: fc.constantFrom(undefined, ['status'], ['*']),
@@ -51,6 +52,7 @@ function toRule(r: Generated<typeof ruleArb>): PortalRuleObject {
   const kind: KindMatch = { apiGroups: [...r.apiGroups], kinds: [...r.kinds], ...(r.subresources ? { subresources: [...r.subresources] } : {}) };
   const spec: Partial<RuleSpec> = {
     enforcement: r.enforcement,
+    ...(r.failurePolicy ? { failurePolicy: r.failurePolicy } : {}),
     match: {
       kinds: [kind],
       ...(r.operations ? { operations: [...r.operations] } : {}),

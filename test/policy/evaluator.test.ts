@@ -103,11 +103,20 @@ void describe('decide', () => {
     assert.equal(d.code, 403);
     assert.equal(d.message, 'denied by 2 rules: a: Bad. [spec.x: must be equal to false]; c: Bad. [spec.x: must be equal to false]');
   });
-  void it('denies on an evaluation error (fail closed)', () => {
-    const d = decide([v('a', 'Warn', 'error', 'rule a could not be evaluated: it has never compiled: x')]);
-    assert.ok(!d.allowed);
-    assert.equal(d.code, 403);
-    assert.match(d.message, /^rule a could not be evaluated: /);
+  void it('a rule error follows failurePolicy, then enforcement (FACTS.md, Errors and enforcement)', () => {
+    const err = (rule: string, enf: RuleVerdict['enforcement'], fp?: 'Fail' | 'Ignore'): RuleVerdict => ({
+      ...v(rule, enf, 'error', `rule ${rule} could not be evaluated: it has never compiled: x`),
+      ...(fp ? { failurePolicy: fp } : {}),
+    });
+    const deny = decide([err('a', 'Deny')]);
+    assert.ok(!deny.allowed);
+    assert.equal(deny.code, 403);
+    assert.match(deny.message, /^rule a could not be evaluated: /);
+    assert.deepEqual(decide([err('a', 'Warn')]), { allowed: true, warnings: ['rule a could not be evaluated: it has never compiled: x'] });
+    assert.deepEqual(decide([err('a', 'Audit', 'Fail')]), { allowed: true, warnings: [] });
+    for (const enf of ['Deny', 'Warn', 'Audit'] as const) assert.deepEqual(decide([err('a', enf, 'Ignore')]), { allowed: true, warnings: [] }, enf);
+    const long = decide([{ ...err('a', 'Warn'), message: `rule a could not be evaluated: ${'x'.repeat(300)}` }]);
+    assert.ok(long.allowed && long.warnings[0] !== undefined && long.warnings[0].length <= MAX_WARNING_LENGTH);
   });
   void it('Warn gives one short warning per rule without a "Warning:" prefix; Audit is silent', () => {
     const long = v('w2', 'Warn', 'warn', `w2: ${'Very long message. '.repeat(20)} [spec.x: must be equal to false]`);

@@ -4,7 +4,7 @@
  * shapes, plus what the VAP engine exchanges with its callers (the embedded
  * API server, `portal test`, the audit). No I/O.
  */
-import type { KubeObject, LabelSelector, ObjectMeta } from '../types.ts';
+import type { FailurePolicy, KubeObject, LabelSelector, ObjectMeta } from '../types.ts';
 
 export const VAP_GROUP = 'admissionregistration.k8s.io';
 export const VAP_VERSION = 'v1';
@@ -13,7 +13,7 @@ export const VAP_KIND = 'ValidatingAdmissionPolicy';
 export const VAP_BINDING_KIND = 'ValidatingAdmissionPolicyBinding';
 
 export type VapOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT' | '*';
-export type FailurePolicy = 'Fail' | 'Ignore';
+export type { FailurePolicy } from '../types.ts';
 export type MatchPolicy = 'Exact' | 'Equivalent';
 export type ValidationAction = 'Deny' | 'Warn' | 'Audit';
 export type ParameterNotFoundAction = 'Allow' | 'Deny';

@@ -19,13 +19,15 @@ function enforcementOf(actions: readonly string[]): Enforcement {
 
 export function vapVerdicts(results: readonly BindingEvaluation[], policies: ReadonlyMap<string, ValidatingAdmissionPolicy>): RuleVerdict[] {
   return results.map((r) => {
-    const a = policies.get(r.policy)?.metadata.annotations ?? {};
+    const policy = policies.get(r.policy);
+    const a = policy?.metadata.annotations ?? {};
     const sev = a[SEVERITY_ANNOTATION];
     const v = verdictOf(r);
     const out: RuleVerdict = {
       rule: r.policy,
       ruleKind: 'ValidatingAdmissionPolicy',
       enforcement: enforcementOf(r.actions),
+      failurePolicy: policy?.spec.failurePolicy === 'Ignore' ? 'Ignore' : 'Fail',
       severity: (sev !== undefined && SEVERITIES.includes(sev) ? sev : 'medium') as Severity,
       category: a[CATEGORY_ANNOTATION] ?? 'ValidatingAdmissionPolicy',
       result: v.result,
