@@ -16,7 +16,7 @@
  * `pod-security.kubernetes.io/enforce-version: V` unless its Namespace in the
  * inputs sets that label itself.
  */
-import { parseArgs, type FlagDef } from './args.ts';
+import { editDistance, parseArgs, type FlagDef } from './args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { loadRulesFromDirectory, readManifests } from '../config/manifests.ts';
 import { isVapDocument, type VapDocuments } from '../config/vap-manifests.ts';
@@ -324,9 +324,11 @@ function labelsOf(ns: string, known: Map<string, Record<string, string>>, podSec
 }
 
 export async function runTest(argv: string[], io: CommandIO): Promise<number> {
+  // Without --policies, the arguments are test suites (src/cli/test-suite).
+  if (isSuiteRun(argv)) return (await import('./test-suite/command.ts')).runSuites(argv, io);
   const loaded = await load(argv);
   if ('help' in loaded) {
-    io.stdout.write(HELP);
+    io.stdout.write(HELP + (await import('./test-suite/command.ts')).SUITE_HELP);
     return EXIT_OK;
   }
   if ('problems' in loaded) return reportProblems(loaded.problems, io, 'Nothing was evaluated.');
@@ -467,6 +469,16 @@ function safeEvaluate(set: RuleSet, rules: readonly PortalRuleObject[], input: E
     }
     return out;
   }
+}
+
+/**
+ * Suites run when neither --policies (the ad-hoc mode), a misspelling of it
+ * (reported by the ad-hoc mode as such), nor --help is given.
+ */
+function isSuiteRun(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  const flags = end === -1 ? argv : argv.slice(0, end);
+  return !flags.some((a) => /^(-p|--help|-h)(=|$)/.test(a) || (a.startsWith('--') && editDistance(a.slice(2).split('=')[0] ?? '', 'policies') <= 2));
 }
 
 export const testCommand: Command = { run: runTest };
