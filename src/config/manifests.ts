@@ -30,6 +30,12 @@ export interface ManifestReadResult {
 
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 /**
+ * `portal test` suites (cli.portal.dev/v1alpha1 Test). They live beside the
+ * policies and manifests they test, so a directory walk skips them: they are
+ * neither rules nor objects to evaluate. A suite named explicitly is still read.
+ */
+export const SUITE_FILE = /\.portal-test\.ya?ml$/;
+/**
  * Largest manifest file read. The API server stores at most ~1.5 MiB per
  * object (etcd's default request limit), so 16 MiB is over ten of the largest
  * objects; parsing costs ~100x the file size in memory (a 20 MB file of small
@@ -94,7 +100,7 @@ async function listFiles(dir: string, out: string[]): Promise<void> {
   for (const entry of entries) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) await listFiles(path, out);
-    else if (MANIFEST_EXTENSIONS.has(extname(entry.name).toLowerCase())) out.push(path);
+    else if (MANIFEST_EXTENSIONS.has(extname(entry.name).toLowerCase()) && !SUITE_FILE.test(entry.name)) out.push(path);
   }
 }
 

@@ -8,8 +8,8 @@ import type { UserInfo } from '../offline/evaluator.ts';
 
 export const SUITE_API_VERSION = 'cli.portal.dev/v1alpha1';
 export const SUITE_KIND = 'Test';
-/** What directory discovery picks up (explicitly named files may be called anything). */
-export const SUITE_FILE = /\.portal-test\.ya?ml$/;
+/** What directory discovery picks up (explicitly named files may be called anything); manifest walks skip them. */
+export { SUITE_FILE } from '../../config/manifests.ts';
 
 export interface NamespaceSpec {
   name: string;

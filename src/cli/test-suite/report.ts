@@ -120,6 +120,7 @@ export function formatJson(outcomes: readonly SuiteOutcome[], discovery: readonl
  * `\uXXXX` so a hostile message cannot make the report unparsable.
  */
 export function xmlEscape(s: string): string {
+  // eslint-disable-next-line no-control-regex -- matching the control characters XML cannot carry is the point
   return s.replace(/[&<>"']|[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, (c) => {
     switch (c) {
       case '&':
