@@ -94,12 +94,25 @@ function reason(e: unknown): string {
   return err instanceof Error ? err.message : String(e);
 }
 
-async function listFiles(dir: string, out: string[]): Promise<void> {
+/**
+ * Directory entries one readManifests call may look at. A large repository
+ * has ~10^5 files outside node_modules; more means a path such as `/` or a
+ * home directory was given by mistake (or by a hostile suite), and the walk
+ * is stopped with an error instead of reading the disk.
+ */
+export const MAX_DIRECTORY_ENTRIES = 200_000;
+
+class TooManyEntries extends Error {}
+
+/** Symbolic links are not followed into directories (a link loop cannot make the walk endless). */
+async function listFiles(dir: string, out: string[], budget: { left: number } = { left: MAX_DIRECTORY_ENTRIES }): Promise<void> {
   const entries = await readdir(dir, { withFileTypes: true });
+  budget.left -= entries.length;
+  if (budget.left < 0) throw new TooManyEntries();
   entries.sort((a, b) => a.name.localeCompare(b.name));
   for (const entry of entries) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) await listFiles(path, out);
+    if (entry.isDirectory()) await listFiles(path, out, budget);
     else if (MANIFEST_EXTENSIONS.has(extname(entry.name).toLowerCase()) && !SUITE_FILE.test(entry.name)) out.push(path);
   }
 }
@@ -279,7 +292,8 @@ export async function readManifests(paths: readonly string[], limits: Readonly<R
         listed.push(files.length > 0 ? { files } : { error: { source: path, message: 'directory holds no .yaml, .yml or .json files' } });
       }
     } catch (e) {
-      listed.push({ error: { source: path, message: `cannot read: ${reason(e)}` } });
+      const message = e instanceof TooManyEntries ? `holds more than ${MAX_DIRECTORY_ENTRIES.toLocaleString('en-US')} files and directories; name the directories that hold the manifests` : `cannot read: ${reason(e)}`;
+      listed.push({ error: { source: path, message } });
     }
   }
   if (Number.isFinite(limits.maxTotalBytes)) {

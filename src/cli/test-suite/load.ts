@@ -191,7 +191,7 @@ export async function loadSuite(file: string, spec: SuiteSpec, locate: Locator):
         continue;
       }
       if (candidates.length > 1) {
-        problem(at, `${e.kind} "${name}" exists in several namespaces (${candidates.map((r) => r.ref.namespace).join(', ')}); set namespace in this entry`);
+        problem(at, `${e.kind} "${name}" exists in several namespaces (${candidates.map((r) => r.ref.namespace).sort().join(', ')}); set namespace in this entry`);
         continue;
       }
       const resource = candidates[0] as Resource;

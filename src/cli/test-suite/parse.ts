@@ -24,7 +24,8 @@ let validator: Promise<ValidateFunction> | undefined;
 
 function schemaValidator(): Promise<ValidateFunction> {
   validator ??= readFile(SCHEMA_URL, 'utf8').then((text) => {
-    const ajv = new Ajv({ allErrors: true, strict: true, logger: false });
+    // verbose: errors carry their parentSchema, whose property names make the "did you mean".
+    const ajv = new Ajv({ allErrors: true, strict: true, verbose: true, logger: false });
     return ajv.compile(JSON.parse(text) as object);
   });
   return validator;
