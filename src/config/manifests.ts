@@ -71,6 +71,8 @@ export interface ReadLimits {
   maxTotalBytes: number;
   /** What the files are, for messages ("manifest", "rule file"). */
   what: string;
+  /** Directory entries one path argument may walk. @default MAX_DIRECTORY_ENTRIES */
+  maxEntries?: number;
 }
 
 export const MANIFEST_LIMITS: Readonly<ReadLimits> = Object.freeze({
@@ -105,7 +107,7 @@ export const MAX_DIRECTORY_ENTRIES = 200_000;
 class TooManyEntries extends Error {}
 
 /** Symbolic links are not followed into directories (a link loop cannot make the walk endless). */
-async function listFiles(dir: string, out: string[], budget: { left: number } = { left: MAX_DIRECTORY_ENTRIES }): Promise<void> {
+async function listFiles(dir: string, out: string[], budget: { left: number }): Promise<void> {
   const entries = await readdir(dir, { withFileTypes: true });
   budget.left -= entries.length;
   if (budget.left < 0) throw new TooManyEntries();
@@ -288,11 +290,11 @@ export async function readManifests(paths: readonly string[], limits: Readonly<R
       if (!info.isDirectory()) listed.push({ files: [path] });
       else {
         const files: string[] = [];
-        await listFiles(path, files);
+        await listFiles(path, files, { left: limits.maxEntries ?? MAX_DIRECTORY_ENTRIES });
         listed.push(files.length > 0 ? { files } : { error: { source: path, message: 'directory holds no .yaml, .yml or .json files' } });
       }
     } catch (e) {
-      const message = e instanceof TooManyEntries ? `holds more than ${MAX_DIRECTORY_ENTRIES.toLocaleString('en-US')} files and directories; name the directories that hold the manifests` : `cannot read: ${reason(e)}`;
+      const message = e instanceof TooManyEntries ? `holds more than ${(limits.maxEntries ?? MAX_DIRECTORY_ENTRIES).toLocaleString('en-US')} files and directories; name the directories that hold the manifests` : `cannot read: ${reason(e)}`;
       listed.push({ error: { source: path, message } });
     }
   }

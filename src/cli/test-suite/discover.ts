@@ -81,8 +81,9 @@ async function walk(root: string, out: string[], budget: { left: number; max: nu
         if (--budget.left < 0) {
           return `${root}: more than ${budget.max.toLocaleString('en-US')} directory entries searched for suites; name the directories that hold them`;
         }
-        // A symbolic link is neither: links to directories are not followed; a link to a suite file is read (its name says it is one).
-        names.push({ name: entry.name, dir: entry.isDirectory(), file: entry.isFile() || entry.isSymbolicLink() });
+        // Anything else named like a suite is read (and refused if it is not a regular file: a FIFO, a
+        // link loop); a symbolic link to a directory is not followed.
+        names.push({ name: entry.name, dir: entry.isDirectory(), file: !entry.isDirectory() });
       }
     } catch (e) {
       // Not skipped: a suite that silently goes unrun would let CI pass.
