@@ -213,14 +213,14 @@ void describe('portal test with suites', { concurrency: 3 }, () => {
     const file = await write('strict/shop.portal-test.yaml', suite(partial));
     const lenient = await runPortal(['test', file], { cwd: tmp });
     assert.equal(lenient.code, 0, context(lenient));
-    assert.match(lenient.stdout, /^ {2}not named by any expectation:$/m);
+    assert.match(lenient.stdout, /^ {2}not named by any expectation \(1 warn, 1 pass, 1 skip\):$/m);
     assert.match(lenient.stdout, /^ {4}team-label on Deployment shop\/web: warn: /m);
     assert.match(lenient.stdout, /^ {4}team-label on Deployment dev\/web: skip: /m);
     assert.match(lenient.stdout, /3 verdicts not named by any expectation \(not failures without --strict\)/);
     const strict = await runPortal(['test', '--strict', file], { cwd: tmp });
     assert.equal(strict.code, 1, context(strict));
     assert.match(strict.stdout, /^FAIL strict\/shop\.portal-test\.yaml \(5 expectations, 3 verdicts not named\)$/m);
-    assert.match(strict.stdout, /not named by any expectation \(a failure with --strict\):/);
+    assert.match(strict.stdout, /not named by any expectation \(1 warn, 1 pass, 1 skip\), failures with --strict:/);
   });
 
   void it('--output json carries the same information', async () => {

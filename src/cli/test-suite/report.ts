@@ -4,10 +4,13 @@
  * and JUnit XML (one testsuite per suite file, one testcase per
  * expectation). Pure functions of the outcomes.
  */
+import type { Verdict } from '../../policy/index.ts';
 import { formatProblem, type ExpectationOutcome, type SuiteOutcome, type UnlistedVerdict } from './format.ts';
 
 /** Unlisted verdicts shown per suite in text when they are not failures (--output json lists them all). */
 export const UNLISTED_SHOWN = 20;
+
+const SEVERITY: Record<Verdict, number> = { error: 4, fail: 3, warn: 2, pass: 1, skip: 0 };
 
 export interface Totals {
   suites: number;
@@ -66,8 +69,14 @@ export function formatText(outcomes: readonly SuiteOutcome[], strict: boolean): 
     out.push(`${failed.length > 0 || strictFail ? 'FAIL' : 'PASS'} ${o.file} (${counts})`);
     for (const e of failed) out.push(`  ${o.file}:${e.line}: ${subject(e)}: ${failureText(e)}`);
     if (o.unlisted.length > 0) {
-      const shown = strict ? o.unlisted : o.unlisted.slice(0, UNLISTED_SHOWN);
-      out.push(`  not named by any expectation${strict ? ' (a failure with --strict)' : ''}:`);
+      // The verdicts most likely to matter first: an unexpected failure reads before a hundred passes.
+      const ordered = o.unlisted.map((u, i) => ({ u, i })).sort((a, b) => SEVERITY[b.u.result] - SEVERITY[a.u.result] || a.i - b.i).map((x) => x.u);
+      const shown = strict ? ordered : ordered.slice(0, UNLISTED_SHOWN);
+      const counts = (['error', 'fail', 'warn', 'pass', 'skip'] as const).flatMap((r) => {
+        const n = o.unlisted.filter((u) => u.result === r).length;
+        return n > 0 ? [`${n} ${r}`] : [];
+      });
+      out.push(`  not named by any expectation (${counts.join(', ')})${strict ? ', failures with --strict' : ''}:`);
       for (const u of shown) out.push(`    ${unlistedText(u)}`);
       if (shown.length < o.unlisted.length) out.push(`    … and ${o.unlisted.length - shown.length} more (--output json lists them all)`);
     }
@@ -76,7 +85,7 @@ export function formatText(outcomes: readonly SuiteOutcome[], strict: boolean): 
   const parts = [
     `${plural(t.suites, 'suite')}${t.invalid ? ` (${t.invalid} not run: bad input)` : ''}`,
     `${plural(t.expectations, 'expectation')}: ${t.held.toLocaleString('en-US')} held, ${t.failed.toLocaleString('en-US')} failed`,
-    `${plural(t.unlisted, 'verdict')} not named by any expectation${t.unlisted > 0 ? (strict ? ' (failures: --strict)' : ' (not failures without --strict)') : ''}`,
+    `${plural(t.unlisted, 'verdict')} not named by any expectation${t.unlisted > 0 ? (strict ? ' (failures with --strict)' : ' (not failures without --strict)') : ''}`,
   ];
   out.push('', parts.join('; '));
   return `${out.join('\n')}\n`;
