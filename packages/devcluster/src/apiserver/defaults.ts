@@ -10,7 +10,7 @@
  *   `kube-root-ca.crt` ConfigMap (the serviceaccount and root-ca-cert
  *   publisher controllers).
  */
-import { quantityValue } from '../../policy/quantity.ts';
+import { quantityValue } from '../../../../src/policy/quantity.ts';
 import type { ResourceDef } from './registry.ts';
 import { isPlainObject, type Obj } from './types.ts';
 

@@ -10,8 +10,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { open, readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { backoffDelay } from '../../kube/backoff.ts';
-import { LogKey } from '../../observability/log-keys.ts';
+import { backoffDelay } from '../../../../src/kube/backoff.ts';
+import { LogKey } from '../../../../src/observability/log-keys.ts';
 
 export interface ReplicaSpec {
   name: string;
