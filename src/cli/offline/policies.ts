@@ -22,11 +22,19 @@ export interface PolicyProblem {
   message: string;
 }
 
-/**
- * Loads every path in order. `across` names the set in duplicate messages
- * ("--policies", "the suite's policies").
- */
-export async function loadPolicies(paths: readonly string[], across: string): Promise<LoadedPolicies & { problems: PolicyProblem[] }> {
+/** How messages name where the paths came from. */
+export interface PolicyNaming {
+  /** The set, in duplicate messages: "--policies", "the suite's policies". */
+  across: string;
+  /** What takes a directory, in "holds no rules" messages: "--policies", "a suite's policies entry". */
+  takes: string;
+  /** Prefixed to a path that cannot be read at all (the flag it was given to), if any. */
+  flag?: string;
+}
+
+/** Loads every path in order. */
+export async function loadPolicies(paths: readonly string[], naming: PolicyNaming): Promise<LoadedPolicies & { problems: PolicyProblem[] }> {
+  const { across } = naming;
   const problems: PolicyProblem[] = [];
   const rules: PortalRuleObject[] = [];
   const ruleSources = new Map<string, string>();
@@ -34,9 +42,9 @@ export async function loadPolicies(paths: readonly string[], across: string): Pr
   const vapSources = new Map<string, string>();
   for (const dir of paths) {
     const loaded = await loadRulesFromDirectory(dir);
-    for (const e of loaded.errors) problems.push({ path: dir, message: `${e.source}: ${e.message}` });
+    for (const e of loaded.errors) problems.push({ path: dir, message: `${e.source === dir && naming.flag ? `${naming.flag} ` : ''}${e.source}: ${e.message}` });
     if (loaded.errors.length === 0 && loaded.rules.length === 0 && loaded.vap.policies.length === 0) {
-      problems.push({ path: dir, message: `${dir}: holds no rules; name a directory or file of PortalRule / PortalClusterRule or ValidatingAdmissionPolicy manifests` });
+      problems.push({ path: dir, message: `${dir}: holds no rules; ${naming.takes} takes a directory of PortalRule / PortalClusterRule or ValidatingAdmissionPolicy manifests` });
     }
     for (const [kind, list] of [
       ['ValidatingAdmissionPolicy', loaded.vap.policies.map((p) => p.policy)],

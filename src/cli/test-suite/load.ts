@@ -56,7 +56,7 @@ export async function loadSuite(file: string, spec: SuiteSpec, locate: Locator):
 
   // Policies: one load, so names are checked across every entry.
   const policyPaths = spec.policies.map(abs);
-  const policies = await loadPolicies(policyPaths, "the suite's policies");
+  const policies = await loadPolicies(policyPaths, { across: "the suite's policies", takes: "a suite's policies entry" });
   for (const p of policies.problems) {
     const i = policyPaths.indexOf(p.path);
     problem(['policies', i < 0 ? 0 : i], p.message);
