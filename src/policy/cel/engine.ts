@@ -171,6 +171,16 @@ function errorOffset(e: CelErrorLike): number {
   return e.range?.start ?? e.node?.start ?? e.node?.pos ?? 0;
 }
 
+/**
+ * The message of an evaluation failure. A stack overflow (a value nested
+ * deeper than the evaluator's recursion can follow) says so, since its own
+ * message names no input.
+ */
+export function failureMessage(e: unknown): string {
+  if (e instanceof RangeError && /call stack/i.test(e.message)) return `the input is nested too deeply to evaluate (${e.message})`;
+  return summary(e).replace(/portalMatches/g, 'matches');
+}
+
 function summary(e: unknown): string {
   if (e !== null && typeof e === 'object') {
     const c = e as CelErrorLike;
@@ -312,11 +322,13 @@ export function evaluate(
 ): EvalResult {
   const limit = Math.min(perCallLimit, budget.remaining);
   const meter: Meter = { used: 0, limit };
-  const context = converted ? (activation as Record<string, unknown>) : celContext(activation as Activation);
   let value: unknown;
   let failure: unknown;
   const outer = enterMeter(meter);
   try {
+    // Converting the activation walks the objects: inside the try, so a
+    // hostile object (nested 100,000 deep) is an evaluation error too.
+    const context = converted ? (activation as Record<string, unknown>) : celContext(activation as Activation);
     value = program.exec(context);
   } catch (e) {
     failure = e;
@@ -333,7 +345,7 @@ export function evaluate(
     if (failure instanceof CostLimitExceeded) {
       return { ok: false, kind: 'cost', message: `evaluation exceeded the cost limit (${limit} units)`, cost };
     }
-    return { ok: false, kind: 'runtime', message: summary(failure).replace(/portalMatches/g, 'matches'), cost };
+    return { ok: false, kind: 'runtime', message: failureMessage(failure), cost };
   }
   const wrong = checkType(program, value);
   if (wrong) return { ok: false, kind: 'runtime', message: wrong, cost };
