@@ -22,7 +22,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import { ajvRegExp } from './re2.ts';
 import { toViolations } from './schema-errors.ts';
-import { schemaBoundProblem } from './schema-bounds.ts';
+import { guardUniqueItems, schemaBoundProblem } from './schema-bounds.ts';
 import { LATEST, MIN_VERSION_KEYWORD, VERSION_PATTERN, type VersionContext } from './pod-security-version.ts';
 import type { SchemaViolation } from './types.ts';
 
@@ -137,6 +137,7 @@ export function compileSchema(schema: Record<string, unknown> | boolean): Compil
   // ajv keys its cache by object identity: compile a private copy so that the
   // caller's object can be shared or mutated without affecting us.
   const own: Record<string, unknown> | boolean = typeof schema === 'boolean' ? schema : structuredClone(schema);
+  guardUniqueItems(own);
   let fn: ValidateFunction;
   try {
     fn = ajv.compile(own);

@@ -14,7 +14,10 @@
  *   into the object (`{"allOf": [{"$ref": "#"}]}`) would never end and is
  *   refused.
  * - `uniqueItems: true` compares every pair of items: only together with a
- *   `maxItems` of at most {@link MAX_UNIQUE_ITEMS} in the same schema.
+ *   `maxItems` of at most {@link MAX_UNIQUE_ITEMS} in the same schema. ajv
+ *   (with allErrors) would still compare the pairs of a longer list after
+ *   `maxItems` failed, so the compiled copy checks uniqueness only when
+ *   `maxItems` holds ({@link guardUniqueItems}).
  */
 
 /**
@@ -179,6 +182,26 @@ export function schemaBoundProblem(schema: Json): string | undefined {
     return `validate.schema expands to more than ${MAX_EXPANDED_SCHEMA} subschemas once its "$ref"s are followed (the expanded-size bound); reference fewer schemas from each level`;
   }
   return undefined;
+}
+
+/**
+ * Rewrites (in place: call it on a private copy) every `uniqueItems: true`
+ * beside a `maxItems: N` into `allOf: [… {if: {maxItems: N}, then:
+ * {uniqueItems: true}}]`, so that a list longer than N fails `maxItems`
+ * without its N² comparisons. The errors are the same (`if`/`allOf` are
+ * wrappers schema-errors.ts leaves out).
+ */
+export function guardUniqueItems(schema: Json): void {
+  const found: Schema[] = [];
+  eachSchema(schema, (s) => {
+    if (s['uniqueItems'] === true && typeof s['maxItems'] === 'number') found.push(s);
+  });
+  for (const s of found) {
+    const max = s['maxItems'];
+    delete s['uniqueItems'];
+    const guard = { if: { maxItems: max }, then: { uniqueItems: true } };
+    s['allOf'] = Array.isArray(s['allOf']) ? [...(s['allOf'] as Json[]), guard] : [guard];
+  }
 }
 
 /** The expanded size of a schema (for tests and the docs' figures). */
