@@ -23,10 +23,10 @@ function charAt(s: string, i: bigint): string {
  */
 function replace(s: string, from: string, to: string, limit: number): string {
   if (limit === 0) return s;
-  const parts: string[] = [];
-  let count = 0;
-  const more = (): boolean => limit < 0 || count < limit;
   if (from === '') {
+    const parts: string[] = [];
+    let count = 0;
+    const more = (): boolean => limit < 0 || count < limit;
     for (const ch of s) {
       if (more()) {
         parts.push(to);
@@ -37,17 +37,10 @@ function replace(s: string, from: string, to: string, limit: number): string {
     if (more()) parts.push(to);
     return parts.join('');
   }
-  let at = 0;
-  while (more()) {
-    const i = s.indexOf(from, at);
-    if (i < 0) break;
-    parts.push(s.slice(at, i), to);
-    at = i + from.length;
-    count++;
-  }
-  if (count === 0) return s;
-  parts.push(s.slice(at));
-  return parts.join('');
+  // Native split and join: the first `limit` occurrences become `to`, the rest stay `from`.
+  const pieces = s.split(from);
+  if (limit < 0 || pieces.length - 1 <= limit) return pieces.join(to);
+  return `${pieces.slice(0, limit + 1).join(to)}${from}${pieces.slice(limit + 1).join(from)}`;
 }
 
 function quote(s: string): string {
