@@ -6,13 +6,18 @@
  * and apply time), and another namespace's request is still decided.
  * Assertions are on verdicts and messages, never on time; the work is
  * refused before it starts because each function charges by the size of its
- * inputs (src/policy/cel/cost.ts).
+ * inputs (src/policy/cel/cost.ts). The last case runs against a real
+ * `portal serve` process.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { decideAdmission, evaluate, MAX_PROGRAM_SIZE, RuleSet, validateRule, type KubeObject } from '../../src/policy/index.ts';
 import { input, namespacedRule, pod } from '../policy/support.ts';
 import { admissionOutcome, VapSet, verdictOf, type VapAttributes } from '../policy/vap/support.ts';
+import { podReview, review, startServe } from '../replica/support.ts';
 
 const PER_CALL = /per-expression cost limit \(1000000 units\)/;
 
@@ -163,5 +168,51 @@ describe('the same functions inside a ValidatingAdmissionPolicy bound to one nam
     const errors = set.upsertPolicy(policy('regex', `object.metadata.name.matches('${REGEX_5000}')`));
     assert.equal(errors.length, 1);
     assert.match(errors[0]?.error ?? '', /^ERROR: <input>:1:\d+: regular expression .* more than the 2000 allowed/);
+  });
+});
+
+describe('against a real `portal serve` (file mode)', () => {
+  const RULES = `apiVersion: portal.dev/v1alpha1
+kind: PortalRule
+metadata: {name: hostile, namespace: tenant}
+spec:
+  match: {kinds: [{apiGroups: [""], kinds: [Pod]}]}
+  validate:
+    message: hostile
+    cel:
+      expressions:
+        - expression: "sets.contains(object.metadata.annotations['a'].split(','), object.metadata.annotations['b'].split(','))"
+        - expression: "object.metadata.annotations['a'].replace('', object.metadata.annotations['to']).size() > 0"
+`;
+
+  function hostileReview(): Record<string, unknown> {
+    const r = podReview({ namespace: 'tenant' }) as { request: { object: { metadata: Record<string, unknown> } } };
+    r.request.object.metadata.annotations = { a: list30k, b: list30k, to: 'x'.repeat(10_000) };
+    return r;
+  }
+
+  it('the hostile request is answered with the error verdict naming the limit, and other requests and /healthz are answered too', { timeout: 120_000 }, async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'portal-cel-cost-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, 'rules.yaml'), RULES);
+    const s = await startServe(t, ['--policies', dir], { POD_NAME: 'portal-cel-cost' });
+    const ca = await readFile(s.caFile);
+
+    // Hostile reviews and ordinary ones from another namespace, interleaved, two rounds.
+    for (let round = 0; round < 2; round++) {
+      const [hostile, other, health] = await Promise.all([
+        review(s.webhook, ca, hostileReview(), 60_000),
+        review(s.webhook, ca, podReview({ namespace: 'other' }), 60_000),
+        fetch(`${s.probes}/healthz`).then(async (res) => ({ status: res.status, body: await res.text() })),
+      ]);
+      assert.equal(hostile.allowed, false);
+      assert.match(hostile.status?.message ?? '', /rule tenant\/hostile could not be evaluated: validate\.cel\.expressions\[0\] failed: evaluation exceeded the per-expression cost limit \(1000000 units\)/);
+      assert.equal(other.allowed, true, JSON.stringify(other));
+      assert.equal(health.status, 200);
+    }
+    // The replica stays ready: rule errors are verdicts, not internal errors.
+    const ready = await fetch(`${s.probes}/readyz`);
+    await ready.arrayBuffer();
+    assert.equal(ready.status, 200);
   });
 });
