@@ -78,6 +78,8 @@ export interface AuditEvaluatorDeps {
   onNamespaceChange?: (handler: (namespace: string) => void) => () => void;
   /** Stored PolicyReports: watched here; written only by the actuator (through the FencedWriter). */
   reports: ReportWriter;
+  /** Sees each `error` verdict of a Portal rule (metric, Events); must not throw. */
+  onRuleError?: (verdict: RuleVerdict, object: { kind: string; namespace: string; name: string }) => void;
   logger: Logger;
   registry: Registry;
 }
@@ -434,6 +436,8 @@ export class AuditEvaluator {
         namespaceLabels: group === '' && kind === 'Namespace' ? (object.metadata?.labels ?? {}) : namespace ? this.#deps.namespaceLabels(namespace) : undefined,
       };
       verdicts = evaluate(this.#deps.ruleSet, request);
+      const onError = this.#deps.onRuleError;
+      if (onError) for (const v of verdicts) if (v.result === 'error') onError(v, { kind, namespace, name });
       for (const p of this.#deps.policies ?? []) verdicts.push(...p.evaluate(request));
     }
     const violating = new Set(verdicts.filter(isViolation).map((v) => v.rule));

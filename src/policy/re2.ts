@@ -46,6 +46,12 @@ export const MAX_TEST_COST = 2 ** 27;
 /** A compiled pattern or a limit hit while matching: the message says which and what to do. */
 export class RegexLimitError extends Error {
   override readonly name = 'RegexLimitError';
+  /** The evaluation's time budget ran out (not this pattern's own limit). */
+  readonly deadline: boolean;
+  constructor(message: string, options: { deadline?: boolean } = {}) {
+    super(message);
+    this.deadline = options.deadline === true;
+  }
 }
 
 /** What ajv (and CEL) need from a regular expression. */
@@ -219,7 +225,7 @@ export function compileLinear(pattern: string): LinearRegExp {
         sinceClock += cost;
         if (sinceClock >= CLOCK_EVERY_UNITS) {
           sinceClock = 0;
-          if (current.now() > current.deadline) throw new RegexLimitError('the evaluation time budget ran out before this regular expression ran');
+          if (current.now() > current.deadline) throw new RegexLimitError('the evaluation time budget ran out before this regular expression ran', { deadline: true });
         }
       }
       return match(input);
