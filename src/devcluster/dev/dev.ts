@@ -17,6 +17,7 @@ import { pino, type Logger } from 'pino';
 import { generateCA, generateServingCert } from '../../admission/certs.ts';
 import { buildValidatingWebhookConfiguration, loadChartWebhookValues, type WebhookValues } from '../../config/webhook-configuration.ts';
 import { RULE_FILE_LIMITS } from '../../config/manifests.ts';
+import { portalKindResources } from '../../policy/portal-kinds.ts';
 import { ErrorCode, isPortalError } from '../../observability/errors.ts';
 import { LogKey } from '../../observability/log-keys.ts';
 import { startApiServer, type ApiServer } from '../apiserver/index.ts';
@@ -166,6 +167,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
         caBundle: Buffer.from(ca.cert).toString('base64'),
         clientConfig: { service: { name: WEBHOOK_SERVICE, namespace: INSTALL_NAMESPACE, port: WEBHOOK_SERVICE_PORT, path: prepared.webhookValues.path } },
         values: prepared.webhookValues,
+        portalKindResources: portalKindResources(),
       }),
     );
 
