@@ -15,6 +15,7 @@ import type { ServeConfig } from '../config/options.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
 import { ClusterRuleSource } from '../kube/cluster-rule-source.ts';
 import { VapInformerSource } from '../kube/vap-source.ts';
+import { WebhookConfigSource } from '../kube/webhook-config-source.ts';
 import { VapAuditPolicySource } from '../audit/vap-policy-source.ts';
 import { ProblemEvents } from '../audit/problem-events.ts';
 import { RuleProblems } from '../audit/rule-problems.ts';
@@ -64,6 +65,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   });
   // ValidatingAdmissionPolicies are audited, never enforced here (the API server does): DESIGN §8.
   const vaps = new VapInformerSource(client, componentLogger(root, 'vap'));
+  // The webhook configuration Portal is served through, for the rules' Covered condition.
+  const webhookConfig = config.webhookConfiguration !== '' ? new WebhookConfigSource(client, config.webhookConfiguration, componentLogger(root, 'coverage')) : undefined;
 
   const identity = makeIdentity(config.podName);
   let elector: LeaderElector;
@@ -112,6 +115,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       ruleSet: source.ruleSet,
       policies: [new VapAuditPolicySource(vaps, (policy, problem, name) => vapProblems.note(policy, problem, name))],
       onRuleError: (verdict, object) => ruleProblems.verdictError('audit', verdict, object),
+      webhookConfiguration: () => webhookConfig?.view() ?? 'unchecked',
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
@@ -123,6 +127,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   debugVars.register('informers', () => source.informerStats());
   debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), events: problemEvents.stats() }));
   debugVars.register('problem_events', () => problemEvents.stats());
+  if (webhookConfig) debugVars.register('webhook_configuration', () => webhookConfig.stats());
   // A VAP the API server accepted can still fail to compile in Portal's CEL engine (a
   // stricter type check): every request it matches is then an audit `error` (DESIGN §8).
   new Gauge({
@@ -147,6 +152,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       // Not an admission dependency: VAP informers never gate readiness (a cluster without
       // VAPs, or without RBAC for them, still admits); until synced the audit has no VAP verdicts.
       { runnable: { name: 'vap-informers', start: (signal: AbortSignal) => vaps.start(signal) }, group: 'others' },
+      // Never gates readiness either: only the rules' Covered condition reads it.
+      ...(webhookConfig ? [{ runnable: webhookConfig, group: 'others' as const }] : []),
       // Every replica evaluates (warm followers) ...
       { runnable: evaluator, group: 'others' },
       // ... and only the leader acts: started by the Manager with each term.

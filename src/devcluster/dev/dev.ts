@@ -28,6 +28,7 @@ import { readManifests, type Manifest } from './manifests.ts';
 import { INSTALL_NAMESPACE, type DevOptions } from './options.ts';
 import { freePort } from './ports.ts';
 import { removeState, writeState, type DevState } from './state.ts';
+import { listRuleProblems, problemNote, problemReport, type RuleProblem } from './rule-problems.ts';
 import { formatStatus, probeReplica } from './status.ts';
 import { Supervisor, type ReplicaSpec, type ReplicaState } from './supervisor.ts';
 
@@ -194,6 +195,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
           '--probes-port', String(p.probes),
           '--bind-address', '127.0.0.1',
           '--install-namespace', INSTALL_NAMESPACE,
+          '--webhook-configuration', WEBHOOK_CONFIGURATION_NAME,
           '--pod-name', name,
           ...o.passthrough,
         ],
@@ -242,14 +244,22 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     endpoints.supervisor = supervisor;
     const sup = supervisor;
     let last = '';
+    let problems: RuleProblem[] = [];
     const tick = async (): Promise<void> => {
-      const statuses = await Promise.all(sup.states().map((s) => probeReplica({ name: s.name, probesPort: s.probesPort, running: s.running })));
+      const [statuses, rules] = await Promise.all([
+        Promise.all(sup.states().map((s) => probeReplica({ name: s.name, probesPort: s.probesPort, running: s.running }))),
+        listRuleProblems(client),
+      ]);
       if (stop.signal.aborted) return;
       for (const s of statuses) {
         if (s.ready) ready.add(s.name);
         else ready.delete(s.name);
       }
-      const line = formatStatus(apiUrl, statuses);
+      // Rules that are not Ready or not covered: listed whenever the set changes (the status line counts them).
+      const report = rules ? problemReport(problems, rules) : [];
+      if (rules) problems = rules;
+      if (report.length > 0) rt.out.write(`${rt.out.isTTY ? '\r\x1b[2K' : ''}${report.join('\n')}\n`);
+      const line = formatStatus(apiUrl, statuses) + problemNote(problems);
       if (rt.out.isTTY) rt.out.write(`\r\x1b[2K${line}`);
       else if (line !== last) rt.out.write(`${line}\n`);
       last = line;
