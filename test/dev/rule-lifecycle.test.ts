@@ -202,6 +202,10 @@ void test('issue 15 with real kubectl: refused at apply, errors follow enforceme
       ['broken-deny is not Ready (CompileError)', 'broken-warn is not Ready (CompileError)', 'cm-warn is not covered (NotSentByWebhook)', 'cm-audit is not covered (AuditForbidden)'].every((s) => output.includes(s)),
     );
     await until('the status line counting them', 30_000, () => /replicas ready .* · 4 rules need attention/.test(output));
+    // From the start: the rules from --policies that do not compile are listed before any replica is up,
+    // and no status line ever reads as "all is fine".
+    assert.ok(output.indexOf('broken-deny is not Ready') < output.indexOf('replicas ready'), output);
+    for (const line of output.split('\n').filter((l) => l.includes('replicas ready'))) assert.match(line, /rules? needs? attention$/, line);
 
     // RBAC granted the way an operator would: a ClusterRole bound to Portal's service accounts.
     const grant = `apiVersion: rbac.authorization.k8s.io/v1

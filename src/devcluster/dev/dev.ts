@@ -28,7 +28,7 @@ import { readManifests, type Manifest } from './manifests.ts';
 import { INSTALL_NAMESPACE, type DevOptions } from './options.ts';
 import { freePort } from './ports.ts';
 import { removeState, writeState, type DevState } from './state.ts';
-import { listRuleProblems, problemNote, problemReport, type RuleProblem } from './rule-problems.ts';
+import { listRuleProblems, localProblems, mergeProblems, problemNote, problemReport, type RuleProblem } from './rule-problems.ts';
 import { formatStatus, probeReplica } from './status.ts';
 import { Supervisor, type ReplicaSpec, type ReplicaState } from './supervisor.ts';
 
@@ -151,10 +151,8 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     // The chart's ServiceAccount and RBAC: replicas get what production gives them, no more.
     for (const obj of rbacForReplicas(names)) await client.apply(obj);
     for (const crd of prepared.crds) await client.apply(crd);
-    for (const rule of prepared.rules) {
-      const meta = rule.metadata;
-      await client.apply(rule.kind === 'PortalRule' ? { ...rule, metadata: { ...meta, namespace: meta.namespace ?? 'default' } } : rule);
-    }
+    const installed: Manifest[] = prepared.rules.map((rule) => (rule.kind === 'PortalRule' ? { ...rule, metadata: { ...rule.metadata, namespace: rule.metadata.namespace ?? 'default' } } : rule));
+    for (const rule of installed) await client.apply(rule);
     await client.apply({
       apiVersion: 'v1',
       kind: 'Service',
@@ -244,7 +242,12 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     endpoints.supervisor = supervisor;
     const sup = supervisor;
     let last = '';
-    let problems: RuleProblem[] = [];
+    // The rules from --policies that will not compile, known now (the RuleSet's own words): said at once,
+    // and standing in for each such rule until the leader has written its status.
+    const local = localProblems(installed);
+    let problems: RuleProblem[] = local;
+    const first = problemReport([], local);
+    if (first.length > 0) rt.out.write(`${first.join('\n')}\n`);
     const tick = async (): Promise<void> => {
       const [statuses, rules] = await Promise.all([
         Promise.all(sup.states().map((s) => probeReplica({ name: s.name, probesPort: s.probesPort, running: s.running }))),
@@ -256,8 +259,9 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
         else ready.delete(s.name);
       }
       // Rules that are not Ready or not covered: listed whenever the set changes (the status line counts them).
-      const report = rules ? problemReport(problems, rules) : [];
-      if (rules) problems = rules;
+      const now = rules ? mergeProblems(rules, local) : undefined;
+      const report = now ? problemReport(problems, now) : [];
+      if (now) problems = now;
       if (report.length > 0) rt.out.write(`${rt.out.isTTY ? '\r\x1b[2K' : ''}${report.join('\n')}\n`);
       const line = formatStatus(apiUrl, statuses) + problemNote(problems);
       if (rt.out.isTTY) rt.out.write(`\r\x1b[2K${line}`);

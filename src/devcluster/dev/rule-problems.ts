@@ -5,6 +5,7 @@
  * the set changes, and counted on the status line so that "2/2 replicas
  * ready" never reads as "all is fine" while a rule is broken.
  */
+import { RuleSet, type PortalRuleObject } from '../../policy/index.ts';
 import type { DevApiClient } from './api-client.ts';
 
 interface Condition {
@@ -29,9 +30,16 @@ export interface RuleProblem {
 
 const PATHS = ['/apis/portal.dev/v1alpha1/portalclusterrules', '/apis/portal.dev/v1alpha1/portalrules'] as const;
 
+export interface RuleProblemList {
+  problems: RuleProblem[];
+  /** Rules whose status does not describe their current generation yet (no leader has written it). */
+  pending: Set<string>;
+}
+
 /** The problems the rules' status shows now; undefined when the rules cannot be listed. */
-export async function listRuleProblems(client: Pick<DevApiClient, 'request'>): Promise<RuleProblem[] | undefined> {
+export async function listRuleProblems(client: Pick<DevApiClient, 'request'>): Promise<RuleProblemList | undefined> {
   const problems: RuleProblem[] = [];
+  const pending = new Set<string>();
   for (const path of PATHS) {
     let res: { status: number; body: unknown };
     try {
@@ -41,9 +49,46 @@ export async function listRuleProblems(client: Pick<DevApiClient, 'request'>): P
     }
     if (res.status !== 200) return undefined;
     const items = ((res.body as { items?: RuleObject[] }).items ?? []) as RuleObject[];
-    for (const r of items) problems.push(...problemsOf(r, path.endsWith('portalrules') ? 'PortalRule' : 'PortalClusterRule'));
+    const kind = path.endsWith('portalrules') ? 'PortalRule' : 'PortalClusterRule';
+    for (const r of items) {
+      if (r.status?.observedGeneration === undefined || r.status.observedGeneration !== r.metadata?.generation) pending.add(ruleId(r, kind));
+      else problems.push(...problemsOf(r, kind));
+    }
   }
-  return problems.sort((a, b) => a.rule.localeCompare(b.rule) || a.line.localeCompare(b.line));
+  return { problems: sortProblems(problems), pending };
+}
+
+function sortProblems(ps: RuleProblem[]): RuleProblem[] {
+  return ps.sort((a, b) => a.rule.localeCompare(b.rule) || a.line.localeCompare(b.line));
+}
+
+function ruleId(r: RuleObject, kind: 'PortalRule' | 'PortalClusterRule'): string {
+  const name = r.metadata?.name ?? '';
+  return `${kind}/${kind === 'PortalRule' ? `${r.metadata?.namespace ?? ''}/${name}` : name}`;
+}
+
+/**
+ * What the replicas will say about the rules `portal dev` installs, known
+ * before any replica runs: the RuleSet's own verdict (same code, same words)
+ * on each rule from --policies. It stands in for a rule until the leader has
+ * written its status.
+ */
+export function localProblems(rules: readonly Record<string, unknown>[]): RuleProblem[] {
+  const set = new RuleSet();
+  const out: RuleProblem[] = [];
+  for (const rule of rules) {
+    const state = set.upsert(rule as unknown as PortalRuleObject);
+    if (state.ready) continue;
+    const kind = state.ruleKind;
+    const display = state.namespace !== undefined ? `${state.namespace}/${state.name}` : state.name;
+    out.push({ rule: `${kind}/${display}`, line: `${kind} ${display} is not Ready (${state.reason}): ${state.message}` });
+  }
+  return sortProblems(out);
+}
+
+/** The status-derived problems, with the local ones of rules whose status is still pending. */
+export function mergeProblems(list: RuleProblemList, local: readonly RuleProblem[]): RuleProblem[] {
+  return sortProblems([...list.problems, ...local.filter((p) => list.pending.has(p.rule))]);
 }
 
 /** The problems of one rule, from a status written for its current generation (an older one is not judged). */
@@ -51,8 +96,6 @@ export function problemsOf(r: RuleObject, kind: 'PortalRule' | 'PortalClusterRul
   const name = r.metadata?.name ?? '';
   const display = kind === 'PortalRule' ? `${r.metadata?.namespace ?? ''}/${name}` : name;
   const rule = `${kind}/${display}`;
-  // A status from before the last edit says nothing about the rule as it is now: wait for the leader's next one.
-  if (r.status?.observedGeneration !== undefined && r.metadata?.generation !== undefined && r.status.observedGeneration !== r.metadata.generation) return [];
   const conditions = r.status?.conditions ?? [];
   const out: RuleProblem[] = [];
   const cond = (type: string): Condition | undefined => conditions.find((c) => c.type === type);
