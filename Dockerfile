@@ -25,7 +25,9 @@ RUN npm run build
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# Source maps are dead weight in production (9.5 MB, nearly all of them
+# @kubernetes/client-node's): nothing reads them without --enable-source-maps.
+RUN npm ci --omit=dev --no-audit --no-fund && find node_modules -name '*.map' -type f -delete && npm cache clean --force
 
 # ---- runtime --------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime

@@ -10,6 +10,7 @@ import type { Server as HttpsServer } from 'node:https';
 import { fastify, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { EvaluationInput } from '../policy/types.ts';
+import { clipText, MAX_WARNING_LENGTH } from '../policy/decision.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { AdmissionDecision, AdmissionMetrics } from '../observability/metrics.ts';
 import { type Decide, type Decision, type NamespaceLabels } from './decision.ts';
@@ -79,8 +80,6 @@ export const CONNECTION_LIMITS: Readonly<ConnectionLimits> = Object.freeze({
   drainBytes: 4 * ADMISSION_BODY_LIMIT,
 });
 
-/** The apiserver shows warnings to users; Portal keeps each under 120 characters (DESIGN §2). */
-const MAX_WARNING_LENGTH = 119;
 
 export interface AdmissionServerOptions {
   tls: TlsMaterial;
@@ -509,11 +508,12 @@ function toInput(r: AdmissionRequest, namespaceLabels: NamespaceLabels): Evaluat
   };
 }
 
+/** The apiserver shows warnings to users; Portal keeps each under 120 characters (DESIGN §2), whatever the decider returned. */
 function clipWarning(w: string): string {
-  return w.length <= MAX_WARNING_LENGTH ? w : `${w.slice(0, MAX_WARNING_LENGTH - 1)}…`;
+  return clipText(w, MAX_WARNING_LENGTH);
 }
 
 function errorMessage(err: unknown): string {
   const m = err instanceof Error ? err.message : String(err);
-  return m.length > 200 ? `${m.slice(0, 199)}…` : m;
+  return clipText(m, 200);
 }

@@ -8,6 +8,9 @@
  */
 import type { LogLevel } from '../observability/logger.ts';
 
+/** Namespaces the webhook never matches and the server never evaluates, so the control plane can always recover (DESIGN.md §3). */
+export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
+
 export interface ServeConfig {
   /** HTTPS port of the admission webhook (`0` picks a free port). @default 9443 */
   webhookPort: number;
@@ -99,7 +102,7 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   selfSigned: false,
   policies: '',
   kubeconfig: '',
-  exemptNamespaces: Object.freeze(['kube-system', 'kube-public', 'kube-node-lease']) as unknown as string[],
+  exemptNamespaces: Object.freeze([...ALWAYS_EXCLUDED_NAMESPACES]) as unknown as string[],
   installNamespace: 'portal-system',
   webhookConfiguration: '',
   podName: '',

@@ -14,12 +14,12 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { generateCA, generateServingCert } from '../../admission/certs.ts';
-import { buildValidatingWebhookConfiguration, loadChartWebhookValues, type WebhookValues } from '../../config/webhook-configuration.ts';
-import { RULE_FILE_LIMITS } from '../../config/manifests.ts';
-import { portalKindResources } from '../../policy/portal-kinds.ts';
-import { ErrorCode, isPortalError } from '../../observability/errors.ts';
-import { LogKey } from '../../observability/log-keys.ts';
+import { generateCA, generateServingCert } from '../../../../src/admission/certs.ts';
+import { buildValidatingWebhookConfiguration, loadChartWebhookValues, type WebhookValues } from '../../../../src/config/webhook-configuration.ts';
+import { RULE_FILE_LIMITS } from '../../../../src/config/manifests.ts';
+import { portalKindResources } from '../../../../src/policy/portal-kinds.ts';
+import { ErrorCode, isPortalError } from '../../../../src/observability/errors.ts';
+import { LogKey } from '../../../../src/observability/log-keys.ts';
 import { startApiServer, type ApiServer } from '../apiserver/index.ts';
 import { createWebhookAdmission, type WebhookAdmission } from '../webhook-admission.ts';
 import { DevApiClient } from './api-client.ts';

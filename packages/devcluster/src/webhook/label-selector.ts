@@ -4,9 +4,9 @@
  * requirements are ANDed, an empty selector matches everything, `NotIn` and
  * `DoesNotExist` match when the key is absent.
  */
-import { ErrorCode, PortalError } from '../../observability/errors.ts';
-import { selectorMatches } from '../../policy/label-selector.ts';
-import type { LabelSelector as PolicyLabelSelector } from '../../policy/types.ts';
+import { ErrorCode, PortalError } from '../../../../src/observability/errors.ts';
+import { selectorMatches } from '../../../../src/policy/label-selector.ts';
+import type { LabelSelector as PolicyLabelSelector } from '../../../../src/policy/types.ts';
 
 export interface LabelSelectorRequirement {
   key: string;

@@ -4,8 +4,8 @@
  * runs (src/policy/vap/validate.ts, expressions compiled with the CEL
  * engine), answered as 422 causes.
  */
-import { policyCompileProblems } from '../../config/vap-manifests.ts';
-import { validateBinding, validatePolicy, type FieldError } from '../../policy/vap/index.ts';
+import { policyCompileProblems } from '../../../../src/config/vap-manifests.ts';
+import { validateBinding, validatePolicy, type FieldError } from '../../../../src/policy/vap/index.ts';
 import type { StatusCause } from './status.ts';
 import { isPlainObject, type Obj } from './types.ts';
 

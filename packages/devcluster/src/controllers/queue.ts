@@ -5,6 +5,8 @@
  * time-driven work (a CronJob's next run). Nothing polls: keys arrive from
  * store events.
  */
+import { backoffDelay } from '../../../../src/kube/backoff.ts';
+
 export type Sync = (key: string) => Promise<void>;
 
 export class WorkQueue {
@@ -78,7 +80,7 @@ export class WorkQueue {
           const n = (this.failures.get(key) ?? 0) + 1;
           this.failures.set(key, n);
           this.onError(key, err);
-          this.addAfter(key, Math.min(5 * 2 ** (n - 1), 10_000));
+          this.addAfter(key, backoffDelay(n - 1, { initialMs: 5, maxMs: 10_000 }));
         },
       ).finally(() => {
         this.running.delete(key);

@@ -13,7 +13,7 @@
  * one cause. Warn bindings add warnings; audit annotations are returned for
  * the audit log.
  */
-import { selectorMatches } from '../../policy/label-selector.ts';
+import { selectorMatches } from '../../../../src/policy/label-selector.ts';
 import {
   admissionOutcome,
   VapSet,
@@ -21,8 +21,8 @@ import {
   type ValidatingAdmissionPolicy,
   type ValidatingAdmissionPolicyBinding,
   type VapAttributes,
-} from '../../policy/vap/index.ts';
-import type { KubeObject } from '../../policy/types.ts';
+} from '../../../../src/policy/vap/index.ts';
+import type { KubeObject } from '../../../../src/policy/types.ts';
 import type { AdmissionAttributes } from './admission-hook.ts';
 import { storeKey, type Registry } from './registry.ts';
 import { ApiError, qualified, type StatusDetails } from './status.ts';

@@ -3,7 +3,7 @@
  * passed verbatim to every replica's `portal serve` (lease timings,
  * Alertmanager URLs, log level, …). Pure: no I/O, no process.
  */
-import { parseDuration } from '../../config/duration.ts';
+import { parseDuration } from '../../../../src/config/duration.ts';
 
 export interface DevOptions {
   /** Number of `portal serve` replicas. @default 2 */

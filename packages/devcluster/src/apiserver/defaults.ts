@@ -10,6 +10,7 @@
  *   `kube-root-ca.crt` ConfigMap (the serviceaccount and root-ca-cert
  *   publisher controllers).
  */
+import { quantityValue } from '../../../../src/policy/quantity.ts';
 import type { ResourceDef } from './registry.ts';
 import { isPlainObject, type Obj } from './types.ts';
 
@@ -97,20 +98,7 @@ function defaultPodRequests(pod: Obj): void {
   }
 }
 
-const DECIMAL_SUFFIX: Record<string, number> = { n: 1e-9, u: 1e-6, m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
-const BINARY_SUFFIX: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
-
-/** The value of a resource.Quantity ("500m", "1.5Gi", "1e3", 2), or undefined when it is not one. */
-export function quantityValue(q: unknown): number | undefined {
-  if (typeof q === 'number') return Number.isFinite(q) ? q : undefined;
-  if (typeof q !== 'string') return undefined;
-  const m = /^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$/.exec(q.trim());
-  if (!m) return undefined;
-  const n = Number(m[1]);
-  if (m[2]) return n * 10 ** Number(m[2].slice(1));
-  const suffix = m[3] ?? '';
-  return n * (BINARY_SUFFIX[suffix] ?? DECIMAL_SUFFIX[suffix] ?? 1);
-}
+export { quantityValue };
 
 const QOS_RESOURCES = ['cpu', 'memory'];
 

@@ -10,7 +10,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { open, readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { LogKey } from '../../observability/log-keys.ts';
+import { backoffDelay } from '../../../../src/kube/backoff.ts';
+import { LogKey } from '../../../../src/observability/log-keys.ts';
 
 export interface ReplicaSpec {
   name: string;
@@ -142,7 +143,7 @@ export class Supervisor {
         }
         const backoff = this.opts.backoff ?? {};
         if (performance.now() - startedAt >= (backoff.resetAfterMs ?? BACKOFF_RESET_AFTER_MS)) slot.failures = 0;
-        const delay = Math.min(backoff.maxMs ?? BACKOFF_MAX_MS, (backoff.initialMs ?? BACKOFF_INITIAL_MS) * 2 ** slot.failures);
+        const delay = backoffDelay(slot.failures, { initialMs: backoff.initialMs ?? BACKOFF_INITIAL_MS, maxMs: backoff.maxMs ?? BACKOFF_MAX_MS });
         slot.failures++;
         this.changed();
         slot.timer = setTimeout(() => {
