@@ -50,6 +50,8 @@ COPY bin ./bin
 # The shipped rules and CRDs (`portal test --policies /app/policies`, and the
 # CRD files `portal dev` registers).
 COPY policies ./policies
+# The JSON Schema of `portal test` suites (read by dist/cli/test-suite/parse.js, and for editors).
+COPY schemas ./schemas
 COPY charts/portal/crds ./charts/portal/crds
 COPY charts/portal/files/crds ./charts/portal/files/crds
 

@@ -15,6 +15,7 @@
 import {
   compileComposition,
   evaluateComposition,
+  failureMessage,
   type Activation,
   type Budget,
   type Composition,
@@ -124,7 +125,14 @@ export function evaluateCelRule(
   template: { path: readonly string[]; prefix: string } | undefined,
   budget: Budget,
 ): CelRuleResult {
-  const out = evaluateComposition(rule.composition, activationFor(input, template), budget);
+  let out: ReturnType<typeof evaluateComposition>;
+  try {
+    out = evaluateComposition(rule.composition, activationFor(input, template), budget);
+  } catch (e) {
+    // Building the activation walks the objects (a hostile one can be
+    // nested too deeply for that): the rule cannot be evaluated, an `error`.
+    return { kind: 'error', why: `evaluation failed: ${failureMessage(e)}`, field: 'spec.validate.cel', cost: false };
+  }
   if (out.matched === false) return { kind: 'skip', why: `matchCondition "${out.condition}" is false` };
   if (out.matched === 'error') {
     const i = rule.composition.matchConditions.findIndex((m) => m.name === out.condition);

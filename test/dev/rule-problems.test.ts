@@ -4,7 +4,7 @@
 // changes (from the status the leader writes); the status line counts them.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { localProblems, mergeProblems, problemNote, problemReport, problemsOf, type RuleProblem } from '../../src/devcluster/dev/rule-problems.ts';
+import { localProblems, mergeProblems, problemNote, problemReport, problemsOf, type RuleProblem } from '../../packages/devcluster/src/dev/rule-problems.ts';
 import { RuleSet, type PortalRuleObject } from '../../src/policy/index.ts';
 
 const broken = {

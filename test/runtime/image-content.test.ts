@@ -162,6 +162,18 @@ void describe('the runtime image, assembled from the Dockerfile', () => {
     }
   });
 
+  void it('portal test runs a suite (its JSON Schema ships in schemas/)', () => {
+    const suite = join(work, 'image.portal-test.yaml');
+    writeFileSync(join(work, 'pods.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec:\n  containers: [{name: c, image: "nginx:1.27", securityContext: {privileged: true}}]\n');
+    writeFileSync(
+      suite,
+      `apiVersion: cli.portal.dev/v1alpha1\nkind: Test\npolicies: [${join(app, 'policies', 'pod-security')}]\nresources: [pods.yaml]\nresults:\n  - {rule: disallow-privileged-containers, kind: Pod, resources: [bad], result: fail}\n`,
+    );
+    const r = portal(['test', suite]);
+    assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, /1 expectation: 1 held, 0 failed/);
+  });
+
   void it('portal serve --self-signed answers a review and /readyz', async () => {
     const child = spawn(process.execPath, [join(app, 'bin/portal.js'), 'serve', '--policies', 'policies/pod-security', '--self-signed', '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1'], {
       cwd: app,

@@ -6,7 +6,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import type { ReadLimits } from '../../../../src/config/manifests.ts';
+import { SUITE_FILE, type ReadLimits } from '../../../../src/config/manifests.ts';
 
 export type Manifest = Record<string, unknown> & { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
 
@@ -21,7 +21,8 @@ async function yamlFiles(dir: string): Promise<string[]> {
   for (const e of entries) {
     const path = join(dir, e.name);
     if (e.isDirectory()) out.push(...(await yamlFiles(path)));
-    else if (/\.ya?ml$/.test(e.name)) out.push(path);
+    // `portal test` suites beside the policies are not manifests to install.
+    else if (/\.ya?ml$/.test(e.name) && !SUITE_FILE.test(e.name)) out.push(path);
   }
   return out;
 }
