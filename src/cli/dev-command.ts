@@ -6,9 +6,10 @@
  */
 import { fileURLToPath } from 'node:url';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
-import { DEV_HELP, INSTALL_NAMESPACE, parseDevArgs } from '../devcluster/dev/options.ts';
+import { join, resolve } from 'node:path';
+import { DEV_FLAGS, DEV_HELP, INSTALL_NAMESPACE, parseDevArgs, type DevOptions } from '../devcluster/dev/options.ts';
 import { portProblem } from '../devcluster/dev/ports.ts';
+import { lockStateDir, type LockResult } from '../devcluster/dev/state-lock.ts';
 import { parseArgs } from './args.ts';
 import { EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { SERVE_FLAG_DEFS } from './serve-flags.ts';
@@ -31,50 +32,78 @@ export const devCommand: Command = {
     // than N replicas exiting with code 2 afterwards.
     problems.push(...(await passthroughProblems(options.passthrough, io)));
     if (problems.length > 0) {
-      io.stderr.write(`portal dev: ${problems.join('\nportal dev: ')}\nRun 'portal dev --help' for the flags.\n`);
+      // One pointer to the help: an unknown flag's line already carries it.
+      const help = problems.some((p) => p.includes('--help')) ? '' : "Run 'portal dev --help' for the flags.\n";
+      io.stderr.write(`portal dev: ${problems.join('\nportal dev: ')}\n${help}`);
       return EXIT_USAGE;
     }
-    // A taken port (another portal dev, a real cluster on 6443) is the
-    // commonest start-up failure: one line and exit 2 before the second of
-    // module loading that the rest costs.
-    const busy = await portProblem(options.port);
-    if (busy) {
-      io.stderr.write(`portal dev: ${busy}\n`);
-      return EXIT_USAGE;
-    }
-    const { runDev } = await import('../devcluster/dev/dev.ts');
-    const controller = new AbortController();
-    const onSignal = (sig: NodeJS.Signals): void => {
-      if (!controller.signal.aborted) io.stderr.write(`\nportal dev: ${sig}, stopping\n`);
-      controller.abort();
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    // The state directory before the port: a second instance in the same
+    // checkout is told about the directory even when it also asked for the
+    // first one's port, and it leaves the first one's kubeconfig and
+    // certificates untouched.
+    const stateDir = resolve(io.cwd, options.stateDir);
+    let locked: LockResult;
     try {
-      const result = await runDev(
-        options,
-        {
-          nodePath: process.execPath,
-          nodeVersion: process.version,
-          script: join(packageRoot, 'bin', 'portal.js'),
-          env: io.env,
-          out: { write: (t: string) => io.stdout.write(t), isTTY: (io.stdout as NodeJS.WriteStream).isTTY === true },
-        },
-        controller.signal,
-      );
-      if (result.code !== 0) io.stderr.write(`portal dev: ${result.message}\n`);
-      return result.code;
+      locked = await lockStateDir(stateDir, { pid: process.pid });
+    } catch (err) {
+      io.stderr.write(`portal dev: cannot use the state directory ${stateDir}: ${(err as Error).message}; give another one: --state-dir DIR\n`);
+      return EXIT_USAGE;
+    }
+    if (!locked.ok) {
+      const who = locked.holder !== undefined ? `another portal dev (pid ${locked.holder})` : 'another portal dev (it did not say its pid)';
+      io.stderr.write(`portal dev: the state directory ${stateDir} is in use by ${who}; stop that one, or give this one its own: --state-dir DIR\n`);
+      return EXIT_USAGE;
+    }
+    try {
+      return await start({ ...options, stateDir }, io);
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      await locked.lock.release();
     }
   },
 };
 
+async function start(options: DevOptions, io: CommandIO): Promise<number> {
+  // A taken port (another portal dev, a real cluster on 6443) is the
+  // commonest start-up failure: one line and exit 2 before the second of
+  // module loading that the rest costs.
+  const busy = await portProblem(options.port);
+  if (busy) {
+    io.stderr.write(`portal dev: ${busy}\n`);
+    return EXIT_USAGE;
+  }
+  const { runDev } = await import('../devcluster/dev/dev.ts');
+  const controller = new AbortController();
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (!controller.signal.aborted) io.stderr.write(`\nportal dev: ${sig}, stopping\n`);
+    controller.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const result = await runDev(
+      options,
+      {
+        nodePath: process.execPath,
+        nodeVersion: process.version,
+        script: join(packageRoot, 'bin', 'portal.js'),
+        env: io.env,
+        out: { write: (t: string) => io.stdout.write(t), isTTY: (io.stdout as NodeJS.WriteStream).isTTY === true },
+      },
+      controller.signal,
+    );
+    if (result.code !== 0) io.stderr.write(`portal dev: ${result.message}\n`);
+    return result.code;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
 async function passthroughProblems(passthrough: readonly string[], io: CommandIO): Promise<string[]> {
   if (passthrough.length === 0) return [];
   const { loadServeConfig } = await import('../config/load.ts');
-  const args = parseArgs(passthrough, SERVE_FLAG_DEFS, 'portal serve');
+  // Unknown here means neither dev's nor serve's: the nearest of both is suggested, and dev's help (which covers both).
+  const args = parseArgs(passthrough, SERVE_FLAG_DEFS, 'portal dev', DEV_FLAGS);
   const problems = [...args.problems];
   const unexpected = args.positionals.filter((p) => !args.strays.includes(p));
   if (unexpected.length > 0) {

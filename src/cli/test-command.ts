@@ -64,6 +64,9 @@ Arguments:
   FILE...                 manifest files or directories (recursive; .yaml, .yml, .json;
                           multi-document YAML, JSON objects, arrays and Lists).
                           Rules, policies and bindings among them are not evaluated.
+                          - reads standard input (e.g. helm template . | portal test -p DIR -).
+                          Only regular files are read (no FIFO, device or socket), each at
+                          most 16 MiB, rule files at most 1 MiB.
 Flags:
   --policies, -p DIR      rules to apply: a directory or file of PortalRule /
                           PortalClusterRule objects, ValidatingAdmissionPolicies with
@@ -221,7 +224,7 @@ interface Inputs {
 }
 
 /** Reads and checks everything; returns the problems instead when there are any. */
-async function load(argv: string[]): Promise<{ help: true } | { problems: string[] } | Inputs> {
+async function load(argv: string[], io: CommandIO): Promise<{ help: true } | { problems: string[] } | Inputs> {
   const args = parseArgs(argv, FLAGS, 'portal test');
   if (args.values.has('help') && args.values.get('help')?.at(-1) !== 'false') return { help: true };
   const problems = [...args.problems];
@@ -247,7 +250,8 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
   const vapSources = new Map<string, string>();
   for (const dir of policyDirs) {
     const loaded = await loadRulesFromDirectory(dir);
-    for (const e of loaded.errors) problems.push(`${e.source}: ${e.message}`);
+    // A path that cannot be read is named as the flag it was given to.
+    for (const e of loaded.errors) problems.push(`${e.source === dir ? '--policies ' : ''}${e.source}: ${e.message}`);
     if (loaded.errors.length === 0 && loaded.rules.length === 0 && loaded.vap.policies.length === 0) {
       problems.push(`${dir}: holds no rules; --policies takes a directory of PortalRule / PortalClusterRule or ValidatingAdmissionPolicy manifests`);
     }
@@ -282,7 +286,7 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
   const namespaceLabels = new Map<string, Record<string, string>>();
   let skippedRules = 0;
   if (args.positionals.length > 0) {
-    const read = await readManifests(args.positionals);
+    const read = await readManifests(args.positionals, undefined, io.stdin ? { stdin: io.stdin } : {});
     for (const e of read.errors) problems.push(`${e.source}: ${e.message}`);
     for (const doc of read.documents) {
       if (isRuleObject(doc.object) || isVapDocument(doc.object)) {
@@ -324,7 +328,7 @@ function labelsOf(ns: string, known: Map<string, Record<string, string>>, podSec
 }
 
 export async function runTest(argv: string[], io: CommandIO): Promise<number> {
-  const loaded = await load(argv);
+  const loaded = await load(argv, io);
   if ('help' in loaded) {
     io.stdout.write(HELP);
     return EXIT_OK;
@@ -399,7 +403,7 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
       io.stdout.write(formatPolicyReports(evaluated, new Date()));
       break;
     case 'table':
-      io.stdout.write(formatTable(results, { rules: loaded.rules.length, resources: loaded.resources.length }));
+      io.stdout.write(formatTable(results, { rules: loaded.rules.length, policies: loaded.vap.policies.length, resources: loaded.resources.length }));
       break;
   }
   return results.some((r) => r.result === 'fail' || r.result === 'error') ? EXIT_FAILURE : EXIT_OK;
