@@ -295,7 +295,11 @@ export async function readManifests(paths: readonly string[], limits: Readonly<R
     // Sizes before any parsing: an oversized set costs a few stat calls.
     const all = listed.flatMap((l) => ('files' in l ? l.files : []));
     let total = 0;
-    for (const file of all) if (file !== STDIN_SOURCE) total += await stat(file).then((i) => i.size, () => 0);
+    for (const file of all) {
+      const size = file === STDIN_SOURCE ? 0 : await stat(file).then((i) => i.size, () => 0);
+      // A file over the per-file limit is refused on its own, by name, when it is read.
+      if (size <= limits.maxFileBytes) total += size;
+    }
     if (total > limits.maxTotalBytes) {
       result.errors.push({
         source: paths.join(', '),

@@ -144,6 +144,21 @@ describe('portal dev: usage errors exit 2 before the API server starts', { concu
     assertReported(await runPortal(['dev', '--replicas', 'abc', '--port', '0', '--state-dir', path('dev-a')]), 2, /--replicas "abc"/);
   });
 
+  it('an unknown flag suggests the nearest of dev\'s own and serve\'s flags, and points to dev\'s help once (issue 15 item 5)', async () => {
+    const state = path('dev-c');
+    const r = await runPortal(['dev', '--replica', '3', '--port', '0', '--state-dir', state]);
+    assertReported(r, 2);
+    assert.equal(r.stderr, `portal dev: unknown flag --replica (did you mean --replicas?); "3" after it was not taken as its value; run 'portal dev --help' for the list\n`);
+    const typo = await runPortal(['dev', '--state-dri', state, '--port', '0']);
+    assertReported(typo, 2, /unknown flag --state-dri \(did you mean --state-dir\?\)/);
+    if (existsSync(state)) throw new Error('portal dev created its state directory although the flags were bad');
+  });
+
+  it('a missing --policies path is named as --policies', async () => {
+    const r = await runPortal(['dev', '--policies', path('no-such-rules'), '--port', '0', '--state-dir', path('dev-d')]);
+    assertReported(r, 2, /^portal dev: --policies .*no-such-rules: no such directory$/m);
+  });
+
   it('flags passed through to the replicas are checked first', async () => {
     const state = path('dev-b');
     const r = await runPortal(['dev', '--policies', path('rules'), '--port', '0', '--state-dir', state, '--polices', 'x', '--lease-duration', '5']);
@@ -154,6 +169,15 @@ describe('portal dev: usage errors exit 2 before the API server starts', { concu
 
 describe('portal test: bad input', { concurrency: 3 }, () => {
   const t = (...args: string[]) => runPortal(['test', ...args], dir);
+
+  it('a missing --policies path is named as --policies', async () => {
+    assertReported(await t('--policies', 'no-such-rules', 'pod.yaml'), 2, /^ {2}- --policies no-such-rules: cannot read: no such file or directory$/m);
+  });
+
+  it('a truncated flag is completed, an unknown command gets the nearest command', async () => {
+    assertReported(await t('--pod-security', 'v1.30', '--policies', 'rules', 'pod.yaml'), 2, /unknown flag --pod-security \(did you mean --pod-security-version\?\)/);
+    assertReported(await runPortal(['tset'], dir), 2, /^portal: unknown command "tset" \(did you mean 'portal test'\?\)$/m);
+  });
 
   it('an unknown flag explains that its value became a FILE argument', async () => {
     assertReported(await t('--polices', 'rules', 'pod.yaml'), 2, /unknown flag --polices \(did you mean --policies\?\); "rules" after it was not taken as its value/, /--policies DIR is required/);
