@@ -118,7 +118,7 @@ export function closest(typed: string, known: readonly string[]): string | undef
   return extended.length === 1 ? extended[0] : undefined;
 }
 
-function editDistance(a: string, b: string): number {
+export function editDistance(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     let prev = row[0] as number;

@@ -8,6 +8,7 @@
  */
 import { join } from 'node:path';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { ALWAYS_EXCLUDED_NAMESPACES } from './options.ts';
 import { readBoundedFile } from './read-file.ts';
 import { parseYamlDocument } from './yaml.ts';
 
@@ -60,8 +61,6 @@ export interface BuildWebhookOptions {
   values: WebhookValues;
 }
 
-/** Namespaces the webhook never matches, so the control plane can always recover. */
-export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
 
 /**
  * Resources that must never be sent to Portal (DESIGN.md §3): intercepting

@@ -83,6 +83,23 @@ function cstDepth(document: CST.Document): number {
 }
 
 /**
+ * Why a YAML text nests past MAX_NESTING_DEPTH, or undefined: for a reader
+ * that composes the documents itself (suites keep the nodes for positions).
+ */
+export function yamlNestingProblem(text: string): string | undefined {
+  const lexical = lexicalDepthProblem(text);
+  if (lexical) return lexical;
+  const lines = new LineCounter();
+  for (const token of new Parser(lines.addNewLine).parse(text)) {
+    if (token.type === 'document' && cstDepth(token) > MAX_NESTING_DEPTH) {
+      const pos = lines.linePos(token.offset);
+      return tooDeep(`in the document at line ${pos.line}, column ${pos.col}`);
+    }
+  }
+  return undefined;
+}
+
+/**
  * Every document of a YAML stream, as a plain value or the problem that
  * keeps it from being one ("invalid YAML at line 3, column 7: …"). Never
  * throws. A stream nested past the bound yields that single problem.

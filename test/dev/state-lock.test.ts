@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { lockAddress, lockStateDir, type LockMechanism } from '../../src/devcluster/dev/state-lock.ts';
+import { lockAddress, lockStateDir, type LockMechanism } from '../../packages/devcluster/src/dev/state-lock.ts';
 
-const MODULE = pathToFileURL(fileURLToPath(new URL('../../src/devcluster/dev/state-lock.ts', import.meta.url))).href;
+const MODULE = pathToFileURL(fileURLToPath(new URL('../../packages/devcluster/src/dev/state-lock.ts', import.meta.url))).href;
 
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'portal-state-lock-'));
