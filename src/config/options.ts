@@ -6,6 +6,7 @@
  * Durations are milliseconds here; on the command line and in YAML they are
  * Go-style strings (`500ms`, `15s`, `1m30s`).
  */
+import { availableParallelism } from 'node:os';
 import type { LogLevel } from '../observability/logger.ts';
 
 export interface ServeConfig {
@@ -65,7 +66,21 @@ export interface ServeConfig {
   evaluationTimeout: number;
   /** Open webhook connections per replica; more are closed at once. @default 512 */
   webhookMaxConnections: number;
+  /**
+   * Worker threads that evaluate admission requests (adr/0013); the audit has
+   * one more of its own. @default the available cores, at least 2 and at most 8 (DEFAULT_EVALUATION_WORKERS)
+   */
+  evaluationWorkers: number;
 }
+
+/**
+ * Two workers at least, so that one rule stuck until the deadline in one
+ * worker leaves another to answer everyone else; one per core beyond that
+ * (the main thread mostly does TLS and parsing), and no more than 8: each
+ * holds its own compiled copy of every rule (tens of MB), and a replica that
+ * needs more cores is better scaled out.
+ */
+export const DEFAULT_EVALUATION_WORKERS = Math.min(8, Math.max(2, availableParallelism()));
 
 export type OptionType = 'int' | 'number' | 'string' | 'bool' | 'duration' | 'list' | 'enum';
 
@@ -126,6 +141,7 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   // (--max-mutating-requests-inflight), each holding one connection to the
   // webhook, plus client-go's 25 idle keep-alive connections (2 × 225 < 512).
   webhookMaxConnections: 512,
+  evaluationWorkers: DEFAULT_EVALUATION_WORKERS,
 });
 
 const PORT = { min: 0, max: 65535 } as const;
@@ -158,7 +174,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'kubeApiBurst', flag: 'kube-api-burst', type: 'int', min: 1, max: 100_000, arg: 'N', help: 'burst of Kubernetes API writes' },
   { key: 'shutdownGracePeriod', flag: 'shutdown-grace-period', type: 'duration', arg: 'DUR', help: 'bound on graceful shutdown' },
   { key: 'webhookMaxConnections', flag: 'webhook-max-connections', type: 'int', min: 1, max: 65_535, arg: 'N', help: 'open webhook connections per replica (more are closed at once)' },
-  { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'time budget of one admission evaluation (past it: denied)' },
+  { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'deadline of one evaluation: past it the rules not decided give error (a rule still running is abandoned)' },
+  { key: 'evaluationWorkers', flag: 'evaluation-workers', type: 'int', min: 1, max: 64, arg: 'N', help: 'worker threads evaluating admission requests (default: cores, 2 to 8)' },
 ];
 
 /** Flags that are not configuration keys. */

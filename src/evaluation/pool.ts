@@ -123,8 +123,10 @@ export class EvaluationPool {
   #rejected = 0;
   /** Tasks submitted and not settled (running or waiting). */
   #inFlight = 0;
-  /** Threads that have held a snapshot (ever): readiness latches on the first. */
+  /** Threads that have held a snapshot (ever), and those of them that were destroyed since. */
   readonly #synced = new Set<number>();
+  readonly #destroyed = new Set<number>();
+  #ready = false;
   #syncWaiters: (() => void)[] = [];
 
   constructor(config: EvaluationPoolConfig, stores: PolicyStores, deps: EvaluationPoolDeps) {
@@ -209,13 +211,17 @@ export class EvaluationPool {
   }
 
   /**
-   * True once a worker holds the policies (latches). Until then tasks would
-   * spend their deadline waiting for threads to start, so the replica is not
-   * ready: admission denies "not ready" instead, as while informers sync.
+   * True once every worker of the pool holds the policies (latches: a
+   * replacement starting later does not make the replica unready). Until
+   * then tasks would spend their deadline waiting for threads to start, and
+   * one stuck rule could hold the only worker started so far, so the
+   * replica is not ready: admission denies "not ready" instead, as while
+   * informers sync.
    */
   ready(): boolean {
     this.#ensure();
-    return this.#synced.size > 0;
+    this.#ready ||= this.#synced.size >= this.#config.workers;
+    return this.#ready;
   }
 
   notReadyReason(): string {
@@ -265,6 +271,9 @@ export class EvaluationPool {
       workerData,
     });
     this.#piscina.on('error', (err: unknown) => this.#log.error({ [LogKey.error]: err }, 'evaluation worker failed'));
+    this.#piscina.on('workerDestroy', (worker: { id: number }) => {
+      if (worker.id >= 0) this.#destroyed.add(worker.id);
+    });
     return this.#piscina;
   }
 
@@ -418,6 +427,8 @@ export class EvaluationPool {
       threads: this.#piscina?.threads.length ?? 0,
       queued: this.#piscina?.queueSize ?? 0,
       maxQueue: this.#config.maxQueue,
+      /** Workers holding the policies now (a replacement counts once it has its snapshot). */
+      readyThreads: [...this.#synced].filter((id) => !this.#destroyed.has(id)).length,
       completed: this.#piscina?.completed ?? 0,
       abandoned: this.#abandoned,
       rejected: this.#rejected,

@@ -17,6 +17,7 @@ import { ClusterRuleSource } from '../kube/cluster-rule-source.ts';
 import { VapInformerSource } from '../kube/vap-source.ts';
 import { VapAuditPolicySource } from '../audit/vap-policy-source.ts';
 import { compileProblems, VapProblemEvents } from '../audit/vap-events.ts';
+import { EvaluationPool } from '../evaluation/pool.ts';
 import { FencedWriter } from '../kube/fenced-writer.ts';
 import { leaderElectionConfig, LeaderElector, makeIdentity } from '../leader/index.ts';
 import type { DebugVars } from '../observability/debug-vars.ts';
@@ -80,6 +81,12 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   vaps.onCompileErrors((policy, errors) => {
     for (const problem of compileProblems(errors)) vapEvents.note(policy, problem);
   });
+  // The audit's own evaluation pool (adr/0013): one thread, so a full pass never takes a worker from admission.
+  const auditEvaluation = new EvaluationPool(
+    { name: 'audit', workers: 1, timeoutMs: config.evaluationTimeout },
+    { rules: source.ruleSet, vaps: vaps.set, params: vaps.params },
+    { logger: componentLogger(root, 'evaluation'), registry },
+  );
   const { evaluator, actuator } = buildAudit(
     {
       installNamespace: config.installNamespace,
@@ -94,7 +101,14 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       client,
       writer,
       ruleSet: source.ruleSet,
-      policies: [new VapAuditPolicySource(vaps, (policy, problem, name) => vapEvents.note(policy, problem, name))],
+      evaluate: (input) => auditEvaluation.audit(input),
+      policies: [
+        new VapAuditPolicySource(
+          vaps,
+          (policy, problem, name) => vapEvents.note(policy, problem, name),
+          (attrs, namespaceObject) => auditEvaluation.vap(attrs, namespaceObject),
+        ),
+      ],
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
@@ -116,7 +130,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     },
   });
   debugVars.register('leader_election', () => elector.debugVars());
-  debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats() }));
+  debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats(), evaluation: auditEvaluation.stats() }));
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
 
   return {
@@ -128,6 +142,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       // Not an admission dependency: VAP informers never gate readiness (a cluster without
       // VAPs, or without RBAC for them, still admits); until synced the audit has no VAP verdicts.
       { runnable: { name: 'vap-informers', start: (signal: AbortSignal) => vaps.start(signal) }, group: 'others' },
+      // Started before the audit evaluation that uses it, stopped with it (a closed pool fails its tasks, which the audit retries).
+      { runnable: { name: 'evaluation-audit', start: (signal: AbortSignal) => auditEvaluation.start(signal) }, group: 'informers' },
       // Every replica evaluates (warm followers) ...
       { runnable: evaluator, group: 'others' },
       // ... and only the leader acts: started by the Manager with each term.
