@@ -88,7 +88,41 @@ export interface EvaluationPoolDeps {
 
 type Attempt<R> = { ok: true; value: R } | { ok: false; running: string | undefined };
 
-type TaskBody = { kind: 'admission'; input: EvaluationInput } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
+/**
+ * The abort signal of one task, as piscina reads it (`aborted`, one 'abort'
+ * listener): an AbortController and a timer per task cost more than the
+ * evaluation of a typical request, so tasks share one timer (#expire) and
+ * carry this instead.
+ */
+class TaskAbort {
+  aborted = false;
+  /** Hard deadline (epoch ms): past it the task is aborted. */
+  readonly hard: number;
+  settled = false;
+  #listener: (() => void) | undefined;
+
+  constructor(hard: number) {
+    this.hard = hard;
+  }
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    this.#listener = listener;
+  }
+
+  removeEventListener(): void {
+    this.#listener = undefined;
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const l = this.#listener;
+    this.#listener = undefined;
+    l?.();
+  }
+}
+
+type TaskBody = { kind: 'admission'; input: EvaluationInput; body?: string | undefined } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
 
 const ALLOW: AdmissionDecision = Object.freeze({ allowed: true, warnings: Object.freeze([]) as unknown as string[] }) as AdmissionDecision;
 
@@ -123,6 +157,14 @@ export class EvaluationPool {
   #rejected = 0;
   /** Tasks submitted and not settled (running or waiting). */
   #inFlight = 0;
+  /**
+   * Tasks in submission order. Every deadline is "now + timeoutMs" when the
+   * task is submitted, so this is also deadline order: one timer, armed for
+   * the oldest unsettled task, serves them all.
+   */
+  #timeline: TaskAbort[] = [];
+  #timelineHead = 0;
+  #timer: NodeJS.Timeout | undefined;
   /** Threads that have held a snapshot (ever), and those of them that were destroyed since. */
   readonly #synced = new Set<number>();
   readonly #destroyed = new Set<number>();
@@ -308,9 +350,18 @@ export class EvaluationPool {
    * The admission answer (a Decide): `decide(evaluate(rules, input))`. A kind no
    * rule matches is answered here without a task.
    */
-  decide(input: EvaluationInput): AdmissionDecision | Promise<AdmissionDecision> {
+  decide(input: EvaluationInput, body?: string): AdmissionDecision | Promise<AdmissionDecision> {
     if (!hasCandidates(this.#stores.rules, input.kind.group, input.kind.kind)) return ALLOW;
-    return this.#evaluate({ kind: 'admission', input }, input, (budget) => decideAdmission(this.#stores.rules, input, budget));
+    // With the review's text, the objects travel as that text (see Task).
+    const task: TaskBody =
+      body === undefined
+        ? { kind: 'admission', input }
+        : {
+            kind: 'admission',
+            input: { ...input, object: null, oldObject: null, ...(input.request ? { request: { ...input.request, object: null, oldObject: null } } : {}) },
+            body,
+          };
+    return this.#evaluate(task as TaskBody & { kind: 'admission' }, input, (budget) => decideAdmission(this.#stores.rules, input, budget));
   }
 
   /** Every rule's verdict for an existing object (the audit). */
@@ -382,22 +433,53 @@ export class EvaluationPool {
     this.#progressWords[words] = 0;
     this.#progressWords[words + 1] = 0;
     const task = { ...body, seq: this.#seq, deadline, ms: this.#config.timeoutMs, abandoned, slot, id } as Task;
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), Math.max(0, deadline + this.#config.graceMs - epochNow()));
+    const controller = new TaskAbort(deadline + this.#config.graceMs);
+    this.#timeline.push(controller);
+    if (this.#timer === undefined) this.#arm();
     try {
-      return { ok: true, value: (await piscina.run(task, { signal: controller.signal })) as TaskResults[K] };
+      return { ok: true, value: (await piscina.run(task, { signal: controller as unknown as AbortSignal })) as TaskResults[K] };
     } catch (err) {
       if (err instanceof Error && err.message === 'Task queue is at limit') throw this.#overloaded();
       if (this.#closed) throw new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`, { cause: err });
       // Aborted at the deadline (a running worker was terminated), or the worker died under the task
       // (e.g. out of memory): either way the rule that was running is the one to abandon.
-      if (!controller.signal.aborted) this.#log.warn({ [LogKey.error]: err }, 'evaluation worker lost during a task');
+      if (!controller.aborted) this.#log.warn({ [LogKey.error]: err }, 'evaluation worker lost during a task');
       return { ok: false, running: this.#running(slot, id) };
     } finally {
       this.#inFlight--;
-      clearTimeout(timer);
+      controller.settled = true;
       this.#freeSlots.push(slot);
     }
+  }
+
+  /** Arms the one timer for the oldest unsettled task's hard deadline (none left: disarmed). */
+  #arm(): void {
+    const t = this.#timeline;
+    while (this.#timelineHead < t.length && t[this.#timelineHead]!.settled) this.#timelineHead++;
+    if (this.#timelineHead > 1024 && this.#timelineHead * 2 > t.length) {
+      this.#timeline = t.slice(this.#timelineHead);
+      this.#timelineHead = 0;
+    }
+    const head = this.#timeline[this.#timelineHead];
+    if (head === undefined) {
+      this.#timer = undefined;
+      return;
+    }
+    this.#timer = setTimeout(() => this.#expire(), Math.max(0, head.hard - epochNow()));
+    this.#timer.unref();
+  }
+
+  /** Aborts every task past its hard deadline (piscina terminates the worker of a running one). */
+  #expire(): void {
+    const now = epochNow();
+    const t = this.#timeline;
+    while (this.#timelineHead < t.length) {
+      const head = t[this.#timelineHead]!;
+      if (!head.settled && head.hard > now) break;
+      this.#timelineHead++;
+      if (!head.settled) head.abort();
+    }
+    this.#arm();
   }
 
   /** The key the worker wrote into the slot for task `id`, if it started it. */

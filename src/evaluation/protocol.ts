@@ -41,7 +41,13 @@ interface TaskHeader {
 }
 
 export type Task =
-  | (TaskHeader & { kind: 'admission'; input: EvaluationInput })
+  /**
+   * With `body` (the review's JSON text), `input.object`, `input.oldObject`
+   * and those of `input.request` are null and the worker takes them from
+   * `JSON.parse(body).request`: copying a string and parsing it again costs
+   * less than cloning the objects.
+   */
+  | (TaskHeader & { kind: 'admission'; input: EvaluationInput; body?: string | undefined })
   | (TaskHeader & { kind: 'audit'; input: EvaluationInput })
   | (TaskHeader & { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null });
 

@@ -9,7 +9,7 @@
  * it holds the policies; a replaced worker starts from a fresh snapshot.
  */
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
-import { decideAdmission, evaluate, RuleSet, type EvaluationBudget, type Replicated } from '../policy/index.ts';
+import { decideAdmission, evaluate, RuleSet, type EvaluationBudget, type EvaluationInput, type KubeObject, type Replicated } from '../policy/index.ts';
 import { ParamStore, VapSet } from '../policy/vap/index.ts';
 import { epochNow, SLOT_BYTES, SLOT_HEADER, type ChannelMessage, type StoreName, type Task, type WorkerData } from './protocol.ts';
 
@@ -104,7 +104,16 @@ function execute(task: Task): unknown {
     });
   }
   const budget: EvaluationBudget = { deadline: task.deadline, now: epochNow, ms: task.ms, abandoned, onRule };
-  return task.kind === 'admission' ? decideAdmission(stores.rules, task.input, budget) : evaluate(stores.rules, task.input, budget);
+  if (task.kind === 'audit') return evaluate(stores.rules, task.input, budget);
+  return decideAdmission(stores.rules, task.body === undefined ? task.input : withObjects(task.input, task.body), budget);
+}
+
+/** The input with the objects the main thread left out, from the review's own text. */
+function withObjects(input: EvaluationInput, body: string): EvaluationInput {
+  const request = (JSON.parse(body) as { request?: { object?: KubeObject | null; oldObject?: KubeObject | null } }).request;
+  const object = request?.object ?? null;
+  const oldObject = request?.oldObject ?? null;
+  return { ...input, object, oldObject, ...(input.request ? { request: { ...input.request, object, oldObject } } : {}) };
 }
 
 /** piscina's handler: evaluates at the task's revision, waiting for it when this worker is behind. */

@@ -127,7 +127,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     tls = await readTlsFiles(tlsFiles);
     webhook = buildAdmissionServer({
       tls,
-      decide: (input) => evaluation.decide(input),
+      decide: (input, body) => evaluation.decide(input, body),
       limits: { maxConnections: config.webhookMaxConnections },
       gate,
       exemptNamespaces: config.exemptNamespaces,
