@@ -40,15 +40,18 @@ const top = (path: string) => path.split('/')[0]!;
 
 /** Top-level directory → directories it must not import from. */
 const FORBIDDEN: Record<string, string[]> = {
-  types: ['admission', 'audit', 'cli', 'config', 'devcluster', 'kube', 'leader', 'manager', 'observability', 'policy'],
-  policy: ['admission', 'audit', 'cli', 'devcluster', 'kube', 'leader', 'manager'],
-  kube: ['admission', 'audit', 'cli', 'devcluster', 'leader', 'manager'],
-  leader: ['admission', 'audit', 'cli', 'devcluster', 'manager'],
+  types: ['admission', 'audit', 'cli', 'config', 'devcluster', 'evaluation', 'kube', 'leader', 'manager', 'observability', 'policy'],
+  policy: ['admission', 'audit', 'cli', 'devcluster', 'evaluation', 'kube', 'leader', 'manager'],
+  // The evaluation pool (adr/0013) sits beside policy/: it runs the engine in worker threads.
+  evaluation: ['admission', 'audit', 'cli', 'devcluster', 'kube', 'leader', 'manager'],
+  kube: ['admission', 'audit', 'cli', 'devcluster', 'evaluation', 'leader', 'manager'],
+  leader: ['admission', 'audit', 'cli', 'devcluster', 'evaluation', 'manager'],
   audit: ['admission', 'cli', 'devcluster', 'manager'],
-  admission: ['audit', 'cli', 'devcluster', 'kube', 'leader', 'manager'],
+  // admission/ reaches the evaluation pool through its Decide seam, filled in by manager/.
+  admission: ['audit', 'cli', 'devcluster', 'evaluation', 'kube', 'leader', 'manager'],
   manager: ['cli', 'devcluster'],
   // The CLI parses, builds the replica through manager/, listens and exits.
-  cli: ['admission', 'audit', 'kube', 'leader'],
+  cli: ['admission', 'audit', 'evaluation', 'kube', 'leader'],
 };
 
 /** Type-only uses of the Runnable contract are how a component declares it is one. */

@@ -52,11 +52,12 @@ function hugePod(privileged: boolean): KubeObject {
   return p;
 }
 
-void describe('evaluation pool', { timeout: 120_000 }, () => {
+void describe('evaluation pool', { timeout: 600_000 }, () => {
   void it('decides as decideAdmission does, in a worker', async () => {
     const rules = new RuleSet();
     rules.upsert(clusterRule('no-privileged'));
     const pool = newPool(rules);
+    await warm(pool);
     for (const privileged of [false, true]) {
       const inp = input(pod({ privileged }), { namespace: 'default', name: 'web' });
       assert.deepEqual(await pool.decide(inp), decideAdmission(rules, inp));
@@ -69,6 +70,7 @@ void describe('evaluation pool', { timeout: 120_000 }, () => {
     const rules = new RuleSet();
     rules.upsert(clusterRule('no-privileged', { enforcement: 'Warn' }));
     const pool = newPool(rules, { workers: 2 });
+    await warm(pool);
     const inp = input(pod({ privileged: true }), { namespace: 'default', name: 'web' });
     // Both workers busy at once, so both hold the rules.
     const before = await Promise.all([pool.decide(inp), pool.decide(inp), pool.decide(inp), pool.decide(inp)]);
@@ -150,6 +152,7 @@ void describe('evaluation pool', { timeout: 120_000 }, () => {
     const vaps = new VapSet();
     const params = new ParamStore();
     const pool = newPool(rules, {}, { vaps, params });
+    await warm(pool);
     const policy: ValidatingAdmissionPolicy = {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingAdmissionPolicy',
