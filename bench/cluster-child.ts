@@ -16,9 +16,9 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startApiServer } from '../src/devcluster/apiserver/index.ts';
-import { DevApiClient } from '../src/devcluster/dev/api-client.ts';
-import { readManifests } from '../src/devcluster/dev/manifests.ts';
+import { startApiServer } from '../packages/devcluster/src/apiserver/index.ts';
+import { DevApiClient } from '../packages/devcluster/src/dev/api-client.ts';
+import { readManifests } from '../packages/devcluster/src/dev/manifests.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const kubeconfigFile = process.argv[2];

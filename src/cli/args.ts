@@ -105,7 +105,7 @@ function closest(name: string, known: readonly string[]): string | undefined {
   return best;
 }
 
-function editDistance(a: string, b: string): number {
+export function editDistance(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     let prev = row[0] as number;

@@ -1,22 +1,46 @@
 /**
- * `portal dev`: flags, signals and exit codes around runDev
- * (src/devcluster/dev/dev.ts). Ctrl-C / SIGTERM stop everything cleanly;
- * a second signal is ignored while the replicas drain (they get SIGKILL
- * after --grace-period anyway).
+ * `portal dev`: flags, signals and exit codes around runDev, from the
+ * separate package @portal/devcluster (packages/devcluster, ADR 0015): the
+ * product never imports it statically, and where it is not installed (the
+ * container image, `npm ci --omit=dev`) `portal dev` says how to get it.
+ * Ctrl-C / SIGTERM stop everything cleanly; a second signal is ignored while
+ * the replicas drain (they get SIGKILL after --grace-period anyway).
  */
 import { fileURLToPath } from 'node:url';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { DEV_HELP, INSTALL_NAMESPACE, parseDevArgs } from '../devcluster/dev/options.ts';
-import { portProblem } from '../devcluster/dev/ports.ts';
 import { parseArgs } from './args.ts';
 import { EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { SERVE_FLAG_DEFS } from './serve-flags.ts';
 
 const packageRoot = fileURLToPath(new URL('../..', import.meta.url));
 
+type DevCluster = typeof import('@portal/devcluster');
+
+/** The dev cluster package, or undefined when it is not installed. */
+async function loadDevCluster(): Promise<DevCluster | undefined> {
+  try {
+    return await import('@portal/devcluster');
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    if (e.code === 'ERR_MODULE_NOT_FOUND' && e.message?.includes('@portal/devcluster')) return undefined;
+    throw err;
+  }
+}
+
+export const NOT_INSTALLED =
+  'the dev cluster (package @portal/devcluster) is not installed: it is a development tool, left out of the image and of `npm ci --omit=dev`. ' +
+  'Run `npm install` in a Portal checkout, then `npm start` or `portal dev`.';
+
 export const devCommand: Command = {
   async run(argv, io) {
+    const dc = await loadDevCluster();
+    if (dc === undefined) {
+      io.stderr.write(`portal dev: ${NOT_INSTALLED}
+`);
+      return EXIT_USAGE;
+    }
+    const { DEV_HELP, parseDevArgs, portProblem } = dc;
     const { options, problems } = parseDevArgs(argv, {
       chart: join(packageRoot, 'charts', 'portal'),
       policies: join(io.cwd, 'policies'),
@@ -29,7 +53,7 @@ export const devCommand: Command = {
     // Flags passed through are checked here, the way each replica will check
     // them, so a typo is a usage error before the API server starts rather
     // than N replicas exiting with code 2 afterwards.
-    problems.push(...(await passthroughProblems(options.passthrough, io)));
+    problems.push(...(await passthroughProblems(options.passthrough, io, dc.INSTALL_NAMESPACE)));
     if (problems.length > 0) {
       io.stderr.write(`portal dev: ${problems.join('\nportal dev: ')}\nRun 'portal dev --help' for the flags.\n`);
       return EXIT_USAGE;
@@ -42,7 +66,7 @@ export const devCommand: Command = {
       io.stderr.write(`portal dev: ${busy}\n`);
       return EXIT_USAGE;
     }
-    const { runDev } = await import('../devcluster/dev/dev.ts');
+    const runDev = await dc.loadRunDev();
     const controller = new AbortController();
     const onSignal = (sig: NodeJS.Signals): void => {
       if (!controller.signal.aborted) io.stderr.write(`\nportal dev: ${sig}, stopping\n`);
@@ -71,7 +95,7 @@ export const devCommand: Command = {
   },
 };
 
-async function passthroughProblems(passthrough: readonly string[], io: CommandIO): Promise<string[]> {
+async function passthroughProblems(passthrough: readonly string[], io: CommandIO, installNamespace: string): Promise<string[]> {
   if (passthrough.length === 0) return [];
   const { loadServeConfig } = await import('../config/load.ts');
   const args = parseArgs(passthrough, SERVE_FLAG_DEFS, 'portal serve');
@@ -84,7 +108,7 @@ async function passthroughProblems(passthrough: readonly string[], io: CommandIO
   const loaded = loadServeConfig({
     flags: args.values,
     ...(configFile !== undefined ? { configFile } : {}),
-    env: { ...io.env, POD_NAME: 'portal-0', POD_NAMESPACE: INSTALL_NAMESPACE },
+    env: { ...io.env, POD_NAME: 'portal-0', POD_NAMESPACE: installNamespace },
     hostname: hostname(),
     cwd: io.cwd,
     // Dev writes each replica's certificate and kubeconfig itself.

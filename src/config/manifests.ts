@@ -30,6 +30,12 @@ export interface ManifestReadResult {
 
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 /**
+ * `portal test` suites (cli.portal.dev/v1alpha1 Test). They live beside the
+ * policies and manifests they test, so a directory walk skips them: they are
+ * neither rules nor objects to evaluate. A suite named explicitly is still read.
+ */
+export const SUITE_FILE = /\.portal-test\.ya?ml$/;
+/**
  * Largest manifest file read. The API server stores at most ~1.5 MiB per
  * object (etcd's default request limit), so 16 MiB is over ten of the largest
  * objects; parsing costs ~100x the file size in memory (a 20 MB file of small
@@ -65,6 +71,8 @@ export interface ReadLimits {
   maxTotalBytes: number;
   /** What the files are, for messages ("manifest", "rule file"). */
   what: string;
+  /** Directory entries one path argument may walk. @default MAX_DIRECTORY_ENTRIES */
+  maxEntries?: number;
 }
 
 export const MANIFEST_LIMITS: Readonly<ReadLimits> = Object.freeze({
@@ -88,13 +96,26 @@ function reason(e: unknown): string {
   return err instanceof Error ? err.message : String(e);
 }
 
-async function listFiles(dir: string, out: string[]): Promise<void> {
+/**
+ * Directory entries one readManifests call may look at. A large repository
+ * has ~10^5 files outside node_modules; more means a path such as `/` or a
+ * home directory was given by mistake (or by a hostile suite), and the walk
+ * is stopped with an error instead of reading the disk.
+ */
+export const MAX_DIRECTORY_ENTRIES = 200_000;
+
+class TooManyEntries extends Error {}
+
+/** Symbolic links are not followed into directories (a link loop cannot make the walk endless). */
+async function listFiles(dir: string, out: string[], budget: { left: number }): Promise<void> {
   const entries = await readdir(dir, { withFileTypes: true });
+  budget.left -= entries.length;
+  if (budget.left < 0) throw new TooManyEntries();
   entries.sort((a, b) => a.name.localeCompare(b.name));
   for (const entry of entries) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) await listFiles(path, out);
-    else if (MANIFEST_EXTENSIONS.has(extname(entry.name).toLowerCase())) out.push(path);
+    if (entry.isDirectory()) await listFiles(path, out, budget);
+    else if (MANIFEST_EXTENSIONS.has(extname(entry.name).toLowerCase()) && !SUITE_FILE.test(entry.name)) out.push(path);
   }
 }
 
@@ -269,11 +290,12 @@ export async function readManifests(paths: readonly string[], limits: Readonly<R
       if (!info.isDirectory()) listed.push({ files: [path] });
       else {
         const files: string[] = [];
-        await listFiles(path, files);
+        await listFiles(path, files, { left: limits.maxEntries ?? MAX_DIRECTORY_ENTRIES });
         listed.push(files.length > 0 ? { files } : { error: { source: path, message: 'directory holds no .yaml, .yml or .json files' } });
       }
     } catch (e) {
-      listed.push({ error: { source: path, message: `cannot read: ${reason(e)}` } });
+      const message = e instanceof TooManyEntries ? `holds more than ${(limits.maxEntries ?? MAX_DIRECTORY_ENTRIES).toLocaleString('en-US')} files and directories; name the directories that hold the manifests` : `cannot read: ${reason(e)}`;
+      listed.push({ error: { source: path, message } });
     }
   }
   if (Number.isFinite(limits.maxTotalBytes)) {

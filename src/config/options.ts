@@ -9,6 +9,9 @@
 import { availableParallelism } from 'node:os';
 import type { LogLevel } from '../observability/logger.ts';
 
+/** Namespaces the webhook never matches and the server never evaluates, so the control plane can always recover (DESIGN.md §3). */
+export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
+
 export interface ServeConfig {
   /** HTTPS port of the admission webhook (`0` picks a free port). @default 9443 */
   webhookPort: number;
@@ -64,8 +67,14 @@ export interface ServeConfig {
   shutdownGracePeriod: number;
   /** Time budget of one admission evaluation; past it the remaining matched rules give `error` (a denial). @default 2s */
   evaluationTimeout: number;
-  /** Open webhook connections per replica; more are closed at once. @default 512 */
+  /** Open webhook connections per replica; at the cap an idle one is closed to make room, else the new one is. @default 512 */
   webhookMaxConnections: number;
+  /** Open webhook connections from one remote address; more are closed at once. 0 when given: half of `webhookMaxConnections`. @default half of webhookMaxConnections (256) */
+  webhookMaxConnectionsPerPeer: number;
+  /** CA bundle (PEM) that signs the API server's client certificate; when set, clients without one are refused at the TLS handshake. Reloaded when it changes. @default "" */
+  clientCaFile: string;
+  /** Internal errors older than this stop counting against /readyz. @default 60s */
+  readinessErrorMaxAge: number;
   /**
    * Worker threads that evaluate admission requests (adr/0013); the audit has
    * one more of its own. @default the available cores, at least 2 and at most 8 (DEFAULT_EVALUATION_WORKERS)
@@ -108,7 +117,7 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   selfSigned: false,
   policies: '',
   kubeconfig: '',
-  exemptNamespaces: Object.freeze(['kube-system', 'kube-public', 'kube-node-lease']) as unknown as string[],
+  exemptNamespaces: Object.freeze([...ALWAYS_EXCLUDED_NAMESPACES]) as unknown as string[],
   installNamespace: 'portal-system',
   podName: '',
   logLevel: 'info',
@@ -141,6 +150,13 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   // (--max-mutating-requests-inflight), each holding one connection to the
   // webhook, plus client-go's 25 idle keep-alive connections (2 × 225 < 512).
   webhookMaxConnections: 512,
+  // 0 = half of webhookMaxConnections (resolved in load.ts): one API server
+  // needs at most ~225 (above), and half the cap leaves the other half to
+  // the other API servers whatever one peer does.
+  webhookMaxConnectionsPerPeer: 0,
+  clientCaFile: '',
+  // Twelve periods of the chart's readiness probe (src/admission/readiness.ts).
+  readinessErrorMaxAge: 60_000,
   evaluationWorkers: DEFAULT_EVALUATION_WORKERS,
 });
 
@@ -174,6 +190,10 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'kubeApiBurst', flag: 'kube-api-burst', type: 'int', min: 1, max: 100_000, arg: 'N', help: 'burst of Kubernetes API writes' },
   { key: 'shutdownGracePeriod', flag: 'shutdown-grace-period', type: 'duration', arg: 'DUR', help: 'bound on graceful shutdown' },
   { key: 'webhookMaxConnections', flag: 'webhook-max-connections', type: 'int', min: 1, max: 65_535, arg: 'N', help: 'open webhook connections per replica (more are closed at once)' },
+  { key: 'webhookMaxConnectionsPerPeer', flag: 'webhook-max-connections-per-peer', type: 'int', min: 0, max: 65_535, arg: 'N', help: 'open webhook connections from one remote address (more are closed at once)' },
+  { key: 'clientCaFile', flag: 'client-ca-file', type: 'string', arg: 'FILE', help: 'require API server client certificates signed by this CA (reloaded on change)' },
+  { key: 'readinessErrorMaxAge', flag: 'readiness-error-max-age', type: 'duration', arg: 'DUR', help: 'internal errors older than this stop counting against /readyz' },
+  { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'time budget of one admission evaluation (past it: denied)' },
   { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'deadline of one evaluation: past it the rules not decided give error (a rule still running is abandoned)' },
   { key: 'evaluationWorkers', flag: 'evaluation-workers', type: 'int', min: 1, max: 64, arg: 'N', help: 'worker threads evaluating admission requests (default: cores, 2 to 8)' },
 ];

@@ -10,6 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { ALWAYS_EXCLUDED_NAMESPACES } from './options.ts';
 
 export type WebhookOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT' | '*';
 
@@ -60,8 +61,6 @@ export interface BuildWebhookOptions {
   values: WebhookValues;
 }
 
-/** Namespaces the webhook never matches, so the control plane can always recover. */
-export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
 
 /**
  * Resources that must never be sent to Portal (DESIGN.md §3): intercepting

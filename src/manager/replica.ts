@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { writeSelfSigned } from '../admission/certs.ts';
+import { kindLabeler } from '../admission/kind-label.ts';
 import { HealthChecks, buildProbesServer } from '../admission/probes.ts';
 import { ReadinessGate } from '../admission/readiness.ts';
 import { buildAdmissionServer } from '../admission/server.ts';
@@ -101,7 +102,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     await mode.close();
     if (selfSignedDir) await rm(selfSignedDir, { recursive: true, force: true });
   };
-  let tlsFiles: TlsFiles = { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile };
+  let tlsFiles: TlsFiles = { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, caFile: config.clientCaFile };
   let tls: Awaited<ReturnType<typeof readTlsFiles>>;
   metrics.rulesLoaded.set(source.ruleSet.size);
   registerRulesNotReady(registry, () => source.ruleSet.states().filter((s) => !s.ready).length);
@@ -111,7 +112,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     { rules: source.ruleSet },
     { logger: componentLogger(root, 'evaluation'), registry },
   );
-  const gate = new ReadinessGate();
+  const gate = new ReadinessGate({ maxAgeMs: config.readinessErrorMaxAge });
   gate.addCheck('rules', () => source.ready() || source.notReadyReason());
   gate.addCheck('evaluation', () => evaluation.ready() || evaluation.notReadyReason());
   let webhook: ReturnType<typeof buildAdmissionServer>;
@@ -119,7 +120,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     if (config.selfSigned) {
       selfSignedDir = await mkdtemp(join(tmpdir(), 'portal-serve-'));
       const files = await writeSelfSigned(selfSignedDir, ['localhost', config.podName], ['127.0.0.1', '::1']);
-      tlsFiles = files;
+      tlsFiles = { ...files, caFile: config.clientCaFile };
       log.info({ [LogKey.dir]: selfSignedDir, caFile: files.caFile }, 'generated a self-signed certificate (local use only)');
     }
     // The pair was checked with the configuration; this catches a file
@@ -128,11 +129,12 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     webhook = buildAdmissionServer({
       tls,
       decide: (input, body) => evaluation.decide(input, body),
-      limits: { maxConnections: config.webhookMaxConnections },
+      limits: { maxConnections: config.webhookMaxConnections, maxPerPeer: config.webhookMaxConnectionsPerPeer },
       gate,
       exemptNamespaces: config.exemptNamespaces,
       namespaceLabels: source.namespaceLabels,
       metrics,
+      kindLabel: kindLabeler(source.ruleSet),
       logger: componentLogger(root, 'admission'),
     });
   } catch (err) {

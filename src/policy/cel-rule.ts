@@ -15,6 +15,7 @@
 import {
   compileComposition,
   evaluateComposition,
+  failureMessage,
   type Activation,
   type Budget,
   type Composition,
@@ -119,7 +120,14 @@ export function evaluateCelRule(
   template: { path: readonly string[]; prefix: string } | undefined,
   budget: Budget,
 ): CelRuleResult {
-  const out = evaluateComposition(rule.composition, activationFor(input, template), budget);
+  let out: ReturnType<typeof evaluateComposition>;
+  try {
+    out = evaluateComposition(rule.composition, activationFor(input, template), budget);
+  } catch (e) {
+    // Building the activation walks the objects (a hostile one can be
+    // nested too deeply for that): the rule cannot be evaluated, an `error`.
+    return { kind: 'error', why: `evaluation failed: ${failureMessage(e)}` };
+  }
   if (out.matched === false) return { kind: 'skip', why: `matchCondition "${out.condition}" is false` };
   if (out.matched === 'error') return { kind: 'error', why: `matchCondition "${out.condition}" failed: ${out.message}` };
   const violations: SchemaViolation[] = [];

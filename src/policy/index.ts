@@ -6,6 +6,7 @@ export { evaluate, decideAdmission, violationMessage, abandonedMessage, MESSAGE_
 export { decide, MAX_WARNING_LENGTH, type AdmissionDecision } from './decision.ts';
 export { validateRule, validateRuleShape, matchesPods, type RuleValidation } from './validate-rule.ts';
 export { compileSchema, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, type CompileResult, type Validator } from './compiler.ts';
+export { MAX_EXPANDED_SCHEMA, MAX_UNIQUE_ITEMS, schemaExpandedSize } from './schema-bounds.ts';
 export { compileLinear, withDeadline, RegexLimitError, MAX_PROGRAM_SIZE, MAX_TEST_COST, type LinearRegExp } from './re2.ts';
 export { selectorMatches, selectorProblems } from './label-selector.ts';
 export { namespaceGlobMatches } from './namespace-glob.ts';

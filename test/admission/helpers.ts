@@ -42,6 +42,8 @@ export function makeServer(
     exemptNamespaces: ['kube-system', 'kube-public', 'kube-node-lease', 'portal-system'],
     namespaceLabels: nameOnlyNamespaceLabels,
     metrics: (extra.metrics ?? ((m) => m))(createAdmissionMetrics(registry)),
+    // As if rules named these kinds (src/admission/kind-label.ts).
+    kindLabel: (kind) => (kind === 'Pod' || kind === 'Deployment' ? kind : 'other'),
     logger: silentLogger(),
     ...(extra.bodyLimit !== undefined ? { bodyLimit: extra.bodyLimit } : {}),
     ...(extra.limits !== undefined ? { limits: extra.limits } : {}),

@@ -13,7 +13,7 @@ import { Ajv } from 'ajv';
 import YAML from 'yaml';
 import { createKubeClient, mergePatchOptions, type KubeClient } from '../../src/kube/client.ts';
 import type { PolicyReport } from '../../src/audit/policy-report.ts';
-import type { ApiServer } from '../../src/devcluster/apiserver/index.ts';
+import type { ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import { APP_NS, clusterWithCrds, pod, privilegedRule, startReplica, until, writesBy } from './support/controller-harness.ts';
 
 const reportSchema = (() => {

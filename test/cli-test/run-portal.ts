@@ -19,6 +19,8 @@ export interface RunOptions {
   cwd?: string;
   /** Extra environment on top of this process's. */
   env?: Record<string, string>;
+  /** @default TIMEOUT_MS */
+  timeoutMs?: number;
 }
 
 export function runPortal(args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
@@ -32,10 +34,11 @@ export function runPortal(args: readonly string[], options: RunOptions = {}): Pr
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timeout = options.timeoutMs ?? TIMEOUT_MS;
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`portal ${args.join(' ')} did not finish within ${TIMEOUT_MS} ms\n${stderr}`));
-    }, TIMEOUT_MS);
+      reject(new Error(`portal ${args.join(' ')} did not finish within ${timeout} ms\n${stderr}`));
+    }, timeout);
     child.on('error', (e) => {
       clearTimeout(timer);
       reject(e);

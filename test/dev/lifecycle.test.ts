@@ -14,6 +14,10 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import YAML from 'yaml';
 import { killMentioning, processesMentioning } from '../support/processes.ts';
+import { until as untilShared } from '../support/until.ts';
+
+/** Checks that run kubectl or read another process's files: every 100 ms, not the default 20. */
+const until = <T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> => untilShared(what, ms, check, { intervalMs: 100 });
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -31,15 +35,6 @@ async function readState(file: string): Promise<State | undefined> {
   }
 }
 
-async function until<T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 interface Dev {
   child: ChildProcess;

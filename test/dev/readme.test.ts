@@ -18,6 +18,10 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { killMentioning, processesMentioning } from '../support/processes.ts';
 import { kubectlPath } from '../support/tools.ts';
+import { until as untilShared } from '../support/until.ts';
+
+/** Checks that run kubectl or read another process's files: every 200 ms, not the default 20. */
+const until = <T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> => untilShared(what, ms, check, { intervalMs: 200 });
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -91,15 +95,6 @@ function sh(command: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{ cod
   });
 }
 
-async function until<T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 void test('the README first five minutes, as written, against portal dev and kubectl 1.35', { timeout: 240_000 }, async () => {
   const readme = readFileSync(join(root, 'README.md'), 'utf8');

@@ -215,7 +215,14 @@ class Run<P> {
   exec(e: CompiledExpression<P>): RunOutcome {
     if (!e.compiled.ok) return { ok: false, error: `compilation failed: ${e.compiled.error}`, cost: false };
     if (this.budgetExceeded) return { ok: false, error: COST_BUDGET_MESSAGE, cost: true };
-    const out = this.engine.run(e.compiled.program, this.activation, this.budget);
+    let out: RunOutcome;
+    try {
+      out = this.engine.run(e.compiled.program, this.activation, this.budget);
+    } catch (err) {
+      // Engines report failures as outcomes; a throw (a hostile object that
+      // breaks them) is still an error of this expression, never an escape.
+      return { ok: false, error: `expression '${e.expression}' resulted in error: ${err instanceof Error ? err.message : String(err)}`, cost: false };
+    }
     if (!out.ok) {
       if (out.cost) this.costFields.push(e.field);
       if (out.cost && this.budget.remaining <= 0) {

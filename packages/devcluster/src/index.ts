@@ -1,0 +1,12 @@
+/**
+ * What the product's CLI needs of the dev cluster (ADR 0015): `portal dev`'s
+ * flags and the cheap checks that run before anything starts. runDev is
+ * loaded separately (`loadRunDev`) so a usage error or a taken port is
+ * reported before the second of module loading the API server costs.
+ */
+export { DEV_HELP, INSTALL_NAMESPACE, parseDevArgs, type DevOptions } from './dev/options.ts';
+export { portProblem } from './dev/ports.ts';
+
+export async function loadRunDev(): Promise<typeof import('./dev/dev.ts').runDev> {
+  return (await import('./dev/dev.ts')).runDev;
+}
