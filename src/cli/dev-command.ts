@@ -12,10 +12,12 @@ import { join } from 'node:path';
 import { parseArgs } from './args.ts';
 import { EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { SERVE_FLAG_DEFS } from './serve-flags.ts';
+import type * as DevClusterModule from '@portal/devcluster';
 
 const packageRoot = fileURLToPath(new URL('../..', import.meta.url));
 
-type DevCluster = typeof import('@portal/devcluster');
+// Type-only (erased): the package itself is loaded by the import() below, when present.
+type DevCluster = typeof DevClusterModule;
 
 /** The dev cluster package, or undefined when it is not installed. */
 async function loadDevCluster(): Promise<DevCluster | undefined> {

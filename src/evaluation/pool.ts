@@ -84,6 +84,8 @@ export interface PolicyStores {
 export interface EvaluationPoolDeps {
   logger: Logger;
   registry?: Registry | undefined;
+  /** Sees each rule's `error` verdict at admission (metrics, Events), on the main thread; must not throw. */
+  onRuleError?: ((verdict: RuleVerdict, input: EvaluationInput) => void) | undefined;
 }
 
 type Attempt<R> = { ok: true; value: R } | { ok: false; running: string | undefined };
@@ -140,6 +142,7 @@ export class EvaluationPool {
   readonly #config: Required<EvaluationPoolConfig>;
   readonly #stores: PolicyStores;
   readonly #log: Logger;
+  readonly #onRuleError: EvaluationPoolDeps['onRuleError'];
   readonly #progress: SharedArrayBuffer;
   readonly #progressWords: Int32Array;
   readonly #progressBytes: Uint8Array;
@@ -183,6 +186,7 @@ export class EvaluationPool {
     };
     this.#stores = stores;
     this.#log = deps.logger.child({ [LogKey.subcomponent]: `evaluation-${config.name}` });
+    this.#onRuleError = deps.onRuleError;
     // One slot per task that can exist at once: queued, running, and the spare a retry takes.
     const slots = this.#config.maxQueue + 2 * this.#config.workers + 1;
     this.#progress = new SharedArrayBuffer(slots * SLOT_BYTES);
@@ -361,7 +365,16 @@ export class EvaluationPool {
             input: { ...input, object: null, oldObject: null, ...(input.request ? { request: { ...input.request, object: null, oldObject: null } } : {}) },
             body,
           };
-    return this.#evaluate(task as TaskBody & { kind: 'admission' }, input, (budget) => decideAdmission(this.#stores.rules, input, budget));
+    const settled = this.#evaluate(task as TaskBody & { kind: 'admission' }, input, (budget) => {
+      let errors: RuleVerdict[] | undefined;
+      const decision = decideAdmission(this.#stores.rules, input, budget, (v) => (errors ??= []).push(v));
+      return errors === undefined ? { decision } : { decision, errors };
+    });
+    return settled.then((r) => {
+      const report = this.#onRuleError;
+      if (r.errors !== undefined && report !== undefined) for (const v of r.errors) report(v, input);
+      return r.decision;
+    });
   }
 
   /** Every rule's verdict for an existing object (the audit). */

@@ -52,7 +52,8 @@ export type Task =
   | (TaskHeader & { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null });
 
 export interface TaskResults {
-  admission: AdmissionDecision;
+  /** The decision, and the rules' `error` verdicts when there are any (the main thread counts and reports them). */
+  admission: { decision: AdmissionDecision; errors?: RuleVerdict[] };
   audit: RuleVerdict[];
   vap: BindingEvaluation[];
 }

@@ -9,7 +9,7 @@
  * it holds the policies; a replaced worker starts from a fresh snapshot.
  */
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
-import { decideAdmission, evaluate, RuleSet, type EvaluationBudget, type EvaluationInput, type KubeObject, type Replicated } from '../policy/index.ts';
+import { decideAdmission, evaluate, RuleSet, type EvaluationBudget, type EvaluationInput, type KubeObject, type Replicated, type RuleVerdict } from '../policy/index.ts';
 import { ParamStore, VapSet } from '../policy/vap/index.ts';
 import { epochNow, SLOT_BYTES, SLOT_HEADER, type ChannelMessage, type StoreName, type Task, type WorkerData } from './protocol.ts';
 
@@ -105,7 +105,9 @@ function execute(task: Task): unknown {
   }
   const budget: EvaluationBudget = { deadline: task.deadline, now: epochNow, ms: task.ms, abandoned, onRule };
   if (task.kind === 'audit') return evaluate(stores.rules, task.input, budget);
-  return decideAdmission(stores.rules, task.body === undefined ? task.input : withObjects(task.input, task.body), budget);
+  let errors: RuleVerdict[] | undefined;
+  const decision = decideAdmission(stores.rules, task.body === undefined ? task.input : withObjects(task.input, task.body), budget, (v) => (errors ??= []).push(v));
+  return errors === undefined ? { decision } : { decision, errors };
 }
 
 /** The input with the objects the main thread left out, from the review's own text. */

@@ -92,7 +92,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   const metrics = createAdmissionMetrics(registry);
   const mode =
     config.policies !== ''
-      ? await fileMode(config.policies)
+      ? await fileMode(config.policies, registry)
       : clusterMode(config, { root, env: deps.env, registry, liveness, debugVars, rulesLoaded: metrics.rulesLoaded });
   if (!('kind' in mode)) return { ok: false, ...mode };
   const { source } = mode;
@@ -110,7 +110,11 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   const evaluation = new EvaluationPool(
     { name: 'admission', workers: config.evaluationWorkers, timeoutMs: config.evaluationTimeout },
     { rules: source.ruleSet },
-    { logger: componentLogger(root, 'evaluation'), registry },
+    {
+      logger: componentLogger(root, 'evaluation'),
+      registry,
+      onRuleError: (v, input) => mode.ruleProblems.verdictError('admission', v, { kind: input.kind.kind, namespace: input.namespace, name: input.name, operation: input.operation }),
+    },
   );
   const gate = new ReadinessGate({ maxAgeMs: config.readinessErrorMaxAge });
   gate.addCheck('rules', () => source.ready() || source.notReadyReason());

@@ -28,10 +28,14 @@ export interface CelRule {
   readonly composition: Composition;
 }
 
-/** `spec.validate.cel.expressions[0].expression (line 1, column 5): message` */
+/**
+ * `spec.validate.cel.expressions[0].expression: compilation failed: line 1, column 5: message`,
+ * in the words kube-apiserver uses for a ValidatingAdmissionPolicy
+ * ("compilation failed: ..."), with the position people can act on.
+ */
 export function formatCelCompileError(e: FieldCompileError): string {
   const field = e.field.replace(/^validations/, 'expressions');
-  return `spec.validate.cel.${field} (line ${e.position.line}, column ${e.position.column}): ${e.message}`;
+  return `spec.validate.cel.${field}: compilation failed: line ${e.position.line}, column ${e.position.column}: ${e.message}`;
 }
 
 export function compileCelRule(cel: CelValidation): { ok: true; rule: CelRule } | { ok: false; errors: string[] } {
@@ -55,7 +59,8 @@ export function isCostOverrun(message: string): boolean {
 
 export type CelRuleResult =
   | { kind: 'skip'; why: string }
-  | { kind: 'error'; why: string }
+  /** `field`: the rule's field that failed; `cost`: a cost limit, not a runtime error. */
+  | { kind: 'error'; why: string; field: string; cost: boolean }
   | { kind: 'checked'; violations: SchemaViolation[] };
 
 function requestFor(input: EvaluationInput): Readonly<Record<string, unknown>> {
@@ -126,13 +131,18 @@ export function evaluateCelRule(
   } catch (e) {
     // Building the activation walks the objects (a hostile one can be
     // nested too deeply for that): the rule cannot be evaluated, an `error`.
-    return { kind: 'error', why: `evaluation failed: ${failureMessage(e)}` };
+    return { kind: 'error', why: `evaluation failed: ${failureMessage(e)}`, field: 'spec.validate.cel', cost: false };
   }
   if (out.matched === false) return { kind: 'skip', why: `matchCondition "${out.condition}" is false` };
-  if (out.matched === 'error') return { kind: 'error', why: `matchCondition "${out.condition}" failed: ${out.message}` };
+  if (out.matched === 'error') {
+    const i = rule.composition.matchConditions.findIndex((m) => m.name === out.condition);
+    return { kind: 'error', why: `matchCondition "${out.condition}" failed: ${out.message}`, field: `spec.validate.cel.matchConditions[${i}].expression`, cost: out.kind === 'cost' };
+  }
   const violations: SchemaViolation[] = [];
   for (const v of out.validations) {
-    if (v.result === 'error') return { kind: 'error', why: `validate.cel.expressions[${v.index}] failed: ${v.message}` };
+    if (v.result === 'error') {
+      return { kind: 'error', why: `validate.cel.expressions[${v.index}] failed: ${v.message}`, field: `spec.validate.cel.expressions[${v.index}].expression`, cost: v.kind === 'cost' };
+    }
     if (v.result === 'fail') violations.push({ path: template?.prefix ?? '', message: v.message });
   }
   return { kind: 'checked', violations };

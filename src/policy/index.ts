@@ -1,6 +1,6 @@
 /** The public API of the rule engine (no I/O, no Kubernetes client). */
 export * from './types.ts';
-export { RuleSet, ruleKey, type RuleState, type RuleSetChange } from './rule-set.ts';
+export { RuleSet, ruleKey, type PreparedMatch, type RuleState, type RuleSetChange } from './rule-set.ts';
 export { ChangeFeed, type Replicated } from './replicated.ts';
 export { evaluate, decideAdmission, violationMessage, abandonedMessage, MESSAGE_VIOLATIONS, type EvaluationBudget } from './evaluator.ts';
 export { decide, MAX_WARNING_LENGTH, type AdmissionDecision } from './decision.ts';

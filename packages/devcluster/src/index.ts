@@ -6,7 +6,8 @@
  */
 export { DEV_HELP, INSTALL_NAMESPACE, parseDevArgs, type DevOptions } from './dev/options.ts';
 export { portProblem } from './dev/ports.ts';
+import type * as Dev from './dev/dev.ts';
 
-export async function loadRunDev(): Promise<typeof import('./dev/dev.ts').runDev> {
+export async function loadRunDev(): Promise<typeof Dev.runDev> {
   return (await import('./dev/dev.ts')).runDev;
 }
