@@ -93,14 +93,14 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     const rules = new RuleSet();
     rules.upsert(clusterRule('no-privileged'));
     rules.upsert(slowRule('slow-nonroot', 'Warn'));
-    const pool = newPool(rules, { timeoutMs: 1000, workers: 2 });
+    const pool = newPool(rules, { timeoutMs: 3000, workers: 2 });
     await warm(pool);
     const huge = hugePod(true);
     const d = await pool.decide(input(huge, { namespace: 'default', name: 'web' }), body(huge));
     // The Deny rule kept its real verdict (fail), the slow Warn rule is an error (a warning under failurePolicy Fail).
     assert.equal(d.allowed, false);
     assert.match((d as { message: string }).message, /^no-privileged: Privileged containers are not allowed/);
-    assert.deepEqual(d.warnings, ['rule slow-nonroot could not be evaluated: the evaluation deadline (1000 ms) passed while it ran; it was abandoned']);
+    assert.deepEqual(d.warnings, ['rule slow-nonroot could not be evaluated: the evaluation deadline (3000 ms) passed while it ran; it was abandoned']);
     assert.equal(pool.stats().abandoned, 1);
 
     // The replacement worker starts from a snapshot, and later changes reach it.
@@ -116,14 +116,14 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
   void it('a Deny rule stuck past the deadline denies (failurePolicy Fail), the audit reports error', async () => {
     const rules = new RuleSet();
     rules.upsert(slowRule('slow-nonroot', 'Deny'));
-    const pool = newPool(rules, { timeoutMs: 1000, workers: 2 });
+    const pool = newPool(rules, { timeoutMs: 3000, workers: 2 });
     await warm(pool);
     const huge = hugePod(false);
     const d = await pool.decide(input(huge, { namespace: 'default', name: 'web' }), body(huge));
     assert.deepEqual(d, {
       allowed: false,
       code: 403,
-      message: 'rule slow-nonroot could not be evaluated: the evaluation deadline (1000 ms) passed while it ran; it was abandoned',
+      message: 'rule slow-nonroot could not be evaluated: the evaluation deadline (3000 ms) passed while it ran; it was abandoned',
       warnings: [],
     });
     const verdicts = await pool.audit(input(huge, { namespace: 'default', name: 'web', operation: 'AUDIT' }));
