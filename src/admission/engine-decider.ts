@@ -1,5 +1,6 @@
 /**
- * The production {@link Decide}: the policy engine's admission path, which
+ * An in-process {@link Decide} (tests and tools; `portal serve` decides in the
+ * evaluation pool, adr/0013): the policy engine's admission path, which
  * equals `decide(evaluate(rules, input))` but skips building the pass and
  * skip verdicts that a decision ignores (a property test holds the two equal).
  */

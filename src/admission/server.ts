@@ -351,7 +351,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
 
     let result: Decision | Promise<Decision>;
     try {
-      result = opts.decide(toInput(request, opts.namespaceLabels));
+      result = opts.decide(toInput(request, opts.namespaceLabels), body);
     } catch (err) {
       return failed(apiVersion, request, err);
     }

@@ -11,7 +11,7 @@ import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { RuleSet, RuleState } from '../policy/index.ts';
 import type { KubeObject, RuleVerdict } from '../policy/types.ts';
 import { AuditActuator, type AuditActuatorConfig } from './actuator.ts';
-import { AuditEvaluator, type AuditEvaluatorConfig, type AuditPolicySource } from './evaluator.ts';
+import { AuditEvaluator, type AuditEvaluatorConfig, type AuditEvaluatorDeps, type AuditPolicySource } from './evaluator.ts';
 import { ReportWriter } from './report-writer.ts';
 
 export type AuditConfig = AuditEvaluatorConfig & AuditActuatorConfig;
@@ -21,6 +21,8 @@ export interface AuditDeps {
   /** The replica's one leader-only writer (owned by the replica, which closes it); only the actuator's writes use it. */
   writer: FencedWriter;
   ruleSet: RuleSet;
+  /** Rule evaluation (the audit evaluation pool); see AuditEvaluatorDeps.evaluate. */
+  evaluate?: AuditEvaluatorDeps['evaluate'] | undefined;
   /** Other policy kinds audited next to the rules (e.g. ValidatingAdmissionPolicies). */
   policies?: readonly AuditPolicySource[];
   namespaceLabels: (namespace: string) => Record<string, string> | undefined;

@@ -65,7 +65,8 @@ export interface AuditPolicySource {
   readonly name: string;
   readonly revision: number;
   matchedKinds(): Iterable<{ group: string; kind: string }>;
-  evaluate(request: EvaluationInput): RuleVerdict[];
+  /** In the evaluation pool on a replica (adr/0013). */
+  evaluate(request: EvaluationInput): RuleVerdict[] | Promise<RuleVerdict[]>;
   /** Audit actions of one of its policies (by verdict `rule`), for the actuator. */
   actionsFor?(rule: string): readonly RuleAction[] | undefined;
 }
@@ -73,6 +74,11 @@ export interface AuditPolicySource {
 export interface AuditEvaluatorDeps {
   client: KubeClient;
   ruleSet: RuleSet;
+  /**
+   * Every rule's verdict for one object: the replica's audit evaluation pool
+   * (worker threads with a deadline, adr/0013). @default evaluate(ruleSet, input) on this thread
+   */
+  evaluate?: ((input: EvaluationInput) => RuleVerdict[] | Promise<RuleVerdict[]>) | undefined;
   /** Further policy kinds evaluated next to the RuleSet (see AuditPolicySource). */
   policies?: readonly AuditPolicySource[];
   namespaceLabels: (namespace: string) => Record<string, string> | undefined;
@@ -506,7 +512,7 @@ export class AuditEvaluator {
   async #handle(key: string): Promise<HandlerResult> {
     const step = this.#step;
     try {
-      this.#evaluate(key);
+      await this.#evaluate(key);
       const st = this.#objects.get(key);
       if (!st) return;
       // A follower: evaluated, nothing to act on.
@@ -524,12 +530,11 @@ export class AuditEvaluator {
     }
   }
 
-  /** Recomputes the desired state of one object. */
-  #evaluate(key: string): void {
+  /** Recomputes the desired state of one object (the queue hands a key to one worker at a time). */
+  async #evaluate(key: string): Promise<void> {
     const { group, kind, namespace, name } = parseObjectKey(key);
     const resource = this.#informers.resource(group, kind);
     const object = resource ? this.#informers.informer(group, kind)?.get(name, namespace || undefined) : undefined;
-    const prev = this.#objects.get(key);
     let verdicts: RuleVerdict[] = [];
     const exempt = this.#exempt.has(namespace) || (group === '' && kind === 'Namespace' && this.#exempt.has(name));
     if (object && resource && !exempt) {
@@ -542,11 +547,12 @@ export class AuditEvaluator {
         oldObject: null,
         namespaceLabels: group === '' && kind === 'Namespace' ? (object.metadata?.labels ?? {}) : namespace ? this.#deps.namespaceLabels(namespace) : undefined,
       };
-      verdicts = evaluate(this.#deps.ruleSet, request);
+      verdicts = [...(await (this.#deps.evaluate ?? ((i: EvaluationInput) => evaluate(this.#deps.ruleSet, i)))(request))];
       const onError = this.#deps.onRuleError;
       if (onError) for (const v of verdicts) if (v.result === 'error') onError(v, { kind, namespace, name });
-      for (const p of this.#deps.policies ?? []) verdicts.push(...p.evaluate(request));
+      for (const p of this.#deps.policies ?? []) verdicts.push(...(await p.evaluate(request)));
     }
+    const prev = this.#objects.get(key);
     const violating = new Set(verdicts.filter(isViolation).map((v) => v.rule));
     const changed = new Set<string>();
     for (const r of prev?.violating ?? []) if (!violating.has(r)) changed.add(r);

@@ -6,6 +6,7 @@
  * Durations are milliseconds here; on the command line and in YAML they are
  * Go-style strings (`500ms`, `15s`, `1m30s`).
  */
+import { availableParallelism } from 'node:os';
 import type { LogLevel } from '../observability/logger.ts';
 
 /** Namespaces the webhook never matches and the server never evaluates, so the control plane can always recover (DESIGN.md §3). */
@@ -80,7 +81,21 @@ export interface ServeConfig {
   clientCaFile: string;
   /** Internal errors older than this stop counting against /readyz. @default 60s */
   readinessErrorMaxAge: number;
+  /**
+   * Worker threads that evaluate admission requests (adr/0013); the audit has
+   * one more of its own. @default the available cores, at least 2 and at most 8 (DEFAULT_EVALUATION_WORKERS)
+   */
+  evaluationWorkers: number;
 }
+
+/**
+ * Two workers at least, so that one rule stuck until the deadline in one
+ * worker leaves another to answer everyone else; one per core beyond that
+ * (the main thread mostly does TLS and parsing), and no more than 8: each
+ * holds its own compiled copy of every rule (tens of MB), and a replica that
+ * needs more cores is better scaled out.
+ */
+export const DEFAULT_EVALUATION_WORKERS = Math.min(8, Math.max(2, availableParallelism()));
 
 export type OptionType = 'int' | 'number' | 'string' | 'bool' | 'duration' | 'list' | 'enum';
 
@@ -149,6 +164,7 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   clientCaFile: '',
   // Twelve periods of the chart's readiness probe (src/admission/readiness.ts).
   readinessErrorMaxAge: 60_000,
+  evaluationWorkers: DEFAULT_EVALUATION_WORKERS,
 });
 
 const PORT = { min: 0, max: 65535 } as const;
@@ -186,6 +202,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'clientCaFile', flag: 'client-ca-file', type: 'string', arg: 'FILE', help: 'require API server client certificates signed by this CA (reloaded on change)' },
   { key: 'readinessErrorMaxAge', flag: 'readiness-error-max-age', type: 'duration', arg: 'DUR', help: 'internal errors older than this stop counting against /readyz' },
   { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'time budget of one admission evaluation (past it: denied)' },
+  { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'deadline of one evaluation: past it the rules not decided give error (a rule still running is abandoned)' },
+  { key: 'evaluationWorkers', flag: 'evaluation-workers', type: 'int', min: 1, max: 64, arg: 'N', help: 'worker threads evaluating admission requests (default: cores, 2 to 8)' },
 ];
 
 /** Flags that are not configuration keys. */

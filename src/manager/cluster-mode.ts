@@ -20,6 +20,7 @@ import { VapAuditPolicySource } from '../audit/vap-policy-source.ts';
 import { ProblemEvents } from '../audit/problem-events.ts';
 import { RuleProblems } from '../audit/rule-problems.ts';
 import { compileProblems, VapProblems } from '../audit/vap-events.ts';
+import { EvaluationPool } from '../evaluation/pool.ts';
 import { FencedWriter } from '../kube/fenced-writer.ts';
 import { leaderElectionConfig, LeaderElector, makeIdentity } from '../leader/index.ts';
 import type { DebugVars } from '../observability/debug-vars.ts';
@@ -99,6 +100,12 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   };
   const ruleProblems = new RuleProblems({ registry, events: problemEvents, ruleObject: ruleByDisplay });
   ruleProblemSink.problems = ruleProblems;
+  // The audit's own evaluation pool (adr/0013): one thread, so a full pass never takes a worker from admission.
+  const auditEvaluation = new EvaluationPool(
+    { name: 'audit', workers: 1, timeoutMs: config.evaluationTimeout },
+    { rules: source.ruleSet, vaps: vaps.set, params: vaps.params },
+    { logger: componentLogger(root, 'evaluation'), registry },
+  );
   const { evaluator, actuator } = buildAudit(
     {
       installNamespace: config.installNamespace,
@@ -113,7 +120,14 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       client,
       writer,
       ruleSet: source.ruleSet,
-      policies: [new VapAuditPolicySource(vaps, (policy, problem, name) => vapProblems.note(policy, problem, name))],
+      evaluate: (input) => auditEvaluation.audit(input),
+      policies: [
+        new VapAuditPolicySource(
+          vaps,
+          (policy, problem, name) => vapProblems.note(policy, problem, name),
+          (attrs, namespaceObject) => auditEvaluation.vap(attrs, namespaceObject),
+        ),
+      ],
       onRuleError: (verdict, object) => ruleProblems.verdictError('audit', verdict, object),
       webhookConfiguration: () => webhookConfig?.view() ?? 'unchecked',
       namespaceLabels: (ns) => source.namespaceLabels(ns),
@@ -139,7 +153,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     },
   });
   debugVars.register('leader_election', () => elector.debugVars());
-  debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats() }));
+  debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats(), evaluation: auditEvaluation.stats() }));
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
 
   return {
@@ -152,6 +166,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       // Not an admission dependency: VAP informers never gate readiness (a cluster without
       // VAPs, or without RBAC for them, still admits); until synced the audit has no VAP verdicts.
       { runnable: { name: 'vap-informers', start: (signal: AbortSignal) => vaps.start(signal) }, group: 'others' },
+      // Started before the audit evaluation that uses it, stopped with it (a closed pool fails its tasks, which the audit retries).
+      { runnable: { name: 'evaluation-audit', start: (signal: AbortSignal) => auditEvaluation.start(signal) }, group: 'informers' },
       // Never gates readiness either: only the rules' Covered condition reads it.
       ...(webhookConfig ? [{ runnable: webhookConfig, group: 'others' as const }] : []),
       // Every replica evaluates (warm followers) ...

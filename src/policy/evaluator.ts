@@ -48,6 +48,19 @@ export interface EvaluationBudget {
   now: () => number;
   /** The budget's length, for the message. */
   ms: number;
+  /**
+   * Rules (RuleSet keys) whose evaluation already passed the deadline once
+   * and was abandoned (a worker running it was replaced, adr/0013): they give
+   * `error` without running again.
+   */
+  abandoned?: ReadonlySet<string> | undefined;
+  /** Told the key of each rule just before its CEL and schema run (the pool records it, to know which rule was running if the deadline passes). */
+  onRule?: ((key: string) => void) | undefined;
+}
+
+/** The message of a rule whose evaluation passed the deadline and was abandoned. */
+export function abandonedMessage(ms: number): string {
+  return `the evaluation deadline (${ms} ms) passed while it ran; it was abandoned`;
 }
 
 /** How many schema errors a message shows. */
@@ -170,8 +183,12 @@ function evaluateOne(
   if (target === null || typeof target !== 'object') {
     return errorVerdict(entry, `the ${input.operation} request carries no object to validate`, UNDECIDABLE);
   }
-  if (timeBudget !== undefined && timeBudget.now() > timeBudget.deadline) {
-    return errorVerdict(entry, `the evaluation time budget (${timeBudget.ms} ms) ran out before this rule ran`, DEADLINE);
+  if (timeBudget !== undefined) {
+    if (timeBudget.abandoned?.has(entry.key)) return errorVerdict(entry, abandonedMessage(timeBudget.ms), DEADLINE);
+    if (timeBudget.now() > timeBudget.deadline) {
+      return errorVerdict(entry, `the evaluation time budget (${timeBudget.ms} ms) ran out before this rule ran`, DEADLINE);
+    }
+    timeBudget.onRule?.(entry.key);
   }
   // CEL first: a false matchCondition skips the whole rule, schema included.
   let celViolations: SchemaViolation[] = [];

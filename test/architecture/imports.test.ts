@@ -41,18 +41,21 @@ const top = (path: string) => path.split('/')[0]!;
 
 /** Top-level directory → directories it must not import from. */
 const FORBIDDEN: Record<string, string[]> = {
-  types: ['admission', 'audit', 'cli', 'config', 'kube', 'leader', 'manager', 'observability', 'policy'],
-  observability: ['admission', 'audit', 'cli', 'config', 'kube', 'leader', 'manager', 'policy'],
+  types: ['admission', 'audit', 'cli', 'config', 'evaluation', 'kube', 'leader', 'manager', 'observability', 'policy'],
+  observability: ['admission', 'audit', 'cli', 'config', 'evaluation', 'kube', 'leader', 'manager', 'policy'],
   // config/manifests.ts reads rule files with the policy validator, so config → policy stays allowed.
-  config: ['admission', 'audit', 'cli', 'kube', 'leader', 'manager'],
-  policy: ['admission', 'audit', 'cli', 'kube', 'leader', 'manager'],
-  kube: ['admission', 'audit', 'cli', 'leader', 'manager'],
-  leader: ['admission', 'audit', 'cli', 'manager'],
+  config: ['admission', 'audit', 'cli', 'evaluation', 'kube', 'leader', 'manager'],
+  policy: ['admission', 'audit', 'cli', 'evaluation', 'kube', 'leader', 'manager'],
+  // The evaluation pool (adr/0013) sits beside policy/: it runs the engine in worker threads.
+  evaluation: ['admission', 'audit', 'cli', 'kube', 'leader', 'manager'],
+  kube: ['admission', 'audit', 'cli', 'evaluation', 'leader', 'manager'],
+  leader: ['admission', 'audit', 'cli', 'evaluation', 'manager'],
   audit: ['admission', 'cli', 'manager'],
-  admission: ['audit', 'cli', 'kube', 'leader', 'manager'],
+  // admission/ reaches the evaluation pool through its Decide seam, filled in by manager/.
+  admission: ['audit', 'cli', 'evaluation', 'kube', 'leader', 'manager'],
   manager: ['cli'],
   // The CLI parses, builds the replica through manager/, listens and exits.
-  cli: ['admission', 'audit', 'kube', 'leader'],
+  cli: ['admission', 'audit', 'evaluation', 'kube', 'leader'],
 };
 
 /** Type-only uses of the Runnable contract are how a component declares it is one. */
