@@ -153,7 +153,7 @@ function startProcess(args: string[], ready: (line: string) => number | undefine
   const child = spawn(cmd, argv, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   children.push(child);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`did not start: ${args.join(' ')}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`did not start: ${args.join(' ')}`)), 120_000); // generous: on a shared machine at load 30 a start took over 30 s
     child.on('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`exited ${code}: ${args.join(' ')}`));
@@ -234,9 +234,9 @@ async function startCluster(dir: string, portalMain: string, files: { certFile: 
     { POD_NAME: 'portal-0', POD_NAMESPACE: 'portal-system' },
     true,
   );
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 180_000;
   while ((await fetch(`${probes}/readyz`)).status !== 200) {
-    if (Date.now() > deadline) throw new Error('the cluster-mode replica did not become ready within 60 s');
+    if (Date.now() > deadline) throw new Error('the cluster-mode replica did not become ready within 180 s');
     await new Promise((r) => setTimeout(r, 100));
   }
   return { port: replica.port, pid: replica.child.pid! };
