@@ -15,6 +15,9 @@ ARG NODE_IMAGE=node:24.21-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The dev cluster workspace (ADR 0015), for its types only: src/cli/dev-command.ts
+# names them; tsconfig.build.json compiles src/ alone, so dist/ holds none of it.
+COPY packages ./packages
 # npm 11 never runs install scripts here; Portal has no native addons.
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./

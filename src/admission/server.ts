@@ -16,6 +16,8 @@ import type { AdmissionDecision, AdmissionMetrics } from '../observability/metri
 import { type Decide, type Decision, type NamespaceLabels } from './decision.ts';
 import { guardConnections } from './connection-guard.ts';
 import { exemption } from './exemptions.ts';
+import { PORTAL_KINDS, type PortalKind } from '../policy/portal-kinds.ts';
+import { answerPortalKinds, PORTAL_KINDS_PATH } from './portal-kinds.ts';
 import { fastPathServerFactory, type WireAnswer } from './fast-path.ts';
 import { depthExceededAt, MAX_JSON_DEPTH } from './json-depth.ts';
 import type { ReadinessGate } from './readiness.ts';
@@ -109,6 +111,8 @@ export interface AdmissionServerOptions {
   bodyLimit?: number;
   /** @default CONNECTION_LIMITS */
   limits?: Partial<ConnectionLimits>;
+  /** What `POST /validate-portal-kinds` checks (issue 15 item 2). @default PORTAL_KINDS */
+  portalKinds?: Readonly<Record<string, PortalKind>>;
 }
 
 export type AdmissionServer = FastifyInstance<HttpsServer>;
@@ -223,6 +227,15 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   app.post('/validate', (req, reply) => {
     const a = answer(req.body);
     return a instanceof Promise ? a.then((done) => send(reply, done)) : send(reply, a);
+  });
+
+  // Portal's own kinds (the chart's second webhook, failurePolicy Ignore): validated like
+  // the RuleSet compiles them. Rare requests, so fastify's ordinary route; a throw goes to
+  // the error handler above, which denies with the uid.
+  const portalKinds = opts.portalKinds ?? PORTAL_KINDS;
+  app.post(PORTAL_KINDS_PATH, (req, reply) => {
+    const a = answerPortalKinds(req.body, portalKinds, metrics);
+    return reply.code(a.status).header('content-type', 'application/json').send(a.payload);
   });
 
   /** Decides on a raw body and serialises the answer; shared by fastify's route and the fast path. */

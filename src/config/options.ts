@@ -32,6 +32,12 @@ export interface ServeConfig {
   exemptNamespaces: string[];
   /** Namespace Portal is installed in. @default $POD_NAMESPACE or "portal-system" */
   installNamespace: string;
+  /**
+   * The ValidatingWebhookConfiguration that sends requests to Portal, read to
+   * show in each rule's Covered condition whether its kinds are sent ("": not
+   * checked). The chart passes its own. @default ""
+   */
+  webhookConfiguration: string;
   /** This replica's name (election identity prefix). @default $POD_NAME or the host name */
   podName: string;
   /** Log level. @default "info" */
@@ -104,6 +110,7 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   kubeconfig: '',
   exemptNamespaces: Object.freeze([...ALWAYS_EXCLUDED_NAMESPACES]) as unknown as string[],
   installNamespace: 'portal-system',
+  webhookConfiguration: '',
   podName: '',
   logLevel: 'info',
   leaderElect: true,
@@ -157,6 +164,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'kubeconfig', flag: 'kubeconfig', type: 'string', arg: 'FILE', help: 'kubeconfig of the cluster (env KUBECONFIG)' },
   { key: 'exemptNamespaces', flag: 'exempt-namespace', type: 'list', arg: 'NS', help: 'namespace never evaluated (repeatable or comma-separated)' },
   { key: 'installNamespace', flag: 'install-namespace', type: 'string', arg: 'NS', help: 'namespace Portal runs in (env POD_NAMESPACE), always exempt' },
+  { key: 'webhookConfiguration', flag: 'webhook-configuration', type: 'string', arg: 'NAME', help: "webhook configuration sending requests to Portal, for the rules' Covered condition" },
   { key: 'podName', flag: 'pod-name', type: 'string', arg: 'NAME', help: 'replica name (env POD_NAME, else the host name)' },
   { key: 'logLevel', flag: 'log-level', type: 'enum', values: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], arg: 'LEVEL', help: 'log level' },
   { key: 'leaderElect', flag: 'leader-elect', type: 'bool', help: 'take part in leader election (false: lead alone)' },

@@ -44,7 +44,22 @@ export interface WebhookValues {
   /** Namespaces excluded in addition to the always-excluded ones. */
   excludedNamespaces: string[];
   rules: WebhookRule[];
+  /** The second webhook, for Portal's own kinds (adr/0011). @default DEFAULT_PORTAL_KINDS_WEBHOOK */
+  portalKinds?: PortalKindsWebhookValues;
 }
+
+/** The chart's `webhook.portalKinds:` values. */
+export interface PortalKindsWebhookValues {
+  /** @default true */
+  enabled: boolean;
+  /** @default "validate-kinds.portal.dev" */
+  name: string;
+}
+
+export const DEFAULT_PORTAL_KINDS_WEBHOOK: Readonly<PortalKindsWebhookValues> = Object.freeze({ enabled: true, name: 'validate-kinds.portal.dev' });
+
+/** Where every replica serves the webhook for Portal's own kinds (src/admission/portal-kinds.ts). */
+export const PORTAL_KINDS_WEBHOOK_PATH = '/validate-portal-kinds';
 
 export type WebhookClientConfig =
   | { url: string }
@@ -59,6 +74,12 @@ export interface BuildWebhookOptions {
   caBundle: string;
   clientConfig: WebhookClientConfig;
   values: WebhookValues;
+  /**
+   * The plural resources of Portal's own kinds that the second webhook is
+   * sent (src/policy/portal-kinds.ts `portalKindResources()`; the chart's
+   * template lists the same).
+   */
+  portalKindResources: readonly string[];
 }
 
 
@@ -110,6 +131,26 @@ export function buildValidatingWebhookConfiguration(opts: BuildWebhookOptions): 
   if (opts.caBundle !== '') clientConfig['caBundle'] = opts.caBundle;
   if ('url' in opts.clientConfig) clientConfig['url'] = opts.clientConfig.url;
   else clientConfig['service'] = { ...opts.clientConfig.service };
+  const kinds = values.portalKinds ?? DEFAULT_PORTAL_KINDS_WEBHOOK;
+  const kindsClientConfig: Record<string, unknown> = { ...clientConfig };
+  if ('url' in opts.clientConfig) {
+    const url = new URL(opts.clientConfig.url);
+    url.pathname = PORTAL_KINDS_WEBHOOK_PATH;
+    kindsClientConfig['url'] = url.toString();
+  } else kindsClientConfig['service'] = { ...opts.clientConfig.service, path: PORTAL_KINDS_WEBHOOK_PATH };
+  // Portal's own kinds (adr/0011): refused at apply when they would not compile. failurePolicy
+  // Ignore on this entry only, so that a Portal that is down never stops anyone fixing or
+  // deleting a rule; no namespaceSelector, so rules in Portal's own namespace are checked too.
+  const portalKindsWebhook = {
+    name: kinds.name,
+    admissionReviewVersions: [...values.admissionReviewVersions],
+    sideEffects: 'None',
+    failurePolicy: 'Ignore',
+    timeoutSeconds: values.timeoutSeconds,
+    matchPolicy: 'Equivalent',
+    clientConfig: kindsClientConfig,
+    rules: [{ apiGroups: ['portal.dev'], apiVersions: ['*'], resources: [...opts.portalKindResources], operations: ['CREATE', 'UPDATE'], scope: '*' }],
+  };
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingWebhookConfiguration',
@@ -134,6 +175,7 @@ export function buildValidatingWebhookConfiguration(opts: BuildWebhookOptions): 
           scope: r.scope ?? '*',
         })),
       },
+      ...(kinds.enabled ? [portalKindsWebhook] : []),
     ],
   };
 }

@@ -92,7 +92,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   const metrics = createAdmissionMetrics(registry);
   const mode =
     config.policies !== ''
-      ? await fileMode(config.policies)
+      ? await fileMode(config.policies, registry)
       : clusterMode(config, { root, env: deps.env, registry, liveness, debugVars, rulesLoaded: metrics.rulesLoaded });
   if (!('kind' in mode)) return { ok: false, ...mode };
   const { source } = mode;
@@ -121,7 +121,10 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     tls = await readTlsFiles(tlsFiles);
     webhook = buildAdmissionServer({
       tls,
-      decide: engineDecider(source.ruleSet, { evaluationTimeoutMs: config.evaluationTimeout }),
+      decide: engineDecider(source.ruleSet, {
+        evaluationTimeoutMs: config.evaluationTimeout,
+        onRuleError: (v, input) => mode.ruleProblems.verdictError('admission', v, { kind: input.kind.kind, namespace: input.namespace, name: input.name, operation: input.operation }),
+      }),
       limits: { maxConnections: config.webhookMaxConnections, maxPerPeer: config.webhookMaxConnectionsPerPeer },
       gate,
       exemptNamespaces: config.exemptNamespaces,

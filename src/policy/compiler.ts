@@ -142,7 +142,7 @@ export function compileSchema(schema: Record<string, unknown> | boolean): Compil
   try {
     fn = ajv.compile(own);
   } catch (e) {
-    return { ok: false, error: `validate.schema does not compile: ${e instanceof Error ? e.message : String(e)}` };
+    return { ok: false, error: `validate.schema: compilation failed: ${e instanceof Error ? e.message : String(e)}` };
   }
   const validate: Validator = (value, pathPrefix = '', podSecurityVersion = LATEST) => {
     const context: VersionContext = { podSecurityVersion };

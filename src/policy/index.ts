@@ -1,6 +1,6 @@
 /** The public API of the rule engine (no I/O, no Kubernetes client). */
 export * from './types.ts';
-export { RuleSet, ruleKey, type RuleState } from './rule-set.ts';
+export { RuleSet, ruleKey, type PreparedMatch, type RuleState } from './rule-set.ts';
 export { evaluate, decideAdmission, violationMessage, MESSAGE_VIOLATIONS, type EvaluationBudget } from './evaluator.ts';
 export { decide, MAX_WARNING_LENGTH, type AdmissionDecision } from './decision.ts';
 export { validateRule, validateRuleShape, matchesPods, type RuleValidation } from './validate-rule.ts';

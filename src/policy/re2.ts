@@ -47,6 +47,12 @@ export const MAX_TEST_COST = 2 ** 27;
 /** A compiled pattern or a limit hit while matching: the message says which and what to do. */
 export class RegexLimitError extends Error {
   override readonly name = 'RegexLimitError';
+  /** The evaluation's time budget ran out (not this pattern's own limit). */
+  readonly deadline: boolean;
+  constructor(message: string, options: { deadline?: boolean } = {}) {
+    super(message);
+    this.deadline = options.deadline === true;
+  }
 }
 
 /** What ajv (and CEL) need from a regular expression. */
@@ -275,7 +281,7 @@ function readClock(cost: number): void {
   sinceClock += cost;
   if (sinceClock >= CLOCK_EVERY_UNITS) {
     sinceClock = 0;
-    if (current.now() > current.deadline) throw new RegexLimitError('the evaluation time budget ran out before this regular expression ran');
+    if (current.now() > current.deadline) throw new RegexLimitError('the evaluation time budget ran out before this regular expression ran', { deadline: true });
   }
 }
 

@@ -334,6 +334,12 @@ export class RuleSet {
     return true;
   }
 
+  /** The match and enforcement in force for a rule; undefined when it has none (its match is unusable). */
+  matchOf(key: string): { enforcement: Enforcement; match: PreparedMatch } | undefined {
+    const e = this.#slots.get(key)?.entry;
+    return e ? { enforcement: e.enforcement, match: e.match } : undefined;
+  }
+
   state(key: string): RuleState | undefined {
     return this.#slots.get(key)?.state;
   }

@@ -113,7 +113,8 @@ void test('webhook: fail closed, no side effects, short timeout, self-lockout ex
     rules: { apiGroups: string[]; resources: string[]; operations: string[] }[];
     clientConfig: { service: { name: string; namespace: string; port: number; path: string }; caBundle: string };
   }[];
-  assert.equal(rest.length, 0);
+  // The only other webhook is the one for Portal's own kinds (adr/0011), failurePolicy Ignore.
+  assert.deepEqual(rest.map((h) => [h.failurePolicy, h.clientConfig.service.path]), [['Ignore', '/validate-portal-kinds']]);
   assert.ok(hook);
   assert.equal(hook.failurePolicy, 'Fail');
   assert.equal(hook.sideEffects, 'None');

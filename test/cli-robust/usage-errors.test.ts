@@ -130,7 +130,7 @@ describe('portal serve: configuration errors exit 2 before anything starts', { c
     assertReported(
       r,
       2,
-      /a\.yaml: PortalClusterRule "bad-schema" is invalid:\n {6}- spec\.validate\.schema does not compile/,
+      /a\.yaml: PortalClusterRule "bad-schema" is invalid:\n {6}- spec\.validate\.schema: compilation failed/,
       /b\.yaml: PortalClusterRule "backref" is invalid:\n {6}- .*backreferences .* not supported/,
       /c\.yaml: .*\n {6}- spec\.audit\.actions\[0\]\.type: must be one of/,
       /d\.yaml: .*\n {6}- spec\.audit\.actions\[0\]: evict only applies to Pods/,

@@ -10,7 +10,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Ajv } from 'ajv';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { parse } from 'yaml';
 import { loadRulesFromDirectory } from '../../src/config/manifests.ts';
 import { ROOT, runPortal } from './run-portal.ts';
 
@@ -52,6 +54,18 @@ void describe('the shipped libraries carry suites', () => {
     assert.equal(String(cases), summary[1]?.replace(/,/g, ''));
     assert.equal(doc.testsuites.tests, String(cases));
     assert.equal(doc.testsuites.failures, '0');
+  });
+
+  void it('schemas/portal-test.schema.json is a valid draft-07 schema, and every shipped suite matches it', async () => {
+    const schema = JSON.parse(await readFile(join(ROOT, 'schemas', 'portal-test.schema.json'), 'utf8')) as object;
+    // What an editor does with it: a plain ajv, no Portal code in between.
+    const ajv = new Ajv({ allErrors: true, strict: true });
+    assert.equal(ajv.validateSchema(schema), true, JSON.stringify(ajv.errors));
+    const validate = ajv.compile(schema);
+    for (const file of SUITES) {
+      const ok = validate(parse(await readFile(join(ROOT, file), 'utf8')));
+      assert.ok(ok, `${file}: ${JSON.stringify(validate.errors)}`);
+    }
   });
 
   void it('rule loaders skip the suites beside the rules', async () => {

@@ -503,6 +503,14 @@ results:
     await bad('empty', '# nothing here\n', /empty\.portal-test\.yaml: holds no YAML document/);
   });
 
+  void it('--help shows both modes', async () => {
+    const r = await runPortal(['test', '--help'], { cwd: tmp });
+    assert.equal(r.code, 0, context(r));
+    assert.match(r.stdout, /^Usage: portal test --policies DIR/);
+    assert.match(r.stdout, /^ {7}portal test \[--output table\|json\] \[--junit FILE\] \[--strict\] FILE\|DIR\.\.\.$/m);
+    assert.match(r.stdout, /Suite exit codes: 0 every expectation holds/);
+  });
+
   void it('bad flags are exit 2 before anything runs', async () => {
     const r = await runPortal(['test', '--output', 'policyreport', '--pod-security-version', 'v1.30', 'x'], { cwd: tmp });
     assert.equal(r.code, 2, context(r));

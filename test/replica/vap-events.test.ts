@@ -97,7 +97,8 @@ test('VAP evaluation problems: one Warning Event on the policy per problem, by t
   await until('portal-1 ready', 30_000, async () => (await readyz(b.probes)) === 200);
 
   const vapEvents = async (): Promise<Event[]> => {
-    const res = await admin.request('GET', `/api/v1/namespaces/${NS}/events`);
+    // A ValidatingAdmissionPolicy is cluster-scoped: its Events are in "default" (kube-apiserver requires it).
+    const res = await admin.request('GET', '/api/v1/namespaces/default/events');
     return ((res.body as { items?: Event[] }).items ?? []).filter((e) => e.involvedObject.kind === 'ValidatingAdmissionPolicy');
   };
   const events = await until('an Event on each policy', 30_000, async () => {

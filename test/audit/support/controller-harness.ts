@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
 import { ClusterRuleSource } from '../../../src/kube/cluster-rule-source.ts';
 import type { AuditActuator } from '../../../src/audit/actuator.ts';
-import { buildAudit, type AuditConfig } from '../../../src/audit/audit.ts';
+import { buildAudit, type AuditConfig, type AuditDeps } from '../../../src/audit/audit.ts';
 import type { AuditEvaluator } from '../../../src/audit/evaluator.ts';
 import { startApiServer, type ApiServer } from '../../../packages/devcluster/src/apiserver/index.ts';
 import { DevApiClient } from '../../../packages/devcluster/src/dev/api-client.ts';
@@ -59,7 +59,13 @@ export interface Replica {
 
 let epochCounter = 0;
 
-export async function startReplica(t: TestContext, api: ApiServer, name: string, config: Partial<AuditConfig> = {}): Promise<Replica> {
+export async function startReplica(
+  t: TestContext,
+  api: ApiServer,
+  name: string,
+  config: Partial<AuditConfig> = {},
+  deps: Partial<Pick<AuditDeps, 'onRuleError' | 'webhookConfiguration' | 'registry'>> = {},
+): Promise<Replica> {
   const client = createKubeClient({ kubeconfigYaml: api.kubeConfig(name), qps: 50, burst: 100, userAgent: `portal-test (${name})` });
   const logger = silentLogger();
   const source = new ClusterRuleSource({ client, logger });
@@ -89,6 +95,7 @@ export async function startReplica(t: TestContext, api: ApiServer, name: string,
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
       logger,
       registry: new Registry(),
+      ...deps,
     },
   );
   const ac = new AbortController();

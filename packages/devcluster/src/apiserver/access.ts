@@ -78,7 +78,10 @@ export class Access {
   authorize(user: UserInfo, verb: string, s: RequestScope): void {
     if (this.mode === 'AlwaysAllow') return;
     // Reviews of oneself are for everyone (system:basic-user); the rest of the review APIs are checked like any resource.
-    this.check(user, { resource: { verb, namespace: s.def.namespaced ? s.namespace : '', group: s.def.group, resource: s.def.resource, subresource: s.subresource, name: s.name } });
+    // A list or watch with an exact metadata.name field selector is authorized as that name (kube-apiserver's
+    // RequestInfo), so a rule with resourceNames can grant watching one object.
+    const name = s.name || (verb === 'list' || verb === 'watch' ? exactNameSelector(s.query.get('fieldSelector')) : '');
+    this.check(user, { resource: { verb, namespace: s.def.namespaced ? s.namespace : '', group: s.def.group, resource: s.def.resource, subresource: s.subresource, name } });
   }
 
   isReview(s: RequestScope): boolean {
@@ -143,4 +146,10 @@ export class Access {
       .map((r) => ({ verbs: r.verbs, nonResourceURLs: r.nonResourceURLs }));
     return { resourceRules, nonResourceRules, incomplete: false };
   }
+}
+
+/** `X` of a field selector that is exactly `metadata.name=X` (or `==X`), else ''. */
+function exactNameSelector(selector: string | null): string {
+  const m = /^metadata\.name==?([^,=!]+)$/.exec(selector?.trim() ?? '');
+  return m?.[1] ?? '';
 }

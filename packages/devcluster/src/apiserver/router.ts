@@ -232,7 +232,9 @@ export class Router {
       req.socket.destroy();
       return;
     }
-    this.d.requests?.record(user.username, method, path, url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1');
+    // A list or watch by exact name (a metadata.name field selector) is authorized as that name: keep it in the key.
+    const byName = /^metadata\.name==?[^,=!]+$/.test(url.searchParams.get('fieldSelector') ?? '') ? `?fieldSelector=${url.searchParams.get('fieldSelector')}` : '';
+    this.d.requests?.record(user.username, method, `${path}${byName}`, url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1');
     await this.dispatch(req, res, method, path, url.searchParams, user);
   }
 

@@ -67,11 +67,31 @@ export function validateObject(def: ResourceDef, obj: Obj): void {
     if (spec['scope'] !== 'Namespaced' && spec['scope'] !== 'Cluster') causes.push({ reason: 'FieldValueNotSupported', field: 'spec.scope', message: `Unsupported value: "${String(spec['scope'])}": supported values: "Cluster", "Namespaced"` });
   }
   if (def.group === 'admissionregistration.k8s.io') causes.push(...vapCauses(def.resource, obj));
+  if (def.group === '' && def.resource === 'events') causes.push(...eventNamespaceCauses(obj));
   if (def.schema) {
     prune(obj, def.schema);
     validate(obj, def.schema, '', causes);
   }
   if (causes.length) throw errors.invalid(def.kind, def.group, name, causes);
+}
+
+/**
+ * kube-apiserver's legacyValidateEvent: a core/v1 Event lives in its
+ * involvedObject's namespace; an Event about a cluster-scoped object (no
+ * involvedObject.namespace) lives in "" or "default" (with eventTime set:
+ * "default" or "kube-system"). That is why client-go records Events on
+ * cluster-scoped objects in "default".
+ */
+function eventNamespaceCauses(obj: Obj): StatusCause[] {
+  const namespace = meta(obj).namespace ?? '';
+  const involved = isPlainObject(obj['involvedObject']) ? obj['involvedObject'] : {};
+  const involvedNs = typeof involved['namespace'] === 'string' ? involved['namespace'] : '';
+  const eventTime = obj['eventTime'];
+  const hasEventTime = eventTime !== undefined && eventTime !== null && eventTime !== '';
+  let ok: boolean;
+  if (involvedNs !== '') ok = namespace === involvedNs;
+  else ok = hasEventTime ? namespace === 'default' || namespace === 'kube-system' : namespace === '' || namespace === 'default';
+  return ok ? [] : [{ reason: 'FieldValueInvalid', field: 'involvedObject.namespace', message: `Invalid value: "${involvedNs}": does not match event.namespace` }];
 }
 
 export function requireObjectBody(body: unknown): Obj {

@@ -89,6 +89,33 @@ export const CHART_RBAC: readonly RbacObject[] = [
       },
       {
         "apiGroups": [
+          "admissionregistration.k8s.io"
+        ],
+        "resources": [
+          "validatingwebhookconfigurations"
+        ],
+        "resourceNames": [
+          "portal"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch"
+        ]
+      },
+      {
+        "apiGroups": [
+          ""
+        ],
+        "resources": [
+          "events"
+        ],
+        "verbs": [
+          "create"
+        ]
+      },
+      {
+        "apiGroups": [
           ""
         ],
         "resources": [

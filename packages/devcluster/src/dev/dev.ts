@@ -17,6 +17,7 @@ import { pino, type Logger } from 'pino';
 import { generateCA, generateServingCert } from '../../../../src/admission/certs.ts';
 import { buildValidatingWebhookConfiguration, loadChartWebhookValues, type WebhookValues } from '../../../../src/config/webhook-configuration.ts';
 import { RULE_FILE_LIMITS } from '../../../../src/config/manifests.ts';
+import { portalKindResources } from '../../../../src/policy/portal-kinds.ts';
 import { ErrorCode, isPortalError } from '../../../../src/observability/errors.ts';
 import { LogKey } from '../../../../src/observability/log-keys.ts';
 import { startApiServer, type ApiServer } from '../apiserver/index.ts';
@@ -27,6 +28,7 @@ import { readManifests, type Manifest } from './manifests.ts';
 import { INSTALL_NAMESPACE, type DevOptions } from './options.ts';
 import { freePort } from './ports.ts';
 import { removeState, writeState, type DevState } from './state.ts';
+import { listRuleProblems, localProblems, mergeProblems, problemNote, problemReport, type RuleProblem } from './rule-problems.ts';
 import { formatStatus, probeReplica } from './status.ts';
 import { Supervisor, type ReplicaSpec, type ReplicaState } from './supervisor.ts';
 
@@ -151,10 +153,8 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     // The chart's ServiceAccount and RBAC: replicas get what production gives them, no more.
     for (const obj of rbacForReplicas(names)) await client.apply(obj);
     for (const crd of prepared.crds) await client.apply(crd);
-    for (const rule of prepared.rules) {
-      const meta = rule.metadata;
-      await client.apply(rule.kind === 'PortalRule' ? { ...rule, metadata: { ...meta, namespace: meta.namespace ?? 'default' } } : rule);
-    }
+    const installed: Manifest[] = prepared.rules.map((rule) => (rule.kind === 'PortalRule' ? { ...rule, metadata: { ...rule.metadata, namespace: rule.metadata.namespace ?? 'default' } } : rule));
+    for (const rule of installed) await client.apply(rule);
     await client.apply({
       apiVersion: 'v1',
       kind: 'Service',
@@ -168,6 +168,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
         caBundle: Buffer.from(ca.cert).toString('base64'),
         clientConfig: { service: { name: WEBHOOK_SERVICE, namespace: INSTALL_NAMESPACE, port: WEBHOOK_SERVICE_PORT, path: prepared.webhookValues.path } },
         values: prepared.webhookValues,
+        portalKindResources: portalKindResources(),
       }),
     );
 
@@ -194,6 +195,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
           '--probes-port', String(p.probes),
           '--bind-address', '127.0.0.1',
           '--install-namespace', INSTALL_NAMESPACE,
+          '--webhook-configuration', WEBHOOK_CONFIGURATION_NAME,
           '--pod-name', name,
           ...o.passthrough,
         ],
@@ -242,14 +244,28 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     endpoints.supervisor = supervisor;
     const sup = supervisor;
     let last = '';
+    // The rules from --policies that will not compile, known now (the RuleSet's own words): said at once,
+    // and standing in for each such rule until the leader has written its status.
+    const local = localProblems(installed);
+    let problems: RuleProblem[] = local;
+    const first = problemReport([], local);
+    if (first.length > 0) rt.out.write(`${first.join('\n')}\n`);
     const tick = async (): Promise<void> => {
-      const statuses = await Promise.all(sup.states().map((s) => probeReplica({ name: s.name, probesPort: s.probesPort, running: s.running })));
+      const [statuses, rules] = await Promise.all([
+        Promise.all(sup.states().map((s) => probeReplica({ name: s.name, probesPort: s.probesPort, running: s.running }))),
+        listRuleProblems(client),
+      ]);
       if (stop.signal.aborted) return;
       for (const s of statuses) {
         if (s.ready) ready.add(s.name);
         else ready.delete(s.name);
       }
-      const line = formatStatus(apiUrl, statuses);
+      // Rules that are not Ready or not covered: listed whenever the set changes (the status line counts them).
+      const now = rules ? mergeProblems(rules, local) : undefined;
+      const report = now ? problemReport(problems, now) : [];
+      if (now) problems = now;
+      if (report.length > 0) rt.out.write(`${rt.out.isTTY ? '\r\x1b[2K' : ''}${report.join('\n')}\n`);
+      const line = formatStatus(apiUrl, statuses) + problemNote(problems);
       if (rt.out.isTTY) rt.out.write(`\r\x1b[2K${line}`);
       else if (line !== last) rt.out.write(`${line}\n`);
       last = line;
