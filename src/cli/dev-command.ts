@@ -13,12 +13,13 @@ import { parseArgs } from './args.ts';
 import { EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { SERVE_FLAG_DEFS } from './serve-flags.ts';
 import type * as DevClusterModule from '@portal/devcluster';
-import type { DevOptions, LockResult } from '@portal/devcluster';
 
 const packageRoot = fileURLToPath(new URL('../..', import.meta.url));
 
 // Type-only (erased): the package itself is loaded by the import() below, when present.
 type DevCluster = typeof DevClusterModule;
+type DevOptions = DevClusterModule.DevOptions;
+type LockResult = DevClusterModule.LockResult;
 
 /** The dev cluster package, or undefined when it is not installed. */
 async function loadDevCluster(): Promise<DevCluster | undefined> {
