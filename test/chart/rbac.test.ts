@@ -15,6 +15,7 @@ import { rulesOf, verbsFor, type PolicyRule } from './rbac.ts';
 const policiesDir = fileURLToPath(new URL('../../policies', import.meta.url));
 
 interface ShippedRule {
+  kind?: string;
   metadata: { name: string };
   spec: { match?: { kinds?: { apiGroups: string[]; kinds: string[] }[] }; podTemplates?: boolean; audit?: { actions?: { type: string }[] } };
 }
@@ -24,7 +25,7 @@ async function shippedRules(dir = policiesDir): Promise<ShippedRule[]> {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) out.push(...(await shippedRules(path)));
-    else if (entry.name.endsWith('.yaml')) out.push(...parseAllDocuments(await readFile(path, 'utf8')).map((d) => d.toJS() as ShippedRule).filter(Boolean));
+    else if (entry.name.endsWith('.yaml')) out.push(...parseAllDocuments(await readFile(path, 'utf8')).map((d) => d.toJS() as ShippedRule).filter((r) => r?.kind === 'PortalRule' || r?.kind === 'PortalClusterRule'));
   }
   return out;
 }
