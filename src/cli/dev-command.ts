@@ -8,7 +8,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from './args.ts';
 import { EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { SERVE_FLAG_DEFS } from './serve-flags.ts';
@@ -18,6 +18,8 @@ const packageRoot = fileURLToPath(new URL('../..', import.meta.url));
 
 // Type-only (erased): the package itself is loaded by the import() below, when present.
 type DevCluster = typeof DevClusterModule;
+type DevOptions = DevClusterModule.DevOptions;
+type LockResult = DevClusterModule.LockResult;
 
 /** The dev cluster package, or undefined when it is not installed. */
 async function loadDevCluster(): Promise<DevCluster | undefined> {
@@ -42,7 +44,7 @@ export const devCommand: Command = {
 `);
       return EXIT_USAGE;
     }
-    const { DEV_HELP, parseDevArgs, portProblem } = dc;
+    const { DEV_HELP, parseDevArgs } = dc;
     const { options, problems } = parseDevArgs(argv, {
       chart: join(packageRoot, 'charts', 'portal'),
       policies: join(io.cwd, 'policies'),
@@ -55,52 +57,80 @@ export const devCommand: Command = {
     // Flags passed through are checked here, the way each replica will check
     // them, so a typo is a usage error before the API server starts rather
     // than N replicas exiting with code 2 afterwards.
-    problems.push(...(await passthroughProblems(options.passthrough, io, dc.INSTALL_NAMESPACE)));
+    problems.push(...(await passthroughProblems(options.passthrough, io, dc.INSTALL_NAMESPACE, dc.DEV_FLAGS)));
     if (problems.length > 0) {
-      io.stderr.write(`portal dev: ${problems.join('\nportal dev: ')}\nRun 'portal dev --help' for the flags.\n`);
+      // One pointer to the help: an unknown flag's line already carries it.
+      const help = problems.some((p) => p.includes('--help')) ? '' : "Run 'portal dev --help' for the flags.\n";
+      io.stderr.write(`portal dev: ${problems.join('\nportal dev: ')}\n${help}`);
       return EXIT_USAGE;
     }
-    // A taken port (another portal dev, a real cluster on 6443) is the
-    // commonest start-up failure: one line and exit 2 before the second of
-    // module loading that the rest costs.
-    const busy = await portProblem(options.port);
-    if (busy) {
-      io.stderr.write(`portal dev: ${busy}\n`);
-      return EXIT_USAGE;
-    }
-    const runDev = await dc.loadRunDev();
-    const controller = new AbortController();
-    const onSignal = (sig: NodeJS.Signals): void => {
-      if (!controller.signal.aborted) io.stderr.write(`\nportal dev: ${sig}, stopping\n`);
-      controller.abort();
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    // The state directory before the port: a second instance in the same
+    // checkout is told about the directory even when it also asked for the
+    // first one's port, and it leaves the first one's kubeconfig and
+    // certificates untouched.
+    const stateDir = resolve(io.cwd, options.stateDir);
+    let locked: LockResult;
     try {
-      const result = await runDev(
-        options,
-        {
-          nodePath: process.execPath,
-          nodeVersion: process.version,
-          script: join(packageRoot, 'bin', 'portal.js'),
-          env: io.env,
-          out: { write: (t: string) => io.stdout.write(t), isTTY: (io.stdout as NodeJS.WriteStream).isTTY === true },
-        },
-        controller.signal,
-      );
-      if (result.code !== 0) io.stderr.write(`portal dev: ${result.message}\n`);
-      return result.code;
+      locked = await dc.lockStateDir(stateDir, { pid: process.pid });
+    } catch (err) {
+      io.stderr.write(`portal dev: cannot use the state directory ${stateDir}: ${(err as Error).message}; give another one: --state-dir DIR\n`);
+      return EXIT_USAGE;
+    }
+    if (!locked.ok) {
+      const who = locked.holder !== undefined ? `another portal dev (pid ${locked.holder})` : 'another portal dev (it did not say its pid)';
+      io.stderr.write(`portal dev: the state directory ${stateDir} is in use by ${who}; stop that one, or give this one its own: --state-dir DIR\n`);
+      return EXIT_USAGE;
+    }
+    try {
+      return await start(dc, { ...options, stateDir }, io);
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      await locked.lock.release();
     }
   },
 };
 
-async function passthroughProblems(passthrough: readonly string[], io: CommandIO, installNamespace: string): Promise<string[]> {
+async function start(dc: DevCluster, options: DevOptions, io: CommandIO): Promise<number> {
+  // A taken port (another portal dev, a real cluster on 6443) is the
+  // commonest start-up failure: one line and exit 2 before the second of
+  // module loading that the rest costs.
+  const busy = await dc.portProblem(options.port);
+  if (busy) {
+    io.stderr.write(`portal dev: ${busy}\n`);
+    return EXIT_USAGE;
+  }
+  const runDev = await dc.loadRunDev();
+  const controller = new AbortController();
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (!controller.signal.aborted) io.stderr.write(`\nportal dev: ${sig}, stopping\n`);
+    controller.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const result = await runDev(
+      options,
+      {
+        nodePath: process.execPath,
+        nodeVersion: process.version,
+        script: join(packageRoot, 'bin', 'portal.js'),
+        env: io.env,
+        out: { write: (t: string) => io.stdout.write(t), isTTY: (io.stdout as NodeJS.WriteStream).isTTY === true },
+      },
+      controller.signal,
+    );
+    if (result.code !== 0) io.stderr.write(`portal dev: ${result.message}\n`);
+    return result.code;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+async function passthroughProblems(passthrough: readonly string[], io: CommandIO, installNamespace: string, devFlags: readonly string[]): Promise<string[]> {
   if (passthrough.length === 0) return [];
   const { loadServeConfig } = await import('../config/load.ts');
-  const args = parseArgs(passthrough, SERVE_FLAG_DEFS, 'portal serve');
+  // Unknown here means neither dev's nor serve's: the nearest of both is suggested, and dev's help (which covers both).
+  const args = parseArgs(passthrough, SERVE_FLAG_DEFS, 'portal dev', devFlags);
   const problems = [...args.problems];
   const unexpected = args.positionals.filter((p) => !args.strays.includes(p));
   if (unexpected.length > 0) {

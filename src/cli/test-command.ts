@@ -45,6 +45,9 @@ Arguments:
   FILE...                 manifest files or directories (recursive; .yaml, .yml, .json;
                           multi-document YAML, JSON objects, arrays and Lists).
                           Rules, policies and bindings among them are not evaluated.
+                          - reads standard input (e.g. helm template . | portal test -p DIR -).
+                          Only regular files are read (no FIFO, device or socket), each at
+                          most 16 MiB, rule files at most 1 MiB.
 Flags:
   --policies, -p DIR      rules to apply: a directory or file of PortalRule /
                           PortalClusterRule objects, ValidatingAdmissionPolicies with
@@ -95,7 +98,7 @@ interface Inputs {
 }
 
 /** Reads and checks everything; returns the problems instead when there are any. */
-async function load(argv: string[]): Promise<{ help: true } | { problems: string[] } | Inputs> {
+async function load(argv: string[], io: CommandIO): Promise<{ help: true } | { problems: string[] } | Inputs> {
   const args = parseArgs(argv, FLAGS, 'portal test');
   if (args.values.has('help') && args.values.get('help')?.at(-1) !== 'false') return { help: true };
   const problems = [...args.problems];
@@ -124,7 +127,7 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
   const namespaceLabels = new Map<string, Record<string, string>>();
   let skippedRules = 0;
   if (args.positionals.length > 0) {
-    const read = await readManifests(args.positionals);
+    const read = await readManifests(args.positionals, undefined, io.stdin ? { stdin: io.stdin } : {});
     for (const e of read.errors) problems.push(`${e.source}: ${e.message}`);
     for (const doc of read.documents) {
       if (isRuleObject(doc.object) || isVapDocument(doc.object)) {
@@ -160,7 +163,7 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
 export async function runTest(argv: string[], io: CommandIO): Promise<number> {
   // Without --policies, the arguments are test suites (src/cli/test-suite).
   if (isSuiteRun(argv)) return (await import('./test-suite/command.ts')).runSuites(argv, io);
-  const loaded = await load(argv);
+  const loaded = await load(argv, io);
   if ('help' in loaded) {
     io.stdout.write(HELP + (await import('./test-suite/command.ts')).SUITE_HELP);
     return EXIT_OK;
@@ -197,7 +200,7 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
       io.stdout.write(formatPolicyReports(evaluated, new Date()));
       break;
     case 'table':
-      io.stdout.write(formatTable(results, { rules: loaded.rules.length, resources: loaded.resources.length }));
+      io.stdout.write(formatTable(results, { rules: loaded.rules.length, policies: loaded.vap.policies.length, resources: loaded.resources.length }));
       break;
   }
   return results.some((r) => r.result === 'fail' || r.result === 'error') ? EXIT_FAILURE : EXIT_OK;

@@ -7,10 +7,11 @@
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { parse as parseYaml } from 'yaml';
 import { caBundleProblem } from './ca-bundle.ts';
 import { formatDuration, parseDuration } from './duration.ts';
 import { DEFAULTS, SERVE_OPTIONS, type OptionSpec, type ServeConfig } from './options.ts';
+import { readBoundedFileSync } from './read-file.ts';
+import { parseYamlDocument } from './yaml.ts';
 
 export interface ConfigSources {
   /** Raw flag values keyed by flag name (from src/cli/args.ts). */
@@ -89,22 +90,24 @@ export function loadServeConfig(src: ConfigSources): ConfigResult {
   return { ok: true, config: Object.freeze(config) };
 }
 
+/**
+ * Largest `--config` file: every option with a long value is a few KiB, so
+ * 1 MiB is generous and still far below what YAML parsing could not hold.
+ */
+const MAX_CONFIG_FILE_BYTES = 1024 * 1024;
+
 function readConfigFile(path: string, problems: string[]): Record<string, unknown> {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    problems.push(`--config ${path}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)}); check the path`);
+  const read = readBoundedFileSync(path, { maxBytes: MAX_CONFIG_FILE_BYTES, what: 'config file' });
+  if (!read.ok) {
+    problems.push(`--config ${path}: ${read.message}; check the path`);
     return {};
   }
-  let doc: unknown;
-  try {
-    doc = parseYaml(text);
-  } catch (err) {
-    const first = ((err as Error).message.split('\n')[0] ?? '').replace(/:$/, '');
-    problems.push(`--config ${path}: not valid YAML (${first}); fix the syntax`);
+  const parsed = parseYamlDocument(read.bytes.toString('utf8'));
+  if (!parsed.ok) {
+    problems.push(`--config ${path}: ${parsed.message}; fix the file`);
     return {};
   }
+  const doc = parsed.value;
   if (doc === null || doc === undefined) return {};
   if (typeof doc !== 'object' || Array.isArray(doc)) {
     problems.push(`--config ${path}: must be a YAML mapping of option: value`);

@@ -6,11 +6,11 @@
  * line; test/chart/webhook-parity.test.ts renders the chart and compares.
  * Pure: no I/O except `loadChartWebhookValues`.
  */
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parse } from 'yaml';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 import { ALWAYS_EXCLUDED_NAMESPACES } from './options.ts';
+import { readBoundedFile } from './read-file.ts';
+import { parseYamlDocument } from './yaml.ts';
 
 export type WebhookOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT' | '*';
 
@@ -183,12 +183,12 @@ export function buildValidatingWebhookConfiguration(opts: BuildWebhookOptions): 
 /** Reads `webhook:` from `<chartDir>/values.yaml` (the chart's defaults). */
 export async function loadChartWebhookValues(chartDir: string): Promise<WebhookValues> {
   const file = join(chartDir, 'values.yaml');
-  let doc: unknown;
-  try {
-    doc = parse(await readFile(file, 'utf8'));
-  } catch (cause) {
-    throw new PortalError(ErrorCode.ConfigInvalid, `cannot read chart values ${file}`, { cause });
-  }
+  // A chart's values.yaml is a few KiB; 1 MiB as for a rule file.
+  const read = await readBoundedFile(file, { maxBytes: 1024 * 1024, what: 'chart values file' });
+  if (!read.ok) throw new PortalError(ErrorCode.ConfigInvalid, `cannot read chart values ${file}: ${read.message}`);
+  const parsed = parseYamlDocument(read.bytes.toString('utf8'));
+  if (!parsed.ok) throw new PortalError(ErrorCode.ConfigInvalid, `${file}: ${parsed.message}`);
+  const doc = parsed.value;
   const webhook = (doc as { webhook?: unknown } | null)?.webhook;
   if (typeof webhook !== 'object' || webhook === null || !Array.isArray((webhook as { rules?: unknown }).rules)) {
     throw new PortalError(ErrorCode.ConfigInvalid, `${file}: no "webhook" section with "rules"`);

@@ -95,8 +95,8 @@ void describe('hostile suites', { concurrency: 3 }, () => {
     await write('special/huge.portal-test.yaml', `${suite('../elsewhere/rules', '../elsewhere/manifests')}# ${'x'.repeat(1024 * 1024)}\n`);
     const r = await runPortal(['test', 'special'], { cwd: tmp });
     assert.equal(r.code, 2, r.stdout + r.stderr);
-    assert.match(r.stderr, /special\/pipe\.portal-test\.yaml: is not a regular file \(a FIFO, socket or device\)/);
-    assert.match(r.stderr, /special\/huge\.portal-test\.yaml: file is 1\.0 MiB, over the 1 MiB limit for a suite/);
+    assert.match(r.stderr, /special\/pipe\.portal-test\.yaml: is a FIFO \(named pipe\); only regular files are read/);
+    assert.match(r.stderr, /special\/huge\.portal-test\.yaml: file is 1\.0 MiB, over the 1\.0 MiB limit for a suite/);
     noStack(r);
   });
 
@@ -108,7 +108,7 @@ void describe('hostile suites', { concurrency: 3 }, () => {
     const r = await runPortal(['test', 'yaml'], { cwd: tmp });
     assert.equal(r.code, 2, r.stdout + r.stderr);
     assert.match(r.stderr, /yaml\/bomb\.portal-test\.yaml: invalid YAML: Excessive alias count/);
-    assert.match(r.stderr, /yaml\/deep\.portal-test\.yaml(:\d+:\d+)?: (invalid YAML|could not be run)/);
+    assert.match(r.stderr, /yaml\/deep\.portal-test\.yaml: nested deeper than 200 levels at line \d+/);
     noStack(r);
   });
 

@@ -19,6 +19,13 @@ import { promisify } from 'node:util';
 import { MAX_JSON_DEPTH } from '../../src/admission/json-depth.ts';
 import { startServe, until, type Serve } from '../replica/support.ts';
 
+// The ageing of /readyz's error window is tested in
+// test/admission/readiness-age.test.ts: since issue 16 no client input
+// produces an internal error (deep input is a 400 here, and a rule that
+// fails on its input gives an `error` verdict), so a real replica cannot be
+// driven to internal errors from outside; that test uses a decider that
+// throws, standing for a bug in Portal itself.
+
 const run = promisify(execFile);
 
 /** Compares spec with oldSpec: CEL `==` recurses on both objects, the kind of rule that ran out of stack in issue 16. */
@@ -175,37 +182,6 @@ test('100 reviews nested 100,000 deep: each a 400 naming the bound, none an inte
   const denied = await post(s.webhook, createReview('privileged', { privileged: true }), { ca });
   assert.equal(denied.response?.allowed, false);
   assert.match(denied.response?.status?.message ?? '', /no-privileged/);
-});
-
-test('a replica taken out of its Service by internal errors is ready again once they age out, with no traffic', { timeout: 120_000 }, async (t) => {
-  // Internal errors on purpose: a V8 stack of 200 KB instead of ~1 MB makes
-  // the CEL `==` on two 900-level objects (under the depth bound) run out of
-  // stack — the failure of issue 16, reached here on purpose.
-  const s = await startServe(t, ['--policies', await rulesDir(t), '--readiness-error-max-age', '3s'], { POD_NAME: 'portal-age' }, ['--stack-size=200']);
-  const ca = await readFile(s.caFile);
-  const agent = new Agent({ keepAlive: true, maxSockets: 4 });
-  t.after(() => agent.destroy());
-  const deep = nested(900);
-  const answers = await pool(
-    Array.from({ length: 30 }, (_, i) => i),
-    4,
-    (i) => post(s.webhook, updateReview(`overflow-${i}`, deep), { ca, agent }),
-  );
-  for (const a of answers) {
-    assert.equal(a.response?.allowed, false, 'an internal error is a denial');
-    assert.equal(a.response?.status?.code, 500, a.text.slice(0, 300));
-  }
-  const out = await probe(s, '/readyz');
-  assert.equal(out.status, 503);
-  assert.match(out.text, /internal errors: 30 of the last 30 admission requests within 3s/);
-  // Nothing is sent from here on; the errors age out and /readyz flips back.
-  const back = await until('/readyz to read 200 again with no traffic', 60_000, async () => {
-    const r = await probe(s, '/readyz');
-    return r.status === 200 ? r : undefined;
-  });
-  assert.equal(back.text, 'ok\n');
-  // Admission is unchanged: a review that needs no deep recursion is decided.
-  assert.equal((await post(s.webhook, createReview('after'), { ca })).response?.allowed, true);
 });
 
 /** Plain TCP connections (no TLS) from `peer`, reconnected whenever the server closes one, until `stop()`. */

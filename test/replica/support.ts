@@ -25,9 +25,9 @@ export interface Child {
   stderr: () => string;
 }
 
-/** Spawns `node [...nodeArgs] bin/portal.js ...args`; SIGKILLed after the test if still running. */
-export function spawnPortal(t: TestContext, args: string[], env: Record<string, string> = {}, nodeArgs: readonly string[] = []): Child {
-  const child = spawn(process.execPath, [...nodeArgs, bin, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+/** Spawns `node bin/portal.js ...args`; SIGKILLed after the test if still running. */
+export function spawnPortal(t: TestContext, args: string[], env: Record<string, string> = {}): Child {
+  const child = spawn(process.execPath, [bin, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const lines: string[] = [];
   let err = '';
   createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
@@ -50,8 +50,8 @@ export interface Serve extends Child {
 }
 
 /** Starts `portal serve` on free ports with a self-signed certificate and waits for "webhook listening". */
-export async function startServe(t: TestContext, args: string[], env: Record<string, string>, nodeArgs: readonly string[] = [], listenTimeoutMs = 30_000): Promise<Serve> {
-  const c = spawnPortal(t, ['serve', '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--self-signed', ...args], env, nodeArgs);
+export async function startServe(t: TestContext, args: string[], env: Record<string, string>, listenTimeoutMs = 30_000): Promise<Serve> {
+  const c = spawnPortal(t, ['serve', '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--self-signed', ...args], env);
   const found = { probes: '', webhook: '', caFile: '' };
   await until('portal serve to listen', listenTimeoutMs, () => {
     for (const line of c.lines) {

@@ -9,6 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
+import { yamlNestingProblem } from '../../config/yaml.ts';
 import { SUITE_API_VERSION, SUITE_KIND, type Position, type SuiteProblem, type SuiteSpec } from './format.ts';
 
 /** The schema ships in the repository and the image (schemas/), three levels above src/cli/test-suite and dist/cli/test-suite. */
@@ -197,6 +198,9 @@ function explain(e: ErrorObject, value: unknown, locate: ReturnType<typeof locat
  * problem found is returned at once, in file order.
  */
 export async function parseSuite(file: string, text: string): Promise<ParseResult> {
+  // Nesting first: yaml composes recursively, and deep flow nesting overflows (or aborts) it.
+  const deep = yamlNestingProblem(text);
+  if (deep) return { ok: false, problems: [{ file, message: deep }] };
   const lines = new LineCounter();
   const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: true });
   const list = Array.isArray(docs) ? docs : [];

@@ -191,6 +191,39 @@ function summary(e: unknown): string {
 }
 
 /**
+ * How deep an expression may nest: cel-go's parser refuses more
+ * (maxRecursionDepth, 250 by default, as the API server uses it), and every
+ * later pass over the tree (checks, cost charges, evaluation) recurses once
+ * per level, so a deeper one (`a + a + … + a` within 10 KiB is ~2,500
+ * levels) would exhaust the stack instead of being refused. A chain of one
+ * logical operator (`a || b || …`) counts as one level, as cel-go balances
+ * those.
+ */
+export const MAX_NESTING_DEPTH = 250;
+
+/** The nesting depth of a parsed expression, without recursion (the tree may be too deep for it). */
+function nestingDepth(root: unknown): number {
+  const isNode = (v: unknown): v is { op: string; args: unknown } => v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as { op?: unknown }).op === 'string';
+  let max = 0;
+  // [value, depth of the node that holds it, that node's op]
+  const stack: Array<[unknown, number, string]> = [[root, 0, '']];
+  while (stack.length > 0) {
+    const [v, parentDepth, parentOp] = stack.pop() as [unknown, number, string];
+    if (Array.isArray(v)) {
+      for (const x of v) stack.push([x, parentDepth, parentOp]);
+      continue;
+    }
+    if (!isNode(v)) continue;
+    const chained = (v.op === '&&' || v.op === '||') && v.op === parentOp;
+    const depth = chained ? parentDepth : parentDepth + 1;
+    if (depth > max) max = depth;
+    if (depth > MAX_NESTING_DEPTH) return depth;
+    stack.push([v.args, depth, v.op]);
+  }
+  return max;
+}
+
+/**
  * Compiles an expression. Never throws. The position of a CompileError points
  * into `expression` as given.
  */
@@ -207,6 +240,10 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
     run = env.parse(rewriteNamespacedCalls(expression));
   } catch (e) {
     return compileError(expression, summary(e), errorOffset(e as CelErrorLike));
+  }
+  const depth = nestingDepth(run.ast);
+  if (depth > MAX_NESTING_DEPTH) {
+    return compileError(expression, `the expression nests ${depth} levels deep, more than the ${MAX_NESTING_DEPTH} allowed (the API server's CEL parser has the same limit); split it with variables`, 0);
   }
   const declared = new Set(options.variables ?? []);
   let refusal: CompileError | undefined;

@@ -75,13 +75,15 @@ interface Prepared {
 async function prepare(o: DevOptions): Promise<Prepared | { problems: string[] }> {
   const problems: string[] = [];
   const read = await readManifests(o.policies, [...RULE_KINDS, ...VAP_KINDS], RULE_FILE_LIMITS);
-  problems.push(...read.problems.map((p) => `--policies: ${p}`));
+  // The directory itself is named as the flag it was given to; a file in it by its own path.
+  const flagged = (flag: string, dir: string) => (p: string) => (p.startsWith(`${dir}: `) ? `${flag} ${p}` : p);
+  problems.push(...read.problems.map(flagged('--policies', o.policies)));
   const rules = { objects: read.objects.filter((x) => RULE_KINDS.includes(x.kind)) };
   const crds: Manifest[] = [];
   for (const dir of [join(o.chart, 'crds'), join(o.chart, 'files', 'crds')]) {
     const r = await readManifests(dir, ['CustomResourceDefinition']);
     crds.push(...r.objects);
-    problems.push(...r.problems.map((p) => `--chart: ${p}`));
+    problems.push(...r.problems.map(flagged('--chart', dir)));
   }
   let webhookValues: WebhookValues | undefined;
   try {

@@ -70,7 +70,9 @@ export interface ParsedDevArgs {
   problems: string[];
 }
 
-const OWNED = new Set(['replicas', 'policies', 'state-dir', 'port', 'chart', 'grace-period', 'help']);
+/** The flags dev owns (everything else goes to the replicas). */
+export const DEV_FLAGS: readonly string[] = ['replicas', 'policies', 'state-dir', 'port', 'chart', 'grace-period', 'help'];
+const OWNED = new Set(DEV_FLAGS);
 
 export function parseDevArgs(argv: readonly string[], defaults: { chart: string; policies: string; stateDir: string }): ParsedDevArgs {
   const problems: string[] = [];
