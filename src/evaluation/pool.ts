@@ -384,14 +384,14 @@ export class EvaluationPool {
     settle: (budget: EvaluationBudget) => TaskResults[K],
   ): Promise<TaskResults[K]> {
     const ms = this.#config.timeoutMs;
-    const first = await this.#attempt<K>(body, epochNow() + ms, undefined, true);
+    const first = await this.#attempt(body, epochNow() + ms, undefined, true);
     if (first.ok) return first.value as TaskResults[K];
     this.#noteAbandoned(what, first.running);
     const abandoned: string[] = [];
     if (first.running !== undefined) {
       abandoned.push(first.running);
       // A retry is not refused: it replaces the attempt that was abandoned.
-      const second = await this.#attempt<K>(body, epochNow() + ms, abandoned, false);
+      const second = await this.#attempt(body, epochNow() + ms, abandoned, false);
       if (second.ok) return second.value as TaskResults[K];
       this.#noteAbandoned(what, second.running);
       if (second.running !== undefined) abandoned.push(second.running);
@@ -414,7 +414,7 @@ export class EvaluationPool {
     );
   }
 
-  async #attempt<K extends TaskBody['kind']>(body: TaskBody, deadline: number, abandoned: string[] | undefined, bounded: boolean): Promise<Attempt> {
+  async #attempt(body: TaskBody, deadline: number, abandoned: string[] | undefined, bounded: boolean): Promise<Attempt> {
     this.#ensure();
     // A retry is sent alone (it ran next to something slow once already) and is not refused: it replaces the attempt that was abandoned.
     if (bounded && this.#batcher.inFlight >= this.#config.maxQueue + this.#config.workers) throw this.#overloaded();
