@@ -6,9 +6,10 @@
  * message, the worker's wake-up, the answer's wake-up of the main thread).
  * On a busy 2-core machine that measured 25–65 µs of CPU per task, more than
  * the evaluation of a typical review (docs/benchmarks.md). So a task is
- * sent only when a worker is free, and carries every evaluation that waited
- * meanwhile (up to MAX_BATCH): on an idle pool a request goes alone and at
- * once (after the current event-loop turn, which gathers the requests that
+ * sent only when a worker can take it (`batches`: one running and one
+ * waiting per worker), and carries every evaluation that waited meanwhile
+ * (up to MAX_BATCH): on an idle pool a request goes alone and at once
+ * (after the current event-loop turn, which gathers the requests that
  * arrived together); under load the hand-off is shared by the batch.
  *
  * What batching must not cost (issue 16): one slow evaluation must not hold
@@ -89,7 +90,8 @@ interface Batch {
 }
 
 export interface BatcherConfig {
-  workers: number;
+  /** Batches sent at once (the workers', and one waiting on each). */
+  batches: number;
   timeoutMs: number;
   graceMs: number;
   /** How long a batch may run before the items it has not finished are taken back and sent again. */
@@ -202,7 +204,7 @@ export class Batcher {
   /** Sends batches while a worker is free. */
   #dispatch(): void {
     this.#dispatchQueued = false;
-    while (this.#active.size < this.#config.workers) {
+    while (this.#active.size < this.#config.batches) {
       const items = this.#take();
       if (items.length === 0) return;
       const slot = this.#freeSlots.pop();

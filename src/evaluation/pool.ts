@@ -56,6 +56,8 @@ import { epochNow, SLOT_BYTES, type ChannelMessage, type ItemOutcome, type Store
 export const QUEUE_PER_WORKER = 64;
 /** The smallest queue bound, so that a burst of an API server's concurrent requests (it sends up to ~200) to a small pool is not refused. */
 export const MIN_QUEUE = 128;
+/** Batches sent to one worker at once: the one it runs and the next. */
+export const PIPELINE = 2;
 
 export interface EvaluationPoolConfig {
   /** Names the pool in logs, metrics and errors (`admission`, `audit`). */
@@ -148,10 +150,10 @@ export class EvaluationPool {
     this.#onRuleError = deps.onRuleError;
     // One slot per batch that can be active (one per worker), and as many again so that the slot of a
     // terminated worker's task is reused last (batcher.ts).
-    this.#progress = new SharedArrayBuffer((8 * this.#config.workers + 8) * SLOT_BYTES);
+    this.#progress = new SharedArrayBuffer((8 * PIPELINE * this.#config.workers + 8) * SLOT_BYTES);
     this.#batcher = new Batcher(
       {
-        workers: this.#config.workers,
+        batches: PIPELINE * this.#config.workers,
         timeoutMs: this.#config.timeoutMs,
         graceMs: this.#config.graceMs,
         reclaimMs: this.#config.reclaimMs,
@@ -289,8 +291,11 @@ export class EvaluationPool {
       maxThreads: this.#config.workers,
       // The bound is ours (#attempt): piscina does not count tasks that carry an abort signal against its maxQueue.
       maxQueue: Number.MAX_SAFE_INTEGER,
-      // One task per worker: a task stuck in a rule must not hold others hostage on the same thread.
-      concurrentTasksPerWorker: 1,
+      // A second batch waits on the worker's own port (PIPELINE): the worker starts it as soon as it
+      // finishes the first, without a round trip through the main thread (on a busy machine each wake-up
+      // of the other thread waits for a time slice). A batch stuck behind a slow one is taken back
+      // (batcher.ts), so it is not held hostage.
+      concurrentTasksPerWorker: PIPELINE,
       idleTimeout: Number.MAX_SAFE_INTEGER,
       recordTiming: false,
       workerData,
