@@ -22,13 +22,19 @@
  */
 import type { Socket } from 'node:net';
 import type { Server as TlsServer } from 'node:tls';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import type { ConnectionCloseReason } from '../observability/metrics.ts';
 
 
 export interface ConnectionGuardOptions {
   maxConnections: number;
   maxPerPeer: number;
+  /**
+   * Whether connections start with a TLS handshake (the webhook). A plain
+   * HTTP server (the probes) has none: a connection is ready for requests at
+   * once, and only its requests in flight protect it. @default true
+   */
+  tls?: boolean;
   /** Called for every connection the guard closes. */
   onClose?: (reason: ConnectionCloseReason) => void;
   /** Called with the number of open connections whenever it changes. */
@@ -55,7 +61,8 @@ export interface ConnectionGuard {
   stats(): { open: number; peers: number };
 }
 
-export function guardConnections(server: TlsServer, opts: ConnectionGuardOptions): ConnectionGuard {
+export function guardConnections(server: TlsServer | HttpServer, opts: ConnectionGuardOptions): ConnectionGuard {
+  const handshake = opts.tls ?? true;
   const now = opts.now ?? (() => performance.now());
   // Insertion order is age order: the eviction scan meets the oldest first.
   const byKey = new Map<string, Conn>();
@@ -110,7 +117,7 @@ export function guardConnections(server: TlsServer, opts: ConnectionGuardOptions
       opts.onClose?.('cap_idle_closed');
     }
     const key = `${peer}|${port}`;
-    const conn: Conn = { raw, peer, secure: false, inFlight: 0, idleSince: now(), gone: false };
+    const conn: Conn = { raw, peer, secure: !handshake, inFlight: 0, idleSince: now(), gone: false };
     byKey.set(key, conn);
     bySocket.set(raw, conn);
     perPeer.set(peer, (perPeer.get(peer) ?? 0) + 1);
