@@ -8,7 +8,7 @@
  * the evaluation of a typical review (docs/benchmarks.md). So a task is
  * sent only when a worker can take it (`batches`: one running and one
  * waiting per worker), and carries every evaluation that waited meanwhile
- * (up to MAX_BATCH): on an idle pool a request goes alone and at once
+ * (up to `maxBatch`): on an idle pool a request goes alone and at once
  * (after the current event-loop turn, which gathers the requests that
  * arrived together); under load the hand-off is shared by the batch.
  *
@@ -30,7 +30,7 @@
  */
 import type { Logger } from 'pino';
 import { LogKey } from '../observability/log-keys.ts';
-import { CLAIM_CLOSED, epochNow, MAX_BATCH, SLOT_BYTES, SLOT_CLAIM, SLOT_HEADER, SLOT_ID, SLOT_ITEM, SLOT_KEY_LENGTH, type ItemOutcome, type Task, type TaskItem } from './protocol.ts';
+import { CLAIM_CLOSED, epochNow, SLOT_BYTES, SLOT_CLAIM, SLOT_HEADER, SLOT_ID, SLOT_ITEM, SLOT_KEY_LENGTH, type ItemOutcome, type Task, type TaskItem } from './protocol.ts';
 
 /** One attempt's outcome: the worker's result, or abandoned (with the rule or VAP that was running, if one was). */
 export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined };
@@ -92,6 +92,8 @@ interface Batch {
 export interface BatcherConfig {
   /** Batches sent at once (the workers', and one waiting on each). */
   batches: number;
+  /** Evaluations one batch carries at most. */
+  maxBatch: number;
   timeoutMs: number;
   graceMs: number;
   /** How long a batch may run before the items it has not finished are taken back and sent again. */
@@ -217,7 +219,7 @@ export class Batcher {
     }
   }
 
-  /** The next batch: the first waiting item alone if it is solo, else up to MAX_BATCH items that are not. */
+  /** The next batch: the first waiting item alone if it is solo, else up to `maxBatch` items that are not. */
   #take(): Item[] {
     const w = this.#waiting;
     let i = 0;
@@ -233,7 +235,7 @@ export class Batcher {
     }
     const items: Item[] = [];
     let j = i;
-    for (; j < w.length && items.length < MAX_BATCH; j++) {
+    for (; j < w.length && items.length < this.#config.maxBatch; j++) {
       const it = w[j]!;
       if (it.settled) continue;
       if (it.solo) break;

@@ -50,7 +50,7 @@ import {
 } from '../policy/index.ts';
 import type { BindingEvaluation, ParamStore, VapAttributes, VapSet } from '../policy/vap/index.ts';
 import { Batcher, type Attempt, type ItemBody } from './batcher.ts';
-import { epochNow, SLOT_BYTES, type ChannelMessage, type ItemOutcome, type StoreName, type TaskResults, type WorkerData } from './protocol.ts';
+import { epochNow, MAX_BATCH, SLOT_BYTES, type ChannelMessage, type ItemOutcome, type StoreName, type TaskResults, type WorkerData } from './protocol.ts';
 
 /** Tasks waiting per worker before new ones are refused: at ~50 µs per typical evaluation, 64 is a few ms of work. */
 export const QUEUE_PER_WORKER = 64;
@@ -82,6 +82,10 @@ export interface EvaluationPoolConfig {
    * a few ms. @default min(250, max(10, timeoutMs / 4))
    */
   reclaimMs?: number;
+  /** Evaluations one task carries at most. @default MAX_BATCH (32) */
+  maxBatch?: number;
+  /** Batches sent to one worker at once (the one it runs and those waiting on its port). @default PIPELINE (2) */
+  pipeline?: number;
 }
 
 /** The stores the workers mirror; `rules` always, VAPs and params for the audit. */
@@ -143,6 +147,8 @@ export class EvaluationPool {
       maxQueue: Math.max(MIN_QUEUE, QUEUE_PER_WORKER * config.workers),
       graceMs: Math.max(20, Math.round(config.timeoutMs / 10)),
       reclaimMs: Math.min(250, Math.max(10, Math.round(config.timeoutMs / 4))),
+      maxBatch: MAX_BATCH,
+      pipeline: PIPELINE,
       ...config,
     };
     this.#stores = stores;
@@ -150,10 +156,11 @@ export class EvaluationPool {
     this.#onRuleError = deps.onRuleError;
     // One slot per batch that can be active (one per worker), and as many again so that the slot of a
     // terminated worker's task is reused last (batcher.ts).
-    this.#progress = new SharedArrayBuffer((8 * PIPELINE * this.#config.workers + 8) * SLOT_BYTES);
+    this.#progress = new SharedArrayBuffer((8 * this.#config.pipeline * this.#config.workers + 8) * SLOT_BYTES);
     this.#batcher = new Batcher(
       {
-        batches: PIPELINE * this.#config.workers,
+        batches: this.#config.pipeline * this.#config.workers,
+        maxBatch: this.#config.maxBatch,
         timeoutMs: this.#config.timeoutMs,
         graceMs: this.#config.graceMs,
         reclaimMs: this.#config.reclaimMs,
@@ -295,7 +302,7 @@ export class EvaluationPool {
       // finishes the first, without a round trip through the main thread (on a busy machine each wake-up
       // of the other thread waits for a time slice). A batch stuck behind a slow one is taken back
       // (batcher.ts), so it is not held hostage.
-      concurrentTasksPerWorker: PIPELINE,
+      concurrentTasksPerWorker: this.#config.pipeline,
       idleTimeout: Number.MAX_SAFE_INTEGER,
       recordTiming: false,
       workerData,
