@@ -207,7 +207,11 @@ export class Batcher {
   #dispatch(): void {
     this.#dispatchQueued = false;
     while (this.#active.size < this.#config.batches) {
-      const items = this.#take();
+      // The waiting items are shared among the batches that can be sent now (piscina gives each to the least busy
+      // worker), so idle workers run in parallel what one batch would run in sequence: an evaluation's deadline
+      // starts when it is submitted, and one that waits behind slow ones in its batch can run out of it.
+      const size = Math.min(this.#config.maxBatch, Math.max(1, Math.ceil(this.#waiting.length / (this.#config.batches - this.#active.size))));
+      const items = this.#take(size);
       if (items.length === 0) return;
       const slot = this.#freeSlots.pop();
       if (slot === undefined) {
@@ -219,8 +223,8 @@ export class Batcher {
     }
   }
 
-  /** The next batch: the first waiting item alone if it is solo, else up to `maxBatch` items that are not. */
-  #take(): Item[] {
+  /** The next batch: the first waiting item alone if it is solo, else up to `size` items that are not. */
+  #take(size: number): Item[] {
     const w = this.#waiting;
     let i = 0;
     while (i < w.length && w[i]!.settled) i++;
@@ -235,7 +239,7 @@ export class Batcher {
     }
     const items: Item[] = [];
     let j = i;
-    for (; j < w.length && items.length < this.#config.maxBatch; j++) {
+    for (; j < w.length && items.length < size; j++) {
       const it = w[j]!;
       if (it.settled) continue;
       if (it.solo) break;
