@@ -7,6 +7,16 @@
 import { createHash } from 'node:crypto';
 import { compileCelRule, type CelRule } from './cel-rule.ts';
 import { compileSchema, type Validator } from './compiler.ts';
+import {
+  compileException,
+  exceptionKey,
+  exceptionShapeProblems,
+  parseRfc3339,
+  refKeys,
+  type CompiledException,
+  type ExceptionOptions,
+  type RuleRef,
+} from './exceptions.ts';
 import { isEmptySelector } from './label-selector.ts';
 import { POD_TEMPLATE_KINDS } from './pod-templates.ts';
 import { usesVersionKeyword } from './pod-security-version.ts';
@@ -97,6 +107,41 @@ interface Slot {
   entry: RuleEntry | undefined;
 }
 
+/** What the RuleSet knows about one PortalException (its status is derived from it). */
+export interface ExceptionState {
+  key: string;
+  /** `namespace/name`. */
+  display: string;
+  namespace: string;
+  name: string;
+  uid: string | undefined;
+  generation: number;
+  /** It validated and compiled (it is considered; expiry and lifetime are judged at `now`). */
+  valid: boolean;
+  /** Why it is invalid, or "" when valid. */
+  message: string;
+  /** spec.expiresAt in ms, when valid and set. */
+  expiresAt: number | undefined;
+  /** metadata.creationTimestamp in ms, when set. */
+  createdAt: number | undefined;
+  /** In one of the privileged namespaces. */
+  privileged: boolean;
+  /** The raw spec.rules, for status and docs. */
+  rules: readonly string[];
+}
+
+interface ExceptionSlot {
+  hash: string;
+  state: ExceptionState;
+  compiled: CompiledException | undefined;
+}
+
+/** Exceptions naming one rule: by the namespace they live in, and those that may exempt anywhere. */
+interface ExceptionBucket {
+  byNamespace: Map<string, CompiledException[]>;
+  privileged: CompiledException[];
+}
+
 const DEFAULT_OPERATIONS: readonly Operation[] = ['CREATE', 'UPDATE'];
 
 export function ruleKey(rule: Pick<PortalRuleObject, 'kind' | 'metadata'>): string {
@@ -141,6 +186,7 @@ function usableMatch(spec: unknown): spec is RuleSpec {
 }
 
 const ACCEPT_ALL: Validator = () => [];
+const NO_EXCEPTIONS: readonly CompiledException[] = Object.freeze([]);
 
 /** Compiles `validate.schema` and `validate.cel` (whichever are given). */
 function compileValidation(
@@ -187,8 +233,26 @@ function specDefaults(spec: Partial<RuleSpec> | undefined): {
 
 export class RuleSet {
   readonly #slots = new Map<string, Slot>();
+  readonly #exceptions = new Map<string, ExceptionSlot>();
+  readonly #options: Readonly<{ exceptionNamespaces: readonly string[]; maxLifetimeMs: number | undefined }>;
+  readonly #privileged: ReadonlySet<string>;
   #revision = 0;
   #index: { revision: number; byKind: Map<string, IndexedEntry[]>; wildcard: IndexedEntry[] } | undefined;
+  #exceptionIndex: { revision: number; byRule: Map<string, ExceptionBucket> } | undefined;
+
+  /**
+   * `options` say how exceptions are judged (`--exception-namespaces`,
+   * `--max-exception-lifetime`); a copy of a RuleSet (another thread) is
+   * built with the same {@link options} and fed the same raw objects.
+   */
+  constructor(options: ExceptionOptions = {}) {
+    this.#options = Object.freeze({ exceptionNamespaces: Object.freeze([...(options.exceptionNamespaces ?? [])]), maxLifetimeMs: options.maxLifetimeMs });
+    this.#privileged = new Set(this.#options.exceptionNamespaces);
+  }
+
+  get options(): Readonly<{ exceptionNamespaces: readonly string[]; maxLifetimeMs: number | undefined }> {
+    return this.#options;
+  }
 
   /** Bumps on every change that can alter a verdict. */
   get revision(): number {
@@ -332,6 +396,132 @@ export class RuleSet {
     this.#slots.delete(key);
     this.#revision++;
     return true;
+  }
+
+  // ---- exceptions ----------------------------------------------------------
+
+  /**
+   * Adds or replaces a PortalException (raw object, as the informer or a
+   * file gives it). An invalid one is held with its problems and exempts
+   * nothing: unlike a rule, it keeps no last good version, since an
+   * exemption that outlives its own (broken) edit would fail open. Same
+   * spec and metadata that matter: nothing changes, revision kept.
+   */
+  upsertException(obj: unknown): ExceptionState {
+    const o = (obj ?? {}) as { metadata?: Record<string, unknown>; spec?: unknown };
+    const meta = o.metadata !== null && typeof o.metadata === 'object' ? o.metadata : {};
+    const namespace = typeof meta['namespace'] === 'string' ? meta['namespace'] : '';
+    const name = typeof meta['name'] === 'string' ? meta['name'] : '';
+    const key = exceptionKey({ metadata: { namespace, name } });
+    const generation = typeof meta['generation'] === 'number' ? meta['generation'] : 0;
+    const uid = typeof meta['uid'] === 'string' ? meta['uid'] : undefined;
+    const created = typeof meta['creationTimestamp'] === 'string' ? meta['creationTimestamp'] : undefined;
+    const hash = createHash('sha256').update(JSON.stringify([o.spec ?? null, generation, uid ?? null, created ?? null, (obj as { apiVersion?: unknown })?.apiVersion ?? null, (obj as { kind?: unknown })?.kind ?? null])).digest('hex');
+    const previous = this.#exceptions.get(key);
+    if (previous && previous.hash === hash) return previous.state;
+    const problems = exceptionShapeProblems(obj);
+    let compiled: CompiledException | undefined;
+    if (problems.length === 0) compiled = compileException(obj as Parameters<typeof compileException>[0], this.#privileged);
+    const state: ExceptionState = {
+      key,
+      display: `${namespace}/${name}`,
+      namespace,
+      name,
+      uid,
+      generation,
+      valid: compiled !== undefined,
+      message: problems.length > 0 ? `invalid exception: ${problems.join('; ')}` : '',
+      expiresAt: compiled?.expiresAt,
+      createdAt: created !== undefined ? parseRfc3339(created) : undefined,
+      privileged: this.#privileged.has(namespace),
+      rules: Array.isArray((o.spec as { rules?: unknown } | undefined)?.rules) ? ((o.spec as { rules: unknown[] }).rules.filter((r) => typeof r === 'string') as string[]) : [],
+    };
+    this.#exceptions.set(key, { hash, state, compiled });
+    this.#revision++;
+    return state;
+  }
+
+  removeException(key: string): boolean {
+    if (!this.#exceptions.delete(key)) return false;
+    this.#revision++;
+    return true;
+  }
+
+  get exceptionCount(): number {
+    return this.#exceptions.size;
+  }
+
+  exceptionState(key: string): ExceptionState | undefined {
+    return this.#exceptions.get(key)?.state;
+  }
+
+  exceptionStates(): ExceptionState[] {
+    return [...this.#exceptions.values()].map((s) => s.state).sort((a, b) => a.key.localeCompare(b.key));
+  }
+
+  /** The compiled exception named `namespace/name`, when it is valid. */
+  exception(display: string): CompiledException | undefined {
+    const slash = display.indexOf('/');
+    return this.#exceptions.get(exceptionKey({ metadata: { namespace: display.slice(0, slash), name: display.slice(slash + 1) } }))?.compiled;
+  }
+
+  /** The earliest expiresAt after `now` among valid exceptions (when an exemption next ends by itself). */
+  nextExpiry(now: number): number | undefined {
+    let next: number | undefined;
+    for (const { compiled } of this.#exceptions.values()) {
+      const at = compiled?.expiresAt;
+      if (at !== undefined && at > now && (next === undefined || at < next)) next = at;
+    }
+    return next;
+  }
+
+  /**
+   * @internal The exceptions that could cover `rule` for an object in
+   * `namespace` (an index lookup; {@link exceptionCovers} decides), in key
+   * order. Exceptions of other namespaces are not even looked at, so a
+   * thousand of them cost one Map lookup per matched rule.
+   */
+  exceptionsFor(rule: RuleRef, namespace: string): readonly CompiledException[] {
+    if (this.#exceptions.size === 0) return NO_EXCEPTIONS;
+    const byRule = this.#buildExceptionIndex();
+    let out: CompiledException[] | undefined;
+    let lists = 0;
+    for (const k of refKeys(rule)) {
+      const b = byRule.get(k);
+      if (!b) continue;
+      const own = namespace === '' ? undefined : b.byNamespace.get(namespace);
+      for (const list of [own, b.privileged]) {
+        if (!list || list.length === 0) continue;
+        lists++;
+        out = out ? [...out, ...list] : list;
+      }
+    }
+    if (!out) return NO_EXCEPTIONS;
+    // Several lists (own namespace and privileged, or a policy named both ways): unique, in key order.
+    return lists > 1 ? [...new Set(out)].sort((a, b) => a.key.localeCompare(b.key)) : out;
+  }
+
+  #buildExceptionIndex(): Map<string, ExceptionBucket> {
+    if (this.#exceptionIndex?.revision === this.#revision) return this.#exceptionIndex.byRule;
+    const byRule = new Map<string, ExceptionBucket>();
+    const compiled = [...this.#exceptions.values()]
+      .map((s) => s.compiled)
+      .filter((c): c is CompiledException => c !== undefined)
+      .sort((a, b) => a.key.localeCompare(b.key));
+    for (const ex of compiled) {
+      for (const k of ex.ruleKeys) {
+        let b = byRule.get(k);
+        if (!b) byRule.set(k, (b = { byNamespace: new Map(), privileged: [] }));
+        if (ex.privileged) b.privileged.push(ex);
+        else {
+          const list = b.byNamespace.get(ex.namespace);
+          if (list) list.push(ex);
+          else b.byNamespace.set(ex.namespace, [ex]);
+        }
+      }
+    }
+    this.#exceptionIndex = { revision: this.#revision, byRule };
+    return byRule;
   }
 
   state(key: string): RuleState | undefined {
