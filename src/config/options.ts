@@ -65,6 +65,14 @@ export interface ServeConfig {
   evaluationTimeout: number;
   /** Open webhook connections per replica; more are closed at once. @default 512 */
   webhookMaxConnections: number;
+  /**
+   * Namespaces whose PortalExceptions may exempt objects in any namespace and
+   * cluster-scoped objects (others exempt only objects in their own
+   * namespace). @default the install namespace
+   */
+  exceptionNamespaces: string[];
+  /** PortalExceptions that never expire, or expire longer than this after their creation, are refused; 0 = no limit. @default 0 */
+  maxExceptionLifetime: number;
 }
 
 export type OptionType = 'int' | 'number' | 'string' | 'bool' | 'duration' | 'list' | 'enum';
@@ -126,6 +134,9 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   // (--max-mutating-requests-inflight), each holding one connection to the
   // webhook, plus client-go's 25 idle keep-alive connections (2 × 225 < 512).
   webhookMaxConnections: 512,
+  // Empty: the install namespace (resolved in load.ts), where only Portal's administrators write.
+  exceptionNamespaces: Object.freeze([]) as unknown as string[],
+  maxExceptionLifetime: 0,
 });
 
 const PORT = { min: 0, max: 65535 } as const;
@@ -159,6 +170,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'shutdownGracePeriod', flag: 'shutdown-grace-period', type: 'duration', arg: 'DUR', help: 'bound on graceful shutdown' },
   { key: 'webhookMaxConnections', flag: 'webhook-max-connections', type: 'int', min: 1, max: 65_535, arg: 'N', help: 'open webhook connections per replica (more are closed at once)' },
   { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'time budget of one admission evaluation (past it: denied)' },
+  { key: 'exceptionNamespaces', flag: 'exception-namespaces', type: 'list', arg: 'NS', help: 'namespaces whose PortalExceptions may exempt objects anywhere (repeatable or comma-separated)' },
+  { key: 'maxExceptionLifetime', flag: 'max-exception-lifetime', type: 'duration', arg: 'DUR', help: 'refuse PortalExceptions that never expire or live longer (0: no limit)' },
 ];
 
 /** Flags that are not configuration keys. */

@@ -22,7 +22,7 @@ import { leaderElectionConfig, LeaderElector, makeIdentity } from '../leader/ind
 import type { DebugVars } from '../observability/debug-vars.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
-import type { BuildProblems, Mode } from './mode.ts';
+import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
 
 export const VERSION = '0.1.0';
 
@@ -51,7 +51,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     return { title: 'cannot use the cluster', problems: [(err as Error).message] };
   }
   componentLogger(root, 'serve').info({ [LogKey.url]: client.server, inCluster }, 'cluster mode: rules and namespace labels from the API server');
-  const source = new ClusterRuleSource({ client, logger: componentLogger(root, 'rules'), rulesLoaded: deps.rulesLoaded });
+  const source = new ClusterRuleSource({ client, logger: componentLogger(root, 'rules'), rulesLoaded: deps.rulesLoaded, exceptions: exceptionOptions(config) });
   // ValidatingAdmissionPolicies are audited, never enforced here (the API server does): DESIGN §8.
   const vaps = new VapInformerSource(client, componentLogger(root, 'vap'));
 

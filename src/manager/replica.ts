@@ -36,7 +36,7 @@ import { createAdmissionMetrics, registerRulesNotReady } from '../observability/
 import { clusterMode } from './cluster-mode.ts';
 import { fileMode } from './file-mode.ts';
 import { Manager } from './manager.ts';
-import type { BuildProblems, Mode } from './mode.ts';
+import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
 import type { Runnable } from './runnable.ts';
 
 export interface ReplicaDeps {
@@ -91,7 +91,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   const metrics = createAdmissionMetrics(registry);
   const mode =
     config.policies !== ''
-      ? await fileMode(config.policies)
+      ? await fileMode(config.policies, exceptionOptions(config))
       : clusterMode(config, { root, env: deps.env, registry, liveness, debugVars, rulesLoaded: metrics.rulesLoaded });
   if (!('kind' in mode)) return { ok: false, ...mode };
   const { source } = mode;
