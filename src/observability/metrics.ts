@@ -25,6 +25,8 @@ export interface AdmissionMetrics {
   errors: Counter<'reason'>;
   inFlight: Gauge;
   rulesLoaded: Gauge;
+  /** Admission requests in which a PortalException exempted a rule (docs/exceptions.md). */
+  exceptionsApplied: Counter<'exception' | 'rule'>;
   /** Counts one answered request (requests_total) and its duration in seconds (the histogram). */
   answered(operation: string, kind: string, decision: AdmissionDecision, seconds: number): void;
 }
@@ -158,6 +160,13 @@ export function createAdmissionMetrics(registry: Registry): AdmissionMetrics {
     rulesLoaded: new Gauge({
       name: 'portal_rules_loaded',
       help: 'Rules currently loaded into the engine.',
+      registers: [registry],
+    }),
+    // Bounded: one series per (exception, rule) pair that ever applied; both are objects an administrator created.
+    exceptionsApplied: new Counter({
+      name: 'portal_exceptions_applied_total',
+      help: 'Admission requests in which a PortalException (namespace/name) exempted a rule, by exception and rule.',
+      labelNames: ['exception', 'rule'] as const,
       registers: [registry],
     }),
     answered(operation, kind, decision, seconds) {
