@@ -15,17 +15,18 @@
  * the audit, or by the next leader, whose follower time noted the same
  * problems — answers 409 and writes nothing. A new generation of the policy
  * is a new key, so an edited policy that still fails is reported again.
+ * The queue and the fenced, deduplicated writes are leader-events.ts.
  */
 import { createHash } from 'node:crypto';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
-import { apiStatusCode, describeApiError } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import type { Runnable } from '../manager/runnable.ts';
-import { ErrorCode, isPortalError, PortalError } from '../observability/errors.ts';
+import { ErrorCode, PortalError } from '../observability/errors.ts';
 import type { BindingEvaluation, PolicyCompileError, ValidatingAdmissionPolicy } from '../policy/vap/index.ts';
+import { LeaderEvents } from './leader-events.ts';
 
 export type VapProblemReason = 'CompileError' | 'EvaluationError' | 'ParamNotFound' | 'CostExceeded';
 
@@ -39,7 +40,6 @@ export interface VapProblem {
 }
 
 export const VAP_EVENT_CONTROLLER = 'portal.dev/audit';
-const RETRY_MS = 5000;
 /**
  * A problem already recorded is tried again after this long: kube-apiserver
  * deletes Events after its --event-ttl (1h by default), so a problem that
@@ -89,15 +89,8 @@ export function eventMessage(policy: string, p: VapProblem): string {
   return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE - 3)}...` : text;
 }
 
-interface Pending {
-  key: string;
-  policy: { name: string; uid: string; generation: number };
-  problem: VapProblem;
-}
-
 export class VapProblemEvents implements Runnable {
   readonly name = 'vap-events';
-  readonly #writer: FencedWriter;
   readonly #log: Logger;
   readonly #identity: string;
   readonly #recheckMs: number;
@@ -109,25 +102,27 @@ export class VapProblemEvents implements Runnable {
    */
   readonly namespace: string;
   readonly #errors: Counter<'policy' | 'reason'>;
-  readonly #pending = new Map<string, Pending>();
+  readonly #events: LeaderEvents;
   /** Keys written (or found written by an earlier leader): never again for this generation. */
   readonly #done = new Map<string, number>();
-  #wake: (() => void) | undefined;
-  /** Events created by this replica (for tests and /debug/vars). */
-  written = 0;
 
   constructor(deps: { writer: FencedWriter; logger: Logger; registry: Registry; identity: string; namespace: string; recheckMs?: number }) {
     this.#recheckMs = deps.recheckMs ?? RECHECK_MS_DEFAULT;
     this.namespace = deps.namespace;
-    this.#writer = deps.writer;
     this.#log = deps.logger.child({ subcomponent: 'vap-events' });
     this.#identity = deps.identity;
+    this.#events = new LeaderEvents({ writer: deps.writer, logger: this.#log, onRecorded: (key) => this.#done.set(key, Date.now()) });
     this.#errors = new Counter({
       name: 'portal_vap_evaluation_errors_total',
       help: 'Evaluation problems of ValidatingAdmissionPolicies in the audit, by policy and reason (CompileError, EvaluationError, ParamNotFound, CostExceeded): one per erroring evaluation, and one per compile error when a policy generation is loaded.',
       labelNames: ['policy', 'reason'],
       registers: [deps.registry],
     });
+  }
+
+  /** Events created by this replica (for tests and /debug/vars). */
+  get written(): number {
+    return this.#events.written;
   }
 
   needLeaderElection(): boolean {
@@ -142,51 +137,25 @@ export class VapProblemEvents implements Runnable {
     const generation = policy.metadata.generation ?? 0;
     const key = createHash('sha256').update(JSON.stringify([policy.metadata.uid, generation, problem.reason, problem.binding, problem.field ?? ''])).digest('hex').slice(0, 20);
     const recorded = this.#done.get(key);
-    if ((recorded !== undefined && Date.now() - recorded < this.#recheckMs) || this.#pending.has(key)) return;
-    this.#pending.set(key, { key, policy: { name: policy.metadata.name, uid: policy.metadata.uid, generation }, problem });
-    this.#wake?.();
+    if ((recorded !== undefined && Date.now() - recorded < this.#recheckMs) || this.#events.has(key)) return;
+    this.#events.enqueue({ key, namespace: this.namespace, body: this.#event(key, { name: policy.metadata.name, uid: policy.metadata.uid }, problem) });
   }
 
   /** Writes the queued Events under `term` until the term ends. */
   async start(signal: AbortSignal, term?: LeaderTerm): Promise<void> {
     if (!term) throw new PortalError(ErrorCode.Internal, 'the VAP event writer runs only with a leader term (add it to the Manager as leader-only)');
-    const termSignal = AbortSignal.any([signal, term.signal]);
-    while (!termSignal.aborted) {
-      let retry = false;
-      for (const p of [...this.#pending.values()]) {
-        if (termSignal.aborted) return;
-        const ok = await this.#write(p, term, termSignal);
-        if (ok) {
-          this.#pending.delete(p.key);
-          this.#done.set(p.key, Date.now());
-        } else retry = true;
-      }
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          clearTimeout(timer);
-          termSignal.removeEventListener('abort', done);
-          this.#wake = undefined;
-          resolve();
-        };
-        const timer = retry ? setTimeout(done, RETRY_MS) : undefined;
-        termSignal.addEventListener('abort', done, { once: true });
-        this.#wake = done;
-        if (this.#pending.size > 0 && !retry) done();
-      });
-    }
+    await this.#events.run(signal, term);
   }
 
-  /** true when the Event exists now (created, or already created by an earlier leader). */
-  async #write(p: Pending, term: LeaderTerm, signal: AbortSignal): Promise<boolean> {
+  #event(key: string, policy: { name: string; uid: string }, problem: VapProblem): CoreV1Event {
     const now = new Date();
-    const name = `${p.policy.name.slice(0, 200)}.${p.key}`;
-    const body: CoreV1Event = {
+    return {
       apiVersion: 'v1',
       kind: 'Event',
-      metadata: { name, namespace: this.namespace },
-      involvedObject: { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', name: p.policy.name, uid: p.policy.uid },
-      reason: p.problem.reason,
-      message: eventMessage(p.policy.name, p.problem),
+      metadata: { name: `${policy.name.slice(0, 200)}.${key}`, namespace: this.namespace },
+      involvedObject: { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', name: policy.name, uid: policy.uid },
+      reason: problem.reason,
+      message: eventMessage(policy.name, problem),
       type: 'Warning',
       count: 1,
       firstTimestamp: now,
@@ -195,19 +164,9 @@ export class VapProblemEvents implements Runnable {
       reportingComponent: VAP_EVENT_CONTROLLER,
       reportingInstance: this.#identity,
     };
-    try {
-      await this.#writer.core.createNamespacedEvent({ namespace: this.namespace, body }, this.#writer.options(term, { signal, timeoutMs: 10_000 }));
-      this.written++;
-      return true;
-    } catch (err) {
-      if (apiStatusCode(err) === 409) return true;
-      if (isPortalError(err, ErrorCode.TermExpired) || signal.aborted) return false;
-      this.#log.warn({ err: describeApiError(err), policy: p.policy.name, reason: p.problem.reason }, 'could not record a ValidatingAdmissionPolicy event; retrying');
-      return false;
-    }
   }
 
   stats(): Record<string, unknown> {
-    return { pending: this.#pending.size, recorded: this.#done.size, written: this.written };
+    return { pending: this.#events.pending, recorded: this.#done.size, written: this.#events.written };
   }
 }

@@ -17,6 +17,7 @@ import { ClusterRuleSource } from '../kube/cluster-rule-source.ts';
 import { VapInformerSource } from '../kube/vap-source.ts';
 import { VapAuditPolicySource } from '../audit/vap-policy-source.ts';
 import { compileProblems, VapProblemEvents } from '../audit/vap-events.ts';
+import { ExceptionEvents } from '../audit/exception-events.ts';
 import { FencedWriter } from '../kube/fenced-writer.ts';
 import { leaderElectionConfig, LeaderElector, makeIdentity } from '../leader/index.ts';
 import type { DebugVars } from '../observability/debug-vars.ts';
@@ -77,6 +78,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: client.userAgent });
   // VAP evaluation problems: counted on every replica, Warning Events on the policy written by the leader only.
   const vapEvents = new VapProblemEvents({ writer, logger: componentLogger(root, 'audit'), registry, identity, namespace: config.installNamespace });
+  // Exemptions starting and ending: noted on every replica, Normal Events on the exception written by the leader only.
+  const exceptionEvents = new ExceptionEvents({ writer, logger: componentLogger(root, 'audit'), identity, writeLimiter: client.writeLimiter });
   vaps.onCompileErrors((policy, errors) => {
     for (const problem of compileProblems(errors)) vapEvents.note(policy, problem);
   });
@@ -97,6 +100,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       policies: [new VapAuditPolicySource(vaps, (policy, problem, name) => vapEvents.note(policy, problem, name))],
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
+      exceptionObject: (s) => source.rules.exceptions.get(s.name, s.namespace),
+      onExemption: (t) => exceptionEvents.note(t),
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
       logger: componentLogger(root, 'audit'),
       registry,
@@ -105,6 +110,10 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
 
   debugVars.register('informers', () => source.informerStats());
   debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), events: vapEvents.stats() }));
+  debugVars.register('exceptions', () => ({
+    loaded: source.ruleSet.exceptionStates().map((s) => ({ exception: s.display, valid: s.valid, message: s.message, exempted: evaluator.exempted(s.display), expiresAt: s.expiresAt !== undefined ? new Date(s.expiresAt).toISOString() : null })),
+    events: exceptionEvents.stats(),
+  }));
   // A VAP the API server accepted can still fail to compile in Portal's CEL engine (a
   // stricter type check): every request it matches is then an audit `error` (DESIGN §8).
   new Gauge({
@@ -133,6 +142,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       // ... and only the leader acts: started by the Manager with each term.
       { runnable: actuator, group: 'others' },
       { runnable: vapEvents, group: 'others' },
+      { runnable: exceptionEvents, group: 'others' },
     ],
     close: () => writer.close(),
   };

@@ -97,6 +97,8 @@ export interface PolicyReportResult {
   source: string;
   timestamp: { seconds: number; nanos: number };
   resources: ObjectReference[];
+  /** `exception: namespace/name` when a PortalException exempted the object (as the audit's reports). */
+  properties?: Record<string, string>;
 }
 
 export interface ObjectReference {
@@ -153,6 +155,7 @@ export function buildPolicyReport(evaluated: EvaluatedResource, now: Date): Poli
       resources: [scope],
     };
     if (v.category) r.category = v.category;
+    if (v.exception !== undefined) r.properties = { exception: v.exception };
     return r;
   });
   const metadata: PolicyReport['metadata'] = {
