@@ -29,8 +29,11 @@ import {
   type VapAttributes,
 } from '../policy/vap/index.ts';
 import { selectorMatches } from '../policy/label-selector.ts';
+import { parseDuration } from '../config/duration.ts';
 import {
   evaluate,
+  exemptVerdicts,
+  parseRfc3339,
   POD_SECURITY_VERSION_LABEL,
   podSecurityVersionProblem,
   isCostOverrun,
@@ -39,6 +42,7 @@ import {
   RULE_GROUP,
   type EvaluationInput,
   type KubeObject,
+  type PortalExceptionObject,
   type PortalRuleObject,
   type RuleVerdict,
 } from '../policy/index.ts';
@@ -54,7 +58,8 @@ import {
 } from '../policy/report-format.ts';
 
 const HELP = `Usage: portal test --policies DIR [--policies DIR...] [--output table|json|policyreport]
-                   [--pod-security-version VERSION] FILE...
+                   [--pod-security-version VERSION] [--now RFC3339] [--exception-namespaces NS,...]
+                   [--max-exception-lifetime DUR] FILE...
 
 Evaluates Kubernetes manifests against Portal rules and ValidatingAdmissionPolicies
 offline, as the webhook, the API server and the audit would (operation AUDIT: every
@@ -66,8 +71,8 @@ Arguments:
                           Rules, policies and bindings among them are not evaluated.
 Flags:
   --policies, -p DIR      rules to apply: a directory or file of PortalRule /
-                          PortalClusterRule objects, ValidatingAdmissionPolicies with
-                          their bindings, and the param objects of their paramKind
+                          PortalClusterRule objects, PortalExceptions, ValidatingAdmissionPolicies
+                          with their bindings, and the param objects of their paramKind
                           (repeatable, required)
   --output, -o FORMAT     table (default), json, or policyreport (a YAML stream of
                           PolicyReport / ClusterPolicyReport, one per resource)
@@ -88,6 +93,11 @@ Audit binding reports it, skip = not selected or a matchCondition is false, erro
 an evaluation error (handled by the policy's failurePolicy in a cluster). Param
 objects among the FILE arguments are params too.
 
+PortalExceptions among the policies apply exactly as in the cluster (the same
+function decides): an exempted rule's row is skip, naming the exception (JSON:
+an "exception" field). An exception without metadata.namespace is in "default";
+one in another namespace does not exempt, one past --now has expired.
+
 Exit codes: 0 nothing failed (warn is not a failure), 1 a rule failed or could
 not be evaluated, 2 bad input (flags, files, YAML, objects, rules or policies:
 a CEL expression that does not compile is reported with its file, rule or
@@ -98,6 +108,9 @@ const FLAGS: readonly FlagDef[] = [
   { flag: 'policies', type: 'value', short: 'p' },
   { flag: 'output', type: 'value', short: 'o' },
   { flag: 'pod-security-version', type: 'value' },
+  { flag: 'now', type: 'value' },
+  { flag: 'exception-namespaces', type: 'value' },
+  { flag: 'max-exception-lifetime', type: 'value' },
   { flag: 'help', type: 'bool', short: 'h' },
 ];
 
@@ -132,6 +145,9 @@ const CLUSTER_SCOPED_KINDS = new Set([
   'PortalClusterRule',
 ]);
 
+/** The chart's install namespace: what portal serve's --exception-namespaces defaults to there. */
+const DEFAULT_EXCEPTION_NAMESPACE = 'portal-system';
+
 const DEFAULT_NAMESPACE = 'default';
 const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
@@ -151,7 +167,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 function isRuleObject(o: Record<string, unknown>): boolean {
   const apiVersion = o['apiVersion'];
-  return typeof apiVersion === 'string' && apiVersion.startsWith(`${RULE_GROUP}/`) && (o['kind'] === 'PortalRule' || o['kind'] === 'PortalClusterRule');
+  return typeof apiVersion === 'string' && apiVersion.startsWith(`${RULE_GROUP}/`) && (o['kind'] === 'PortalRule' || o['kind'] === 'PortalClusterRule' || o['kind'] === 'PortalException');
 }
 
 /** Why an input document cannot be evaluated, or undefined when it can. */
@@ -211,6 +227,11 @@ function stringLabels(o: Record<string, unknown>): Record<string, string> {
 interface Inputs {
   format: OutputFormat;
   rules: PortalRuleObject[];
+  exceptions: PortalExceptionObject[];
+  /** When exceptions are judged (--now), ms since the epoch. */
+  now: number;
+  exceptionNamespaces: string[];
+  maxExceptionLifetimeMs: number | undefined;
   /** Rule key → the --policies argument it came from. */
   ruleSources: Map<string, string>;
   vap: VapDocuments;
@@ -236,19 +257,49 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
     const p = podSecurityVersionProblem(podSecurityVersion);
     if (p) problems.push(`--pod-security-version: ${p}`);
   }
+  const nowFlag = args.values.get('now')?.at(-1);
+  let now = Date.now();
+  if (nowFlag !== undefined) {
+    const parsed = parseRfc3339(nowFlag);
+    if (parsed === undefined) problems.push(`--now "${nowFlag}" is not an RFC 3339 date-time; write it like 2026-12-31T00:00:00Z`);
+    else now = parsed;
+  }
+  const exceptionNamespaces = (args.values.get('exception-namespaces') ?? []).flatMap((v) => v.split(',')).filter((v) => v !== '');
+  for (const ns of exceptionNamespaces) {
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(ns) || ns.length > 63) problems.push(`--exception-namespaces: "${ns}" is not a valid namespace name`);
+  }
+  const lifetimeFlag = args.values.get('max-exception-lifetime')?.at(-1);
+  let maxExceptionLifetimeMs: number | undefined;
+  if (lifetimeFlag !== undefined) {
+    const ms = parseDuration(lifetimeFlag);
+    if (ms === undefined) problems.push(`--max-exception-lifetime "${lifetimeFlag}" is not a duration; write it like 720h`);
+    else if (ms > 0) maxExceptionLifetimeMs = ms;
+  }
   const policyDirs = args.values.get('policies') ?? [];
   if (policyDirs.length === 0) problems.push('--policies DIR is required: the directory (or file) holding the rules to apply');
   if (args.positionals.length === 0) problems.push('no FILE given: name the manifest files or directories to evaluate');
 
   // Rules: every document must be a valid rule, names unique across directories.
   const rules: PortalRuleObject[] = [];
+  const exceptions: PortalExceptionObject[] = [];
+  const exceptionSources = new Map<string, string>();
   const ruleSources = new Map<string, string>();
   const vap: VapDocuments = { policies: [], bindings: [], params: [] };
   const vapSources = new Map<string, string>();
   for (const dir of policyDirs) {
     const loaded = await loadRulesFromDirectory(dir);
     for (const e of loaded.errors) problems.push(`${e.source}: ${e.message}`);
-    if (loaded.errors.length === 0 && loaded.rules.length === 0 && loaded.vap.policies.length === 0) {
+    for (const ex of loaded.exceptions) {
+      const key = `${ex.metadata.namespace ?? ''}/${ex.metadata.name}`;
+      const other = exceptionSources.get(key);
+      if (other !== undefined) {
+        problems.push(`${dir}: PortalException ${key} is also defined in ${other}; names must be unique across --policies`);
+        continue;
+      }
+      exceptionSources.set(key, dir);
+      exceptions.push(ex);
+    }
+    if (loaded.errors.length === 0 && loaded.rules.length === 0 && loaded.vap.policies.length === 0 && loaded.exceptions.length === 0) {
       problems.push(`${dir}: holds no rules; --policies takes a directory of PortalRule / PortalClusterRule or ValidatingAdmissionPolicy manifests`);
     }
     for (const [kind, list] of [
@@ -312,7 +363,19 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
     }
   }
   if (problems.length > 0) return { problems };
-  return { format: output as OutputFormat, rules, ruleSources, vap, resources, namespaceLabels, podSecurityVersion };
+  return {
+    format: output as OutputFormat,
+    rules,
+    exceptions,
+    now,
+    exceptionNamespaces: exceptionNamespaces.length > 0 ? exceptionNamespaces : [DEFAULT_EXCEPTION_NAMESPACE],
+    maxExceptionLifetimeMs,
+    ruleSources,
+    vap,
+    resources,
+    namespaceLabels,
+    podSecurityVersion,
+  };
 }
 
 function labelsOf(ns: string, known: Map<string, Record<string, string>>, podSecurityVersion: string | undefined): Record<string, string> | undefined {
@@ -331,8 +394,10 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
   }
   if ('problems' in loaded) return reportProblems(loaded.problems, io, 'Nothing was evaluated.');
 
-  const set = new RuleSet();
+  // The RuleSet judges exceptions as `portal serve` does (same options, same function).
+  const set = new RuleSet({ exceptionNamespaces: loaded.exceptionNamespaces, maxLifetimeMs: loaded.maxExceptionLifetimeMs });
   for (const rule of loaded.rules) set.upsert(rule);
+  for (const ex of loaded.exceptions) set.upsertException(ex);
   const vaps = new VapSet();
   for (const { policy } of loaded.vap.policies) vaps.upsertPolicy(policy);
   for (const { binding } of loaded.vap.bindings) vaps.upsertBinding(binding);
@@ -346,7 +411,8 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
     const nsName = ref.kind === 'Namespace' ? ref.name : ref.namespace;
     const nsLabels = labelsOf(nsName, loaded.namespaceLabels, loaded.podSecurityVersion);
     // Sorted by rule, like the audit's reports, so output is stable across runs.
-    const verdicts = safeEvaluate(set, loaded.rules, { ...input, namespaceLabels: nsLabels });
+    const judged: EvaluationInput = { ...input, namespaceLabels: nsLabels, now: loaded.now };
+    const verdicts = safeEvaluate(set, loaded.rules, loaded.exceptions, judged);
     if (vapByName.size > 0) {
       const namespaceObject = ref.namespace === '' ? null : { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ref.namespace, labels: labelsOf(ref.namespace, loaded.namespaceLabels, loaded.podSecurityVersion) ?? {} } };
       const attrs: VapAttributes = {
@@ -368,7 +434,7 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
           vapProblems.push(`${where}: ValidatingAdmissionPolicy "${r.policy}"${binding} on ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}: ${p.message}`);
         }
       }
-      verdicts.push(...vapVerdicts(vapResults, vapByName));
+      verdicts.push(...exemptVerdicts(set, judged, vapVerdicts(vapResults, vapByName)));
     }
     // Sorted by rule, like the audit's reports, so output is stable across runs (stable: bindings stay in order).
     verdicts.sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
@@ -441,13 +507,14 @@ function fileParams(vap: VapDocuments): ParamProvider {
  * verdict for that rule instead of ending the run. Only after a throw are the
  * rules evaluated one by one, to find which one it was.
  */
-function safeEvaluate(set: RuleSet, rules: readonly PortalRuleObject[], input: EvaluationInput): RuleVerdict[] {
+function safeEvaluate(set: RuleSet, rules: readonly PortalRuleObject[], exceptions: readonly PortalExceptionObject[], input: EvaluationInput): RuleVerdict[] {
   try {
     return evaluate(set, input);
   } catch {
     const out: RuleVerdict[] = [];
     for (const rule of rules) {
-      const single = new RuleSet();
+      const single = new RuleSet(set.options);
+      for (const ex of exceptions) single.upsertException(ex);
       const state = single.upsert(rule);
       const display = state.namespace === undefined ? state.name : `${state.namespace}/${state.name}`;
       try {
