@@ -14,7 +14,7 @@
 // - `kubectl get portalexceptions` shows rules, expiry, exempted count.
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -196,7 +196,6 @@ void test('PortalExceptions through portal dev and kubectl: scope, rule, expiry,
     throw err;
   } finally {
     if (dev && dev.exitCode === null && dev.signalCode === null) dev.kill('SIGKILL');
-    if (process.env['KEEP_DEV_DIR']) console.error('KEPT', dir);
-    else await rm(dir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true });
   }
 });
