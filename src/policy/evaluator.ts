@@ -153,7 +153,7 @@ function evaluateOne(
   // on the admission path too, since the exemption is reported (the audit
   // annotation) even though a skip decides nothing.
   if (exemptions) {
-    const ex = exemptions.find({ kind: 'rule', display: entry.display }, templatePath ? { path: templatePath, prefix: c.templatePrefix } : undefined);
+    const ex = exemptions.find(entry.exceptionRef, templatePath ? { path: templatePath, prefix: c.templatePrefix } : undefined);
     if (ex) return exemptedVerdict(verdict(entry, 'skip', ''), ex);
   }
 
@@ -229,7 +229,7 @@ export function evaluate(rules: RuleSet, input: EvaluationInput, budget?: Evalua
   const out: RuleVerdict[] = [];
   let celBudget: Budget | undefined;
   const requestBudget = (): Budget => (celBudget ??= newBudget());
-  const exemptions = rules.exceptionCount > 0 ? new Exemptions(rules, input, budget) : undefined;
+  const exemptions = rules.mayExempt(input.namespace) ? new Exemptions(rules, input, budget) : undefined;
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
     const v = evaluateOne(c, input, true, requestBudget, budget, exemptions);
     if (v) out.push(v);
@@ -247,7 +247,7 @@ export function decideAdmission(rules: RuleSet, input: EvaluationInput, budget?:
   // One CEL cost budget per request, shared by every CEL rule (as the API server does).
   let celBudget: Budget | undefined;
   const requestBudget = (): Budget => (celBudget ??= newBudget());
-  const exemptions = rules.exceptionCount > 0 ? new Exemptions(rules, input, budget) : undefined;
+  const exemptions = rules.mayExempt(input.namespace) ? new Exemptions(rules, input, budget) : undefined;
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
     const v = evaluateOne(c, input, false, requestBudget, budget, exemptions);
     if (v) (out ??= []).push(v);

@@ -70,8 +70,12 @@ export interface ExceptionOptions {
   maxLifetimeMs?: number | undefined;
 }
 
-/** A rule as exceptions name it: a Portal rule by its display name, or a VAP and binding. */
-export type RuleRef = { kind: 'rule'; display: string } | { kind: 'vap'; policy: string; binding: string };
+/**
+ * A rule as exceptions name it: a Portal rule by its display name, or a VAP
+ * and binding. `keys` are its lookup keys (refKeys), precomputed once for a
+ * rule that is judged on every request.
+ */
+export type RuleRef = ({ kind: 'rule'; display: string } | { kind: 'vap'; policy: string; binding: string }) & { readonly keys?: readonly string[] };
 
 export interface CompiledException {
   /** `PortalException/NAMESPACE/NAME` (the RuleSet key). */
@@ -303,8 +307,19 @@ function ruleKeysOf(refs: readonly string[], namespace: string): Set<string> {
 }
 
 /** The lookup keys of one rule, in the spaces of {@link ruleKeysOf}. */
-export function refKeys(ref: RuleRef): string[] {
+export function refKeys(ref: RuleRef): readonly string[] {
+  if (ref.keys) return ref.keys;
   return ref.kind === 'rule' ? [`rule:${ref.display}`] : ref.binding ? [`vap:${ref.policy}`, `vap:${ref.policy}/${ref.binding}`] : [`vap:${ref.policy}`];
+}
+
+/** A Portal rule's reference with its keys computed once (kept on the compiled rule). */
+export function ruleRef(display: string): RuleRef {
+  return Object.freeze({ kind: 'rule' as const, display, keys: Object.freeze([`rule:${display}`]) });
+}
+
+function namesRule(ex: CompiledException, rule: RuleRef): boolean {
+  for (const k of refKeys(rule)) if (ex.ruleKeys.has(k)) return true;
+  return false;
 }
 
 /** Compiles a validated exception (see {@link exceptionShapeProblems}). */
@@ -366,27 +381,99 @@ function nameMatches(globs: readonly string[], input: EvaluationInput): boolean 
 function kindCovered(ex: CompiledException, input: EvaluationInput, template: boolean): boolean {
   const { group, kind } = input.kind;
   if (template && ex.podTemplates) return true;
+  const sub = input.subResource ?? '';
   let matched = false;
-  const subresources = new Set<string>();
   for (const k of ex.kinds) {
     if (!kindMatches(k, group, kind)) continue;
+    if (sub === '') return true;
     matched = true;
-    for (const s of k.subresources ?? []) subresources.add(s);
+    if (k.subresources?.includes('*') || k.subresources?.includes(sub)) return true;
   }
-  if (!matched) return false;
-  const sub = input.subResource ?? '';
-  if (sub === '') return true;
-  for (const s of IMPLIED_SUBRESOURCES.get(`${group}/${kind}`) ?? []) subresources.add(s);
-  return subresources.has('*') || subresources.has(sub);
+  return matched && (IMPLIED_SUBRESOURCES.get(`${group}/${kind}`)?.includes(sub) ?? false);
 }
 
 /**
- * Whether exception `ex` covers the pair (`input`, `rule`): THE judgement,
- * shared by admission, the audit and `portal test`. `template` is the pod
- * template's place when the rule's verdict is a Pod rule's check of a
- * workload's template. Pure and bounded: every check is linear in the
- * exception and the object, and CEL runs under its cost limits.
+ * Why an exception does not cover a pair ({@link judge}): a constant, so the
+ * request path allocates nothing to reject one; the text is built only when
+ * asked for ({@link exceptionCovers}).
  */
+export type Miss =
+  | 'rule'
+  | 'expired'
+  | 'lifetime'
+  | 'cluster-scoped'
+  | 'other-namespace'
+  | 'kind'
+  | 'operation'
+  | 'name'
+  | 'namespaces'
+  | 'excluded-namespaces'
+  | 'namespace-labels-unknown'
+  | 'namespace-selector'
+  | 'namespace-criteria'
+  | 'object-selector'
+  | 'deadline'
+  | { condition: string; error?: string };
+
+/**
+ * THE judgement: whether exception `ex` covers the pair (`input`, `rule`),
+ * shared by admission, the audit and `portal test` (through the RuleSet).
+ * `template` is the pod template's place when the rule's verdict is a Pod
+ * rule's check of a workload's template. Returns `'covers'` or why not. Pure
+ * and bounded: every check is linear in the exception and the object, the
+ * cheap and discriminating ones first, and CEL runs last under its limits.
+ */
+export function judge(
+  ex: CompiledException,
+  rule: RuleRef,
+  input: EvaluationInput,
+  template: { path: readonly string[]; prefix: string } | undefined,
+  ctx: CoverageContext,
+): 'covers' | Miss {
+  if (!namesRule(ex, rule)) return 'rule';
+  if (ex.expiresAt !== undefined && ctx.now >= ex.expiresAt) return 'expired';
+  if (ctx.maxLifetimeMs !== undefined && lifetimeProblem(ex, ctx.maxLifetimeMs, ctx.now) !== undefined) return 'lifetime';
+
+  // Scope: who may exempt what.
+  const isNamespace = input.kind.group === '' && input.kind.kind === 'Namespace';
+  if (!ex.privileged) {
+    if (input.namespace === '' || isNamespace) return 'cluster-scoped';
+    if (input.namespace !== ex.namespace) return 'other-namespace';
+  }
+
+  if (!kindCovered(ex, input, template !== undefined)) return 'kind';
+  if (ex.operations && input.operation !== 'AUDIT' && !ex.operations.has(input.operation)) return 'operation';
+  if (ex.names.length > 0 && !nameMatches(ex.names, input)) return 'name';
+  const nsName = isNamespace ? input.name : input.namespace;
+  if (nsName !== '') {
+    if (ex.namespaces.length > 0 && !anyNamespaceGlobMatches(ex.namespaces, nsName)) return 'namespaces';
+    if (ex.excludedNamespaces.length > 0 && anyNamespaceGlobMatches(ex.excludedNamespaces, nsName)) return 'excluded-namespaces';
+    if (ex.namespaceSelector) {
+      const labels = input.namespaceLabels ?? (isNamespace ? labelsOf(input.object ?? input.oldObject) : undefined);
+      if (labels === undefined) return 'namespace-labels-unknown';
+      if (!selectorMatches(ex.namespaceSelector, labels)) return 'namespace-selector';
+    }
+  } else if (ex.namespaces.length > 0 || ex.namespaceSelector) {
+    // As for rules: namespace criteria do not apply to cluster-scoped objects, so they cannot be met.
+    return 'namespace-criteria';
+  }
+  if (ex.objectSelector) {
+    const ok =
+      (input.object !== null && selectorMatches(ex.objectSelector, labelsOf(input.object))) ||
+      (input.oldObject !== null && selectorMatches(ex.objectSelector, labelsOf(input.oldObject)));
+    if (!ok) return 'object-selector';
+  }
+  if (ex.conditions) {
+    if (ctx.deadline && ctx.deadline.now() > ctx.deadline.deadline) return 'deadline';
+    // Its own budget: an exception's CEL neither eats nor depends on the rules' per-request budget.
+    const out = evaluateComposition(ex.conditions, activationFor(input, template), newBudget());
+    if (out.matched === false) return { condition: out.condition };
+    if (out.matched === 'error') return { condition: out.condition, error: out.message };
+  }
+  return 'covers';
+}
+
+/** {@link judge}, with the reason in words (for tests, tools, messages). */
 export function exceptionCovers(
   ex: CompiledException,
   rule: RuleRef,
@@ -394,48 +481,31 @@ export function exceptionCovers(
   template: { path: readonly string[]; prefix: string } | undefined,
   ctx: CoverageContext,
 ): Coverage {
-  if (!refKeys(rule).some((k) => ex.ruleKeys.has(k))) return { covers: false, why: 'it does not name this rule' };
-  if (ex.expiresAt !== undefined && ctx.now >= ex.expiresAt) return { covers: false, why: `it expired at ${new Date(ex.expiresAt).toISOString()}` };
-  const lifetime = lifetimeProblem(ex, ctx.maxLifetimeMs, ctx.now);
-  if (lifetime) return { covers: false, why: `it is refused: ${lifetime}` };
-
-  // Scope: who may exempt what.
-  const isNamespace = input.kind.group === '' && input.kind.kind === 'Namespace';
-  if (!ex.privileged) {
-    if (input.namespace === '' || isNamespace) return { covers: false, why: 'a cluster-scoped object is exempted only by an exception in one of --exception-namespaces' };
-    if (input.namespace !== ex.namespace) return { covers: false, why: `an exception in namespace ${ex.namespace} exempts only objects in ${ex.namespace}` };
-  }
-
-  if (!kindCovered(ex, input, template !== undefined)) return { covers: false, why: `its match.kinds do not cover ${input.kind.kind}${input.subResource ? `/${input.subResource}` : ''}` };
-  if (ex.operations && input.operation !== 'AUDIT' && !ex.operations.has(input.operation)) return { covers: false, why: `operation ${input.operation} is not in its match.operations` };
-  if (ex.names.length > 0 && !nameMatches(ex.names, input)) return { covers: false, why: `the name is not in its match.names` };
-  const nsName = isNamespace ? input.name : input.namespace;
-  if (nsName !== '') {
-    if (ex.namespaces.length > 0 && !anyNamespaceGlobMatches(ex.namespaces, nsName)) return { covers: false, why: `namespace ${nsName} is not in its match.namespaces` };
-    if (ex.excludedNamespaces.length > 0 && anyNamespaceGlobMatches(ex.excludedNamespaces, nsName)) return { covers: false, why: `namespace ${nsName} is in its match.excludedNamespaces` };
-    if (ex.namespaceSelector) {
-      const labels = input.namespaceLabels ?? (isNamespace ? labelsOf(input.object ?? input.oldObject) : undefined);
-      if (labels === undefined) return { covers: false, why: `the labels of namespace ${nsName} are unknown, so its match.namespaceSelector cannot be decided` };
-      if (!selectorMatches(ex.namespaceSelector, labels)) return { covers: false, why: `namespace ${nsName} does not match its match.namespaceSelector` };
+  const j = judge(ex, rule, input, template, ctx);
+  if (j === 'covers') return { covers: true };
+  const nsName = input.kind.group === '' && input.kind.kind === 'Namespace' ? input.name : input.namespace;
+  let why: string;
+  if (typeof j === 'object') why = j.error === undefined ? `matchCondition "${j.condition}" is false` : `matchCondition "${j.condition}" failed: ${j.error}`;
+  else {
+    switch (j) {
+      case 'rule': why = 'it does not name this rule'; break;
+      case 'expired': why = `it expired at ${new Date(ex.expiresAt as number).toISOString()}`; break;
+      case 'lifetime': why = `it is refused: ${lifetimeProblem(ex, ctx.maxLifetimeMs, ctx.now) ?? ''}`; break;
+      case 'cluster-scoped': why = 'a cluster-scoped object is exempted only by an exception in one of --exception-namespaces'; break;
+      case 'other-namespace': why = `an exception in namespace ${ex.namespace} exempts only objects in ${ex.namespace}`; break;
+      case 'kind': why = `its match.kinds do not cover ${input.kind.kind}${input.subResource ? `/${input.subResource}` : ''}`; break;
+      case 'operation': why = `operation ${input.operation} is not in its match.operations`; break;
+      case 'name': why = 'the name is not in its match.names'; break;
+      case 'namespaces': why = `namespace ${nsName} is not in its match.namespaces`; break;
+      case 'excluded-namespaces': why = `namespace ${nsName} is in its match.excludedNamespaces`; break;
+      case 'namespace-labels-unknown': why = `the labels of namespace ${nsName} are unknown, so its match.namespaceSelector cannot be decided`; break;
+      case 'namespace-selector': why = `namespace ${nsName} does not match its match.namespaceSelector`; break;
+      case 'namespace-criteria': why = 'its namespace criteria cannot match a cluster-scoped object'; break;
+      case 'object-selector': why = 'the object does not match its match.objectSelector'; break;
+      case 'deadline': why = 'the evaluation time budget ran out before its matchConditions ran'; break;
     }
-  } else if (ex.namespaces.length > 0 || ex.namespaceSelector) {
-    // As for rules: namespace criteria do not apply to cluster-scoped objects, so they cannot be met.
-    return { covers: false, why: 'its namespace criteria cannot match a cluster-scoped object' };
   }
-  if (ex.objectSelector) {
-    const ok =
-      (input.object !== null && selectorMatches(ex.objectSelector, labelsOf(input.object))) ||
-      (input.oldObject !== null && selectorMatches(ex.objectSelector, labelsOf(input.oldObject)));
-    if (!ok) return { covers: false, why: 'the object does not match its match.objectSelector' };
-  }
-  if (ex.conditions) {
-    if (ctx.deadline && ctx.deadline.now() > ctx.deadline.deadline) return { covers: false, why: 'the evaluation time budget ran out before its matchConditions ran' };
-    // Its own budget: an exception's CEL neither eats nor depends on the rules' per-request budget.
-    const out = evaluateComposition(ex.conditions, activationFor(input, template), newBudget());
-    if (out.matched === false) return { covers: false, why: `matchCondition "${out.condition}" is false` };
-    if (out.matched === 'error') return { covers: false, why: `matchCondition "${out.condition}" failed: ${out.message}` };
-  }
-  return { covers: true };
+  return { covers: false, why };
 }
 
 // ---- status ---------------------------------------------------------------------

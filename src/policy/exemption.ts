@@ -1,11 +1,11 @@
 /**
  * Applying the RuleSet's PortalExceptions to a verdict: the first exception
- * (in key order) that {@link exceptionCovers} the (input, rule) pair turns the
+ * (in key order) that covers the (input, rule) pair ({@link judge}) turns the
  * verdict into `skip`, naming the exception. evaluate() and decideAdmission()
  * do it for Portal rules; {@link exemptVerdicts} does it for verdicts of other
  * policy kinds (ValidatingAdmissionPolicies in the audit and `portal test`).
  */
-import { exceptionCovers, type CompiledException, type CoverageContext, type RuleRef } from './exceptions.ts';
+import { judge, type CompiledException, type CoverageContext, type RuleRef } from './exceptions.ts';
 import type { RuleSet } from './rule-set.ts';
 import type { EvaluationInput, RuleVerdict } from './types.ts';
 
@@ -28,7 +28,7 @@ export class Exemptions {
     const candidates = this.#rules.exceptionsFor(rule, input.namespace);
     if (candidates.length === 0) return undefined;
     this.#ctx ??= { now: input.now ?? Date.now(), maxLifetimeMs: this.#rules.options.maxLifetimeMs, deadline: this.#deadline };
-    for (const ex of candidates) if (exceptionCovers(ex, rule, input, template, this.#ctx).covers) return ex;
+    for (const ex of candidates) if (judge(ex, rule, input, template, this.#ctx) === 'covers') return ex;
     return undefined;
   }
 }
@@ -45,7 +45,7 @@ export function exemptedVerdict(v: Omit<RuleVerdict, 'result' | 'message' | 'vio
  * rules pass through: evaluate() already applied exceptions to them.
  */
 export function exemptVerdicts(rules: RuleSet, input: EvaluationInput, verdicts: readonly RuleVerdict[]): RuleVerdict[] {
-  if (rules.exceptionCount === 0) return [...verdicts];
+  if (!rules.mayExempt(input.namespace)) return [...verdicts];
   const exemptions = new Exemptions(rules, input);
   return verdicts.map((v) => {
     if (v.ruleKind !== 'ValidatingAdmissionPolicy' || v.result === 'skip') return v;

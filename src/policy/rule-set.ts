@@ -13,6 +13,7 @@ import {
   exceptionShapeProblems,
   parseRfc3339,
   refKeys,
+  ruleRef,
   type CompiledException,
   type ExceptionOptions,
   type RuleRef,
@@ -71,6 +72,8 @@ export interface RuleEntry {
   readonly key: string;
   /** `name`, or `namespace/name` for a PortalRule. */
   readonly display: string;
+  /** How PortalExceptions name it (lookup keys computed once). */
+  readonly exceptionRef: RuleRef;
   readonly ruleKind: RuleKind;
   readonly ruleNamespace: string | undefined;
   readonly enforcement: Enforcement;
@@ -238,7 +241,7 @@ export class RuleSet {
   readonly #privileged: ReadonlySet<string>;
   #revision = 0;
   #index: { revision: number; byKind: Map<string, IndexedEntry[]>; wildcard: IndexedEntry[] } | undefined;
-  #exceptionIndex: { revision: number; byRule: Map<string, ExceptionBucket> } | undefined;
+  #exceptionIndex: { revision: number; byRule: Map<string, ExceptionBucket>; namespaces: Set<string>; privileged: number } | undefined;
 
   /**
    * `options` say how exceptions are judged (`--exception-namespaces`,
@@ -306,6 +309,7 @@ export class RuleSet {
       const entry: RuleEntry = {
         key,
         display,
+        exceptionRef: ruleRef(display),
         ruleKind: rule.kind,
         ruleNamespace: namespace,
         ...d,
@@ -361,6 +365,7 @@ export class RuleSet {
           ? {
               key,
               display,
+              exceptionRef: ruleRef(display),
               ruleKind: rule.kind,
               ruleNamespace: namespace,
               ...d,
@@ -476,6 +481,17 @@ export class RuleSet {
   }
 
   /**
+   * Whether any exception could exempt an object in `namespace` (one of that
+   * namespace, or a privileged one): when not, a request costs this one
+   * lookup and no exception is consulted, however many are loaded.
+   */
+  mayExempt(namespace: string): boolean {
+    if (this.#exceptions.size === 0) return false;
+    const index = this.#buildExceptionIndex();
+    return index.privileged > 0 || (namespace !== '' && index.namespaces.has(namespace));
+  }
+
+  /**
    * @internal The exceptions that could cover `rule` for an object in
    * `namespace` (an index lookup; {@link exceptionCovers} decides), in key
    * order. Exceptions of other namespaces are not even looked at, so a
@@ -483,32 +499,39 @@ export class RuleSet {
    */
   exceptionsFor(rule: RuleRef, namespace: string): readonly CompiledException[] {
     if (this.#exceptions.size === 0) return NO_EXCEPTIONS;
-    const byRule = this.#buildExceptionIndex();
-    let out: CompiledException[] | undefined;
-    let lists = 0;
-    for (const k of refKeys(rule)) {
+    const { byRule } = this.#buildExceptionIndex();
+    const keys = refKeys(rule);
+    // The common case (a Portal rule: one key) allocates nothing.
+    if (keys.length === 1) {
+      const b = byRule.get(keys[0] as string);
+      if (b === undefined) return NO_EXCEPTIONS;
+      const own = namespace === '' ? undefined : b.byNamespace.get(namespace);
+      if (b.privileged.length === 0) return own ?? NO_EXCEPTIONS;
+      if (own === undefined) return b.privileged;
+      return [...new Set([...own, ...b.privileged])].sort((x, y) => x.key.localeCompare(y.key));
+    }
+    const found = new Set<CompiledException>();
+    for (const k of keys) {
       const b = byRule.get(k);
       if (!b) continue;
-      const own = namespace === '' ? undefined : b.byNamespace.get(namespace);
-      for (const list of [own, b.privileged]) {
-        if (!list || list.length === 0) continue;
-        lists++;
-        out = out ? [...out, ...list] : list;
-      }
+      for (const ex of (namespace === '' ? undefined : b.byNamespace.get(namespace)) ?? NO_EXCEPTIONS) found.add(ex);
+      for (const ex of b.privileged) found.add(ex);
     }
-    if (!out) return NO_EXCEPTIONS;
-    // Several lists (own namespace and privileged, or a policy named both ways): unique, in key order.
-    return lists > 1 ? [...new Set(out)].sort((a, b) => a.key.localeCompare(b.key)) : out;
+    return found.size === 0 ? NO_EXCEPTIONS : [...found].sort((x, y) => x.key.localeCompare(y.key));
   }
 
-  #buildExceptionIndex(): Map<string, ExceptionBucket> {
-    if (this.#exceptionIndex?.revision === this.#revision) return this.#exceptionIndex.byRule;
+  #buildExceptionIndex(): { byRule: Map<string, ExceptionBucket>; namespaces: Set<string>; privileged: number } {
+    if (this.#exceptionIndex?.revision === this.#revision) return this.#exceptionIndex;
     const byRule = new Map<string, ExceptionBucket>();
+    const namespaces = new Set<string>();
+    let privileged = 0;
     const compiled = [...this.#exceptions.values()]
       .map((s) => s.compiled)
       .filter((c): c is CompiledException => c !== undefined)
       .sort((a, b) => a.key.localeCompare(b.key));
     for (const ex of compiled) {
+      if (ex.privileged) privileged++;
+      else namespaces.add(ex.namespace);
       for (const k of ex.ruleKeys) {
         let b = byRule.get(k);
         if (!b) byRule.set(k, (b = { byNamespace: new Map(), privileged: [] }));
@@ -520,8 +543,8 @@ export class RuleSet {
         }
       }
     }
-    this.#exceptionIndex = { revision: this.#revision, byRule };
-    return byRule;
+    this.#exceptionIndex = { revision: this.#revision, byRule, namespaces, privileged };
+    return this.#exceptionIndex;
   }
 
   state(key: string): RuleState | undefined {
