@@ -430,7 +430,20 @@ export function judge(
   template: { path: readonly string[]; prefix: string } | undefined,
   ctx: CoverageContext,
 ): 'covers' | Miss {
-  if (!namesRule(ex, rule)) return 'rule';
+  return namesRule(ex, rule) ? judgeObject(ex, input, template, ctx) : 'rule';
+}
+
+/**
+ * The part of {@link judge} that does not depend on the rule: whether the
+ * exception is in force and selects the object. A caller judging several
+ * rules of one input may keep its answer per exception (and template).
+ */
+export function judgeObject(
+  ex: CompiledException,
+  input: EvaluationInput,
+  template: { path: readonly string[]; prefix: string } | undefined,
+  ctx: CoverageContext,
+): 'covers' | Exclude<Miss, 'rule'> {
   if (ex.expiresAt !== undefined && ctx.now >= ex.expiresAt) return 'expired';
   if (ctx.maxLifetimeMs !== undefined && lifetimeProblem(ex, ctx.maxLifetimeMs, ctx.now) !== undefined) return 'lifetime';
 

@@ -5,16 +5,24 @@
  * do it for Portal rules; {@link exemptVerdicts} does it for verdicts of other
  * policy kinds (ValidatingAdmissionPolicies in the audit and `portal test`).
  */
-import { judge, type CompiledException, type CoverageContext, type RuleRef } from './exceptions.ts';
+import { judgeObject, refKeys, type CompiledException, type CoverageContext, type RuleRef } from './exceptions.ts';
 import type { RuleSet } from './rule-set.ts';
 import type { EvaluationInput, RuleVerdict } from './types.ts';
 
-/** Finds exceptions for one input; the clock is read once, only if an exception is consulted. */
+/**
+ * Finds exceptions for one input. Whether an exception selects the object
+ * (judgeObject) does not depend on the rule, so it is decided once per
+ * exception for the input (and per pod template path), on first need; each
+ * rule then only looks for a covering exception that names it. A namespace
+ * whose exceptions all miss the object costs one pass over them, not one per
+ * rule. The clock is read once, only if an exception is consulted.
+ */
 export class Exemptions {
   readonly #rules: RuleSet;
   readonly #input: EvaluationInput;
   readonly #deadline: CoverageContext['deadline'];
-  #ctx: CoverageContext | undefined;
+  /** Exceptions that cover the object, in key order, per template prefix ('' = the object itself). */
+  readonly #covering = new Map<string, readonly CompiledException[]>();
 
   constructor(rules: RuleSet, input: EvaluationInput, deadline?: CoverageContext['deadline']) {
     this.#rules = rules;
@@ -22,14 +30,28 @@ export class Exemptions {
     this.#deadline = deadline;
   }
 
-  /** The exception that covers `rule` for this input, if any. */
+  /** The exception that covers `rule` for this input, if any (the first in key order). */
   find(rule: RuleRef, template: { path: readonly string[]; prefix: string } | undefined): CompiledException | undefined {
-    const input = this.#input;
-    const candidates = this.#rules.exceptionsFor(rule, input.namespace);
-    if (candidates.length === 0) return undefined;
-    this.#ctx ??= { now: input.now ?? Date.now(), maxLifetimeMs: this.#rules.options.maxLifetimeMs, deadline: this.#deadline };
-    for (const ex of candidates) if (judge(ex, rule, input, template, this.#ctx) === 'covers') return ex;
+    const covering = this.#coveringFor(template);
+    if (covering.length === 0) return undefined;
+    const keys = refKeys(rule);
+    for (const ex of covering) {
+      for (const k of keys) if (ex.ruleKeys.has(k)) return ex;
+    }
     return undefined;
+  }
+
+  #coveringFor(template: { path: readonly string[]; prefix: string } | undefined): readonly CompiledException[] {
+    const slot = template?.prefix ?? '';
+    let covering = this.#covering.get(slot);
+    if (covering === undefined) {
+      const input = this.#input;
+      const ctx: CoverageContext = { now: input.now ?? Date.now(), maxLifetimeMs: this.#rules.options.maxLifetimeMs, deadline: this.#deadline };
+      const found = this.#rules.exceptionsIn(input.namespace).filter((ex) => judgeObject(ex, input, template, ctx) === 'covers');
+      covering = found.length > 1 ? found.sort((a, b) => a.key.localeCompare(b.key)) : found;
+      this.#covering.set(slot, covering);
+    }
+    return covering;
   }
 }
 

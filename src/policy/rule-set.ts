@@ -139,6 +139,15 @@ interface ExceptionSlot {
   compiled: CompiledException | undefined;
 }
 
+interface ExceptionIndex {
+  revision: number;
+  byRule: Map<string, ExceptionBucket>;
+  /** Non-privileged exceptions by namespace, in key order. */
+  byNamespace: Map<string, CompiledException[]>;
+  /** Privileged exceptions, in key order. */
+  privileged: CompiledException[];
+}
+
 /** Exceptions naming one rule: by the namespace they live in, and those that may exempt anywhere. */
 interface ExceptionBucket {
   byNamespace: Map<string, CompiledException[]>;
@@ -241,7 +250,7 @@ export class RuleSet {
   readonly #privileged: ReadonlySet<string>;
   #revision = 0;
   #index: { revision: number; byKind: Map<string, IndexedEntry[]>; wildcard: IndexedEntry[] } | undefined;
-  #exceptionIndex: { revision: number; byRule: Map<string, ExceptionBucket>; namespaces: Set<string>; privileged: number } | undefined;
+  #exceptionIndex: ExceptionIndex | undefined;
 
   /**
    * `options` say how exceptions are judged (`--exception-namespaces`,
@@ -488,7 +497,20 @@ export class RuleSet {
   mayExempt(namespace: string): boolean {
     if (this.#exceptions.size === 0) return false;
     const index = this.#buildExceptionIndex();
-    return index.privileged > 0 || (namespace !== '' && index.namespaces.has(namespace));
+    return index.privileged.length > 0 || (namespace !== '' && index.byNamespace.has(namespace));
+  }
+
+  /**
+   * @internal Every exception that may exempt an object in `namespace` (its
+   * own, then the privileged ones), whatever rules they name; key order
+   * within each group.
+   */
+  exceptionsIn(namespace: string): readonly CompiledException[] {
+    if (this.#exceptions.size === 0) return NO_EXCEPTIONS;
+    const index = this.#buildExceptionIndex();
+    const own = namespace === '' ? undefined : index.byNamespace.get(namespace);
+    if (index.privileged.length === 0) return own ?? NO_EXCEPTIONS;
+    return own ? [...own, ...index.privileged] : index.privileged;
   }
 
   /**
@@ -520,18 +542,22 @@ export class RuleSet {
     return found.size === 0 ? NO_EXCEPTIONS : [...found].sort((x, y) => x.key.localeCompare(y.key));
   }
 
-  #buildExceptionIndex(): { byRule: Map<string, ExceptionBucket>; namespaces: Set<string>; privileged: number } {
+  #buildExceptionIndex(): ExceptionIndex {
     if (this.#exceptionIndex?.revision === this.#revision) return this.#exceptionIndex;
     const byRule = new Map<string, ExceptionBucket>();
-    const namespaces = new Set<string>();
-    let privileged = 0;
+    const byNamespace = new Map<string, CompiledException[]>();
+    const privileged: CompiledException[] = [];
     const compiled = [...this.#exceptions.values()]
       .map((s) => s.compiled)
       .filter((c): c is CompiledException => c !== undefined)
       .sort((a, b) => a.key.localeCompare(b.key));
     for (const ex of compiled) {
-      if (ex.privileged) privileged++;
-      else namespaces.add(ex.namespace);
+      if (ex.privileged) privileged.push(ex);
+      else {
+        const list = byNamespace.get(ex.namespace);
+        if (list) list.push(ex);
+        else byNamespace.set(ex.namespace, [ex]);
+      }
       for (const k of ex.ruleKeys) {
         let b = byRule.get(k);
         if (!b) byRule.set(k, (b = { byNamespace: new Map(), privileged: [] }));
@@ -543,7 +569,7 @@ export class RuleSet {
         }
       }
     }
-    this.#exceptionIndex = { revision: this.#revision, byRule, namespaces, privileged };
+    this.#exceptionIndex = { revision: this.#revision, byRule, byNamespace, privileged };
     return this.#exceptionIndex;
   }
 
