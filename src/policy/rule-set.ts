@@ -12,7 +12,6 @@ import {
   exceptionKey,
   exceptionShapeProblems,
   parseRfc3339,
-  refKeys,
   ruleRef,
   type CompiledException,
   type ExceptionOptions,
@@ -139,18 +138,16 @@ interface ExceptionSlot {
   compiled: CompiledException | undefined;
 }
 
+/**
+ * Exceptions by where they may exempt: an exception exempts only objects of
+ * its own namespace unless it is privileged, so a request looks at its
+ * namespace's exceptions and the privileged ones, never at the rest.
+ */
 interface ExceptionIndex {
   revision: number;
-  byRule: Map<string, ExceptionBucket>;
   /** Non-privileged exceptions by namespace, in key order. */
   byNamespace: Map<string, CompiledException[]>;
   /** Privileged exceptions, in key order. */
-  privileged: CompiledException[];
-}
-
-/** Exceptions naming one rule: by the namespace they live in, and those that may exempt anywhere. */
-interface ExceptionBucket {
-  byNamespace: Map<string, CompiledException[]>;
   privileged: CompiledException[];
 }
 
@@ -513,38 +510,8 @@ export class RuleSet {
     return own ? [...own, ...index.privileged] : index.privileged;
   }
 
-  /**
-   * @internal The exceptions that could cover `rule` for an object in
-   * `namespace` (an index lookup; {@link exceptionCovers} decides), in key
-   * order. Exceptions of other namespaces are not even looked at, so a
-   * thousand of them cost one Map lookup per matched rule.
-   */
-  exceptionsFor(rule: RuleRef, namespace: string): readonly CompiledException[] {
-    if (this.#exceptions.size === 0) return NO_EXCEPTIONS;
-    const { byRule } = this.#buildExceptionIndex();
-    const keys = refKeys(rule);
-    // The common case (a Portal rule: one key) allocates nothing.
-    if (keys.length === 1) {
-      const b = byRule.get(keys[0] as string);
-      if (b === undefined) return NO_EXCEPTIONS;
-      const own = namespace === '' ? undefined : b.byNamespace.get(namespace);
-      if (b.privileged.length === 0) return own ?? NO_EXCEPTIONS;
-      if (own === undefined) return b.privileged;
-      return [...new Set([...own, ...b.privileged])].sort((x, y) => x.key.localeCompare(y.key));
-    }
-    const found = new Set<CompiledException>();
-    for (const k of keys) {
-      const b = byRule.get(k);
-      if (!b) continue;
-      for (const ex of (namespace === '' ? undefined : b.byNamespace.get(namespace)) ?? NO_EXCEPTIONS) found.add(ex);
-      for (const ex of b.privileged) found.add(ex);
-    }
-    return found.size === 0 ? NO_EXCEPTIONS : [...found].sort((x, y) => x.key.localeCompare(y.key));
-  }
-
   #buildExceptionIndex(): ExceptionIndex {
     if (this.#exceptionIndex?.revision === this.#revision) return this.#exceptionIndex;
-    const byRule = new Map<string, ExceptionBucket>();
     const byNamespace = new Map<string, CompiledException[]>();
     const privileged: CompiledException[] = [];
     const compiled = [...this.#exceptions.values()]
@@ -558,18 +525,8 @@ export class RuleSet {
         if (list) list.push(ex);
         else byNamespace.set(ex.namespace, [ex]);
       }
-      for (const k of ex.ruleKeys) {
-        let b = byRule.get(k);
-        if (!b) byRule.set(k, (b = { byNamespace: new Map(), privileged: [] }));
-        if (ex.privileged) b.privileged.push(ex);
-        else {
-          const list = b.byNamespace.get(ex.namespace);
-          if (list) list.push(ex);
-          else b.byNamespace.set(ex.namespace, [ex]);
-        }
-      }
     }
-    this.#exceptionIndex = { revision: this.#revision, byRule, byNamespace, privileged };
+    this.#exceptionIndex = { revision: this.#revision, byNamespace, privileged };
     return this.#exceptionIndex;
   }
 
