@@ -12,7 +12,7 @@
 import type { Logger } from 'pino';
 import type { Gauge } from 'prom-client';
 import { LogKey } from '../observability/log-keys.ts';
-import { RuleSet, ruleKey, type ExceptionOptions, type KubeObject, type PortalRuleObject } from '../policy/index.ts';
+import { RuleSet, ruleKey, type ExceptionOptions, type KubeObject, type PortalRuleObject, type RuleState } from '../policy/index.ts';
 import type { KubeClient } from './client.ts';
 import { NamespaceLabelCache } from './namespace-labels.ts';
 import { RuleInformerSource, type RuleSink } from './rule-source.ts';
@@ -35,6 +35,8 @@ export interface ClusterRuleSourceDeps {
   rulesLoaded?: Gauge;
   /** How PortalExceptions are judged (`--exception-namespaces`, `--max-exception-lifetime`). */
   exceptions?: ExceptionOptions;
+  /** Sees every rule version with what the RuleSet made of it (e.g. to report a compile error). */
+  onRule?: (rule: PortalRuleObject, state: RuleState) => void;
 }
 
 export class ClusterRuleSource {
@@ -62,6 +64,7 @@ export class ClusterRuleSource {
           );
         }
         deps.rulesLoaded?.set(ruleSet.size);
+        deps.onRule?.(rule, state);
         return state;
       },
       remove(key: string) {

@@ -15,14 +15,19 @@ import type { ServeConfig } from '../config/options.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
 import { ClusterRuleSource } from '../kube/cluster-rule-source.ts';
 import { VapInformerSource } from '../kube/vap-source.ts';
+import { WebhookConfigSource } from '../kube/webhook-config-source.ts';
 import { VapAuditPolicySource } from '../audit/vap-policy-source.ts';
-import { compileProblems, VapProblemEvents } from '../audit/vap-events.ts';
 import { ExceptionEvents } from '../audit/exception-events.ts';
+import { ProblemEvents } from '../audit/problem-events.ts';
+import { RuleProblems } from '../audit/rule-problems.ts';
+import { compileProblems, VapProblems } from '../audit/vap-events.ts';
+import { EvaluationPool } from '../evaluation/pool.ts';
 import { FencedWriter } from '../kube/fenced-writer.ts';
 import { leaderElectionConfig, LeaderElector, makeIdentity } from '../leader/index.ts';
 import type { DebugVars } from '../observability/debug-vars.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
+import type { KubeObject } from '../policy/types.ts';
 import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
 
 export const VERSION = '0.1.0';
@@ -52,9 +57,19 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     return { title: 'cannot use the cluster', problems: [(err as Error).message] };
   }
   componentLogger(root, 'serve').info({ [LogKey.url]: client.server, inCluster }, 'cluster mode: rules and namespace labels from the API server');
-  const source = new ClusterRuleSource({ client, logger: componentLogger(root, 'rules'), rulesLoaded: deps.rulesLoaded, exceptions: exceptionOptions(config) });
+  // Problems of rules and VAPs: counted on every replica, Warning Events on the policy written by the leader only.
+  const ruleProblemSink: { problems?: RuleProblems } = {};
+  const source = new ClusterRuleSource({
+    client,
+    logger: componentLogger(root, 'rules'),
+    rulesLoaded: deps.rulesLoaded,
+    exceptions: exceptionOptions(config),
+    onRule: (rule, state) => ruleProblemSink.problems?.ruleState(rule, state),
+  });
   // ValidatingAdmissionPolicies are audited, never enforced here (the API server does): DESIGN §8.
   const vaps = new VapInformerSource(client, componentLogger(root, 'vap'));
+  // The webhook configuration Portal is served through, for the rules' Covered condition.
+  const webhookConfig = config.webhookConfiguration !== '' ? new WebhookConfigSource(client, config.webhookConfiguration, componentLogger(root, 'coverage')) : undefined;
 
   const identity = makeIdentity(config.podName);
   let elector: LeaderElector;
@@ -76,13 +91,25 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
 
   // The replica's one transport for leader-only writes (fenced at the socket); closed after the Manager stopped.
   const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: client.userAgent });
-  // VAP evaluation problems: counted on every replica, Warning Events on the policy written by the leader only.
-  const vapEvents = new VapProblemEvents({ writer, logger: componentLogger(root, 'audit'), registry, identity, namespace: config.installNamespace });
+  const problemEvents = new ProblemEvents({ writer, logger: componentLogger(root, 'audit'), identity });
+  const vapProblems = new VapProblems({ events: problemEvents, registry });
   // Exemptions starting and ending: noted on every replica, Normal Events on the exception written by the leader only.
   const exceptionEvents = new ExceptionEvents({ writer, logger: componentLogger(root, 'audit'), identity, writeLimiter: client.writeLimiter });
   vaps.onCompileErrors((policy, errors) => {
-    for (const problem of compileProblems(errors)) vapEvents.note(policy, problem);
+    for (const problem of compileProblems(errors)) vapProblems.note(policy, problem);
   });
+  const ruleByDisplay = (display: string): KubeObject | undefined => {
+    const slash = display.indexOf('/');
+    return slash >= 0 ? source.rules.namespacedRules.get(display.slice(slash + 1), display.slice(0, slash)) : source.rules.clusterRules.get(display);
+  };
+  const ruleProblems = new RuleProblems({ registry, events: problemEvents, ruleObject: ruleByDisplay });
+  ruleProblemSink.problems = ruleProblems;
+  // The audit's own evaluation pool (adr/0013): one thread, so a full pass never takes a worker from admission.
+  const auditEvaluation = new EvaluationPool(
+    { name: 'audit', workers: 1, timeoutMs: config.evaluationTimeout },
+    { rules: source.ruleSet, vaps: vaps.set, params: vaps.params },
+    { logger: componentLogger(root, 'evaluation'), registry },
+  );
   const { evaluator, actuator } = buildAudit(
     {
       installNamespace: config.installNamespace,
@@ -97,7 +124,16 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       client,
       writer,
       ruleSet: source.ruleSet,
-      policies: [new VapAuditPolicySource(vaps, (policy, problem, name) => vapEvents.note(policy, problem, name))],
+      evaluate: (input) => auditEvaluation.audit(input),
+      policies: [
+        new VapAuditPolicySource(
+          vaps,
+          (policy, problem, name) => vapProblems.note(policy, problem, name),
+          (attrs, namespaceObject) => auditEvaluation.vap(attrs, namespaceObject),
+        ),
+      ],
+      onRuleError: (verdict, object) => ruleProblems.verdictError('audit', verdict, object),
+      webhookConfiguration: () => webhookConfig?.view() ?? 'unchecked',
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
       exceptionObject: (s) => source.rules.exceptions.get(s.name, s.namespace),
@@ -109,7 +145,9 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   );
 
   debugVars.register('informers', () => source.informerStats());
-  debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), events: vapEvents.stats() }));
+  debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), events: problemEvents.stats() }));
+  debugVars.register('problem_events', () => problemEvents.stats());
+  if (webhookConfig) debugVars.register('webhook_configuration', () => webhookConfig.stats());
   debugVars.register('exceptions', () => ({
     loaded: source.ruleSet.exceptionStates().map((s) => ({ exception: s.display, valid: s.valid, message: s.message, exempted: evaluator.exempted(s.display), expiresAt: s.expiresAt !== undefined ? new Date(s.expiresAt).toISOString() : null })),
     events: exceptionEvents.stats(),
@@ -125,23 +163,28 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     },
   });
   debugVars.register('leader_election', () => elector.debugVars());
-  debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats() }));
+  debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats(), evaluation: auditEvaluation.stats() }));
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
 
   return {
     kind: 'cluster',
     source,
     election: elector,
+    ruleProblems,
     runnables: [
       ...source.runnables().map((runnable) => ({ runnable, group: 'informers' as const })),
       // Not an admission dependency: VAP informers never gate readiness (a cluster without
       // VAPs, or without RBAC for them, still admits); until synced the audit has no VAP verdicts.
       { runnable: { name: 'vap-informers', start: (signal: AbortSignal) => vaps.start(signal) }, group: 'others' },
+      // Started before the audit evaluation that uses it, stopped with it (a closed pool fails its tasks, which the audit retries).
+      { runnable: { name: 'evaluation-audit', start: (signal: AbortSignal) => auditEvaluation.start(signal) }, group: 'informers' },
+      // Never gates readiness either: only the rules' Covered condition reads it.
+      ...(webhookConfig ? [{ runnable: webhookConfig, group: 'others' as const }] : []),
       // Every replica evaluates (warm followers) ...
       { runnable: evaluator, group: 'others' },
       // ... and only the leader acts: started by the Manager with each term.
       { runnable: actuator, group: 'others' },
-      { runnable: vapEvents, group: 'others' },
+      { runnable: problemEvents, group: 'others' },
       { runnable: exceptionEvents, group: 'others' },
     ],
     close: () => writer.close(),

@@ -1,6 +1,7 @@
 /** The public API of the rule engine (no I/O, no Kubernetes client). */
 export * from './types.ts';
-export { RuleSet, ruleKey, type RuleState, type ExceptionState } from './rule-set.ts';
+export { RuleSet, ruleKey, type PreparedMatch, type RuleState, type RuleSetChange, type ExceptionState } from './rule-set.ts';
+export { ChangeFeed, type Replicated } from './replicated.ts';
 export {
   exceptionCovers,
   exceptionKey,
@@ -17,10 +18,11 @@ export {
 } from './exceptions.ts';
 export { exemptVerdicts } from './exemption.ts';
 export { EXCEPTION_CRD_OPENAPI_SCHEMA } from './exception-crd-schema.generated.ts';
-export { evaluate, decideAdmission, violationMessage, MESSAGE_VIOLATIONS, type EvaluationBudget } from './evaluator.ts';
+export { evaluate, decideAdmission, violationMessage, abandonedMessage, MESSAGE_VIOLATIONS, type EvaluationBudget } from './evaluator.ts';
 export { decide, MAX_WARNING_LENGTH, type AdmissionDecision, type Exempted } from './decision.ts';
 export { validateRule, validateRuleShape, matchesPods, type RuleValidation } from './validate-rule.ts';
 export { compileSchema, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, type CompileResult, type Validator } from './compiler.ts';
+export { MAX_EXPANDED_SCHEMA, MAX_UNIQUE_ITEMS, schemaExpandedSize } from './schema-bounds.ts';
 export { compileLinear, withDeadline, RegexLimitError, MAX_PROGRAM_SIZE, MAX_TEST_COST, type LinearRegExp } from './re2.ts';
 export { selectorMatches, selectorProblems } from './label-selector.ts';
 export { namespaceGlobMatches } from './namespace-glob.ts';
@@ -34,3 +36,4 @@ export {
   resolvePodSecurityVersion,
 } from './pod-security-version.ts';
 export { isCostOverrun } from './cel-rule.ts';
+export { hasCandidates } from './candidates.ts';

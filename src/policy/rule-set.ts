@@ -20,6 +20,7 @@ import {
 import { isEmptySelector } from './label-selector.ts';
 import { POD_TEMPLATE_KINDS } from './pod-templates.ts';
 import { usesVersionKeyword } from './pod-security-version.ts';
+import { ChangeFeed, type Replicated } from './replicated.ts';
 import type {
   Enforcement,
   FailurePolicy,
@@ -105,8 +106,10 @@ interface Slot {
   hash: string;
   generation: number;
   state: RuleState;
-  good: { hash: string; release: () => void } | undefined;
+  good: { hash: string; release: () => void; source: PortalRuleObject } | undefined;
   entry: RuleEntry | undefined;
+  /** The latest version given to upsert (for snapshot()). */
+  latest: PortalRuleObject;
 }
 
 /** What the RuleSet knows about one PortalException (its status is derived from it). */
@@ -136,6 +139,8 @@ interface ExceptionSlot {
   hash: string;
   state: ExceptionState;
   compiled: CompiledException | undefined;
+  /** The object as given to upsertException (for snapshot() and a change of options). */
+  source: unknown;
 }
 
 /**
@@ -150,6 +155,20 @@ interface ExceptionIndex {
   /** Privileged exceptions, in key order. */
   privileged: CompiledException[];
 }
+
+/**
+ * A change of the RuleSet, as worker threads replay it (replicated.ts).
+ * Exceptions travel as their raw objects, like rules, and the copy compiles
+ * them itself; `options` (first in every snapshot) gives the copy the same
+ * `--exception-namespaces` and `--max-exception-lifetime`, so it judges
+ * every exception exactly as this instance does.
+ */
+export type RuleSetChange =
+  | { op: 'upsert'; rule: PortalRuleObject }
+  | { op: 'remove'; key: string }
+  | { op: 'options'; options: ExceptionOptions }
+  | { op: 'upsertException'; exception: unknown }
+  | { op: 'removeException'; key: string };
 
 const DEFAULT_OPERATIONS: readonly Operation[] = ['CREATE', 'UPDATE'];
 
@@ -240,11 +259,16 @@ function specDefaults(spec: Partial<RuleSpec> | undefined): {
   };
 }
 
-export class RuleSet {
+function frozenOptions(options: ExceptionOptions): Readonly<{ exceptionNamespaces: readonly string[]; maxLifetimeMs: number | undefined }> {
+  return Object.freeze({ exceptionNamespaces: Object.freeze([...(options.exceptionNamespaces ?? [])]), maxLifetimeMs: options.maxLifetimeMs });
+}
+
+export class RuleSet implements Replicated<RuleSetChange> {
   readonly #slots = new Map<string, Slot>();
   readonly #exceptions = new Map<string, ExceptionSlot>();
-  readonly #options: Readonly<{ exceptionNamespaces: readonly string[]; maxLifetimeMs: number | undefined }>;
-  readonly #privileged: ReadonlySet<string>;
+  #options: Readonly<{ exceptionNamespaces: readonly string[]; maxLifetimeMs: number | undefined }>;
+  #privileged: ReadonlySet<string>;
+  readonly #feed = new ChangeFeed<RuleSetChange>();
   #revision = 0;
   #index: { revision: number; byKind: Map<string, IndexedEntry[]>; wildcard: IndexedEntry[] } | undefined;
   #exceptionIndex: ExceptionIndex | undefined;
@@ -255,8 +279,23 @@ export class RuleSet {
    * built with the same {@link options} and fed the same raw objects.
    */
   constructor(options: ExceptionOptions = {}) {
-    this.#options = Object.freeze({ exceptionNamespaces: Object.freeze([...(options.exceptionNamespaces ?? [])]), maxLifetimeMs: options.maxLifetimeMs });
+    this.#options = frozenOptions(options);
     this.#privileged = new Set(this.#options.exceptionNamespaces);
+  }
+
+  /**
+   * A copy's options, from the original's snapshot (a worker's RuleSet is
+   * built before it knows them). Exceptions already held are compiled
+   * again, since whether one is privileged depends on them.
+   */
+  #configure(options: ExceptionOptions): void {
+    this.#options = frozenOptions(options);
+    this.#privileged = new Set(this.#options.exceptionNamespaces);
+    const held = [...this.#exceptions.values()].map((slot) => slot.source);
+    this.#exceptions.clear();
+    this.#revision++;
+    this.#feed.emit({ op: 'options', options: { exceptionNamespaces: [...this.#options.exceptionNamespaces], maxLifetimeMs: this.#options.maxLifetimeMs } });
+    for (const o of held) this.upsertException(o);
   }
 
   get options(): Readonly<{ exceptionNamespaces: readonly string[]; maxLifetimeMs: number | undefined }> {
@@ -288,7 +327,10 @@ export class RuleSet {
       previous.generation = generation;
       previous.state = { ...previous.state, generation, compiledGeneration: generation, ready: true, reason: 'Compiled', message: `compiled generation ${generation}` };
       previous.hash = hash;
+      previous.good.source = rule;
+      previous.latest = rule;
       this.#revision++;
+      this.#feed.emit({ op: 'upsert', rule });
       return previous.state;
     }
 
@@ -329,8 +371,9 @@ export class RuleSet {
       slot = {
         hash,
         generation,
-        good: { hash, release },
+        good: { hash, release, source: rule },
         entry,
+        latest: rule,
         state: {
           key,
           ruleKind: rule.kind,
@@ -352,6 +395,7 @@ export class RuleSet {
         generation,
         good: previous.good,
         entry: previous.entry,
+        latest: rule,
         state: {
           ...previous.state,
           generation,
@@ -367,6 +411,7 @@ export class RuleSet {
         hash,
         generation,
         good: undefined,
+        latest: rule,
         entry: usableMatch(spec)
           ? {
               key,
@@ -397,6 +442,7 @@ export class RuleSet {
     }
     this.#slots.set(key, slot);
     this.#revision++;
+    this.#feed.emit({ op: 'upsert', rule });
     return slot.state;
   }
 
@@ -406,6 +452,7 @@ export class RuleSet {
     slot.good?.release();
     this.#slots.delete(key);
     this.#revision++;
+    this.#feed.emit({ op: 'remove', key });
     return true;
   }
 
@@ -447,14 +494,16 @@ export class RuleSet {
       privileged: this.#privileged.has(namespace),
       rules: Array.isArray((o.spec as { rules?: unknown } | undefined)?.rules) ? ((o.spec as { rules: unknown[] }).rules.filter((r) => typeof r === 'string') as string[]) : [],
     };
-    this.#exceptions.set(key, { hash, state, compiled });
+    this.#exceptions.set(key, { hash, state, compiled, source: obj });
     this.#revision++;
+    this.#feed.emit({ op: 'upsertException', exception: obj });
     return state;
   }
 
   removeException(key: string): boolean {
     if (!this.#exceptions.delete(key)) return false;
     this.#revision++;
+    this.#feed.emit({ op: 'removeException', key });
     return true;
   }
 
@@ -528,6 +577,41 @@ export class RuleSet {
     }
     this.#exceptionIndex = { revision: this.#revision, byNamespace, privileged };
     return this.#exceptionIndex;
+  }
+
+  onChange(listener: (change: RuleSetChange) => void): () => void {
+    return this.#feed.subscribe(listener);
+  }
+
+  /**
+   * Upserts that rebuild the rules in force: a rule whose latest version was
+   * rejected replays its last good version first, so the copy keeps the same
+   * version in force.
+   */
+  snapshot(): RuleSetChange[] {
+    const out: RuleSetChange[] = [{ op: 'options', options: { exceptionNamespaces: [...this.#options.exceptionNamespaces], maxLifetimeMs: this.#options.maxLifetimeMs } }];
+    for (const slot of this.#slots.values()) {
+      if (slot.good && slot.good.source !== slot.latest) out.push({ op: 'upsert', rule: slot.good.source });
+      out.push({ op: 'upsert', rule: slot.latest });
+    }
+    for (const slot of this.#exceptions.values()) out.push({ op: 'upsertException', exception: slot.source });
+    return out;
+  }
+
+  apply(change: RuleSetChange): void {
+    switch (change.op) {
+      case 'upsert': this.upsert(change.rule); break;
+      case 'remove': this.remove(change.key); break;
+      case 'options': this.#configure(change.options); break;
+      case 'upsertException': this.upsertException(change.exception); break;
+      case 'removeException': this.removeException(change.key); break;
+    }
+  }
+
+  /** The match and enforcement in force for a rule; undefined when it has none (its match is unusable). */
+  matchOf(key: string): { enforcement: Enforcement; match: PreparedMatch } | undefined {
+    const e = this.#slots.get(key)?.entry;
+    return e ? { enforcement: e.enforcement, match: e.match } : undefined;
   }
 
   state(key: string): RuleState | undefined {
