@@ -46,8 +46,10 @@ export const EXCEPTION_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = {
           ],
           "properties": {
             "kinds": {
+              "description": "At most 64 entries, each of at most 64 groups, kinds and subresources (an exception is about a few objects).",
               "type": "array",
               "minItems": 1,
+              "maxItems": 64,
               "items": {
                 "type": "object",
                 "required": [
@@ -59,25 +61,31 @@ export const EXCEPTION_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = {
                     "description": "API groups; \"\" is the core group, \"*\" any group.",
                     "type": "array",
                     "minItems": 1,
+                    "maxItems": 64,
                     "items": {
-                      "type": "string"
+                      "type": "string",
+                      "maxLength": 253
                     }
                   },
                   "kinds": {
                     "description": "Kind names; \"*\" is any kind.",
                     "type": "array",
                     "minItems": 1,
+                    "maxItems": 64,
                     "items": {
                       "type": "string",
-                      "minLength": 1
+                      "minLength": 1,
+                      "maxLength": 63
                     }
                   },
                   "subresources": {
                     "description": "Subresources also exempted (status, scale, eviction, ...; \"*\" any), as in a rule's match.",
                     "type": "array",
+                    "maxItems": 64,
                     "items": {
                       "type": "string",
-                      "minLength": 1
+                      "minLength": 1,
+                      "maxLength": 63
                     }
                   }
                 }
@@ -86,6 +94,7 @@ export const EXCEPTION_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = {
             "operations": {
               "description": "Admission operations exempted (default every operation; the audit is always exempted).",
               "type": "array",
+              "maxItems": 4,
               "items": {
                 "type": "string",
                 "enum": [
@@ -109,17 +118,21 @@ export const EXCEPTION_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = {
             "namespaces": {
               "description": "Only these namespaces; a trailing * is a prefix glob.",
               "type": "array",
+              "maxItems": 64,
               "items": {
                 "type": "string",
-                "minLength": 1
+                "minLength": 1,
+                "maxLength": 63
               }
             },
             "excludedNamespaces": {
               "description": "Never these namespaces; a trailing * is a prefix glob.",
               "type": "array",
+              "maxItems": 64,
               "items": {
                 "type": "string",
-                "minLength": 1
+                "minLength": 1,
+                "maxLength": 63
               }
             },
             "namespaceSelector": {

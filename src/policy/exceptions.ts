@@ -248,7 +248,9 @@ function duration(ms: number): string {
 /**
  * Why `--max-exception-lifetime` refuses the exception, or undefined. The
  * lifetime runs from creation (the moment judged when it has no
- * creationTimestamp yet: at apply, in files).
+ * creationTimestamp yet: at apply, in files), or from now when the
+ * creationTimestamp lies in the future: a forged or skewed timestamp must not
+ * buy an exemption longer than the cap from the moment it is judged.
  */
 export function lifetimeProblem(
   ex: { expiresAt: number | undefined; createdAt: number | undefined },
@@ -257,7 +259,7 @@ export function lifetimeProblem(
 ): string | undefined {
   if (maxLifetimeMs === undefined) return undefined;
   if (ex.expiresAt === undefined) return `it never expires, and --max-exception-lifetime is ${duration(maxLifetimeMs)}: set spec.expiresAt`;
-  const from = ex.createdAt ?? now;
+  const from = Math.min(ex.createdAt ?? now, now);
   const lifetime = ex.expiresAt - from;
   if (lifetime > maxLifetimeMs) {
     return `it expires ${duration(lifetime)} after its creation, more than --max-exception-lifetime (${duration(maxLifetimeMs)}): set spec.expiresAt to ${new Date(from + maxLifetimeMs).toISOString()} or earlier`;
