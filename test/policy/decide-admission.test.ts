@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { decide, decideAdmission, evaluate, RuleSet, type EvaluationInput, type KindMatch, type Operation, type PortalRuleObject, type RuleSpec } from '../../src/policy/index.ts';
+import { decide, decideAdmission, evaluate, exceptionKey, RuleSet, type EvaluationInput, type KindMatch, type Operation, type PortalRuleObject, type RuleSpec } from '../../src/policy/index.ts';
 import { clusterRule, exception, namespacedRule, NO_PRIVILEGED_SCHEMA } from './support.ts';
 
 const KINDS = [
@@ -175,6 +175,43 @@ const matchedInputArb = fc.record({
 });
 
 void describe('decideAdmission', () => {
+  void it('a replica built from snapshot() (as an evaluation worker builds it, adr/0013) judges exceptions exactly as the original', () => {
+    fc.assert(
+      fc.property(
+        fc.array(matchedRuleArb, { minLength: 1, maxLength: 6 }),
+        fc.array(exceptionArb, { minLength: 1, maxLength: 8 }),
+        fc.array(matchedInputArb, { minLength: 1, maxLength: 4 }),
+        fc.nat({ max: 7 }),
+        (rules, exceptions, inputs, removed) => {
+          const original = new RuleSet({ exceptionNamespaces: ['portal-system'] });
+          for (const r of rules) original.upsert(toRule(r));
+          exceptions.forEach((e, i) => original.upsertException(toException(e, i)));
+          // A worker that started now (the snapshot), and one that started empty and followed every change.
+          const snapshotted = new RuleSet();
+          for (const c of structuredClone(original.snapshot())) snapshotted.apply(c);
+          const source = new RuleSet({ exceptionNamespaces: ['portal-system'] });
+          const follower = new RuleSet();
+          for (const c of structuredClone(source.snapshot())) follower.apply(c);
+          source.onChange((c) => follower.apply(structuredClone(c)));
+          for (const r of rules) source.upsert(toRule(r));
+          exceptions.forEach((e, i) => source.upsertException(toException(e, i)));
+          // A deletion reaches both ways too.
+          const k = removed % exceptions.length;
+          const gone = exceptionKey(toException(exceptions[k]!, k));
+          for (const rs of [original, snapshotted, source]) rs.removeException(gone);
+          for (const i of inputs) {
+            const input = { ...toInput(i), now: NOW };
+            const expected = evaluate(original, input);
+            assert.deepEqual(evaluate(snapshotted, input), expected);
+            assert.deepEqual(evaluate(follower, input), expected);
+            assert.deepEqual(decideAdmission(snapshotted, input), decideAdmission(original, input));
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
   void it('gives exactly decide(evaluate(...)) with PortalExceptions loaded, exemptions included', () => {
     let exemptions = 0;
     fc.assert(
