@@ -24,6 +24,7 @@ const SMOKE: Record<string, string[]> = {
   cel: ['--seconds', '0.2'],
   suites: ['--rounds', '1'],
   'cel-conformance': [],
+  exceptions: ['--rounds', '1'],
 };
 
 function runBench(name: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
