@@ -13,7 +13,7 @@ import { nextRun, parseCron, CronError } from './cron.ts';
 import type { Recorder } from './events.ts';
 import { controllerIdentity, CRONJOBS, JOBS, OwnedIndex, ownerRef, type Host } from './host.ts';
 import { jobFinished } from './job.ts';
-import { key, splitKey, WorkQueue } from './queue.ts';
+import { ControllerQueue, key, splitKey } from './queue.ts';
 
 const IDENTITY = controllerIdentity('cronjob-controller');
 const SCHEDULED_AT = 'batch.kubernetes.io/cronjob-scheduled-timestamp';
@@ -116,7 +116,7 @@ export function runCronJobController(host: Host, record: Recorder, now: () => nu
     if (next !== undefined) queue.addAfter(k, next - t + 1);
   };
 
-  const queue = new WorkQueue(sync, signal, (_k, err) => onError(err));
+  const queue = new ControllerQueue('cronjob-controller', sync, signal, (_k, err) => onError(err));
   const jobs = new OwnedIndex(host, JOBS, (ownerUid, ev) => {
     const m = meta(ev.object);
     const owner = (m.ownerReferences ?? []).find((r) => r.uid === ownerUid);

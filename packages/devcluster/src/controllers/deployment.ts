@@ -12,7 +12,7 @@
 import { clone, isPlainObject, jsonEqual, meta, nowTimestamp, type Obj } from '../apiserver/types.ts';
 import type { Recorder } from './events.ts';
 import { controllerIdentity, DEPLOYMENTS, OwnedIndex, ownerRef, REPLICASETS, type Host } from './host.ts';
-import { key, splitKey, WorkQueue } from './queue.ts';
+import { ControllerQueue, key, splitKey } from './queue.ts';
 
 const IDENTITY = controllerIdentity('deployment-controller');
 const HASH_LABEL = 'pod-template-hash';
@@ -238,7 +238,7 @@ export function runDeploymentController(host: Host, record: Recorder, onError: (
     await host.update(IDENTITY, DEPLOYMENTS, { ...clone(d), status }, 'status');
   };
 
-  const queue = new WorkQueue(sync, signal, (_k, err) => onError(err));
+  const queue = new ControllerQueue('deployment-controller', sync, signal, (_k, err) => onError(err));
   const rss = new OwnedIndex(host, REPLICASETS, (ownerUid, ev) => {
     const m = meta(ev.object);
     const owner = (m.ownerReferences ?? []).find((r) => r.uid === ownerUid);

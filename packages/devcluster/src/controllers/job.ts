@@ -10,7 +10,7 @@
 import { clone, jsonEqual, meta, nowTimestamp, type Obj } from '../apiserver/types.ts';
 import type { Recorder } from './events.ts';
 import { controllerIdentity, JOBS, OwnedIndex, ownerRef, PODS, type Host } from './host.ts';
-import { key, splitKey, WorkQueue } from './queue.ts';
+import { ControllerQueue, key, splitKey } from './queue.ts';
 import { isPodReady, podFromTemplate, slowStart } from './replicaset.ts';
 
 const IDENTITY = controllerIdentity('job-controller');
@@ -89,7 +89,7 @@ export function runJobController(host: Host, record: Recorder, onError: (err: un
     if (failure !== undefined) throw failure;
   };
 
-  const queue = new WorkQueue(sync, signal, (_k, err) => onError(err));
+  const queue = new ControllerQueue('job-controller', sync, signal, (_k, err) => onError(err));
   const pods_ = new OwnedIndex(host, PODS, (ownerUid, ev) => {
     const m = meta(ev.object);
     const owner = (m.ownerReferences ?? []).find((r) => r.uid === ownerUid);

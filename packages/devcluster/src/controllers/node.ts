@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { clone, isPlainObject, meta, nowTimestamp, type Obj, type UserInfo } from '../apiserver/types.ts';
 import { NODES, PODS, type Host } from './host.ts';
-import { key, splitKey, WorkQueue } from './queue.ts';
+import { ControllerQueue, key, splitKey } from './queue.ts';
 
 export const NODE_NAME = 'portal-dev-node';
 export const NODE_IP = '172.18.0.2';
@@ -174,7 +174,7 @@ export async function runNode(host: Host, opts: NodeOptions, signal: AbortSignal
       finishTimers.get(k)!.unref();
     }
   };
-  const queue = new WorkQueue(sync, signal, (_k, err) => opts.onError(err));
+  const queue = new ControllerQueue('kubelet', sync, signal, (_k, err) => opts.onError(err));
   const stop = host.watch(PODS, (ev) => {
     const m = meta(ev.object);
     queue.add(key(m.namespace ?? '', m.name ?? ''));

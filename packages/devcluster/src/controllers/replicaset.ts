@@ -10,7 +10,7 @@ import { fromLabelSelectorObject, matchLabels } from '../apiserver/selectors.ts'
 import { clone, jsonEqual, meta, nowTimestamp, type Obj } from '../apiserver/types.ts';
 import type { Recorder } from './events.ts';
 import { controllerIdentity, OwnedIndex, ownerRef, PODS, REPLICASETS, type Host } from './host.ts';
-import { key, splitKey, WorkQueue } from './queue.ts';
+import { ControllerQueue, key, splitKey } from './queue.ts';
 
 const IDENTITY = controllerIdentity('replicaset-controller');
 /** client-go's slow start: creates go out in batches of 1, 2, 4, ... and stop at the first failing batch. */
@@ -121,7 +121,7 @@ export function runReplicaSetController(host: Host, record: Recorder, onError: (
     await host.update(IDENTITY, REPLICASETS, { ...clone(fresh), status }, 'status');
   };
 
-  const queue = new WorkQueue(sync, signal, (_k, err) => onError(err));
+  const queue = new ControllerQueue('replicaset-controller', sync, signal, (_k, err) => onError(err));
   const pods_ = new OwnedIndex(host, PODS, (ownerUid, ev) => {
     const p = meta(ev.object);
     const owner = (p.ownerReferences ?? []).find((r) => r.uid === ownerUid);
