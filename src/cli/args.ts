@@ -1,3 +1,4 @@
+// Kept instead of node:util parseArgs: its strict mode throws on the first problem and rejects `--flag=false`; its loose mode takes `--policies --watch` as a value (checked on Node 24).
 /**
  * A small flag parser shared by the subcommands: `--name value`,
  * `--name=value`, boolean `--name` / `--name=false`, repeatable flags, and
