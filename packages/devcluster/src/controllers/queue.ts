@@ -15,6 +15,9 @@
  * time-driven work (a CronJob's next run).
  */
 import { WorkQueue } from '../../../../src/audit/work-queue.ts';
+import { objKey } from '../apiserver/store.ts';
+import { meta } from '../apiserver/types.ts';
+import { OwnedIndex, type Gvr, type Host } from './host.ts';
 
 export type Sync = (key: string) => Promise<void>;
 
@@ -103,11 +106,32 @@ export class ControllerQueue {
   }
 }
 
-/** "namespace/name" keys. */
-export function key(namespace: string, name: string): string {
-  return `${namespace}/${name}`;
+/**
+ * The event wiring of a controller of `kind` objects (`resource`) that
+ * controls `owns` objects: an owner is synced on its own events and on those
+ * of the objects it owns, and every existing owner once at the start. The
+ * sync reads the owned objects from `owned`.
+ */
+export function runOwnerController(
+  host: Host,
+  spec: { name: string; kind: string; resource: Gvr; owns: Gvr },
+  sync: Sync,
+  onError: (err: unknown) => void,
+  signal: AbortSignal,
+): { queue: ControllerQueue; owned: OwnedIndex; idle(): Promise<void> } {
+  const queue = new ControllerQueue(spec.name, sync, signal, (_k, err) => onError(err));
+  const owned = new OwnedIndex(host, spec.owns, (ownerUid, ev) => {
+    const m = meta(ev.object);
+    const owner = (m.ownerReferences ?? []).find((r) => r.uid === ownerUid);
+    if (owner?.kind === spec.kind) queue.add(objKey(m.namespace ?? '', owner.name));
+  });
+  const stop = host.watch(spec.resource, (ev) => queue.add(objKey(meta(ev.object).namespace ?? '', meta(ev.object).name ?? '')));
+  signal.addEventListener('abort', () => { stop(); owned.stop(); }, { once: true });
+  for (const o of host.list(spec.resource)) queue.add(objKey(meta(o).namespace ?? '', meta(o).name ?? ''));
+  return { queue, owned, idle: () => queue.idle() };
 }
 
+/** A "namespace/name" key (store.ts objKey) as its two parts. */
 export function splitKey(k: string): [string, string] {
   const i = k.indexOf('/');
   return [k.slice(0, i), k.slice(i + 1)];
