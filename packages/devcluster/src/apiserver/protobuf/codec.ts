@@ -1,3 +1,4 @@
+// One file of 470 lines: the two directions of the JSON <-> message mapping share its plans and change together.
 /**
  * `application/vnd.kubernetes.protobuf` for the built-in kinds: the JSON
  * form the server stores <-> proto2 bytes. The wire format is
