@@ -21,6 +21,7 @@ import { ExceptionEvents } from '../audit/exception-events.ts';
 import { ProblemEvents } from '../audit/problem-events.ts';
 import { RuleProblems } from '../audit/rule-problems.ts';
 import { compileProblems, VapProblems } from '../audit/vap-events.ts';
+import { Gate } from '../evaluation/gate.ts';
 import { EvaluationPool } from '../evaluation/pool.ts';
 import { FencedWriter } from '../kube/fenced-writer.ts';
 import { leaderElectionConfig, LeaderElector, makeIdentity } from '../leader/index.ts';
@@ -29,6 +30,9 @@ import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import type { KubeObject } from '../policy/types.ts';
 import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
+
+/** Threads of the audit's own evaluation pool (adr/0013). */
+const AUDIT_THREADS = 1;
 
 export const VERSION = '0.1.0';
 
@@ -106,10 +110,12 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   ruleProblemSink.problems = ruleProblems;
   // The audit's own evaluation pool (adr/0013): one thread, so a full pass never takes a worker from admission.
   const auditEvaluation = new EvaluationPool(
-    { name: 'audit', workers: 1, timeoutMs: config.evaluationTimeout },
+    { name: 'audit', workers: AUDIT_THREADS, timeoutMs: config.evaluationTimeout },
     { rules: source.ruleSet, vaps: vaps.set, params: vaps.params },
     { logger: componentLogger(root, 'evaluation'), registry },
   );
+  // Audit evaluations reach that thread one at a time, so queueing never eats an evaluation's deadline (see Gate).
+  const auditTurn = new Gate(AUDIT_THREADS);
   const { evaluator, actuator } = buildAudit(
     {
       installNamespace: config.installNamespace,
@@ -124,12 +130,12 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       client,
       writer,
       ruleSet: source.ruleSet,
-      evaluate: (input) => auditEvaluation.audit(input),
+      evaluate: (input) => auditTurn.run(() => auditEvaluation.audit(input)),
       policies: [
         new VapAuditPolicySource(
           vaps,
           (policy, problem, name) => vapProblems.note(policy, problem, name),
-          (attrs, namespaceObject) => auditEvaluation.vap(attrs, namespaceObject),
+          (attrs, namespaceObject) => auditTurn.run(() => auditEvaluation.vap(attrs, namespaceObject)),
         ),
       ],
       onRuleError: (verdict, object) => ruleProblems.verdictError('audit', verdict, object),

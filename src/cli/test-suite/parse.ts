@@ -10,6 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
 import { yamlNestingProblem } from '../../config/yaml.ts';
+import { closest } from '../args.ts';
 import { SUITE_API_VERSION, SUITE_KIND, type Position, type SuiteProblem, type SuiteSpec } from './format.ts';
 import { parseRfc3339 } from '../../policy/index.ts';
 
@@ -122,36 +123,6 @@ function valueAt(value: unknown, path: SuitePath): unknown {
 function knownProperties(e: ErrorObject): string[] {
   const schema = e.parentSchema as { properties?: Record<string, unknown> } | undefined;
   return Object.keys(schema?.properties ?? {});
-}
-
-function closest(word: string, known: readonly string[]): string | undefined {
-  const lower = word.toLowerCase();
-  const hit = known.find((k) => k.toLowerCase() === lower);
-  if (hit) return hit;
-  let best: string | undefined;
-  let bestD = 3;
-  for (const k of known) {
-    const d = distance(lower, k.toLowerCase());
-    if (d < bestD) {
-      best = k;
-      bestD = d;
-    }
-  }
-  return best;
-}
-
-function distance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0] as number;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j] as number;
-      row[j] = Math.min((row[j] as number) + 1, (row[j - 1] as number) + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length] as number;
 }
 
 /** One ajv error as a sentence about the suite, and the place it is about. */
