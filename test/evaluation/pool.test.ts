@@ -173,7 +173,9 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     decided.forEach((d, i) => assert.deepEqual(d, decideAdmission(rules, inputs[i]!), `web-${i}`));
     const d = await slow;
     assert.deepEqual(events.slice(-1), ['slow'], 'the others were answered while the slow one ran');
-    assert.equal((d as { message: string }).message, 'rule slow-nonroot could not be evaluated: the evaluation deadline (5000 ms) passed while it ran; it was abandoned');
+    // Its own verdict (a violation, or the error at the deadline on a slower machine): a denial either way.
+    assert.equal(d.allowed, false);
+    assert.match((d as { message: string }).message, /slow-nonroot/);
     assert.ok((pool.stats().reclaims as number) >= 1);
   });
 
