@@ -78,6 +78,8 @@ export interface Program {
    * functions charge, and the evaluation deadline bounds it.
    */
   readonly fallback: string | undefined;
+  /** @internal the generated JavaScript (undefined for a fallback), for tests. */
+  readonly source: string | undefined;
   /** Estimated worst-case cost (estimate.ts), shown in /debug/vars. */
   readonly estimatedCost: number;
 }
@@ -161,16 +163,17 @@ export function fallbackCounts(): ReadonlyMap<string, number> {
   return fallbackEvaluations;
 }
 
-function executable(run: ParseResult, expression: string): { exec: Exec; fallback: string | undefined } {
+function executable(run: ParseResult, expression: string): { exec: Exec; fallback: string | undefined; source: string | undefined } {
   try {
-    return { exec: generate(run.ast, { variables: ACTIVATION_VARIABLES, matches }).exec, fallback: undefined };
+    const g = generate(run.ast, { variables: ACTIVATION_VARIABLES, matches });
+    return { exec: g.exec, fallback: undefined, source: g.source };
   } catch (e) {
     if (!(e instanceof Unsupported)) throw e;
     const exec: Exec = (context) => {
       fallbackEvaluations.set(expression, (fallbackEvaluations.get(expression) ?? 0) + 1);
       return run(context);
     };
-    return { exec, fallback: e.message };
+    return { exec, fallback: e.message, source: undefined };
   }
 }
 
@@ -312,8 +315,8 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
   if (resultType !== 'any' && t !== resultType && t !== 'dyn') {
     return compileError(expression, `the expression must evaluate to ${resultType}, but it evaluates to ${t}`, 0);
   }
-  const { exec, fallback } = executable(run, expression);
-  return Object.freeze({ ok: true as const, expression, resultType, run, exec, fallback, estimatedCost: estimateCost(run.ast) });
+  const { exec, fallback, source } = executable(run, expression);
+  return Object.freeze({ ok: true as const, expression, resultType, run, exec, fallback, source, estimatedCost: estimateCost(run.ast) });
 }
 
 const contexts = new WeakMap<Activation, Readonly<Record<string, unknown>>>();
