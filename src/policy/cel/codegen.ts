@@ -38,7 +38,7 @@
  * Pure: no I/O.
  */
 import { Optional } from '@marcbachmann/cel-js';
-import { runtime, type Runtime, MAX_OPERANDS, delegate } from './runtime.ts';
+import { built, runtime, type Runtime, MAX_OPERANDS, delegate } from './runtime.ts';
 import { sizeCost, type Meter } from './meter.ts';
 import { isCostedCall } from './charges.ts';
 
@@ -194,6 +194,7 @@ class Generator {
         if (this.opts.variables.includes(name)) {
           const t = this.temp();
           this.emit(`${t} = ctx[${str(name)}];`);
+          this.number(t);
           this.sized(t, root);
           return t;
         }
@@ -207,6 +208,7 @@ class Generator {
         const f = str(field);
         const v = this.temp();
         this.emit(`${v} = (${t} !== null && typeof ${t} === "object" && ${t}.constructor === Object && Object.hasOwn(${t}, ${f})) ? ${t}[${f}] : R.sel(${t}, ${f});`);
+        this.emit(`if (typeof ${v} === "number") ${v} = R.read(${t}, ${v});`);
         this.sized(v, root);
         return v;
       }
@@ -270,6 +272,11 @@ class Generator {
     }
   }
 
+  /** A value read from the input: an integral JSON number is a CEL int (runtime.ts's num). */
+  private number(v: string): void {
+    this.emit(`if (typeof ${v} === "number") ${v} = R.num(${v});`);
+  }
+
   /** Charges the size of a produced value (not for the root, as cel-js's meter did not). */
   private sized(v: string, root: boolean): void {
     if (!root) this.emit(`m.used += R.sz(${v});`);
@@ -320,11 +327,11 @@ class Generator {
       const values = items.map((i) => i.args);
       if (!root) this.charge(sizeCost(values) + values.reduce<number>((s, v) => s + 1 + sizeCost(v), 0));
       // CEL values are immutable and the generated code never mutates a list it did not create: one array serves every evaluation.
-      return values.length === 0 ? '[]' : this.constant(values);
+      return values.length === 0 ? 'R.EMPTY_LIST' : this.constant(built(values));
     }
     const parts = items.map((i) => this.value(i));
     const v = this.temp();
-    this.emit(`${v} = [${parts.join(', ')}];`);
+    this.emit(`${v} = R.built([${parts.join(', ')}]);`);
     if (!root) this.charge(sizeCost(items));
     return v;
   }
@@ -478,7 +485,7 @@ class Generator {
           `${accu} = ${!decisive}; ${error} = undefined;`,
           `for (${i} = 0; ${i} < ${items}.length; ${i}++) {`,
           `if (${accu} === ${decisive}) break;`,
-          `${x} = ${items}[${i}];`,
+          `${x} = ${items}[${i}]; if (typeof ${x} === "number") ${x} = R.read(${coll}, ${x});`,
           `try {\n${p.code}\n${accu} = R.cond(${p.value}, ${label(`${kind}(var, predicate) predicate`)});\n} catch (e) { ${error} ??= R.caught(e); }`,
           `}`,
           `if (${error} !== undefined && ${accu} === ${!decisive}) throw ${error};`,
@@ -490,7 +497,7 @@ class Generator {
         loop = [
           `${accu} = 0;`,
           `for (${i} = 0; ${i} < ${items}.length; ${i}++) {`,
-          `${x} = ${items}[${i}];`,
+          `${x} = ${items}[${i}]; if (typeof ${x} === "number") ${x} = R.read(${coll}, ${x});`,
           `${p.code}\nif (R.cond(${p.value}, ${label('exists_one(var, predicate) predicate')})) ${accu}++;`,
           `}`,
           `${accu} = ${accu} === 1;`,
@@ -513,7 +520,7 @@ class Generator {
           this.emit(`if (R.cond(${fv}, ${label(what)})) {\n${kept.code}\n${accu}.push(${kept.value});\n}`);
           return 'undefined';
         });
-        loop = [`${accu} = [];`, `for (${i} = 0; ${i} < ${items}.length; ${i}++) {`, `${x} = ${items}[${i}];`, s.code, `}`].join('\n');
+        loop = [`${accu} = [];`, `for (${i} = 0; ${i} < ${items}.length; ${i}++) {`, `${x} = ${items}[${i}]; if (typeof ${x} === "number") ${x} = R.read(${coll}, ${x});`, s.code, `}`, `R.built(${accu});`].join('\n');
         break;
       }
       default:
@@ -563,13 +570,13 @@ class Generator {
         loop = [`${accu} = 0;`, head, b.code, `if (${b.value} === true) ${accu}++;`, `}`, `${accu} = ${accu} === 1;`].join('\n');
         break;
       case 'transformList':
-        loop = [`${accu} = [];`, head, filtered(`${b.code}\n${accu}.push(${b.value});`), `}`].join('\n');
+        loop = [`${accu} = [];`, head, filtered(`${b.code}\n${accu}.push(${b.value});`), `}`, `R.built(${accu});`].join('\n');
         break;
       case 'transformMap':
-        loop = [`${accu} = {};`, head, filtered(`${b.code}\nR.put(${accu}, String(${k}), ${b.value});`), `}`].join('\n');
+        loop = [`${accu} = {};`, head, filtered(`${b.code}\nR.put(${accu}, String(${k}), ${b.value});`), `}`, `R.built(${accu});`].join('\n');
         break;
       case 'transformMapEntry':
-        loop = [`${accu} = {};`, head, filtered(`${b.code}\nR.putEntry(${accu}, ${b.value});`), `}`].join('\n');
+        loop = [`${accu} = {};`, head, filtered(`${b.code}\nR.putEntry(${accu}, ${b.value});`), `}`, `R.built(${accu});`].join('\n');
         break;
       default:
         throw new Unsupported(`macro ${kind}`);
@@ -615,6 +622,7 @@ class Generator {
       this.emit(
         `${v} = (${inner} !== null && typeof ${inner} === "object" && ${inner}.constructor === Object) ? (Object.hasOwn(${inner}, ${f}) ? ${inner}[${f}] : R.ABSENT) : R.ostep(${inner}, ${f});`,
       );
+      this.emit(`if (typeof ${v} === "number") ${v} = R.read(${inner}, ${v});`);
       return v;
     }
     const base = this.value(t);

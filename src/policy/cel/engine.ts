@@ -15,7 +15,7 @@
 import { Environment, type ParseResult } from '@marcbachmann/cel-js';
 import { activeMeter, CostLimitExceeded, enterMeter, exitMeter, type Meter } from './meter.ts';
 import { generate, Unsupported, type Exec } from './codegen.ts';
-import { MAX_OPERANDS, operandName, setDelegateEnvironment } from './runtime.ts';
+import { builtDeep, cel, MAX_OPERANDS, operandName, setDelegateEnvironment } from './runtime.ts';
 import { estimateCost } from './estimate.ts';
 import { lineColumn, offsetOf, rewriteNamespacedCalls, unescapeFieldName, walk } from './source.ts';
 import { toCel } from './values.ts';
@@ -152,7 +152,7 @@ setDelegateEnvironment(delegateEnv);
  * @internal
  */
 export function interpreted(program: Program): Program {
-  return Object.freeze({ ...program, exec: (context: Record<string, unknown>) => program.run(context) });
+  return Object.freeze({ ...program, exec: (context: Record<string, unknown>) => builtDeep(program.run(celValues(context))) });
 }
 
 /** How many evaluations ran on cel-js instead of generated code, by expression (engine-wide, this thread). */
@@ -171,7 +171,7 @@ function executable(run: ParseResult, expression: string): { exec: Exec; fallbac
     if (!(e instanceof Unsupported)) throw e;
     const exec: Exec = (context) => {
       fallbackEvaluations.set(expression, (fallbackEvaluations.get(expression) ?? 0) + 1);
-      return run(context);
+      return builtDeep(run(celValues(context)));
     };
     return { exec, fallback: e.message, source: undefined };
   }
@@ -322,9 +322,10 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
 const contexts = new WeakMap<Activation, Readonly<Record<string, unknown>>>();
 
 /**
- * The cel-js context for an activation: JSON → CEL values, missing → null.
- * Cached per activation object (callers share one activation across the rules
- * of a request); callers that add `variables` must copy it.
+ * The context of an activation: its objects as given (the generated code
+ * reads JSON as parsed, runtime.ts), missing → null. Cached per activation
+ * object (callers share one activation across the rules of a request);
+ * callers that add `variables` must copy it.
  */
 export function celContext(a: Activation): Readonly<Record<string, unknown>> {
   const hit = contexts.get(a);
@@ -336,13 +337,32 @@ export function celContext(a: Activation): Readonly<Record<string, unknown>> {
 
 function buildContext(a: Activation): Record<string, unknown> {
   return {
-    object: toCel(a.object),
-    oldObject: toCel(a.oldObject),
-    request: toCel(a.request),
-    params: toCel(a.params),
-    namespaceObject: toCel(a.namespaceObject),
+    object: a.object ?? null,
+    oldObject: a.oldObject ?? null,
+    request: a.request ?? null,
+    params: a.params ?? null,
+    namespaceObject: a.namespaceObject ?? null,
     variables: a.variables ?? EMPTY,
   };
+}
+
+/**
+ * A context as cel-js's own evaluation needs it (the fallback): JSON → CEL
+ * values (toCel, cached per object), and `variables` read through getters
+ * that convert what the lazily evaluated variables give.
+ */
+function celValues(context: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of ACTIVATION_VARIABLES) {
+    if (k !== 'variables') out[k] = toCel(context[k]);
+  }
+  const vars = context['variables'] as Record<string, unknown> | undefined;
+  const converted: Record<string, unknown> = {};
+  if (vars !== undefined && vars !== null) {
+    for (const name of Object.keys(vars)) Object.defineProperty(converted, name, { enumerable: true, get: () => cel(vars[name]) });
+  }
+  out['variables'] = converted;
+  return out;
 }
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze(Object.create(null) as Record<string, unknown>);
 
@@ -414,6 +434,8 @@ export function evaluate(
     }
     return { ok: false, kind: 'runtime', message: failureMessage(failure), cost };
   }
+  // Aggregates read from the input leave as CEL values (integral numbers as ints).
+  if (value !== null && typeof value === 'object') value = cel(value);
   const wrong = checkType(program, value);
   if (wrong) return { ok: false, kind: 'runtime', message: wrong, cost };
   return { ok: true, value, cost };

@@ -57,11 +57,108 @@ export function delegate(source: string): ParseResult {
   return p;
 }
 
+/**
+ * The generated code reads the admission objects as they were parsed from
+ * JSON, where every number is a double; CEL types integral numbers (a
+ * `runAsUser`, a `containerPort`) as int. So a number read from an input
+ * list or map becomes an int when integral ({@link num}), and a number read
+ * from a list or map that CEL built (a literal, a `map()` result, what
+ * cel-js returned) stays as it is: the generated code and this runtime mark
+ * what they build ({@link built}). Input aggregates stay as parsed, and
+ * become CEL values ({@link cel}) only when they leave the generated code
+ * (to cel-js, or as a result).
+ */
+function num(v: number): number | bigint {
+  return Number.isSafeInteger(v) ? BigInt(v) : v;
+}
+
+/**
+ * Aggregates built by CEL that hold an integral double (`[2.0]`): reading
+ * from one must not turn it into an int. Any other aggregate reads as
+ * input (an int read from a CEL-built list is a bigint already, a
+ * non-integral double is not converted), so only those few are marked: a
+ * WeakSet entry per list would cost more than the reads it saves.
+ */
+const builtByCel = new WeakSet<object>();
+
+function holdsIntegralDouble(v: object): boolean {
+  const values = Array.isArray(v) ? v : isPlain(v) ? Object.values(v) : [];
+  for (const x of values) if (typeof x === 'number' && Number.isInteger(x)) return true;
+  return false;
+}
+
+/** Marks an object whose values are all CEL values (the `variables` object: reading it must not evaluate it). */
+export function celValuesOnly<T extends object>(v: T): T {
+  builtByCel.add(v);
+  return v;
+}
+
+/** Marks an aggregate built by CEL when it must be (see builtByCel); returns it. Call it once its elements are in. */
+export function built<T extends object>(v: T): T {
+  if (holdsIntegralDouble(v)) builtByCel.add(v);
+  return v;
+}
+
+/** True for an aggregate of the input (not built by CEL). */
+function isInput(v: unknown): boolean {
+  return !builtByCel.has(v as object);
+}
+
+/** A number read from `container`: an int when the container is input JSON and the number integral. */
+function read(container: unknown, v: number): number | bigint {
+  return builtByCel.has(container as object) ? v : num(v);
+}
+
+/** Marks a value cel-js returned, and every aggregate in it, as built by CEL. */
+export function builtDeep(v: unknown): unknown {
+  if (v !== null && typeof v === 'object' && !builtByCel.has(v) && (Array.isArray(v) || isPlain(v))) {
+    built(v);
+    for (const x of Array.isArray(v) ? v : Object.values(v)) builtDeep(x);
+  }
+  return v;
+}
+
+const celValues = new WeakMap<object, unknown>();
+
+/**
+ * A value as cel-js expects it: input aggregates copied with integral
+ * numbers as ints (cached per object), CEL-built ones copied only where
+ * they hold input aggregates. `input`: whether a number here was read from
+ * input JSON unconverted.
+ */
+export function cel(v: unknown, input = false): unknown {
+  if (typeof v === 'number') return input ? num(v) : v;
+  if (v === null || typeof v !== 'object') return v;
+  if (v instanceof Optional) return v.hasValue() ? Optional.of(cel(v.value())) : v;
+  const isArray = Array.isArray(v);
+  if (!isArray && !isPlain(v)) return v;
+  const raw = isInput(v);
+  if (raw) {
+    const hit = celValues.get(v);
+    if (hit !== undefined) return hit;
+  }
+  let out: unknown;
+  if (isArray) {
+    out = v.map((x) => cel(x, raw));
+  } else {
+    const o: Record<string, unknown> = {};
+    for (const k of Object.keys(v)) {
+      const x = cel((v as Record<string, unknown>)[k], raw);
+      if (k === '__proto__') Object.defineProperty(o, k, { value: x, enumerable: true, writable: true, configurable: true });
+      else o[k] = x;
+    }
+    out = o;
+  }
+  builtDeep(out);
+  if (raw) celValues.set(v, out);
+  return out;
+}
+
 /** Evaluates a delegated operation on operand values with cel-js's public evaluation. */
 function viaCelJs(source: string, ...operands: unknown[]): unknown {
   const context: Record<string, unknown> = {};
-  for (let i = 0; i < operands.length; i++) context[operandName(i)] = operands[i];
-  return delegate(source)(context);
+  for (let i = 0; i < operands.length; i++) context[operandName(i)] = cel(operands[i]);
+  return builtDeep(delegate(source)(context));
 }
 
 function err(message: string): EvaluationError {
@@ -72,6 +169,8 @@ function err(message: string): EvaluationError {
 function over(m: Meter): never {
   throw new CostLimitExceeded(m);
 }
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 function isPlain(v: object): boolean {
   const c = (v as { constructor?: unknown }).constructor;
@@ -92,7 +191,7 @@ function sel(t: unknown, f: string): unknown {
     return v;
   }
   if (Array.isArray(t)) throw err(`No such key: ${f}`);
-  return viaCelJs(`__a0.${f}`, t);
+  return viaCelJs(IDENT.test(f) ? `__a0.${f}` : '__a0[__a1]', t, f);
 }
 
 const NONE = Optional.none();
@@ -107,14 +206,14 @@ function osel(t: unknown, f: string): unknown {
   if (obj !== null && typeof obj === 'object') {
     if (isPlain(obj)) {
       const v = Object.hasOwn(obj, f) ? (obj as Record<string, unknown>)[f] : undefined;
-      return v === undefined ? NONE : Optional.of(v);
+      return v === undefined ? NONE : Optional.of(typeof v === 'number' ? read(obj, v) : v);
     }
     if (obj instanceof Map) {
       const v: unknown = obj.get(f);
       return v === undefined ? NONE : Optional.of(v);
     }
   }
-  return viaCelJs(`__a0.?${f}`, t);
+  return viaCelJs(IDENT.test(f) ? `__a0.?${f}` : '__a0[?__a1]', t, f);
 }
 
 /**
@@ -129,7 +228,7 @@ function ostep(t: unknown, f: string): unknown {
   if (t !== null && typeof t === 'object') {
     if (isPlain(t)) {
       const v = Object.hasOwn(t, f) ? (t as Record<string, unknown>)[f] : undefined;
-      return v === undefined ? ABSENT : v;
+      return v === undefined ? ABSENT : typeof v === 'number' ? read(t, v) : v;
     }
     if (t instanceof Map) {
       const v: unknown = t.get(f);
@@ -153,12 +252,12 @@ function idx(t: unknown, k: unknown): unknown {
     const v: unknown = Number.isInteger(i) ? t[i] : undefined;
     // cel-js's message (its `length || size` prints "undefined" for an empty list).
     if (v === undefined) throw err(`No such key: index out of bounds, index ${i} ${i < 0 ? '< 0' : `>= size ${t.length || undefined}`}`);
-    return v;
+    return typeof v === 'number' ? read(t, v) : v;
   }
   if (t !== null && typeof t === 'object' && typeof k === 'string' && isPlain(t)) {
     const v = Object.hasOwn(t, k) ? (t as Record<string, unknown>)[k] : undefined;
     if (v === undefined) throw err(`No such key: ${k}`);
-    return v;
+    return typeof v === 'number' ? read(t, v) : v;
   }
   return viaCelJs('__a0[__a1]', t, k);
 }
@@ -167,7 +266,7 @@ function idx(t: unknown, k: unknown): unknown {
 function oidx(t: unknown, k: unknown): unknown {
   if (t !== null && typeof t === 'object' && typeof k === 'string' && isPlain(t)) {
     const v = Object.hasOwn(t, k) ? (t as Record<string, unknown>)[k] : undefined;
-    return v === undefined ? NONE : Optional.of(v);
+    return v === undefined ? NONE : Optional.of(typeof v === 'number' ? read(t, v) : v);
   }
   return viaCelJs('__a0[?__a1]', t, k);
 }
@@ -198,8 +297,24 @@ function add(a: unknown, b: unknown): unknown {
     if (ta === 'bigint') return checkInt((a as bigint) + (b as bigint));
     if (ta === 'number' || ta === 'string') return (a as number) + (b as number);
   }
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === 0 ? b : b.length === 0 ? a : [...a, ...b];
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === 0 ? b : b.length === 0 ? a : concat(a, b);
   return viaCelJs('__a0 + __a1', a, b);
+}
+
+/** list + list: numbers of an input list are converted into the new (CEL-built) list. */
+function concat(a: unknown[], b: unknown[]): unknown[] {
+  const out = new Array<unknown>(a.length + b.length);
+  const ia = isInput(a);
+  const ib = isInput(b);
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i];
+    out[i] = ia && typeof x === 'number' ? num(x) : x;
+  }
+  for (let i = 0; i < b.length; i++) {
+    const x = b[i];
+    out[a.length + i] = ib && typeof x === 'number' ? num(x) : x;
+  }
+  return built(out);
 }
 
 function sub(a: unknown, b: unknown): unknown {
@@ -365,9 +480,10 @@ function range(coll: unknown): unknown[] {
 
 /** [key or index, value] pairs for a two-variable comprehension. */
 function entries(coll: unknown): [unknown, unknown][] {
-  if (Array.isArray(coll)) return coll.map((x, i) => [BigInt(i), x]);
+  const at = (x: unknown): unknown => (typeof x === 'number' ? read(coll, x) : x);
+  if (Array.isArray(coll)) return coll.map((x, i) => [BigInt(i), at(x)]);
   if (coll instanceof Map) return [...coll.entries()];
-  if (coll !== null && typeof coll === 'object' && isPlain(coll)) return Object.keys(coll).map((k) => [k, (coll as Record<string, unknown>)[k]]);
+  if (coll !== null && typeof coll === 'object' && isPlain(coll)) return Object.keys(coll).map((k) => [k, at((coll as Record<string, unknown>)[k])]);
   throw err('two-variable comprehensions need a list or a map');
 }
 
@@ -414,7 +530,7 @@ function mapOf(keys: unknown[], values: unknown[]): Record<string, unknown> {
     if (k === '__proto__' || k === 'constructor' || k === 'prototype') continue;
     out[String(k)] = values[i];
   }
-  return out;
+  return built(out);
 }
 
 /** What cel-js's has() reads for one field: the value, or undefined when absent. */
@@ -459,10 +575,19 @@ function put(out: Record<string, unknown>, k: string, v: unknown): void {
   else out[k] = v;
 }
 
+/** `[]`: one shared list (CEL values are immutable; the generated code pushes only to lists it created). */
+const EMPTY_LIST: readonly unknown[] = Object.freeze(built([]));
+
 /** The runtime object generated code receives as `R`. */
 export const runtime = Object.freeze({
   ABSENT,
   NONE,
+  EMPTY_LIST,
+  num,
+  read,
+  isInput,
+  built,
+  cel,
   Optional,
   over,
   sz: sizeCost,
