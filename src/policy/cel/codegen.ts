@@ -390,7 +390,9 @@ class Generator {
     if (costed) this.emit(`if ((m.used += R.callCost(${str(name)}, [${operands.join(', ')}])) > m.limit) R.over(m);`);
     const v = this.temp();
     const [a0, a1] = operands;
-    if (name === 'size' && operands.length === 1) {
+    if (rcall && ns === undefined && operands.length === 1 && (name === 'hasValue' || name === 'value')) {
+      this.emit(`${v} = ${a0} instanceof R.Optional ? ${a0}.${name}() : R.call(${str(this.callSource(name, ns, rcall, 1))}, ${a0});`);
+    } else if (name === 'size' && operands.length === 1) {
       this.emit(`${v} = Array.isArray(${a0}) ? BigInt(${a0}.length) : R.size(${a0});`);
     } else if (rcall && ns === undefined && operands.length === 2 && (name === 'startsWith' || name === 'endsWith' || name === 'contains')) {
       const method = name === 'contains' ? 'includes' : name;

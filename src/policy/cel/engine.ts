@@ -406,6 +406,8 @@ export function evaluate(
   budget: Budget = newBudget(),
   perCallLimit: number = PER_CALL_COST_LIMIT,
   converted = false,
+  /** Leave an aggregate result as the generated code gave it (for values other expressions read, e.g. VAP variables). */
+  raw = false,
 ): EvalResult {
   const limit = Math.min(perCallLimit, budget.remaining);
   const meter: Meter = { used: 0, limit };
@@ -435,7 +437,7 @@ export function evaluate(
     return { ok: false, kind: 'runtime', message: failureMessage(failure), cost };
   }
   // Aggregates read from the input leave as CEL values (integral numbers as ints).
-  if (value !== null && typeof value === 'object') value = cel(value);
+  if (!raw && value !== null && typeof value === 'object') value = cel(value);
   const wrong = checkType(program, value);
   if (wrong) return { ok: false, kind: 'runtime', message: wrong, cost };
   return { ok: true, value, cost };

@@ -87,9 +87,12 @@ function holdsIntegralDouble(v: object): boolean {
   return false;
 }
 
-/** Marks an object whose values are all CEL values (the `variables` object: reading it must not evaluate it). */
+/** The mark of an object whose values are all CEL values (a property: a WeakSet entry per evaluation costs GC time). */
+const CEL_VALUES = Symbol('CEL values');
+
+/** Marks an object whose values are all CEL values (a `variables` object: reading it must not evaluate it). */
 export function celValuesOnly<T extends object>(v: T): T {
-  builtByCel.add(v);
+  Object.defineProperty(v, CEL_VALUES, { value: true });
   return v;
 }
 
@@ -101,17 +104,17 @@ export function built<T extends object>(v: T): T {
 
 /** True for an aggregate of the input (not built by CEL). */
 function isInput(v: unknown): boolean {
-  return !builtByCel.has(v as object);
+  return (v as { [CEL_VALUES]?: boolean })[CEL_VALUES] !== true && !builtByCel.has(v as object);
 }
 
 /** A number read from `container`: an int when the container is input JSON and the number integral. */
 function read(container: unknown, v: number): number | bigint {
-  return builtByCel.has(container as object) ? v : num(v);
+  return isInput(container) ? num(v) : v;
 }
 
 /** Marks a value cel-js returned, and every aggregate in it, as built by CEL. */
 export function builtDeep(v: unknown): unknown {
-  if (v !== null && typeof v === 'object' && !builtByCel.has(v) && (Array.isArray(v) || isPlain(v))) {
+  if (v !== null && typeof v === 'object' && isInput(v) && (Array.isArray(v) || isPlain(v))) {
     built(v);
     for (const x of Array.isArray(v) ? v : Object.values(v)) builtDeep(x);
   }
@@ -149,7 +152,8 @@ export function cel(v: unknown, input = false): unknown {
     }
     out = o;
   }
-  builtDeep(out);
+  // Each level marks itself (its elements were converted above).
+  built(out as object);
   if (raw) celValues.set(v, out);
   return out;
 }
