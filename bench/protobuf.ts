@@ -1,5 +1,6 @@
 /**
- * Protobuf codec cost per object against JSON for the same object (issue 11):
+ * Protobuf codec cost per object against JSON for the same object (issue 11;
+ * since issue 21 the wire format is @bufbuild/protobuf's):
  * encode = JSON.stringify vs encodeObject (k8s\0 envelope + message), decode
  * = JSON.parse vs decodeObject, for a Pod, a Deployment, a ConfigMap and a
  * PodList of 100 Pods, plus the bytes on the wire. Ratios are against JSON

@@ -26,7 +26,8 @@ import type { LeaderTerm } from '../leader/term.ts';
 import type { Runnable } from '../manager/runnable.ts';
 import { ErrorCode, isPortalError, PortalError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
-import type { RuleSet, RuleState } from '../policy/index.ts';
+import type { ExceptionState, RuleSet, RuleState } from '../policy/index.ts';
+import { ExceptionStatusWriter } from './exception-status.ts';
 import type { KubeObject } from '../policy/types.ts';
 import { ActionExecutor, type ActionOutcome, type ActionTarget } from './actions.ts';
 import { decideAlert } from './alert-scheduler.ts';
@@ -61,6 +62,8 @@ export interface AuditActuatorDeps {
   evaluator: AuditEvaluator;
   /** The stored rule object of a RuleSet entry (for status comparisons). */
   ruleObject?: (state: RuleState) => KubeObject | undefined;
+  /** The stored PortalException of a RuleSet entry (its status is written against it). */
+  exceptionObject?: (state: ExceptionState) => KubeObject | undefined;
   logger: Logger;
   registry: Registry;
 }
@@ -86,6 +89,7 @@ interface Acting {
 export class AuditActuator implements Runnable {
   readonly name = 'audit-actuator';
   readonly status: StatusWriter;
+  readonly exceptionStatus: ExceptionStatusWriter;
   readonly #config: Readonly<AuditActuatorConfig>;
   readonly #evaluator: AuditEvaluator;
   readonly #log: Logger;
@@ -132,6 +136,18 @@ export class AuditActuator implements Runnable {
       this.#log,
       config.statusDebounceMs !== undefined ? { debounceMs: config.statusDebounceMs } : {},
     );
+    this.exceptionStatus = new ExceptionStatusWriter(
+      client,
+      writer,
+      {
+        states: () => deps.ruleSet.exceptionStates(),
+        exempted: (display) => this.#evaluator.exempted(display),
+        exceptionObject: (s) => deps.exceptionObject?.(s),
+        maxLifetimeMs: deps.ruleSet.options.maxLifetimeMs,
+      },
+      this.#log,
+      config.statusDebounceMs !== undefined ? { debounceMs: config.statusDebounceMs } : {},
+    );
   }
 
   needLeaderElection(): boolean {
@@ -151,8 +167,9 @@ export class AuditActuator implements Runnable {
     this.termStartedAt = Date.now();
     this.firstSideEffectAt = undefined;
     const detach = this.#evaluator.attach(this.#step(acting));
-    // A new leader writes every rule's status it finds wrong at once; followers kept no dirty set.
+    // A new leader writes every rule's and exception's status it finds wrong at once; followers kept no dirty set.
     this.status.markDirty();
+    this.exceptionStatus.markDirty();
     this.#scheduleStatus(acting);
     try {
       await this.#takeoverScan(acting);
@@ -160,7 +177,7 @@ export class AuditActuator implements Runnable {
     } finally {
       if (this.#acting === acting) this.#acting = undefined;
       await detach();
-      await this.status.close();
+      await Promise.all([this.status.close(), this.exceptionStatus.close()]);
       this.#running = false;
       this.#log.info({ epoch: term.epochString }, 'audit actuation stopped');
     }
@@ -179,6 +196,12 @@ export class AuditActuator implements Runnable {
       passEnded: (at, rules) => this.#passEnded(acting, at, rules),
       rulesChanged: () => {
         this.status.markDirty();
+        // An exception added, edited or removed: its status (Ready, message) may change.
+        this.exceptionStatus.markDirty();
+        this.#scheduleStatus(acting);
+      },
+      exceptionsChanged: (displays) => {
+        this.exceptionStatus.markDirty(displays);
         this.#scheduleStatus(acting);
       },
       coverageChanged: (ruleKeys) => {
@@ -189,7 +212,9 @@ export class AuditActuator implements Runnable {
   }
 
   #scheduleStatus(acting: Acting): void {
-    this.status.schedule(() => (this.#acting === acting ? acting.term : undefined), acting.signal);
+    const termOf = (): LeaderTerm | undefined => (this.#acting === acting ? acting.term : undefined);
+    this.status.schedule(termOf, acting.signal);
+    this.exceptionStatus.schedule(termOf, acting.signal);
   }
 
   // ---- takeover ------------------------------------------------------------
@@ -386,6 +411,7 @@ export class AuditActuator implements Runnable {
       leading: this.leading ?? null,
       lastAuditTime: Object.fromEntries([...this.#lastAuditTime].map(([k, d]) => [k, d.toISOString()])),
       statusWrites: this.status.writes,
+      exceptionStatusWrites: this.exceptionStatus.writes,
     };
   }
 }

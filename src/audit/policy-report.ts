@@ -125,6 +125,8 @@ export function buildPolicyReport(resource: ObjectReference, verdicts: readonly 
         resources: [resource],
         properties: { epoch: ctx.epoch, enforcement: v.enforcement, ruleKind: v.ruleKind },
       };
+      // An exempted object: `skip`, naming the PortalException (issue 18).
+      if (v.exception !== undefined) result.properties.exception = v.exception;
       if (v.category) result.category = v.category;
       const prev = previousByPolicy.get(`${v.rule}\u0000${v.reportRule ?? v.rule}`);
       if (prev && resultContentEqual(prev, result)) {

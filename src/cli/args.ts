@@ -1,3 +1,4 @@
+// Kept instead of node:util parseArgs: its strict mode throws on the first problem and rejects `--flag=false`; its loose mode takes `--policies --watch` as a value (checked on Node 24).
 /**
  * A small flag parser shared by the subcommands: `--name value`,
  * `--name=value`, boolean `--name` / `--name=false`, repeatable flags, and
@@ -97,24 +98,24 @@ export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], com
 }
 
 /**
- * The known name nearest to what was typed, for "did you mean": within edit
- * distance 2 (one for names of three letters or less, where two edits reach
- * almost anything), ignoring case; else the one known name it starts (a
- * truncated `--pod-security` → `--pod-security-version`).
+ * The known name nearest to what was typed, for "did you mean" (flags, suite
+ * fields): within edit distance 2 (one for names of three letters or less,
+ * where two edits reach almost anything), ignoring case; else the one known
+ * name it starts (a truncated `--pod-security` → `--pod-security-version`).
  */
 export function closest(typed: string, known: readonly string[]): string | undefined {
   const name = typed.toLowerCase();
   let best: string | undefined;
   let bestDistance = name.length <= 3 ? 2 : 3;
   for (const k of known) {
-    const d = editDistance(name, k);
+    const d = editDistance(name, k.toLowerCase());
     if (d < bestDistance) {
       best = k;
       bestDistance = d;
     }
   }
   if (best !== undefined) return best;
-  const extended = name.length >= 3 ? [...new Set(known)].filter((k) => k.startsWith(name)) : [];
+  const extended = name.length >= 3 ? [...new Set(known)].filter((k) => k.toLowerCase().startsWith(name)) : [];
   return extended.length === 1 ? extended[0] : undefined;
 }
 

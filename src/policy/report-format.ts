@@ -24,7 +24,7 @@ export interface EvaluatedResource {
   verdicts: readonly RuleVerdict[];
 }
 
-/** One line of `portal test --output json`, exactly the DESIGN §6 fields. */
+/** One line of `portal test --output json`: the DESIGN §6 fields, plus `exception` on exempted rows. */
 export interface TestResult {
   rule: string;
   kind: string;
@@ -32,6 +32,8 @@ export interface TestResult {
   name: string;
   result: Verdict;
   message: string;
+  /** Only on rows a PortalException exempted (result skip): its `namespace/name`. */
+  exception?: string;
 }
 
 export type Summary = Record<Verdict, number>;
@@ -51,6 +53,7 @@ export function toResults(evaluated: readonly EvaluatedResource[]): TestResult[]
       name: resource.name,
       result: v.result,
       message: v.message,
+      ...(v.exception !== undefined ? { exception: v.exception } : {}),
     })),
   );
 }
@@ -99,6 +102,8 @@ export interface PolicyReportResult {
   source: string;
   timestamp: { seconds: number; nanos: number };
   resources: ObjectReference[];
+  /** `exception: namespace/name` when a PortalException exempted the object (as the audit's reports). */
+  properties?: Record<string, string>;
 }
 
 export interface ObjectReference {
@@ -155,6 +160,7 @@ export function buildPolicyReport(evaluated: EvaluatedResource, now: Date): Poli
       resources: [scope],
     };
     if (v.category) r.category = v.category;
+    if (v.exception !== undefined) r.properties = { exception: v.exception };
     return r;
   });
   const metadata: PolicyReport['metadata'] = {

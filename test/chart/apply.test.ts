@@ -128,6 +128,7 @@ void test('kubectl apply of the rendered chart succeeds and creates every object
     'clusterpolicyreports.wgpolicyk8s.io',
     'policyreports.wgpolicyk8s.io',
     'portalclusterrules.portal.dev',
+    'portalexceptions.portal.dev',
     'portalrules.portal.dev',
   ]);
   const crdFile = join(dir, 'crds.json');

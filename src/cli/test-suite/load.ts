@@ -6,8 +6,8 @@
  * the entry it comes from; a suite with problems is not run.
  */
 import { dirname, isAbsolute, join } from 'node:path';
-import { readManifests, type ManifestDocument } from '../../config/manifests.ts';
-import type { KubeObject } from '../../policy/index.ts';
+import { loadRulesFromDirectory, readManifests, type ManifestDocument } from '../../config/manifests.ts';
+import { exceptionKey, parseRfc3339, type KubeObject, type PortalExceptionObject } from '../../policy/index.ts';
 import { OfflineEvaluator, describe, type OfflineRequest } from '../offline/evaluator.ts';
 import { loadPolicies } from '../offline/policies.ts';
 import { isPolicyObject, stringLabels, toResource, unsupported, type Resource } from '../offline/resources.ts';
@@ -39,115 +39,147 @@ export function resourceKey(r: { kind: string; namespace: string; name: string }
   return `${r.kind}\u0000${r.namespace}\u0000${r.name}`;
 }
 
+/** What every part of the loading shares: where problems go and how paths resolve. */
+interface Ctx {
+  file: string;
+  locate: Locator;
+  problems: SuiteProblem[];
+  /** A path of the suite, relative to its file. */
+  abs(p: string): string;
+  problem(at: SuitePath, message: string): void;
+}
+
 /** Reads one entry's files; problems point at the entry. */
-async function read(path: string, at: SuitePath, file: string, locate: Locator, problems: SuiteProblem[]): Promise<ManifestDocument[]> {
+async function read(ctx: Ctx, path: string, at: SuitePath): Promise<ManifestDocument[]> {
   const r = await readManifests([path]);
-  for (const e of r.errors) problems.push({ file, position: locate.at(at), message: `${pathText(at)}: ${e.source}: ${e.message}` });
+  for (const e of r.errors) ctx.problems.push({ file: ctx.file, position: ctx.locate.at(at), message: `${pathText(at)}: ${e.source}: ${e.message}` });
   return r.documents;
 }
 
-export async function loadSuite(file: string, spec: SuiteSpec, locate: Locator): Promise<{ ok: true; suite: LoadedSuite } | { ok: false; problems: SuiteProblem[] }> {
-  const base = dirname(file);
-  const abs = (p: string): string => (isAbsolute(p) ? p : join(base, p));
-  const problems: SuiteProblem[] = [];
-  const problem = (at: SuitePath, message: string): void => {
-    problems.push({ file, position: locate.at(at), message: `${pathText(at)}: ${message}` });
-  };
+type Policies = Awaited<ReturnType<typeof loadPolicies>>;
 
-  // Policies: one load, so names are checked across every entry.
-  const policyPaths = spec.policies.map(abs);
-  const policies = await loadPolicies(policyPaths, { across: "the suite's policies", takes: "a suite's policies entry" });
-  for (const p of policies.problems) {
-    const i = policyPaths.indexOf(p.path);
-    problem(['policies', i < 0 ? 0 : i], p.message);
+/**
+ * Exceptions: those among the policies, and the PortalException files of
+ * `exceptions:`, judged as `portal serve` judges them with the chart's
+ * defaults (OfflineEvaluator); names unique in a namespace.
+ */
+async function readExceptions(ctx: Ctx, spec: SuiteSpec, policies: Policies): Promise<PortalExceptionObject[]> {
+  const exceptions: PortalExceptionObject[] = [...policies.exceptions];
+  const exceptionSource = new Map<string, string>(exceptions.map((e) => [exceptionKey(e), "the suite's policies"]));
+  for (const [i, path] of (spec.exceptions ?? []).map(ctx.abs).entries()) {
+    const at: SuitePath = ['exceptions', i];
+    const loaded = await loadRulesFromDirectory(path);
+    for (const e of loaded.errors) ctx.problem(at, `${e.source}: ${e.message}`);
+    if (loaded.rules.length > 0 || loaded.vap.policies.length > 0 || loaded.vap.bindings.length > 0) {
+      ctx.problem(at, `${path}: holds rules or policies; exceptions lists PortalException manifests only (rules and policies go under policies)`);
+    }
+    if (loaded.errors.length === 0 && loaded.exceptions.length === 0) ctx.problem(at, `${path}: holds no PortalException`);
+    for (const ex of loaded.exceptions) {
+      const key = exceptionKey(ex);
+      const other = exceptionSource.get(key);
+      if (other !== undefined) {
+        ctx.problem(at, `PortalException ${ex.metadata.namespace ?? ''}/${ex.metadata.name} is also defined in ${other}; names must be unique in a namespace`);
+        continue;
+      }
+      exceptionSource.set(key, path);
+      exceptions.push(ex);
+    }
   }
+  return exceptions;
+}
 
-  // Resources: objects to evaluate, each named once.
-  const resources: Resource[] = [];
-  const where = new Map<string, string>();
-  const namespaceLabels = new Map<string, Record<string, string>>();
-  const namespaceSource = new Map<string, string>();
-  const params: { source: string; object: KubeObject }[] = [];
+interface Objects {
+  resources: Resource[];
+  /** resourceKey() -> the file that defines it. */
+  where: Map<string, string>;
+  namespaceLabels: Map<string, Record<string, string>>;
+  /** Namespace name -> where its labels come from. */
+  namespaceSource: Map<string, string>;
+  params: { source: string; object: KubeObject }[];
+}
+
+/** Resources: objects to evaluate, each named once (Namespaces among them also give labels; objects of a paramKind are params). */
+async function readResources(ctx: Ctx, spec: SuiteSpec, policies: Policies): Promise<Objects> {
+  const out: Objects = { resources: [], where: new Map(), namespaceLabels: new Map(), namespaceSource: new Map(), params: [] };
   const paramKinds = new Set(policies.vap.policies.flatMap((p) => (p.policy.spec.paramKind ? [`${p.policy.spec.paramKind.apiVersion}/${p.policy.spec.paramKind.kind}`] : [])));
-  for (const [i, path] of spec.resources.map(abs).entries()) {
+  for (const [i, path] of spec.resources.map(ctx.abs).entries()) {
     const at: SuitePath = ['resources', i];
-    const docs = await read(path, at, file, locate, problems);
-    for (const doc of docs) {
+    for (const doc of await read(ctx, path, at)) {
       if (isPolicyObject(doc.object)) continue;
       const why = unsupported(doc.object);
       if (why) {
-        problem(at, `${doc.source}: object #${doc.index + 1}: ${why}`);
+        ctx.problem(at, `${doc.source}: object #${doc.index + 1}: ${why}`);
         continue;
       }
       const r = toResource(doc.object);
       const key = resourceKey(r.ref);
-      const other = where.get(key);
+      const other = out.where.get(key);
       if (other !== undefined) {
-        problem(at, `${doc.source}: ${describe(r.ref)} is also defined in ${other}; a suite names its resources by kind, namespace and name, so each must be unique`);
+        ctx.problem(at, `${doc.source}: ${describe(r.ref)} is also defined in ${other}; a suite names its resources by kind, namespace and name, so each must be unique`);
         continue;
       }
-      where.set(key, doc.source);
-      resources.push(r);
+      out.where.set(key, doc.source);
+      out.resources.push(r);
       if (r.ref.kind === 'Namespace') {
-        namespaceLabels.set(r.ref.name, stringLabels(doc.object));
-        namespaceSource.set(r.ref.name, doc.source);
+        out.namespaceLabels.set(r.ref.name, stringLabels(doc.object));
+        out.namespaceSource.set(r.ref.name, doc.source);
       }
-      if (paramKinds.has(`${r.ref.apiVersion}/${r.ref.kind}`)) params.push({ source: doc.source, object: doc.object as KubeObject });
+      if (paramKinds.has(`${r.ref.apiVersion}/${r.ref.kind}`)) out.params.push({ source: doc.source, object: doc.object as KubeObject });
     }
   }
+  return out;
+}
 
-  // Namespaces: context only (labels), never evaluated.
+/** Namespaces: context only (labels), never evaluated; each namespace's labels given once. */
+async function readNamespaces(ctx: Ctx, spec: SuiteSpec, objects: Objects): Promise<void> {
   for (const [i, n] of (spec.namespaces ?? []).entries()) {
     const at: SuitePath = ['namespaces', i];
     const found: { name: string; labels: Record<string, string>; source: string }[] = [];
     if (typeof n === 'string') {
-      for (const doc of await read(abs(n), at, file, locate, problems)) {
+      for (const doc of await read(ctx, ctx.abs(n), at)) {
         const why = unsupported(doc.object);
         if (why || doc.object['kind'] !== 'Namespace') {
-          problem(at, `${doc.source}: object #${doc.index + 1}: ${why ?? `is a ${String(doc.object['kind'])}; namespaces lists Namespace manifests only (resources are under resources)`}`);
+          ctx.problem(at, `${doc.source}: object #${doc.index + 1}: ${why ?? `is a ${String(doc.object['kind'])}; namespaces lists Namespace manifests only (resources are under resources)`}`);
           continue;
         }
         found.push({ name: toResource(doc.object).ref.name, labels: stringLabels(doc.object), source: doc.source });
       }
     } else found.push({ name: n.name, labels: { ...(n.labels ?? {}) }, source: `namespaces[${i}]` });
     for (const ns of found) {
-      const other = namespaceSource.get(ns.name);
+      const other = objects.namespaceSource.get(ns.name);
       if (other !== undefined) {
-        problem(at, `namespace "${ns.name}" is also given in ${other}; give each namespace's labels once`);
+        ctx.problem(at, `namespace "${ns.name}" is also given in ${other}; give each namespace's labels once`);
         continue;
       }
-      namespaceSource.set(ns.name, ns.source);
-      namespaceLabels.set(ns.name, ns.labels);
+      objects.namespaceSource.set(ns.name, ns.source);
+      objects.namespaceLabels.set(ns.name, ns.labels);
     }
   }
+}
 
-  // Old objects (UPDATE): one per resource, matched by kind, namespace and name.
+/** Old objects (UPDATE): one per resource, matched by kind, namespace and name. */
+async function readOldObjects(ctx: Ctx, spec: SuiteSpec, objects: Objects): Promise<Map<string, KubeObject>> {
   const oldObjects = new Map<string, KubeObject>();
-  for (const [i, path] of (spec.oldResources ?? []).map(abs).entries()) {
+  for (const [i, path] of (spec.oldResources ?? []).map(ctx.abs).entries()) {
     const at: SuitePath = ['oldResources', i];
-    for (const doc of await read(path, at, file, locate, problems)) {
+    for (const doc of await read(ctx, path, at)) {
       const why = unsupported(doc.object);
       if (why) {
-        problem(at, `${doc.source}: object #${doc.index + 1}: ${why}`);
+        ctx.problem(at, `${doc.source}: object #${doc.index + 1}: ${why}`);
         continue;
       }
       const ref = toResource(doc.object).ref;
       const key = resourceKey(ref);
-      if (!where.has(key)) problem(at, `${doc.source}: ${describe(ref)} is not among the resources; each old object is the earlier version of a resource`);
-      else if (oldObjects.has(key)) problem(at, `${doc.source}: ${describe(ref)} is given twice`);
+      if (!objects.where.has(key)) ctx.problem(at, `${doc.source}: ${describe(ref)} is not among the resources; each old object is the earlier version of a resource`);
+      else if (oldObjects.has(key)) ctx.problem(at, `${doc.source}: ${describe(ref)} is given twice`);
       else oldObjects.set(key, doc.object as KubeObject);
     }
   }
-  const operation = spec.operation ?? 'CREATE';
-  if (operation === 'UPDATE' && problems.length === 0) {
-    const missing = resources.filter((r) => !oldObjects.has(resourceKey(r.ref))).map((r) => describe(r.ref));
-    if (missing.length > 0) problem(['oldResources'], `no old object for ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''}; an UPDATE needs the object before the change for every resource`);
-  }
-  if (problems.length === 0 && resources.length === 0) problem(['resources'], 'holds no object to evaluate (rules and policies among the files are not resources)');
+  return oldObjects;
+}
 
-  if (problems.length > 0) return { ok: false, problems };
-
-  // The results: every rule, binding and resource they name must exist.
+/** The results: every rule, binding and resource they name must exist, and each resource is expected once per rule. */
+function planExpectations(ctx: Ctx, spec: SuiteSpec, policies: Policies, resources: readonly Resource[]): PlannedExpectation[] {
   const rules = new Map<string, string>();
   for (const r of policies.rules) rules.set(r.kind === 'PortalRule' ? `${r.metadata.namespace ?? ''}/${r.metadata.name}` : r.metadata.name, r.kind);
   const vapNames = new Set(policies.vap.policies.map((p) => p.policy.metadata.name));
@@ -165,21 +197,21 @@ export async function loadSuite(file: string, spec: SuiteSpec, locate: Locator):
     const isVap = vapNames.has(e.rule);
     if (ruleKind === undefined && !isVap) {
       const known = [...rules.keys(), ...vapNames].sort();
-      problem(['results', i, 'rule'], `no rule or ValidatingAdmissionPolicy named "${e.rule}" among the suite's policies${known.length <= 30 ? ` (known: ${known.join(', ')})` : ''}`);
+      ctx.problem(['results', i, 'rule'], `no rule or ValidatingAdmissionPolicy named "${e.rule}" among the suite's policies${known.length <= 30 ? ` (known: ${known.join(', ')})` : ''}`);
       continue;
     }
     if (ruleKind !== undefined && isVap) {
-      problem(['results', i, 'rule'], `"${e.rule}" names both a ${ruleKind} and a ValidatingAdmissionPolicy among the suite's policies; test them in separate suites`);
+      ctx.problem(['results', i, 'rule'], `"${e.rule}" names both a ${ruleKind} and a ValidatingAdmissionPolicy among the suite's policies; test them in separate suites`);
       continue;
     }
     if (e.binding !== undefined) {
       if (!isVap) {
-        problem(['results', i, 'binding'], `binding is for ValidatingAdmissionPolicies; "${e.rule}" is a ${String(ruleKind)}`);
+        ctx.problem(['results', i, 'binding'], `binding is for ValidatingAdmissionPolicies; "${e.rule}" is a ${String(ruleKind)}`);
         continue;
       }
       const names = bindings.get(e.rule) ?? [];
       if (!names.includes(e.binding)) {
-        problem(['results', i, 'binding'], `ValidatingAdmissionPolicy "${e.rule}" has no binding "${e.binding}" (its bindings: ${names.join(', ') || 'none'})`);
+        ctx.problem(['results', i, 'binding'], `ValidatingAdmissionPolicy "${e.rule}" has no binding "${e.binding}" (its bindings: ${names.join(', ') || 'none'})`);
         continue;
       }
     }
@@ -187,28 +219,70 @@ export async function loadSuite(file: string, spec: SuiteSpec, locate: Locator):
       const at: SuitePath = ['results', i, 'resources', j];
       const candidates = (byKindName.get(`${e.kind}\u0000${name}`) ?? []).filter((r) => e.namespace === undefined || r.ref.namespace === e.namespace);
       if (candidates.length === 0) {
-        problem(at, `no ${e.kind} named "${name}"${e.namespace !== undefined ? ` in namespace "${e.namespace}"` : ''} among the resources`);
+        ctx.problem(at, `no ${e.kind} named "${name}"${e.namespace !== undefined ? ` in namespace "${e.namespace}"` : ''} among the resources`);
         continue;
       }
       if (candidates.length > 1) {
-        problem(at, `${e.kind} "${name}" exists in several namespaces (${candidates.map((r) => r.ref.namespace).sort().join(', ')}); set namespace in this entry`);
+        ctx.problem(at, `${e.kind} "${name}" exists in several namespaces (${candidates.map((r) => r.ref.namespace).sort().join(', ')}); set namespace in this entry`);
         continue;
       }
       const resource = candidates[0] as Resource;
       const key = `${e.rule}\u0000${e.binding ?? ''}\u0000${resourceKey(resource.ref)}`;
       const first = named.get(key);
       if (first !== undefined) {
-        problem(at, `${describe(resource.ref)} is already expected for ${e.rule}${e.binding ? ` (binding ${e.binding})` : ''} at line ${first}; name each resource once per rule`);
+        ctx.problem(at, `${describe(resource.ref)} is already expected for ${e.rule}${e.binding ? ` (binding ${e.binding})` : ''} at line ${first}; name each resource once per rule`);
         continue;
       }
-      const line = locate.at(at).line;
+      const line = ctx.locate.at(at).line;
       named.set(key, line);
       expectations.push({ entry: i, line, resource });
     }
   }
+  return expectations;
+}
+
+export async function loadSuite(file: string, spec: SuiteSpec, locate: Locator): Promise<{ ok: true; suite: LoadedSuite } | { ok: false; problems: SuiteProblem[] }> {
+  const base = dirname(file);
+  const problems: SuiteProblem[] = [];
+  const ctx: Ctx = {
+    file,
+    locate,
+    problems,
+    abs: (p) => (isAbsolute(p) ? p : join(base, p)),
+    problem: (at, message) => problems.push({ file, position: locate.at(at), message: `${pathText(at)}: ${message}` }),
+  };
+
+  // Policies: one load, so names are checked across every entry.
+  const policyPaths = spec.policies.map(ctx.abs);
+  const policies = await loadPolicies(policyPaths, { across: "the suite's policies", takes: "a suite's policies entry" });
+  for (const p of policies.problems) {
+    const i = policyPaths.indexOf(p.path);
+    ctx.problem(['policies', i < 0 ? 0 : i], p.message);
+  }
+  const exceptions = await readExceptions(ctx, spec, policies);
+  const objects = await readResources(ctx, spec, policies);
+  await readNamespaces(ctx, spec, objects);
+  const oldObjects = await readOldObjects(ctx, spec, objects);
+  const { resources } = objects;
+  const operation = spec.operation ?? 'CREATE';
+  if (operation === 'UPDATE' && problems.length === 0) {
+    const missing = resources.filter((r) => !oldObjects.has(resourceKey(r.ref))).map((r) => describe(r.ref));
+    if (missing.length > 0) ctx.problem(['oldResources'], `no old object for ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''}; an UPDATE needs the object before the change for every resource`);
+  }
+  if (problems.length === 0 && resources.length === 0) ctx.problem(['resources'], 'holds no object to evaluate (rules and policies among the files are not resources)');
   if (problems.length > 0) return { ok: false, problems };
 
-  const evaluator = new OfflineEvaluator({ rules: policies.rules, ruleSources: policies.ruleSources, vap: policies.vap }, { labels: namespaceLabels }, params);
+  const expectations = planExpectations(ctx, spec, policies, resources);
+  if (problems.length > 0) return { ok: false, problems };
+
+  // `now` is when expiry is judged; checked (a real date) by parse.ts.
+  const now = spec.now !== undefined ? parseRfc3339(spec.now) : undefined;
+  const evaluator = new OfflineEvaluator(
+    { rules: policies.rules, ruleSources: policies.ruleSources, exceptions, vap: policies.vap },
+    { labels: objects.namespaceLabels },
+    objects.params,
+    now !== undefined ? { now } : {},
+  );
   const request: LoadedSuite['request'] = { operation };
   if (spec.userInfo) request.userInfo = spec.userInfo;
   return { ok: true, suite: { file, name: spec.metadata?.name ?? '', spec, evaluator, resources, oldObjects, request, expectations } };

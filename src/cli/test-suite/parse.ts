@@ -10,7 +10,9 @@ import { readFile } from 'node:fs/promises';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
 import { yamlNestingProblem } from '../../config/yaml.ts';
+import { closest } from '../args.ts';
 import { SUITE_API_VERSION, SUITE_KIND, type Position, type SuiteProblem, type SuiteSpec } from './format.ts';
+import { parseRfc3339 } from '../../policy/index.ts';
 
 /** The schema ships in the repository and the image (schemas/), three levels above src/cli/test-suite and dist/cli/test-suite. */
 export const SCHEMA_URL = new URL('../../../schemas/portal-test.schema.json', import.meta.url);
@@ -121,36 +123,6 @@ function valueAt(value: unknown, path: SuitePath): unknown {
 function knownProperties(e: ErrorObject): string[] {
   const schema = e.parentSchema as { properties?: Record<string, unknown> } | undefined;
   return Object.keys(schema?.properties ?? {});
-}
-
-function closest(word: string, known: readonly string[]): string | undefined {
-  const lower = word.toLowerCase();
-  const hit = known.find((k) => k.toLowerCase() === lower);
-  if (hit) return hit;
-  let best: string | undefined;
-  let bestD = 3;
-  for (const k of known) {
-    const d = distance(lower, k.toLowerCase());
-    if (d < bestD) {
-      best = k;
-      bestD = d;
-    }
-  }
-  return best;
-}
-
-function distance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0] as number;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j] as number;
-      row[j] = Math.min((row[j] as number) + 1, (row[j - 1] as number) + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length] as number;
 }
 
 /** One ajv error as a sentence about the suite, and the place it is about. */
@@ -265,7 +237,7 @@ export async function parseSuite(file: string, text: string): Promise<ParseResul
   return { ok: true, suite: value as SuiteSpec, locate };
 }
 
-/** What the schema cannot say: fields that go together, reserved fields, real dates. */
+/** What the schema cannot say: fields that go together, real dates. */
 function checkSemantics(file: string, s: SuiteSpec, locate: Locator): SuiteProblem[] {
   const out: SuiteProblem[] = [];
   const op = s.operation ?? 'CREATE';
@@ -275,15 +247,9 @@ function checkSemantics(file: string, s: SuiteSpec, locate: Locator): SuiteProbl
   if (op !== 'UPDATE' && s.oldResources !== undefined) {
     out.push({ file, position: locate.at(['oldResources']), message: `oldResources is only for operation UPDATE (this suite's operation is ${op})` });
   }
-  if ((s.exceptions ?? []).length > 0) {
-    out.push({
-      file,
-      position: locate.at(['exceptions']),
-      message: 'exceptions is reserved for PortalException files, which this version of portal does not read yet; leave it empty or remove it',
-    });
-  }
-  if (s.now !== undefined && Number.isNaN(Date.parse(s.now))) {
-    out.push({ file, position: locate.at(['now']), message: `now is not a valid time: ${JSON.stringify(s.now)}` });
+  // The schema checks the shape; this the date itself (2026-02-30 is not one), as exceptions' expiresAt is parsed.
+  if (s.now !== undefined && parseRfc3339(s.now) === undefined) {
+    out.push({ file, position: locate.at(['now']), message: `now is not a valid RFC 3339 time: ${JSON.stringify(s.now)}; write it like 2026-12-31T00:00:00Z` });
   }
   const namespaces = new Map<string, number>();
   (s.namespaces ?? []).forEach((n, i) => {

@@ -11,9 +11,9 @@ import { ApiError } from '../apiserver/status.ts';
 import { clone, jsonEqual, meta, nowTimestamp, type Obj } from '../apiserver/types.ts';
 import { nextRun, parseCron, CronError } from './cron.ts';
 import type { Recorder } from './events.ts';
-import { controllerIdentity, CRONJOBS, JOBS, OwnedIndex, ownerRef, type Host } from './host.ts';
+import { controllerIdentity, CRONJOBS, JOBS, ownerRef, type Host } from './host.ts';
 import { jobFinished } from './job.ts';
-import { key, splitKey, WorkQueue } from './queue.ts';
+import { runOwnerController, splitKey } from './queue.ts';
 
 const IDENTITY = controllerIdentity('cronjob-controller');
 const SCHEDULED_AT = 'batch.kubernetes.io/cronjob-scheduled-timestamp';
@@ -116,14 +116,6 @@ export function runCronJobController(host: Host, record: Recorder, now: () => nu
     if (next !== undefined) queue.addAfter(k, next - t + 1);
   };
 
-  const queue = new WorkQueue(sync, signal, (_k, err) => onError(err));
-  const jobs = new OwnedIndex(host, JOBS, (ownerUid, ev) => {
-    const m = meta(ev.object);
-    const owner = (m.ownerReferences ?? []).find((r) => r.uid === ownerUid);
-    if (owner?.kind === 'CronJob') queue.add(key(m.namespace ?? '', owner.name));
-  });
-  const stop = host.watch(CRONJOBS, (ev) => queue.add(key(meta(ev.object).namespace ?? '', meta(ev.object).name ?? '')));
-  signal.addEventListener('abort', () => { stop(); jobs.stop(); }, { once: true });
-  for (const c of host.list(CRONJOBS)) queue.add(key(meta(c).namespace ?? '', meta(c).name ?? ''));
-  return { idle: () => queue.idle() };
+  const { owned: jobs, queue, idle } = runOwnerController(host, { name: 'cronjob-controller', kind: 'CronJob', resource: CRONJOBS, owns: JOBS }, sync, onError, signal);
+  return { idle };
 }

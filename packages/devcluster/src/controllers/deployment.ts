@@ -11,8 +11,8 @@
  */
 import { clone, isPlainObject, jsonEqual, meta, nowTimestamp, type Obj } from '../apiserver/types.ts';
 import type { Recorder } from './events.ts';
-import { controllerIdentity, DEPLOYMENTS, OwnedIndex, ownerRef, REPLICASETS, type Host } from './host.ts';
-import { key, splitKey, WorkQueue } from './queue.ts';
+import { controllerIdentity, DEPLOYMENTS, ownerRef, REPLICASETS, type Host } from './host.ts';
+import { runOwnerController, splitKey } from './queue.ts';
 
 const IDENTITY = controllerIdentity('deployment-controller');
 const HASH_LABEL = 'pod-template-hash';
@@ -238,14 +238,6 @@ export function runDeploymentController(host: Host, record: Recorder, onError: (
     await host.update(IDENTITY, DEPLOYMENTS, { ...clone(d), status }, 'status');
   };
 
-  const queue = new WorkQueue(sync, signal, (_k, err) => onError(err));
-  const rss = new OwnedIndex(host, REPLICASETS, (ownerUid, ev) => {
-    const m = meta(ev.object);
-    const owner = (m.ownerReferences ?? []).find((r) => r.uid === ownerUid);
-    if (owner?.kind === 'Deployment') queue.add(key(m.namespace ?? '', owner.name));
-  });
-  const stop = host.watch(DEPLOYMENTS, (ev) => queue.add(key(meta(ev.object).namespace ?? '', meta(ev.object).name ?? '')));
-  signal.addEventListener('abort', () => { stop(); rss.stop(); }, { once: true });
-  for (const d of host.list(DEPLOYMENTS)) queue.add(key(meta(d).namespace ?? '', meta(d).name ?? ''));
-  return { idle: () => queue.idle() };
+  const { owned: rss, idle } = runOwnerController(host, { name: 'deployment-controller', kind: 'Deployment', resource: DEPLOYMENTS, owns: REPLICASETS }, sync, onError, signal);
+  return { idle };
 }

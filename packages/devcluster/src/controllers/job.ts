@@ -9,8 +9,8 @@
  */
 import { clone, jsonEqual, meta, nowTimestamp, type Obj } from '../apiserver/types.ts';
 import type { Recorder } from './events.ts';
-import { controllerIdentity, JOBS, OwnedIndex, ownerRef, PODS, type Host } from './host.ts';
-import { key, splitKey, WorkQueue } from './queue.ts';
+import { controllerIdentity, JOBS, ownerRef, PODS, type Host } from './host.ts';
+import { runOwnerController, splitKey } from './queue.ts';
 import { isPodReady, podFromTemplate, slowStart } from './replicaset.ts';
 
 const IDENTITY = controllerIdentity('job-controller');
@@ -89,14 +89,6 @@ export function runJobController(host: Host, record: Recorder, onError: (err: un
     if (failure !== undefined) throw failure;
   };
 
-  const queue = new WorkQueue(sync, signal, (_k, err) => onError(err));
-  const pods_ = new OwnedIndex(host, PODS, (ownerUid, ev) => {
-    const m = meta(ev.object);
-    const owner = (m.ownerReferences ?? []).find((r) => r.uid === ownerUid);
-    if (owner?.kind === 'Job') queue.add(key(m.namespace ?? '', owner.name));
-  });
-  const stop = host.watch(JOBS, (ev) => queue.add(key(meta(ev.object).namespace ?? '', meta(ev.object).name ?? '')));
-  signal.addEventListener('abort', () => { stop(); pods_.stop(); }, { once: true });
-  for (const j of host.list(JOBS)) queue.add(key(meta(j).namespace ?? '', meta(j).name ?? ''));
-  return { idle: () => queue.idle() };
+  const { owned: pods_, idle } = runOwnerController(host, { name: 'job-controller', kind: 'Job', resource: JOBS, owns: PODS }, sync, onError, signal);
+  return { idle };
 }

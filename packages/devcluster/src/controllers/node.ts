@@ -8,7 +8,8 @@
 import { randomBytes } from 'node:crypto';
 import { clone, isPlainObject, meta, nowTimestamp, type Obj, type UserInfo } from '../apiserver/types.ts';
 import { NODES, PODS, type Host } from './host.ts';
-import { key, splitKey, WorkQueue } from './queue.ts';
+import { objKey } from '../apiserver/store.ts';
+import { ControllerQueue, splitKey } from './queue.ts';
 
 export const NODE_NAME = 'portal-dev-node';
 export const NODE_IP = '172.18.0.2';
@@ -174,13 +175,13 @@ export async function runNode(host: Host, opts: NodeOptions, signal: AbortSignal
       finishTimers.get(k)!.unref();
     }
   };
-  const queue = new WorkQueue(sync, signal, (_k, err) => opts.onError(err));
+  const queue = new ControllerQueue('kubelet', sync, signal, (_k, err) => opts.onError(err));
   const stop = host.watch(PODS, (ev) => {
     const m = meta(ev.object);
-    queue.add(key(m.namespace ?? '', m.name ?? ''));
+    queue.add(objKey(m.namespace ?? '', m.name ?? ''));
   });
   signal.addEventListener('abort', stop, { once: true });
-  for (const p of host.list(PODS)) queue.add(key(meta(p).namespace ?? '', meta(p).name ?? ''));
+  for (const p of host.list(PODS)) queue.add(objKey(meta(p).namespace ?? '', meta(p).name ?? ''));
   return { idle: () => queue.idle() };
 }
 

@@ -1,105 +1,137 @@
 /**
- * A work queue like client-go's: a key queued several times before its turn
- * is synced once, one sync per key at a time, failures retried with
- * exponential backoff (5 ms doubling to 10 s), and delayed adds for
- * time-driven work (a CronJob's next run). Nothing polls: keys arrive from
- * store events.
+ * Runs a controller's sync over the product's keyed work queue
+ * (src/audit/work-queue.ts: a key queued several times before its turn is
+ * synced once, one sync per key at a time, a key re-added during its sync
+ * runs again afterwards, exponential backoff, delayed adds). What a
+ * controller adds on top, as client-go's controllers do:
+ * - the burst of store events of one write is coalesced into one add per key;
+ * - a fixed number of workers (5, kube-controller-manager's default
+ *   concurrent syncs per controller);
+ * - retries never give up (5 ms doubling to 10 s, client-go's default
+ *   controller rate limiter), and the queue has no size bound (the store is
+ *   the bound);
+ * - `idle()` for tests and benches.
+ * Nothing polls: keys arrive from store events, or from `addAfter` for
+ * time-driven work (a CronJob's next run).
  */
-import { backoffDelay } from '../../../../src/kube/backoff.ts';
+import { WorkQueue } from '../../../../src/audit/work-queue.ts';
+import { objKey } from '../apiserver/store.ts';
+import { meta } from '../apiserver/types.ts';
+import { OwnedIndex, type Gvr, type Host } from './host.ts';
 
 export type Sync = (key: string) => Promise<void>;
 
-export class WorkQueue {
-  private readonly pending = new Set<string>();
-  private readonly running = new Set<string>();
-  /** Keys re-added while being synced run again afterwards. */
-  private readonly dirty = new Set<string>();
-  private readonly failures = new Map<string, number>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
-  private scheduled = false;
-  /** Resolves when the queue is idle (for benches and tests). */
-  private idleWaiters: (() => void)[] = [];
+const WORKERS = 5;
+/** setTimeout's largest delay; a longer one would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
-  constructor(
-    private readonly sync: Sync,
-    private readonly signal: AbortSignal,
-    private readonly onError: (key: string, err: unknown) => void,
-  ) {
+export class ControllerQueue {
+  readonly #queue: WorkQueue;
+  readonly #signal: AbortSignal;
+  /** Keys of the current burst of store events, added to the queue on the next turn. */
+  readonly #burst = new Set<string>();
+  #scheduled = false;
+  #idleWaiters: (() => void)[] = [];
+
+  constructor(name: string, sync: Sync, signal: AbortSignal, onError: (key: string, err: unknown) => void) {
+    this.#queue = new WorkQueue({ name, maxSize: Number.MAX_SAFE_INTEGER, maxRetries: Number.POSITIVE_INFINITY, baseDelayMs: 5, maxDelayMs: 10_000 });
+    this.#signal = signal;
     signal.addEventListener('abort', () => {
-      for (const t of this.timers.values()) clearTimeout(t);
-      this.timers.clear();
+      this.#queue.destroy();
+      this.#burst.clear();
+      this.#wakeIdle();
     }, { once: true });
+    for (let i = 0; i < WORKERS; i++) void this.#work(sync, onError);
   }
 
   add(key: string): void {
-    if (this.signal.aborted) return;
-    if (this.running.has(key)) {
-      this.dirty.add(key);
-      return;
-    }
-    this.pending.add(key);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      // setImmediate batches the burst of store events of one write.
-      setImmediate(() => this.drain());
+    if (this.#signal.aborted) return;
+    this.#burst.add(key);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(() => this.#flush());
     }
   }
 
-  /** Adds `key` after `ms` (replacing an earlier delayed add of the same key). */
+  /** Adds `key` after `ms` (an earlier pending delayed add of the key wins; the sync re-schedules). */
   addAfter(key: string, ms: number): void {
-    if (this.signal.aborted) return;
-    const old = this.timers.get(key);
-    if (old) clearTimeout(old);
-    const t = setTimeout(() => {
-      this.timers.delete(key);
-      this.add(key);
-    }, Math.max(0, Math.min(ms, 2 ** 31 - 1)));
-    t.unref();
-    this.timers.set(key, t);
+    if (this.#signal.aborted) return;
+    this.#queue.addAfter(key, undefined, Math.max(0, Math.min(ms, MAX_TIMER_MS)));
   }
 
+  /** Resolves when no key is waiting or being synced (delayed adds do not count). */
   idle(): Promise<void> {
-    if (this.isIdle()) return Promise.resolve();
-    return new Promise((r) => this.idleWaiters.push(r));
+    if (this.#isIdle()) return Promise.resolve();
+    return new Promise((r) => this.#idleWaiters.push(r));
   }
 
-  private isIdle(): boolean {
-    return this.pending.size === 0 && this.running.size === 0;
+  #flush(): void {
+    this.#scheduled = false;
+    if (!this.#queue.closed) for (const key of this.#burst) this.#queue.add(key);
+    this.#burst.clear();
+    this.#checkIdle();
   }
 
-  private drain(): void {
-    this.scheduled = false;
-    const keys = [...this.pending];
-    this.pending.clear();
-    for (const key of keys) {
-      this.running.add(key);
-      void this.sync(key).then(
-        () => this.failures.delete(key),
-        (err: unknown) => {
-          if (this.signal.aborted) return;
-          const n = (this.failures.get(key) ?? 0) + 1;
-          this.failures.set(key, n);
-          this.onError(key, err);
-          this.addAfter(key, backoffDelay(n - 1, { initialMs: 5, maxMs: 10_000 }));
-        },
-      ).finally(() => {
-        this.running.delete(key);
-        if (this.dirty.delete(key)) this.add(key);
-        if (this.isIdle()) {
-          const w = this.idleWaiters;
-          this.idleWaiters = [];
-          for (const f of w) f();
+  async #work(sync: Sync, onError: (key: string, err: unknown) => void): Promise<void> {
+    for (;;) {
+      const next = await this.#queue.get();
+      if (!next) return;
+      try {
+        await sync(next.key);
+        this.#queue.forget(next.key);
+      } catch (err) {
+        if (!this.#signal.aborted) {
+          onError(next.key, err);
+          this.#queue.retry(next.key, undefined, err);
         }
-      });
+      } finally {
+        this.#queue.done(next.key);
+        this.#checkIdle();
+      }
     }
   }
+
+  #isIdle(): boolean {
+    return this.#signal.aborted || (this.#burst.size === 0 && this.#queue.length === 0 && this.#queue.processing === 0);
+  }
+
+  #checkIdle(): void {
+    if (this.#isIdle()) this.#wakeIdle();
+  }
+
+  #wakeIdle(): void {
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const w of waiters) w();
+  }
 }
 
-/** "namespace/name" keys. */
-export function key(namespace: string, name: string): string {
-  return `${namespace}/${name}`;
+/**
+ * The event wiring of a controller of `kind` objects (`resource`) that
+ * controls `owns` objects: an owner is synced on its own events and on those
+ * of the objects it owns, and every existing owner once at the start. The
+ * sync reads the owned objects from `owned`.
+ */
+export function runOwnerController(
+  host: Host,
+  spec: { name: string; kind: string; resource: Gvr; owns: Gvr },
+  sync: Sync,
+  onError: (err: unknown) => void,
+  signal: AbortSignal,
+): { queue: ControllerQueue; owned: OwnedIndex; idle(): Promise<void> } {
+  const queue = new ControllerQueue(spec.name, sync, signal, (_k, err) => onError(err));
+  const owned = new OwnedIndex(host, spec.owns, (ownerUid, ev) => {
+    const m = meta(ev.object);
+    const owner = (m.ownerReferences ?? []).find((r) => r.uid === ownerUid);
+    if (owner?.kind === spec.kind) queue.add(objKey(m.namespace ?? '', owner.name));
+  });
+  const stop = host.watch(spec.resource, (ev) => queue.add(objKey(meta(ev.object).namespace ?? '', meta(ev.object).name ?? '')));
+  signal.addEventListener('abort', () => { stop(); owned.stop(); }, { once: true });
+  for (const o of host.list(spec.resource)) queue.add(objKey(meta(o).namespace ?? '', meta(o).name ?? ''));
+  return { queue, owned, idle: () => queue.idle() };
 }
 
+/** A "namespace/name" key (store.ts objKey) as its two parts. */
 export function splitKey(k: string): [string, string] {
   const i = k.indexOf('/');
   return [k.slice(0, i), k.slice(i + 1)];

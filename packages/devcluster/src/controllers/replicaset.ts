@@ -9,8 +9,8 @@
 import { fromLabelSelectorObject, matchLabels } from '../apiserver/selectors.ts';
 import { clone, jsonEqual, meta, nowTimestamp, type Obj } from '../apiserver/types.ts';
 import type { Recorder } from './events.ts';
-import { controllerIdentity, OwnedIndex, ownerRef, PODS, REPLICASETS, type Host } from './host.ts';
-import { key, splitKey, WorkQueue } from './queue.ts';
+import { controllerIdentity, ownerRef, PODS, REPLICASETS, type Host } from './host.ts';
+import { runOwnerController, splitKey } from './queue.ts';
 
 const IDENTITY = controllerIdentity('replicaset-controller');
 /** client-go's slow start: creates go out in batches of 1, 2, 4, ... and stop at the first failing batch. */
@@ -121,14 +121,6 @@ export function runReplicaSetController(host: Host, record: Recorder, onError: (
     await host.update(IDENTITY, REPLICASETS, { ...clone(fresh), status }, 'status');
   };
 
-  const queue = new WorkQueue(sync, signal, (_k, err) => onError(err));
-  const pods_ = new OwnedIndex(host, PODS, (ownerUid, ev) => {
-    const p = meta(ev.object);
-    const owner = (p.ownerReferences ?? []).find((r) => r.uid === ownerUid);
-    if (owner?.kind === 'ReplicaSet') queue.add(key(p.namespace ?? '', owner.name));
-  });
-  const stop = host.watch(REPLICASETS, (ev) => queue.add(key(meta(ev.object).namespace ?? '', meta(ev.object).name ?? '')));
-  signal.addEventListener('abort', () => { stop(); pods_.stop(); }, { once: true });
-  for (const rs of host.list(REPLICASETS)) queue.add(key(meta(rs).namespace ?? '', meta(rs).name ?? ''));
-  return { idle: () => queue.idle() };
+  const { owned: pods_, idle } = runOwnerController(host, { name: 'replicaset-controller', kind: 'ReplicaSet', resource: REPLICASETS, owns: PODS }, sync, onError, signal);
+  return { idle };
 }

@@ -95,6 +95,173 @@ async function prepare(o: DevOptions): Promise<Prepared | { problems: string[] }
   return { crds, rules: rules.objects, webhookValues };
 }
 
+/** Where the replicas' serving certificate and the CA that signed it are written. */
+interface Certs { ca: string; cert: string; key: string; caPem: string }
+
+/**
+ * Certificates: a fresh CA per run; the serving cert names the Service (what
+ * the API server verifies) and loopback (for curl and tests).
+ */
+async function writeCertificates(dir: string): Promise<Certs> {
+  const ca = await generateCA('portal-dev-ca');
+  const serving = await generateServingCert(ca, [`${WEBHOOK_SERVICE}.${INSTALL_NAMESPACE}.svc`, 'localhost'], ['127.0.0.1']);
+  const certs = { ca: join(dir, 'ca.crt'), cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key'), caPem: ca.cert };
+  await writeFile(certs.ca, ca.cert);
+  await writeFile(certs.cert, serving.cert);
+  await writeFile(certs.key, serving.key, { mode: 0o600 });
+  return certs;
+}
+
+/**
+ * What a Helm install of the chart creates, applied to the embedded cluster:
+ * the replicas' ServiceAccounts and RBAC (what production gives them, no
+ * more), the CRDs, the rules (a PortalRule without a namespace goes to
+ * `default`, as kubectl would put it), the Service and the webhook
+ * configuration. Returns the rules as installed.
+ */
+async function install(client: DevApiClient, prepared: Prepared, replicas: readonly string[], caPem: string): Promise<Manifest[]> {
+  for (const obj of rbacForReplicas(replicas)) await client.apply(obj);
+  for (const crd of prepared.crds) await client.apply(crd);
+  const installed: Manifest[] = prepared.rules.map((rule) => (rule.kind === 'PortalRule' ? { ...rule, metadata: { ...rule.metadata, namespace: rule.metadata.namespace ?? 'default' } } : rule));
+  for (const rule of installed) await client.apply(rule);
+  await client.apply({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: WEBHOOK_SERVICE, namespace: INSTALL_NAMESPACE, labels: { 'app.kubernetes.io/name': 'portal' } },
+    spec: { type: 'ClusterIP', selector: { 'app.kubernetes.io/name': 'portal' }, ports: [{ name: 'webhook', port: WEBHOOK_SERVICE_PORT, targetPort: 'webhook', protocol: 'TCP' }] },
+  });
+  await client.apply(
+    buildValidatingWebhookConfiguration({
+      name: WEBHOOK_CONFIGURATION_NAME,
+      namespace: INSTALL_NAMESPACE,
+      caBundle: Buffer.from(caPem).toString('base64'),
+      clientConfig: { service: { name: WEBHOOK_SERVICE, namespace: INSTALL_NAMESPACE, port: WEBHOOK_SERVICE_PORT, path: prepared.webhookValues.path } },
+      values: prepared.webhookValues,
+      portalKindResources: portalKindResources(),
+    }),
+  );
+  return installed;
+}
+
+/** One `portal serve` per replica, each with its own identity (bound to the chart's roles by rbacForReplicas), kubeconfig and ports. */
+async function replicaSpecs(api: ApiServer, names: readonly string[], certs: Certs, dirs: { logs: string; replicas: string }, o: DevOptions, rt: DevRuntime): Promise<ReplicaSpec[]> {
+  const specs: ReplicaSpec[] = [];
+  for (const name of names) {
+    const user = `system:serviceaccount:${INSTALL_NAMESPACE}:${name}`;
+    api.addUser(user, ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated']);
+    const kubeconfig = join(dirs.replicas, `${name}.kubeconfig`);
+    await writeFile(kubeconfig, api.kubeConfig(user), { mode: 0o600 });
+    const p = { webhook: await freePort(), probes: await freePort() };
+    specs.push({
+      name,
+      webhookPort: p.webhook,
+      probesPort: p.probes,
+      logFile: join(dirs.logs, `${name}.log`),
+      env: { ...definedEnv(rt.env), POD_NAME: name, POD_NAMESPACE: INSTALL_NAMESPACE, KUBECONFIG: kubeconfig },
+      args: [
+        'serve',
+        '--kubeconfig', kubeconfig,
+        '--tls-cert-file', certs.cert,
+        '--tls-key-file', certs.key,
+        '--webhook-port', String(p.webhook),
+        '--probes-port', String(p.probes),
+        '--bind-address', '127.0.0.1',
+        '--install-namespace', INSTALL_NAMESPACE,
+        '--webhook-configuration', WEBHOOK_CONFIGURATION_NAME,
+        '--pod-name', name,
+        ...o.passthrough,
+      ],
+    });
+  }
+  return specs;
+}
+
+/**
+ * The Service's endpoints for the admission chain: round-robin over the
+ * ready replicas' webhook ports; with none ready, the running ones (which
+ * answer "not ready", i.e. deny: fail closed), then any.
+ */
+function serviceResolver(endpoints: { supervisor?: Supervisor }, ready: ReadonlySet<string>): (ns: string, name: string, port: number) => string {
+  let rr = 0;
+  return (ns, name, port) => {
+    const states = endpoints.supervisor?.states() ?? [];
+    if (ns !== INSTALL_NAMESPACE || name !== WEBHOOK_SERVICE || states.length === 0) return `${name}.${ns}.svc:${port}`;
+    const running = states.filter((s) => s.running);
+    const healthy = running.filter((s) => ready.has(s.name));
+    const pool = healthy.length > 0 ? healthy : running.length > 0 ? running : states;
+    const pick = pool[rr++ % pool.length] as ReplicaState;
+    return `127.0.0.1:${pick.webhookPort}`;
+  };
+}
+
+/**
+ * The status line, every STATUS_INTERVAL_MS until `signal` aborts: probes
+ * every replica (keeping `ready` current for the resolver) and lists the
+ * rules that are not Ready or not covered whenever that set changes. The
+ * rules from --policies that will not compile are known at once (the
+ * RuleSet's own words): said now, and standing in for each such rule until
+ * the leader has written its status.
+ */
+function statusLine(sup: Supervisor, client: DevApiClient, installed: readonly Manifest[], ready: Set<string>, apiUrl: string, out: DevRuntime['out'], signal: AbortSignal): { stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let last = '';
+  const local = localProblems(installed);
+  let problems: RuleProblem[] = local;
+  const first = problemReport([], local);
+  if (first.length > 0) out.write(`${first.join('\n')}\n`);
+  const tick = async (): Promise<void> => {
+    const [statuses, rules] = await Promise.all([
+      Promise.all(sup.states().map((s) => probeReplica({ name: s.name, probesPort: s.probesPort, running: s.running }))),
+      listRuleProblems(client),
+    ]);
+    if (signal.aborted) return;
+    for (const s of statuses) {
+      if (s.ready) ready.add(s.name);
+      else ready.delete(s.name);
+    }
+    const now = rules ? mergeProblems(rules, local) : undefined;
+    const report = now ? problemReport(problems, now) : [];
+    if (now) problems = now;
+    if (report.length > 0) out.write(`${out.isTTY ? '\r\x1b[2K' : ''}${report.join('\n')}\n`);
+    const line = formatStatus(apiUrl, statuses) + problemNote(problems);
+    if (out.isTTY) out.write(`\r\x1b[2K${line}`);
+    else if (line !== last) out.write(`${line}\n`);
+    last = line;
+  };
+  const loop = (): void => {
+    timer = setTimeout(() => {
+      tick().finally(() => {
+        if (!signal.aborted) loop();
+      }).catch(() => undefined);
+    }, STATUS_INTERVAL_MS);
+  };
+  loop();
+  return { stop: () => clearTimeout(timer) };
+}
+
+/** `.portal/dev/state.json`, rewritten in order on every change of the replicas, until `signal` aborts. */
+function stateWriter(file: string, run: { kubeconfig: string; apiserver: string; webhookPath: string }, signal: AbortSignal, logger: Logger): { save(states: ReplicaState[]): void; written(): Promise<void> } {
+  let writing = Promise.resolve();
+  return {
+    save(states) {
+      const state: DevState = {
+        kubeconfig: run.kubeconfig,
+        apiserver: run.apiserver,
+        replicas: states.map((s) => ({
+          name: s.name,
+          pid: s.pid ?? null,
+          webhook: `https://127.0.0.1:${s.webhookPort}${run.webhookPath}`,
+          probes: `http://127.0.0.1:${s.probesPort}`,
+        })),
+      };
+      writing = writing.then(() => (signal.aborted ? undefined : writeState(file, state))).catch((err: unknown) => {
+        logger.error({ [LogKey.error]: err }, 'cannot write state.json');
+      });
+    },
+    written: () => writing,
+  };
+}
+
 export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortSignal): Promise<DevResult> {
   const o: DevOptions = { ...options, stateDir: resolve(options.stateDir), policies: resolve(options.policies), chart: resolve(options.chart) };
   const prepared = await prepare(o);
@@ -111,7 +278,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
 
   let api: ApiServer | undefined;
   let admission: WebhookAdmission | undefined;
-  let statusTimer: NodeJS.Timeout | undefined;
+  let status: { stop(): void } | undefined;
   const ready = new Set<string>();
   // The admission chain is created before the supervisor it asks for endpoints.
   const endpoints: { supervisor?: Supervisor } = {};
@@ -119,106 +286,18 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     // The API server's port first: a taken port is the commonest start-up
     // failure, and it must be reported at once, before certificates or
     // anything else is made (and with nothing left running).
-    let rr = 0;
-    admission = createWebhookAdmission({
-      logger: logger.child({ [LogKey.component]: 'admission-chain' }),
-      resolveService: (ns, name, port) => {
-        const states = endpoints.supervisor?.states() ?? [];
-        if (ns !== INSTALL_NAMESPACE || name !== WEBHOOK_SERVICE || states.length === 0) return `${name}.${ns}.svc:${port}`;
-        const running = states.filter((s) => s.running);
-        const healthy = running.filter((s) => ready.has(s.name));
-        const pool = healthy.length > 0 ? healthy : running.length > 0 ? running : states;
-        const pick = pool[rr++ % pool.length] as ReplicaState;
-        return `127.0.0.1:${pick.webhookPort}`;
-      },
-    });
+    admission = createWebhookAdmission({ logger: logger.child({ [LogKey.component]: 'admission-chain' }), resolveService: serviceResolver(endpoints, ready) });
     api = await startApiServer({ port: o.port, plainHttp: false, admission, logger: logger.child({ [LogKey.component]: 'apiserver' }), namespaces: NAMESPACES, controllers: true, authorization: 'RBAC' });
-
-    // Certificates: a fresh CA per run; the serving cert names the Service
-    // (what the API server verifies) and loopback (for curl and tests).
-    const ca = await generateCA('portal-dev-ca');
-    const serving = await generateServingCert(ca, [`${WEBHOOK_SERVICE}.${INSTALL_NAMESPACE}.svc`, 'localhost'], ['127.0.0.1']);
-    const certs = { ca: join(dirs.certs, 'ca.crt'), cert: join(dirs.certs, 'tls.crt'), key: join(dirs.certs, 'tls.key') };
-    await writeFile(certs.ca, ca.cert);
-    await writeFile(certs.cert, serving.cert);
-    await writeFile(certs.key, serving.key, { mode: 0o600 });
-
+    const certs = await writeCertificates(dirs.certs);
     const names = Array.from({ length: o.replicas }, (_, i) => `portal-${i}`);
-    const ports = await Promise.all(names.map(async () => ({ webhook: await freePort(), probes: await freePort() })));
-
     const adminKubeconfig = join(o.stateDir, 'kubeconfig');
     await writeFile(adminKubeconfig, api.kubeConfig('admin'), { mode: 0o600 });
-
     const client = new DevApiClient(api.url, api.adminToken, api.caCert);
-    // The chart's ServiceAccount and RBAC: replicas get what production gives them, no more.
-    for (const obj of rbacForReplicas(names)) await client.apply(obj);
-    for (const crd of prepared.crds) await client.apply(crd);
-    const installed: Manifest[] = prepared.rules.map((rule) => (rule.kind === 'PortalRule' ? { ...rule, metadata: { ...rule.metadata, namespace: rule.metadata.namespace ?? 'default' } } : rule));
-    for (const rule of installed) await client.apply(rule);
-    await client.apply({
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: WEBHOOK_SERVICE, namespace: INSTALL_NAMESPACE, labels: { 'app.kubernetes.io/name': 'portal' } },
-      spec: { type: 'ClusterIP', selector: { 'app.kubernetes.io/name': 'portal' }, ports: [{ name: 'webhook', port: WEBHOOK_SERVICE_PORT, targetPort: 'webhook', protocol: 'TCP' }] },
-    });
-    await client.apply(
-      buildValidatingWebhookConfiguration({
-        name: WEBHOOK_CONFIGURATION_NAME,
-        namespace: INSTALL_NAMESPACE,
-        caBundle: Buffer.from(ca.cert).toString('base64'),
-        clientConfig: { service: { name: WEBHOOK_SERVICE, namespace: INSTALL_NAMESPACE, port: WEBHOOK_SERVICE_PORT, path: prepared.webhookValues.path } },
-        values: prepared.webhookValues,
-        portalKindResources: portalKindResources(),
-      }),
-    );
-
-    const specs: ReplicaSpec[] = [];
-    for (const [i, name] of names.entries()) {
-      // One identity per replica, bound to the chart's roles (rbacForReplicas).
-      const user = `system:serviceaccount:${INSTALL_NAMESPACE}:${name}`;
-      api.addUser(user, ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated']);
-      const kubeconfig = join(dirs.replicas, `${name}.kubeconfig`);
-      await writeFile(kubeconfig, api.kubeConfig(user), { mode: 0o600 });
-      const p = ports[i] as { webhook: number; probes: number };
-      specs.push({
-        name,
-        webhookPort: p.webhook,
-        probesPort: p.probes,
-        logFile: join(dirs.logs, `${name}.log`),
-        env: { ...definedEnv(rt.env), POD_NAME: name, POD_NAMESPACE: INSTALL_NAMESPACE, KUBECONFIG: kubeconfig },
-        args: [
-          'serve',
-          '--kubeconfig', kubeconfig,
-          '--tls-cert-file', certs.cert,
-          '--tls-key-file', certs.key,
-          '--webhook-port', String(p.webhook),
-          '--probes-port', String(p.probes),
-          '--bind-address', '127.0.0.1',
-          '--install-namespace', INSTALL_NAMESPACE,
-          '--webhook-configuration', WEBHOOK_CONFIGURATION_NAME,
-          '--pod-name', name,
-          ...o.passthrough,
-        ],
-      });
-    }
+    const installed = await install(client, prepared, names, certs.caPem);
+    const specs = await replicaSpecs(api, names, certs, dirs, o, rt);
 
     const apiUrl = api.url;
-    let writing = Promise.resolve();
-    const saveState = (states: ReplicaState[]): void => {
-      const state: DevState = {
-        kubeconfig: adminKubeconfig,
-        apiserver: apiUrl,
-        replicas: states.map((s) => ({
-          name: s.name,
-          pid: s.pid ?? null,
-          webhook: `https://127.0.0.1:${s.webhookPort}${prepared.webhookValues.path}`,
-          probes: `http://127.0.0.1:${s.probesPort}`,
-        })),
-      };
-      writing = writing.then(() => (stop.signal.aborted ? undefined : writeState(stateFile, state))).catch((err: unknown) => {
-        logger.error({ [LogKey.error]: err }, 'cannot write state.json');
-      });
-    };
+    const state = stateWriter(stateFile, { kubeconfig: adminKubeconfig, apiserver: apiUrl, webhookPath: prepared.webhookValues.path }, stop.signal, logger);
     const supervisor = new Supervisor({
       nodePath: rt.nodePath,
       script: rt.script,
@@ -227,7 +306,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
       logger: logger.child({ [LogKey.component]: 'supervisor' }),
       onChange: (states) => {
         for (const s of states) if (!s.running) ready.delete(s.name);
-        saveState(states);
+        state.save(states);
       },
       onFatal: (name, tail) => {
         fatal = { code: 2, message: `replica ${name} rejected its configuration (exit code 2); its log ends with:\n${tail}` };
@@ -242,44 +321,9 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
         `portal dev: logs in ${dirs.logs}, state in ${stateFile}\n`,
     );
     endpoints.supervisor = supervisor;
-    const sup = supervisor;
-    let last = '';
-    // The rules from --policies that will not compile, known now (the RuleSet's own words): said at once,
-    // and standing in for each such rule until the leader has written its status.
-    const local = localProblems(installed);
-    let problems: RuleProblem[] = local;
-    const first = problemReport([], local);
-    if (first.length > 0) rt.out.write(`${first.join('\n')}\n`);
-    const tick = async (): Promise<void> => {
-      const [statuses, rules] = await Promise.all([
-        Promise.all(sup.states().map((s) => probeReplica({ name: s.name, probesPort: s.probesPort, running: s.running }))),
-        listRuleProblems(client),
-      ]);
-      if (stop.signal.aborted) return;
-      for (const s of statuses) {
-        if (s.ready) ready.add(s.name);
-        else ready.delete(s.name);
-      }
-      // Rules that are not Ready or not covered: listed whenever the set changes (the status line counts them).
-      const now = rules ? mergeProblems(rules, local) : undefined;
-      const report = now ? problemReport(problems, now) : [];
-      if (now) problems = now;
-      if (report.length > 0) rt.out.write(`${rt.out.isTTY ? '\r\x1b[2K' : ''}${report.join('\n')}\n`);
-      const line = formatStatus(apiUrl, statuses) + problemNote(problems);
-      if (rt.out.isTTY) rt.out.write(`\r\x1b[2K${line}`);
-      else if (line !== last) rt.out.write(`${line}\n`);
-      last = line;
-    };
-    const loop = (): void => {
-      statusTimer = setTimeout(() => {
-        tick().finally(() => {
-          if (!stop.signal.aborted) loop();
-        }).catch(() => undefined);
-      }, STATUS_INTERVAL_MS);
-    };
-    loop();
+    status = statusLine(supervisor, client, installed, ready, apiUrl, rt.out, stop.signal);
     await supervisor.start(stop.signal);
-    await writing;
+    await state.written();
     if (rt.out.isTTY) rt.out.write('\n');
     return fatal ?? { code: 0 };
   } catch (err) {
@@ -290,7 +334,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
   } finally {
     signal.removeEventListener('abort', onAbort);
     stop.abort();
-    if (statusTimer) clearTimeout(statusTimer);
+    status?.stop();
     admission?.close();
     await api?.close();
     await removeState(stateFile);

@@ -1,7 +1,7 @@
 /**
  * OpenAPI v3 component schemas of the built-in kinds, derived from the
- * committed protobuf field tables (protobuf/k8s-types.generated.ts, itself
- * generated from the shared Kubernetes descriptor): one schema per message,
+ * vendored protobuf descriptors (protobuf/descriptors.ts, generated from the
+ * shared Kubernetes descriptor): one schema per message,
  * named as kube-openapi names them (`io.k8s.api.core.v1.Pod`). The
  * descriptor carries no comments, so schemas have no descriptions. List and
  * map semantics (`x-kubernetes-list-type`, merge keys) are not in the
@@ -9,11 +9,13 @@
  * struct tags of k8s.io/api for the lists server-side apply and strategic
  * merge treat specially; every other list is atomic, as in kube.
  */
-import { KINDS, MESSAGES, type FieldRow } from '../protobuf/k8s-types.generated.ts';
+import { ScalarType, type DescField, type DescMessage } from '@bufbuild/protobuf';
+import { allMessages, shortName } from '../protobuf/descriptors.ts';
+import { INLINE, KINDS } from '../protobuf/k8s-kinds.generated.ts';
 import type { Obj } from '../types.ts';
 
-/** `message.field` -> list-map keys (patch strategy merge with these keys). */
-const LIST_MAPS: Readonly<Record<string, { keys: string[]; mergeKey: string }>> = (() => {
+/** `message.field` -> list-map keys (patch strategy merge with these keys); built with the schemas, on first use. */
+function listMaps(messages: readonly DescMessage[]): Readonly<Record<string, { keys: string[]; mergeKey: string }>> {
   const out: Record<string, { keys: string[]; mergeKey: string }> = {};
   const add = (fields: string[], keys: string[], mergeKey = keys[0]!): void => {
     for (const f of fields) out[f] = { keys, mergeKey };
@@ -29,11 +31,11 @@ const LIST_MAPS: Readonly<Record<string, { keys: string[]; mergeKey: string }>> 
   add(['core.v1.PodSpec.hostAliases'], ['ip']);
   add(['core.v1.PodSpec.topologySpreadConstraints'], ['topologyKey', 'whenUnsatisfiable'], 'topologyKey');
   add(['apis.meta.v1.ObjectMeta.ownerReferences'], ['uid']);
-  for (const [msg, rows] of Object.entries(MESSAGES)) {
-    for (const r of rows) if (r[0] === 'conditions' && r[3] === 1) out[`${msg}.conditions`] = { keys: ['type'], mergeKey: 'type' };
+  for (const m of messages) {
+    for (const f of m.fields) if (f.jsonName === 'conditions' && f.fieldKind === 'list') out[`${shortName(m)}.conditions`] = { keys: ['type'], mergeKey: 'type' };
   }
   return out;
-})();
+}
 
 /** Primitive lists that are sets (patch strategy merge). */
 const LIST_SETS = new Set(['apis.meta.v1.ObjectMeta.finalizers']);
@@ -43,16 +45,22 @@ const ATOMIC_STRUCTS = new Set(['apis.meta.v1.LabelSelector', 'core.v1.LocalObje
   'core.v1.NodeSelector', 'core.v1.ConfigMapKeySelector', 'core.v1.SecretKeySelector', 'core.v1.ObjectFieldSelector',
   'core.v1.ResourceFieldSelector', 'core.v1.TypedLocalObjectReference']);
 
-/** Go []string types: their JSON is the array itself. */
-const STRING_LISTS = new Set(Object.entries(MESSAGES).filter(([, rows]) => rows.length === 1 && rows[0]![0] === 'items' && rows[0]![3] === 1 && rows[0]![2] === 'string').map(([n]) => n));
+/** Go []string types (a single repeated string `items`): their JSON is the array itself. */
+function isStringList(m: DescMessage): boolean {
+  const only = m.fields.length === 1 ? m.fields[0]! : undefined;
+  return only?.name === 'items' && only.fieldKind === 'list' && only.scalar === ScalarType.STRING;
+}
 
-const SCALARS: Readonly<Record<string, Obj>> = {
-  string: { type: 'string' },
-  bool: { type: 'boolean' },
-  int32: { type: 'integer', format: 'int32' },
-  int64: { type: 'integer', format: 'int64' },
-  bytes: { type: 'string', format: 'byte' },
-  double: { type: 'number', format: 'double' },
+/** The protobuf runtime's own envelope, not an API type. */
+const ENVELOPE = new Set(['runtime.Unknown', 'runtime.TypeMeta']);
+
+const SCALARS: Readonly<Partial<Record<ScalarType, Obj>>> = {
+  [ScalarType.STRING]: { type: 'string' },
+  [ScalarType.BOOL]: { type: 'boolean' },
+  [ScalarType.INT32]: { type: 'integer', format: 'int32' },
+  [ScalarType.INT64]: { type: 'integer', format: 'int64' },
+  [ScalarType.BYTES]: { type: 'string', format: 'byte' },
+  [ScalarType.DOUBLE]: { type: 'number', format: 'double' },
 };
 
 /** Messages with a JSON form of their own (not their protobuf fields). */
@@ -72,20 +80,18 @@ export function componentName(message: string): string {
 
 export const REF_PREFIX = '#/components/schemas/';
 
-function typeSchema(type: string): Obj {
-  const scalar = SCALARS[type];
-  if (scalar) return { ...scalar };
-  if (STRING_LISTS.has(type)) return { type: 'array', items: { type: 'string' } };
-  return { $ref: `${REF_PREFIX}${componentName(type)}` };
+/** The schema of a field's value (of one item for a list, of one value for a map). */
+function typeSchema(field: DescField): Obj {
+  if (field.message) return isStringList(field.message) ? { type: 'array', items: { type: 'string' } } : { $ref: `${REF_PREFIX}${componentName(shortName(field.message))}` };
+  return { ...SCALARS[field.scalar!] };
 }
 
-function fieldSchema(message: string, row: FieldRow): Obj {
-  const [name, , type, shape] = row;
-  if (shape === 2) return { type: 'object', additionalProperties: typeSchema(type) };
-  if (shape !== 1) return typeSchema(type);
-  const s: Obj = { type: 'array', items: typeSchema(type) };
-  const key = `${message}.${name}`;
-  const map = LIST_MAPS[key];
+function fieldSchema(message: string, field: DescField, lists: ReturnType<typeof listMaps>): Obj {
+  if (field.fieldKind === 'map') return { type: 'object', additionalProperties: typeSchema(field) };
+  if (field.fieldKind !== 'list') return typeSchema(field);
+  const s: Obj = { type: 'array', items: typeSchema(field) };
+  const key = `${message}.${field.jsonName}`;
+  const map = lists[key];
   if (map) {
     Object.assign(s, { 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': map.keys,
       'x-kubernetes-patch-merge-key': map.mergeKey, 'x-kubernetes-patch-strategy': 'merge' });
@@ -96,18 +102,20 @@ function fieldSchema(message: string, row: FieldRow): Obj {
 }
 
 /** Messages embedded inline (Go struct embedding) contribute their fields to the parent. */
-function collectProperties(message: string, props: Obj): void {
-  for (const row of MESSAGES[message] ?? []) {
-    if (row[3] === 3) collectProperties(row[2], props);
-    else props[row[0]] = fieldSchema(message, row);
+function collectProperties(desc: DescMessage, props: Obj, lists: ReturnType<typeof listMaps>): void {
+  const message = shortName(desc);
+  for (const field of desc.fields) {
+    if (INLINE.has(`${message}.${field.name}`)) collectProperties(field.message!, props, lists);
+    else props[field.jsonName] = fieldSchema(message, field, lists);
   }
 }
 
-function messageSchema(message: string): Obj {
+function messageSchema(desc: DescMessage, lists: ReturnType<typeof listMaps>): Obj {
+  const message = shortName(desc);
   const special = SPECIAL[message];
   if (special) return { ...special };
   const properties: Obj = {};
-  collectProperties(message, properties);
+  collectProperties(desc, properties, lists);
   const s: Obj = { type: 'object', properties };
   if (ATOMIC_STRUCTS.has(message)) s['x-kubernetes-map-type'] = 'atomic';
   return s;
@@ -119,10 +127,9 @@ let cache: Map<string, Obj> | undefined;
 export function builtinComponents(): ReadonlyMap<string, Obj> {
   if (cache) return cache;
   const out = new Map<string, Obj>();
-  for (const message of Object.keys(MESSAGES)) {
-    if (STRING_LISTS.has(message)) continue;
-    out.set(componentName(message), messageSchema(message));
-  }
+  const messages = allMessages().filter((m) => !isStringList(m) && !ENVELOPE.has(shortName(m)));
+  const lists = listMaps(messages);
+  for (const desc of messages.sort((a, b) => shortName(a).localeCompare(shortName(b)))) out.set(componentName(shortName(desc)), messageSchema(desc, lists));
   for (const [gvk, message] of Object.entries(KINDS)) {
     const i = gvk.lastIndexOf('/');
     const gv = gvk.slice(0, i);
