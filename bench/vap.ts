@@ -45,9 +45,19 @@ async function main(): Promise<void> {
   if (problems.length > 0) throw new Error(problems.map((e) => `${e.source}: ${e.message}`).join('\n'));
   const rs = new RuleSet();
   for (const r of schema.rules) rs.upsert(r);
-  const vaps = new VapSet();
-  for (const { policy } of vapDir.vap.policies) vaps.upsertPolicy(policy);
-  for (const { binding } of vapDir.vap.bindings) vaps.upsertBinding(binding);
+  // Compiling the library (issue 19 goal: ≤ 50 ms): the first time in this
+  // process (cel-js and the code generator cold), then again, as a new
+  // policy generation is compiled in a running replica.
+  const compileLibrary = (): { set: VapSet; ms: number } => {
+    const start = performance.now();
+    const set = new VapSet();
+    for (const { policy } of vapDir.vap.policies) set.upsertPolicy(policy);
+    for (const { binding } of vapDir.vap.bindings) set.upsertBinding(binding);
+    return { set, ms: performance.now() - start };
+  };
+  const cold = compileLibrary();
+  const warm = Array.from({ length: 5 }, () => compileLibrary().ms).sort((a, b) => a - b);
+  const vaps = cold.set;
 
   // Distinct objects, rotated: no cache can carry one evaluation's work to the next.
   const pods: KubeObject[] = Array.from({ length: 512 }, () => structuredClone(realisticPod()));
@@ -93,6 +103,8 @@ async function main(): Promise<void> {
         benchmark: 'vap',
         machine: { cpus: cpus().length, node: process.version, loadavg1m: Math.round((loadavg()[0] ?? NaN) * 100) / 100 },
         controls: { jsonSchema: schema.rules.length, vap: vapDir.vap.policies.length },
+        // Goal (issue 19): <= 50 ms.
+        compileVapLibraryMs: { firstInProcess: Number(cold.ms.toFixed(1)), again: Number((warm[2] ?? NaN).toFixed(1)) },
         microsecondsPerEvaluation: { jsonSchema: us(schemaOps), vap: us(vapOps) },
         // Goal: <= 2.
         vapToJsonSchemaTimeRatio: Number((schemaOps / vapOps).toFixed(2)),

@@ -34,7 +34,8 @@ import { DebugVars } from '../observability/debug-vars.ts';
 import { portalKinds } from '../policy/portal-kinds.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
-import { createAdmissionMetrics, registerRulesNotReady } from '../observability/metrics.ts';
+import { createAdmissionMetrics, registerCelFallbacks, registerRulesNotReady } from '../observability/metrics.ts';
+import { PER_CALL_COST_LIMIT } from '../policy/index.ts';
 import { clusterMode } from './cluster-mode.ts';
 import { fileMode } from './file-mode.ts';
 import { Manager } from './manager.ts';
@@ -107,6 +108,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   let tls: Awaited<ReturnType<typeof readTlsFiles>>;
   metrics.rulesLoaded.set(source.ruleSet.size);
   registerRulesNotReady(registry, () => source.ruleSet.states().filter((s) => !s.ready).length);
+  registerCelFallbacks(registry, () => source.ruleSet.celCosts().map((r) => ({ rule: r.key, expressions: r.expressions.filter((e) => e.fallback !== undefined).length })));
   // Admission evaluates in worker threads with a hard deadline (adr/0013); threads start with the Manager.
   const evaluation = new EvaluationPool(
     { name: 'admission', workers: config.evaluationWorkers, timeoutMs: config.evaluationTimeout },
@@ -162,6 +164,8 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     'webhook',
   );
   for (const { runnable, group } of mode.runnables) manager.add(runnable, group);
+  // Estimated worst-case CEL cost per expression, and which run on cel-js instead of generated code (issue 19).
+  debugVars.register('cel', () => ({ perExpressionLimit: PER_CALL_COST_LIMIT, rules: source.ruleSet.celCosts() }));
   debugVars.register('manager', () => manager.describe());
 
   let started = false;

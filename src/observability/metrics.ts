@@ -217,6 +217,26 @@ export function createAdmissionMetrics(registry: Registry): AdmissionMetrics {
  * that does not type-check. Read from the rule set at scrape time, so it can
  * never drift from it.
  */
+/**
+ * CEL expressions that run on cel-js's evaluation instead of generated
+ * JavaScript (issue 19), per rule: a construct the compiler does not
+ * handle. Their cost is then only what library functions charge (the
+ * evaluation deadline still bounds them). The label is a rule key, bounded
+ * by the rules loaded.
+ */
+export function registerCelFallbacks(registry: Registry, fallbacks: () => { rule: string; expressions: number }[]): Gauge<'rule'> {
+  return new Gauge({
+    name: 'portal_cel_fallback_expressions',
+    help: 'CEL expressions of a rule that run on the cel-js interpreter instead of compiled JavaScript (not cost-metered node by node); /debug/vars "cel" says which and why.',
+    labelNames: ['rule'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const f of fallbacks()) if (f.expressions > 0) this.set({ rule: f.rule }, f.expressions);
+    },
+  });
+}
+
 export function registerRulesNotReady(registry: Registry, notReady: () => number): Gauge {
   return new Gauge({
     name: 'portal_rules_not_ready',

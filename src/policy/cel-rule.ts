@@ -75,6 +75,34 @@ export function compileCelRule(cel: CelValidation): { ok: true; rule: CelRule } 
  * defect of the rule (an unbounded loop), not of the object, which `portal
  * test` reports as bad input.
  */
+/** One compiled expression of a rule, as /debug/vars shows it. */
+export interface CelExpressionCost {
+  /** The rule's field, e.g. `spec.validate.cel.expressions[0].expression`. */
+  field: string;
+  /** Estimated worst-case cost (src/policy/cel/estimate.ts), against the 1,000,000 per-expression limit. */
+  estimatedCost: number;
+  /** Present when the expression runs on cel-js's evaluation instead of generated JavaScript: why. */
+  fallback?: string;
+}
+
+/** The estimated costs of a compiled rule's expressions. */
+export function celExpressionCosts(rule: CelRule): CelExpressionCost[] {
+  const c = rule.composition;
+  const one = (field: string, p: { estimatedCost: number; fallback: string | undefined }): CelExpressionCost => ({
+    field: `spec.validate.cel.${field}`,
+    estimatedCost: p.estimatedCost,
+    ...(p.fallback !== undefined ? { fallback: p.fallback } : {}),
+  });
+  return [
+    ...c.matchConditions.map((m, i) => one(`matchConditions[${i}].expression`, m.program)),
+    ...c.variables.map((v, i) => one(`variables[${i}].expression`, v.program)),
+    ...c.validations.flatMap((v, i) => [
+      one(`expressions[${i}].expression`, v.program),
+      ...(v.messageProgram !== undefined ? [one(`expressions[${i}].messageExpression`, v.messageProgram)] : []),
+    ]),
+  ];
+}
+
 export function isCostOverrun(message: string): boolean {
   return /validate\.cel\.[a-zA-Z]+\[\d+\] failed: evaluation exceeded|matchCondition "[^"]*" failed: evaluation exceeded/.test(message);
 }

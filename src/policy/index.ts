@@ -35,5 +35,6 @@ export {
   podSecurityVersionProblem,
   resolvePodSecurityVersion,
 } from './pod-security-version.ts';
-export { isCostOverrun } from './cel-rule.ts';
+export { isCostOverrun, type CelExpressionCost } from './cel-rule.ts';
+export { PER_CALL_COST_LIMIT } from './cel/index.ts';
 export { hasCandidates } from './candidates.ts';

@@ -5,7 +5,7 @@
  * too, so that the evaluator can deny what it matches (fail closed).
  */
 import { createHash } from 'node:crypto';
-import { compileCelRule, type CelRule } from './cel-rule.ts';
+import { celExpressionCosts, compileCelRule, type CelExpressionCost, type CelRule } from './cel-rule.ts';
 import { compileSchema, type Validator } from './compiler.ts';
 import {
   compileException,
@@ -620,6 +620,21 @@ export class RuleSet implements Replicated<RuleSetChange> {
 
   states(): RuleState[] {
     return [...this.#slots.values()].map((s) => s.state).sort((a, b) => a.key.localeCompare(b.key));
+  }
+
+  /**
+   * Per rule in force with `validate.cel`: each expression's estimated
+   * worst-case cost (estimate.ts), and whether it runs as generated
+   * JavaScript or on cel-js's evaluation (`fallback`: why). For /debug/vars,
+   * so an operator sees the expensive rules before they run.
+   */
+  celCosts(): { key: string; expressions: CelExpressionCost[] }[] {
+    const out: { key: string; expressions: CelExpressionCost[] }[] = [];
+    for (const slot of this.#slots.values()) {
+      const cel = slot.entry?.cel;
+      if (cel !== undefined) out.push({ key: slot.state.key, expressions: celExpressionCosts(cel) });
+    }
+    return out.sort((a, b) => a.key.localeCompare(b.key));
   }
 
   /** Kinds to watch for the audit, including workloads implied by Pod rules. */

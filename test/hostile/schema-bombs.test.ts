@@ -118,6 +118,10 @@ function podWith(field: string, value: unknown, namespace = 'tenant'): KubeObjec
 
 describe('deep objects: an error verdict of the rule, never an escaping throw', () => {
   const hostile = podWith('deep', deep(100_000));
+  // Two distinct deep values: comparing them must walk both (CEL reads the
+  // JSON as parsed, so comparing a value with itself or testing a field's
+  // presence needs no walk and is simply answered).
+  (hostile.spec as Record<string, unknown>)['deep2'] = deep(100_000);
 
   it('a recursive schema meeting a 100,000-deep object', () => {
     const rs = new RuleSet();
@@ -137,8 +141,8 @@ describe('deep objects: an error verdict of the rule, never an escaping throw', 
 
   it('a CEL rule reading it, in a PortalRule and a PortalClusterRule', () => {
     const rs = new RuleSet();
-    rs.upsert(namespacedRule('tenant', 'tenant-rule', { validate: { message: 'm', cel: { expressions: [{ expression: 'object.spec.deep == object.spec.deep' }] } } }));
-    rs.upsert(clusterRule('cluster-rule', { validate: { message: 'm', cel: { expressions: [{ expression: "has(object.spec.deep) || object.metadata.name != ''" }] } } }));
+    rs.upsert(namespacedRule('tenant', 'tenant-rule', { validate: { message: 'm', cel: { expressions: [{ expression: 'object.spec.deep == object.spec.deep2' }] } } }));
+    rs.upsert(clusterRule('cluster-rule', { validate: { message: 'm', cel: { expressions: [{ expression: '!has(object.spec.deep) || object.spec.deep != object.spec.deep2' }] } } }));
     const verdicts = evaluate(rs, input(hostile));
     assert.deepEqual(verdicts.map((v) => v.result), ['error', 'error']);
     for (const v of verdicts) assert.match(v.message, /nested too deeply to evaluate/);
@@ -155,7 +159,7 @@ describe('deep objects: an error verdict of the rule, never an escaping throw', 
       metadata: { name: 'deep' },
       spec: {
         matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }] },
-        validations: [{ expression: 'object.spec.deep == object.spec.deep' }],
+        validations: [{ expression: 'object.spec.deep == object.spec.deep2' }],
       },
     });
     set.upsertBinding({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'deep' }, spec: { policyName: 'deep', validationActions: ['Deny'] } });

@@ -67,6 +67,15 @@ test('cluster mode: CEL rules deny, and a CEL compile error is reported in statu
     assert.equal(denied.status?.code, 403);
     assert.equal(denied.status?.message, 'cel-no-privileged: Privileged containers are not allowed. [privileged: app]');
     assert.equal((await review(serve.webhook, ca, podReview({ privileged: false }))).allowed, true);
+
+    // /debug/vars shows each expression's estimated worst-case cost, compiled to JavaScript (no fallback).
+    const cel = ((await debugVars(serve.probes)) as { cel?: { perExpressionLimit: number; rules: { key: string; expressions: { field: string; estimatedCost: number; fallback?: string }[] }[] } }).cel;
+    assert.equal(cel?.perExpressionLimit, 1_000_000);
+    const costs = cel?.rules.find((r) => r.key === 'PortalClusterRule/cel-no-privileged')?.expressions ?? [];
+    const expression = costs.find((e) => e.field === 'spec.validate.cel.expressions[0].expression');
+    assert.ok((expression?.estimatedCost ?? 0) > 1000, `estimated cost ${expression?.estimatedCost}`);
+    assert.deepEqual(costs.filter((e) => e.fallback !== undefined), []);
+    assert.doesNotMatch(await (await fetch(`${serve.probes}/metrics`)).text(), /^portal_cel_fallback_expressions\{rule="PortalClusterRule\/cel-no-privileged"\}/m);
   });
 
   await t.test('a CEL compile error: Ready=False/CompileError with the position, metric, and fail closed', async () => {

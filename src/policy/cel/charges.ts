@@ -1,22 +1,12 @@
 /**
- * Applies the cost model (cost.ts) to cel-js: which node charges what, from
- * the CEL values its function or operator receives, before it runs.
- *
- * After type-checking, compile() calls {@link installCharges} on the AST:
- * each node whose work depends on the size of its inputs (library calls,
- * `==`/`!=`/`<`…/`in`/`+`, comprehensions over maps) gets its cel-js
- * `handle` wrapped so that the interpreter charges before calling it; the
- * compiled closures (compiler.ts) call {@link callCost}, {@link binaryCost}
- * and {@link rangeCost} at the same points, so both charge the same units
- * (test/policy/cel/compiler.test.ts checks equality). Calls and operators
- * whose cost accounts for their result are also marked "precharged": the
- * meter then does not charge the size of their result a second time.
+ * Applies the cost model (cost.ts) to CEL values: what a call or an
+ * operator charges, from the values it receives, before it runs. The
+ * generated code (codegen.ts) calls {@link callCost}, {@link binaryCost} and
+ * {@link rangeCost}; such calls and operators are not charged the size of
+ * their result a second time.
  */
-import { activeMeter, charge, markPrecharged } from './meter.ts';
+import { activeMeter } from './meter.ts';
 import { aggregateElements, aggregateTraversal, costOf, regexSize } from './cost.ts';
-
-/** The original (uncharged) handle of a wrapped node, for compiler.ts's inline caches. */
-export const UNCHARGED = Symbol('uncharged handle');
 
 /** Units left before the active meter's limit: the cap of every size measurement. */
 function remaining(): number {
@@ -130,8 +120,6 @@ export function isCostedCall(name: string): boolean {
   return Object.hasOwn(CALLS, name);
 }
 
-const COSTED_OPERATORS = new Set(['==', '!=', '<', '<=', '>', '>=', 'in', '+']);
-
 /** The cost of a binary operator on these operands, or 0. */
 export function binaryCost(op: string, l: unknown, r: unknown): number {
   switch (op) {
@@ -165,87 +153,8 @@ export function rangeCost(coll: unknown): number {
   return Array.isArray(coll) ? 0 : costOf.mapRange(keyCount(coll));
 }
 
-type Handle = ((...args: unknown[]) => unknown) & { [UNCHARGED]?: Handle };
-
-interface AstNode {
-  op: string;
-  args: unknown;
-  handle?: Handle;
-  meta?: { alternate?: unknown };
-}
-
-function isNode(v: unknown): v is AstNode {
-  return v !== null && typeof v === 'object' && typeof (v as { op?: unknown }).op === 'string' && 'args' in v;
-}
-
-/** Every node of a checked AST, macro expansions (alternates, comprehension parts) included, once each. */
-function visitAll(root: unknown, visit: (n: AstNode) => void): void {
-  const seen = new Set<object>();
-  const stack: unknown[] = [root];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (Array.isArray(v)) {
-      for (const x of v) stack.push(x);
-      continue;
-    }
-    if (!isNode(v) || seen.has(v)) continue;
-    seen.add(v);
-    visit(v);
-    stack.push(v.args, v.meta?.alternate);
-    if (v.op === 'comprehension' && v.args !== null && typeof v.args === 'object') {
-      const a = v.args as { iterable?: unknown; init?: unknown; step?: unknown };
-      stack.push(a.iterable, a.init, a.step);
-    }
-  }
-}
-
 /** The function name of a call or method-call node. */
 export function callName(n: { op: string; args: unknown }): string | undefined {
   if ((n.op === 'call' || n.op === 'rcall') && Array.isArray(n.args) && typeof n.args[0] === 'string') return n.args[0];
   return undefined;
-}
-
-function wrap(original: Handle, charged: Handle): Handle {
-  return Object.assign(charged, { [UNCHARGED]: original });
-}
-
-/**
- * Wraps the handles of the size-dependent nodes of a checked AST (see the
- * module comment). Idempotent per node.
- */
-export function installCharges(root: unknown): void {
-  visitAll(root, (n) => {
-    const h = n.handle;
-    if (typeof h !== 'function' || h[UNCHARGED] !== undefined) return;
-    const name = callName(n);
-    if (name !== undefined && isCostedCall(name)) {
-      markPrecharged(n);
-      n.handle =
-        n.op === 'call'
-          ? wrap(h, (values: unknown, ast: unknown, ev: unknown) => {
-              charge(callCost(name, values as unknown[]));
-              return h(values, ast, ev);
-            })
-          : wrap(h, (values: unknown, ev: unknown, ast: unknown) => {
-              charge(callCost(name, values as unknown[]));
-              return h(values, ev, ast);
-            });
-      return;
-    }
-    if (COSTED_OPERATORS.has(n.op) && Array.isArray(n.args) && n.args.length === 2) {
-      markPrecharged(n);
-      const op = n.op;
-      n.handle = wrap(h, (l: unknown, r: unknown, ast: unknown, ev: unknown) => {
-        charge(binaryCost(op, l, r));
-        return h(l, r, ast, ev);
-      });
-      return;
-    }
-    if (n.op === 'comprehension') {
-      n.handle = wrap(h, (coll: unknown, args: unknown, ev: unknown, ctx: unknown) => {
-        charge(rangeCost(coll));
-        return h(coll, args, ev, ctx);
-      });
-    }
-  });
 }

@@ -25,6 +25,7 @@ import {
   type Program,
 } from './engine.ts';
 import { activeMeter, charge } from './meter.ts';
+import { celValuesOnly } from './runtime.ts';
 
 export interface NamedExpression {
   name: string;
@@ -221,7 +222,8 @@ function lazyVariables(c: Composition, context: Record<string, unknown>, base: o
   const state: VariablesState = { context, base, slots: [] };
   let vars = variablesObjects.get(c);
   if (vars === undefined) {
-    vars = Object.defineProperties({ [STATE]: state }, variableDescriptors(c));
+    // Built by CEL: a number a variable gives is a CEL value already (runtime.ts).
+    vars = celValuesOnly(Object.defineProperties({ [STATE]: state }, variableDescriptors(c)));
     variablesObjects.set(c, vars);
   }
   vars[STATE] = state;

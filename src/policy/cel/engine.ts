@@ -13,14 +13,14 @@
  * Pure: no I/O.
  */
 import { Environment, type ParseResult } from '@marcbachmann/cel-js';
-import { captureEvaluator, CostLimitExceeded, enterMeter, exitMeter, installMeter, type Meter } from './meter.ts';
-import { compileNode, type CelCtx, type Ev, type Node } from './compiler.ts';
+import { activeMeter, CostLimitExceeded, enterMeter, exitMeter, type Meter } from './meter.ts';
+import { generate, Unsupported, type Exec } from './codegen.ts';
+import { builtDeep, cel, MAX_OPERANDS, operandName, setDelegateEnvironment } from './runtime.ts';
+import { estimateCost } from './estimate.ts';
 import { lineColumn, offsetOf, rewriteNamespacedCalls, unescapeFieldName, walk } from './source.ts';
 import { toCel } from './values.ts';
-import { installFastOptionals } from './fast-optional.ts';
-import { installCharges } from './charges.ts';
 import { registerLibraries } from './lib/index.ts';
-import { constantRegexProblem } from './lib/regex.ts';
+import { constantRegexProblem, matches } from './lib/regex.ts';
 
 /** celconfig.PerCallLimit: the most one expression evaluation may cost. */
 export const PER_CALL_COST_LIMIT = 1_000_000;
@@ -68,10 +68,20 @@ export interface Program {
   readonly ok: true;
   readonly expression: string;
   readonly resultType: ResultType;
-  /** @internal the cel-js program (the interpreter). */
+  /** @internal the cel-js program (its public evaluation: the fallback, and the reference of the differential tests). */
   readonly run: ParseResult;
-  /** @internal what evaluate() runs: the compiled closures (compiler.ts), or `run`. */
-  readonly exec: (context: Record<string, unknown>) => unknown;
+  /** @internal what evaluate() runs: the generated function (codegen.ts), or `run` under the active meter. */
+  readonly exec: Exec;
+  /**
+   * Why the expression runs on cel-js's evaluation instead of generated
+   * code (undefined: it is compiled). Its cost is then only what library
+   * functions charge, and the evaluation deadline bounds it.
+   */
+  readonly fallback: string | undefined;
+  /** @internal the generated JavaScript (undefined for a fallback), for tests. */
+  readonly source: string | undefined;
+  /** Estimated worst-case cost (estimate.ts), shown in /debug/vars. */
+  readonly estimatedCost: number;
 }
 
 export type CompileResult = Program | CompileError;
@@ -118,8 +128,6 @@ export interface EvalValue {
 
 export type EvalResult = EvalValue | EvalError;
 
-installMeter();
-
 const env = new Environment({
   unlistedVariablesAreDyn: false,
   enableOptionalTypes: true,
@@ -132,27 +140,41 @@ const env = new Environment({
 // type walk of every variable at each reference.
 for (const v of ACTIVATION_VARIABLES) env.registerVariable(v, 'dyn');
 registerLibraries(env);
-
-// The evaluator instance and root-context class the compiled closures share
-// with the interpreter (fallback nodes run on cel-js's own evaluator).
-const probe = captureEvaluator(() => env.parse('[true]')({}));
-const evaluator = probe.evaluator as Ev & { registry: unknown };
-const RootContext = (probe.context as object).constructor as new (registry: unknown, context: unknown) => CelCtx;
-
-/** Compiles a checked AST to closures; the root node is not charged (cel-js evaluates it without `run`). */
-function compileExec(ast: unknown): (context: Record<string, unknown>) => unknown {
-  const root = compileNode(ast as Node, evaluator, false);
-  const registry = evaluator.registry;
-  return (context) => root(new RootContext(registry, context));
-}
+// Operations the generated code hands to cel-js (runtime.ts) are parsed in a
+// copy of the environment where their operands are dyn variables.
+const delegateEnv = env.clone();
+for (let i = 0; i < MAX_OPERANDS; i++) delegateEnv.registerVariable(operandName(i), 'dyn');
+setDelegateEnvironment(delegateEnv);
 
 /**
- * The same program evaluated by the cel-js interpreter instead of the
- * compiled closures. For the differential tests and benchmarks.
+ * The same program evaluated by cel-js's public evaluation instead of the
+ * generated code. For the differential tests and benchmarks.
  * @internal
  */
 export function interpreted(program: Program): Program {
-  return Object.freeze({ ...program, exec: (context: Record<string, unknown>) => program.run(context) });
+  return Object.freeze({ ...program, exec: (context: Record<string, unknown>) => builtDeep(program.run(celValues(context))) });
+}
+
+/** How many evaluations ran on cel-js instead of generated code, by expression (engine-wide, this thread). */
+const fallbackEvaluations = new Map<string, number>();
+
+/** Fallback evaluations so far, by expression (for the metric; see Program.fallback). */
+export function fallbackCounts(): ReadonlyMap<string, number> {
+  return fallbackEvaluations;
+}
+
+function executable(run: ParseResult, expression: string): { exec: Exec; fallback: string | undefined; source: string | undefined } {
+  try {
+    const g = generate(run.ast, { variables: ACTIVATION_VARIABLES, matches });
+    return { exec: g.exec, fallback: undefined, source: g.source };
+  } catch (e) {
+    if (!(e instanceof Unsupported)) throw e;
+    const exec: Exec = (context) => {
+      fallbackEvaluations.set(expression, (fallbackEvaluations.get(expression) ?? 0) + 1);
+      return builtDeep(run(celValues(context)));
+    };
+    return { exec, fallback: e.message, source: undefined };
+  }
 }
 
 function compileError(expression: string, message: string, offset: number): CompileError {
@@ -293,17 +315,17 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
   if (resultType !== 'any' && t !== resultType && t !== 'dyn') {
     return compileError(expression, `the expression must evaluate to ${resultType}, but it evaluates to ${t}`, 0);
   }
-  installFastOptionals(run.ast);
-  installCharges(run.ast);
-  return Object.freeze({ ok: true as const, expression, resultType, run, exec: compileExec(run.ast) });
+  const { exec, fallback, source } = executable(run, expression);
+  return Object.freeze({ ok: true as const, expression, resultType, run, exec, fallback, source, estimatedCost: estimateCost(run.ast) });
 }
 
 const contexts = new WeakMap<Activation, Readonly<Record<string, unknown>>>();
 
 /**
- * The cel-js context for an activation: JSON → CEL values, missing → null.
- * Cached per activation object (callers share one activation across the rules
- * of a request); callers that add `variables` must copy it.
+ * The context of an activation: its objects as given (the generated code
+ * reads JSON as parsed, runtime.ts), missing → null. Cached per activation
+ * object (callers share one activation across the rules of a request);
+ * callers that add `variables` must copy it.
  */
 export function celContext(a: Activation): Readonly<Record<string, unknown>> {
   const hit = contexts.get(a);
@@ -315,13 +337,32 @@ export function celContext(a: Activation): Readonly<Record<string, unknown>> {
 
 function buildContext(a: Activation): Record<string, unknown> {
   return {
-    object: toCel(a.object),
-    oldObject: toCel(a.oldObject),
-    request: toCel(a.request),
-    params: toCel(a.params),
-    namespaceObject: toCel(a.namespaceObject),
+    object: a.object ?? null,
+    oldObject: a.oldObject ?? null,
+    request: a.request ?? null,
+    params: a.params ?? null,
+    namespaceObject: a.namespaceObject ?? null,
     variables: a.variables ?? EMPTY,
   };
+}
+
+/**
+ * A context as cel-js's own evaluation needs it (the fallback): JSON → CEL
+ * values (toCel, cached per object), and `variables` read through getters
+ * that convert what the lazily evaluated variables give.
+ */
+function celValues(context: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of ACTIVATION_VARIABLES) {
+    if (k !== 'variables') out[k] = toCel(context[k]);
+  }
+  const vars = context['variables'] as Record<string, unknown> | undefined;
+  const converted: Record<string, unknown> = {};
+  if (vars !== undefined && vars !== null) {
+    for (const name of Object.keys(vars)) Object.defineProperty(converted, name, { enumerable: true, get: () => cel(vars[name]) });
+  }
+  out['variables'] = converted;
+  return out;
 }
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze(Object.create(null) as Record<string, unknown>);
 
@@ -330,7 +371,16 @@ const EMPTY: Readonly<Record<string, unknown>> = Object.freeze(Object.create(nul
  * Internal: composition.ts evaluates lazy variables with it.
  */
 export function runUnmetered(program: Program, context: Record<string, unknown>): unknown {
-  return program.exec(context);
+  return program.exec(context, activeMeterOrUnlimited());
+}
+
+const UNLIMITED: Meter = { used: 0, limit: Number.POSITIVE_INFINITY };
+
+function activeMeterOrUnlimited(): Meter {
+  const m = activeMeter();
+  if (m !== undefined) return m;
+  UNLIMITED.used = 0;
+  return UNLIMITED;
 }
 
 function checkType(program: Program, value: unknown): string | undefined {
@@ -356,6 +406,8 @@ export function evaluate(
   budget: Budget = newBudget(),
   perCallLimit: number = PER_CALL_COST_LIMIT,
   converted = false,
+  /** Leave an aggregate result as the generated code gave it (for values other expressions read, e.g. VAP variables). */
+  raw = false,
 ): EvalResult {
   const limit = Math.min(perCallLimit, budget.remaining);
   const meter: Meter = { used: 0, limit };
@@ -366,7 +418,7 @@ export function evaluate(
     // Converting the activation walks the objects: inside the try, so a
     // hostile object (nested 100,000 deep) is an evaluation error too.
     const context = converted ? (activation as Record<string, unknown>) : celContext(activation as Activation);
-    value = program.exec(context);
+    value = program.exec(context, meter);
   } catch (e) {
     failure = e;
   } finally {
@@ -384,6 +436,8 @@ export function evaluate(
     }
     return { ok: false, kind: 'runtime', message: failureMessage(failure), cost };
   }
+  // Aggregates read from the input leave as CEL values (integral numbers as ints).
+  if (!raw && value !== null && typeof value === 'object') value = cel(value);
   const wrong = checkType(program, value);
   if (wrong) return { ok: false, kind: 'runtime', message: wrong, cost };
   return { ok: true, value, cost };

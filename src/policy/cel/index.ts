@@ -37,3 +37,4 @@ export {
   type ValidationSpec,
 } from './composition.ts';
 export { fromCel, toCel } from './values.ts';
+export { celValuesOnly } from './runtime.ts';

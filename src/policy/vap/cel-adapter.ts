@@ -6,7 +6,7 @@
  * evaluate.ts), so an expression that never reads a variable never pays for
  * it.
  */
-import { compile, evaluate, failureMessage, toCel, type Program } from '../cel/index.ts';
+import { celValuesOnly, compile, evaluate, failureMessage, type Program } from '../cel/index.ts';
 import type { Activation, CompileEnv, CompileOutcome, CostBudget, ExpressionEngine, RunOutcome } from './engine.ts';
 
 interface VapProgram {
@@ -24,16 +24,18 @@ function variablesObject(activation: Activation, names: readonly string[]): Reco
   for (const name of names) {
     Object.defineProperty(vars, name, { enumerable: true, get: () => activation.variables.get(name) });
   }
-  return vars;
+  // Variables hold what expressions gave (the generated code's values): read as CEL values.
+  return celValuesOnly(vars);
 }
 
+/** The objects as given: the generated code reads JSON as parsed (src/policy/cel/runtime.ts). */
 function celContextOf(activation: Activation): Record<string, unknown> {
   return {
-    object: toCel(activation.object),
-    oldObject: toCel(activation.oldObject),
-    request: toCel(activation.request),
-    params: toCel(activation.params),
-    namespaceObject: toCel(activation.namespaceObject),
+    object: activation.object ?? null,
+    oldObject: activation.oldObject ?? null,
+    request: activation.request ?? null,
+    params: activation.params ?? null,
+    namespaceObject: activation.namespaceObject ?? null,
     variables: variablesObject(activation, activation.variables.names()),
   };
 }
@@ -60,7 +62,8 @@ export function celEngine(): ExpressionEngine<VapProgram> {
         }
         contexts.set(activation, context);
       }
-      const r = evaluate(p.program, context, budget, undefined, true);
+      // A variable's value (resultType any) stays as the generated code gave it: other expressions read it.
+      const r = evaluate(p.program, context, budget, undefined, true, p.resultType === 'any');
       if (!r.ok) return { ok: false, error: r.message, cost: r.kind === 'cost' };
       if (p.resultType === 'string-or-null' && r.value !== null && typeof r.value !== 'string') {
         return { ok: false, error: 'the expression must evaluate to a string or null', cost: false };

@@ -1,8 +1,13 @@
 /**
- * The closure compiler (src/policy/cel/compiler.ts) against the cel-js
- * interpreter it replaces: on hand-written and generated expressions over
- * generated objects, both must give the same value, or the same error (kind
- * and message), at exactly the same cost, under generous and tiny cost limits.
+ * The generated code (src/policy/cel/codegen.ts) against cel-js's public
+ * evaluation of the same parsed expression: on hand-written and generated
+ * expressions over generated objects, both must give the same value, or
+ * both an error with the same message. Under a smaller cost limit the
+ * generated code gives the same result or a `cost` error (cel-js has no
+ * meter: the cost itself is tested in cost.test.ts).
+ *
+ * Known deviation (runtime.ts): `-x`, `x / y`, `x % y` on ints overflow with
+ * an error where cel-js returns a bigint outside int64.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,14 +22,36 @@ function program(expr: string): Program | undefined {
 
 /** Structural form of a result for comparison (Optionals, bigints, Maps included). */
 function shape(r: EvalResult): unknown {
-  if (!r.ok) return { error: r.kind, message: r.message, cost: r.cost };
-  return { value: r.value, cost: r.cost };
+  if (!r.ok) return { error: r.kind, message: normalize(r.message) };
+  return { value: r.value };
 }
+
+/**
+ * An error message without its static types: cel-js names the type the
+ * checker inferred (`dyn<int>`, `list<dyn>`), the generated code the
+ * runtime type (`int`, `list`).
+ */
+function normalize(message: string): string {
+  let out = message;
+  for (let before = ''; before !== out; ) {
+    before = out;
+    out = out.replace(/dyn<([^<>]*)>/g, '$1').replace(/\b(list|map|optional)<[^<>]*>/g, '$1');
+  }
+  return out;
+}
+
+const outOfInt64 = (v: unknown): boolean => typeof v === 'bigint' && (v > 9223372036854775807n || v < -9223372036854775808n);
 
 function same(p: Program, activation: Record<string, unknown>, limit = PER_CALL_COST_LIMIT): { compiled: EvalResult; interp: EvalResult } {
   const compiled = evaluate(p, activation, newBudget(), limit);
-  const interp = evaluate(interpreted(p), activation, newBudget(), limit);
-  assert.deepStrictEqual(shape(compiled), shape(interp), `${p.expression} on ${JSON.stringify(activation)} (limit ${limit})`);
+  const interp = evaluate(interpreted(p), activation, newBudget(), PER_CALL_COST_LIMIT);
+  const where = `${p.expression} on ${JSON.stringify(activation, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))} (limit ${limit})`;
+  if (!compiled.ok && compiled.kind === 'cost') {
+    assert.ok(limit < PER_CALL_COST_LIMIT || !interp.ok, `${where}: a cost error under the full limit`);
+    return { compiled, interp };
+  }
+  if (!compiled.ok && /integer overflow/.test(compiled.message) && interp.ok && outOfInt64(interp.value)) return { compiled, interp };
+  assert.deepStrictEqual(shape(compiled), shape(interp), where);
   return { compiled, interp };
 }
 
@@ -82,12 +109,13 @@ const HAND_WRITTEN = [
   "object.l.isSorted()", "[1, 2].sum()", "object.s.charAt(1)", "base64.encode(b'abc')",
 ];
 
-describe('compiled CEL evaluates exactly as the cel-js interpreter', () => {
-  it('hand-written expressions: same value or error, same cost', () => {
+describe('generated code evaluates as cel-js\'s public evaluate', () => {
+  it('hand-written expressions: same value or error', () => {
     let compiled = 0;
     for (const e of HAND_WRITTEN) {
       const p = program(e);
       if (!p) continue;
+      assert.equal(p.fallback, undefined, `${e} is compiled to JavaScript`);
       compiled++;
       same(p, { object: pod });
       // A tiny limit stops both at the same point.
@@ -216,10 +244,10 @@ describe('compiled CEL evaluates exactly as the cel-js interpreter', () => {
     assert.ok(compiled > 300, `only ${compiled} generated expressions compiled`);
   });
 
-  it('a hostile expression is still a cost error, at the interpreter\'s cost', () => {
+  it('a hostile expression is a cost error', () => {
     const p = program('[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(a, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(b, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(c, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(d, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(e, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(f, a + b + c + d + e + f > 0))))))');
     assert.ok(p);
-    const { compiled } = same(p, {});
+    const compiled = evaluate(p, {});
     assert.equal(compiled.ok, false);
     assert.equal(!compiled.ok && compiled.kind, 'cost');
   });

@@ -5,9 +5,11 @@
  * `transformMapEntry(k, v, [filter,] expr)`. For a list the first variable is
  * the index, for a map the key.
  *
- * Implemented as cel-js macros in the shape of its own `cel.bind`: each macro
- * node owns two overlay contexts, reused per iteration, and evaluates its
- * body with `ev.run`, so every iteration is metered like any other.
+ * Declared as cel-js macros, with only the documented macro hooks
+ * (`checker.check`, `evaluator.run`, `ctx.forkWithVariable`,
+ * `setIterValue`), so that cel-js type-checks them and its evaluation (the
+ * fallback, and the differential tests' reference) runs them. Portal's
+ * generated code (codegen.ts) compiles them itself.
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { celError } from './errors.ts';
@@ -16,7 +18,6 @@ import { charge } from '../meter.ts';
 
 interface Ctx {
   forkWithVariable(name: string, type: unknown): Ctx;
-  reuse(parent: Ctx): Ctx;
   setIterValue(v: unknown, ev: unknown): Ctx;
 }
 interface Checker {
@@ -25,7 +26,6 @@ interface Checker {
 }
 interface Ev {
   run(node: unknown, ctx: Ctx): unknown;
-  tryEval(node: unknown, ctx: Ctx): unknown;
 }
 interface Macro {
   receiver: unknown;
@@ -33,8 +33,15 @@ interface Macro {
   v: string;
   filter: unknown;
   body: unknown;
-  kCtx?: Ctx;
-  vCtx?: Ctx;
+  dyn?: unknown;
+}
+
+function tryRun(ev: Ev, node: unknown, ctx: Ctx): unknown {
+  try {
+    return ev.run(node, ctx);
+  } catch (e) {
+    return e;
+  }
 }
 
 type Kind = 'all' | 'exists' | 'existsOne' | 'transformList' | 'transformMap' | 'transformMapEntry';
@@ -57,7 +64,7 @@ function evaluate(kind: Kind) {
     const coll = ev.run(m.receiver, ctx);
     // Listing a map's entries walks it (charges.ts's rangeCost, as for one-variable comprehensions).
     charge(rangeCost(coll));
-    const bind = (k: unknown, v: unknown): Ctx => (m.vCtx as Ctx).reuse((m.kCtx as Ctx).reuse(ctx).setIterValue(k, ev)).setIterValue(v, ev);
+    const bind = (k: unknown, v: unknown): Ctx => ctx.forkWithVariable(m.k, m.dyn).setIterValue(k, ev).forkWithVariable(m.v, m.dyn).setIterValue(v, ev);
     const items = entries(coll);
     switch (kind) {
       case 'all':
@@ -66,7 +73,7 @@ function evaluate(kind: Kind) {
         const decisive = kind === 'exists';
         let error: unknown;
         for (const [k, v] of items) {
-          const r = ev.tryEval(m.body, bind(k, v));
+          const r = tryRun(ev, m.body, bind(k, v));
           if (r === decisive) return decisive;
           if (r instanceof Error) error ??= r;
           else if (typeof r !== 'boolean') throw celError(`${kind}: the predicate must give a bool`);
@@ -114,11 +121,10 @@ function evaluate(kind: Kind) {
 function typeCheck(kind: Kind) {
   return (checker: Checker, m: Macro, ctx: Ctx): unknown => {
     checker.check(m.receiver, ctx);
-    const dyn = checker.getType('dyn');
-    m.kCtx = ctx.forkWithVariable(m.k, dyn);
-    m.vCtx = m.kCtx.forkWithVariable(m.v, dyn);
-    if (m.filter !== undefined) checker.check(m.filter, m.vCtx);
-    checker.check(m.body, m.vCtx);
+    m.dyn = checker.getType('dyn');
+    const vCtx = ctx.forkWithVariable(m.k, m.dyn).forkWithVariable(m.v, m.dyn);
+    if (m.filter !== undefined) checker.check(m.filter, vCtx);
+    checker.check(m.body, vCtx);
     if (kind === 'transformList') return checker.getType('list');
     if (kind === 'transformMap' || kind === 'transformMapEntry') return checker.getType('map');
     return checker.getType('bool');

@@ -75,7 +75,8 @@ function run<T>(f: () => T): T {
   }
 }
 
-function matches(s: string, p: string): boolean {
+/** `s.matches(p)` on RE2 (the generated code calls it directly). */
+export function matches(s: string, p: string): boolean {
   const re = re2(p);
   chargeProgram(s, p, re);
   return run(() => re.test(s));

@@ -1,0 +1,655 @@
+/**
+ * CEL to JavaScript: compiles the AST of a type-checked expression (cel-js's
+ * public `ParseResult.ast`, the exported `ASTNode` shape: `op` and `args`
+ * only) into the source of one JavaScript function, once per policy
+ * generation, and instantiates it with `new Function`.
+ *
+ * The generated function `(ctx, m) => value` reads the CEL context (`ctx`:
+ * object, oldObject, request, params, namespaceObject, variables) and
+ * charges the cost meter `m` inline:
+ * - every evaluated node costs 1 unit, plus the size of the string, list or
+ *   map it produces (0.1 per character or element, meter.ts's sizeCost);
+ *   calls and operators whose work depends on their inputs charge the cost
+ *   model's figure (cost.ts, through charges.ts) before they run, and not
+ *   their result's size;
+ * - the constant part is summed per straight-line block and charged when the
+ *   block starts (so an error half-way charges a little more, never less);
+ *   every block start, comprehension iteration and size-dependent call
+ *   checks the limit, so a loop or a costly call stops at the limit.
+ *
+ * Semantics are CEL's as cel-js 8.0 implements them (runtime.ts holds the
+ * operations and says where it deviates): `&&`/`||` absorb an error when the
+ * other operand decides, comprehensions (`all`, `exists`, `exists_one`,
+ * `map`, `filter`, the two-variable ones, `cel.bind`) keep errors of
+ * `all`/`exists` steps until the end, optionals are Optional values except
+ * inside a `.?` chain ending in `orValue` (no Optional per step).
+ *
+ * What is not compiled natively is delegated to cel-js's public evaluation:
+ * a call to any other function evaluates `__a0.name(__a1)` with the
+ * operands computed by the generated code (so its cost is still charged
+ * here), and an AST shape the generator does not know makes the whole
+ * expression run on cel-js (`Unsupported`; engine.ts counts those).
+ *
+ * Injection: the only text from the expression that enters the generated
+ * source is passed through JSON.stringify (field names, string literals,
+ * function names, labels); other literals are numbers printed by
+ * JavaScript, or constants passed by reference (`K[i]`).
+ *
+ * Pure: no I/O.
+ */
+import { Optional } from '@marcbachmann/cel-js';
+import { built, runtime, type Runtime, MAX_OPERANDS, delegate } from './runtime.ts';
+import { sizeCost, type Meter } from './meter.ts';
+import { isCostedCall } from './charges.ts';
+
+/** A node of cel-js's public AST. */
+interface Node {
+  op: string;
+  args: unknown;
+}
+
+/** An AST shape the generator does not compile: the expression runs on cel-js. */
+export class Unsupported extends Error {}
+
+export type Exec = (ctx: Record<string, unknown>, m: Meter) => unknown;
+
+export interface Generated {
+  exec: Exec;
+  /** The generated source (for tests and debugging). */
+  source: string;
+}
+
+/** The activation variables (engine.ts declares them, all `dyn`). */
+export interface GenerateOptions {
+  variables: readonly string[];
+  /** Functions implemented natively (by name), the rest are delegated. */
+  matches: (s: string, p: string) => boolean;
+}
+
+const COSTED_OPERATORS = new Set(['==', '!=', '<', '<=', '>', '>=', 'in', '+']);
+const BINARY: Record<string, string> = { '==': 'eq', '!=': 'ne', '+': 'add', '-': 'sub', '*': 'mul', '/': 'div', '%': 'mod', '<': 'lt', '<=': 'le', '>': 'gt', '>=': 'ge', in: 'inop' };
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const isNode = (v: unknown): v is Node => v !== null && typeof v === 'object' && typeof (v as Node).op === 'string';
+
+function asNode(v: unknown): Node {
+  if (!isNode(v)) throw new Unsupported('not an AST node');
+  return v;
+}
+
+const str = (s: string): string => JSON.stringify(s);
+
+interface Block {
+  lines: string[];
+  units: number;
+}
+
+class Generator {
+  private temps = 0;
+  private readonly consts: unknown[] = [];
+  private block: Block = { lines: [], units: 0 };
+  /** Comprehension and bind variables in scope: CEL name → JS local. */
+  private readonly scope: Map<string, string>[] = [];
+
+  constructor(private readonly opts: GenerateOptions) {}
+
+  generate(root: Node): { source: string; consts: unknown[] } {
+    const body = this.inBlock(() => this.expr(root, true));
+    const decl = this.temps > 0 ? `let ${Array.from({ length: this.temps }, (_, i) => `t${i}`).join(', ')};\n` : '';
+    return { source: `"use strict";\nreturn function celProgram(ctx, m) {\n${decl}${body.code}\nreturn ${body.value};\n};`, consts: this.consts };
+  }
+
+  private temp(): string {
+    return `t${this.temps++}`;
+  }
+
+  private emit(line: string): void {
+    this.block.lines.push(line);
+  }
+
+  private charge(units: number): void {
+    this.block.units += units;
+  }
+
+  /** Generates a nested block; its constant units are charged at its start. */
+  private inBlock(f: () => string): { code: string; value: string } {
+    const outer = this.block;
+    this.block = { lines: [], units: 0 };
+    try {
+      const value = f();
+      const { lines, units } = this.block;
+      const head = units > 0 ? [`if ((m.used += ${units}) > m.limit) R.over(m);`] : [];
+      return { code: [...head, ...lines].join('\n'), value };
+    } finally {
+      this.block = outer;
+    }
+  }
+
+  private constant(v: unknown): string {
+    this.consts.push(v);
+    return `K[${this.consts.length - 1}]`;
+  }
+
+  private literal(v: unknown): string {
+    switch (typeof v) {
+      case 'string':
+        return str(v);
+      case 'boolean':
+        return v ? 'true' : 'false';
+      case 'bigint':
+        return `${v}n`.startsWith('-') ? `(${v}n)` : `${v}n`;
+      case 'number':
+        return Number.isFinite(v) && !Object.is(v, -0) ? `(${String(v)})` : this.constant(v);
+      case 'object':
+        return v === null ? 'null' : this.constant(v);
+      default:
+        throw new Unsupported(`literal of type ${typeof v}`);
+    }
+  }
+
+  private lookup(name: string): string | undefined {
+    for (let i = this.scope.length - 1; i >= 0; i--) {
+      const hit = this.scope[i]?.get(name);
+      if (hit !== undefined) return hit;
+    }
+    return undefined;
+  }
+
+  private withScope<T>(bindings: Map<string, string>, f: () => T): T {
+    this.scope.push(bindings);
+    try {
+      return f();
+    } finally {
+      this.scope.pop();
+    }
+  }
+
+  /** The dotted text of a namespace (`optional`, `cel`, `math`): an identifier that is not a variable. */
+  private namespace(n: Node): string | undefined {
+    if (n.op === 'id' && typeof n.args === 'string' && IDENT.test(n.args) && this.lookup(n.args) === undefined && !this.opts.variables.includes(n.args)) return n.args;
+    return undefined;
+  }
+
+  /** A value as a JS expression evaluated once: literals and locals stay, the rest goes to a temp. */
+  private value(n: Node): string {
+    const e = this.expr(n, false);
+    if (/^(t\d+|K\[\d+\]|true|false|null|\(?-?\d+n?\)?|"(?:[^"\\]|\\.)*")$/.test(e)) return e;
+    const t = this.temp();
+    this.emit(`${t} = ${e};`);
+    return t;
+  }
+
+  /** Emits code for `n`; returns a JS expression of its value. `root`: not charged (as cel-js). */
+  expr(n: Node, root = false): string {
+    if (!root) this.charge(1);
+    switch (n.op) {
+      case 'value': {
+        if (!root) this.charge(sizeCost(n.args));
+        return this.literal(n.args);
+      }
+      case 'id': {
+        const name = n.args as string;
+        const local = this.lookup(name);
+        if (local !== undefined) return local;
+        if (this.opts.variables.includes(name)) {
+          const t = this.temp();
+          this.emit(`${t} = ctx[${str(name)}];`);
+          this.number(t);
+          this.sized(t, root);
+          return t;
+        }
+        // A type or constant name (`int`, `cel`): cel-js knows it.
+        return this.delegated(name, [], root);
+      }
+      case '.': {
+        const [target, field] = n.args as [Node, string];
+        if (isNode(target) && this.namespace(target) !== undefined) return this.delegated(`${this.namespace(target)}.${field}`, [], root);
+        const t = this.value(asNode(target));
+        const f = str(field);
+        const v = this.temp();
+        this.emit(`${v} = (${t} !== null && typeof ${t} === "object" && ${t}.constructor === Object && Object.hasOwn(${t}, ${f})) ? ${t}[${f}] : R.sel(${t}, ${f});`);
+        this.emit(`if (typeof ${v} === "number") ${v} = R.read(${t}, ${v});`);
+        this.sized(v, root);
+        return v;
+      }
+      case '.?': {
+        const [target, field] = n.args as [Node, string];
+        const t = this.value(asNode(target));
+        const v = this.temp();
+        this.emit(`${v} = R.osel(${t}, ${str(field)});`);
+        return v;
+      }
+      case '[]':
+      case '[?]': {
+        const [a, b] = n.args as [Node, Node];
+        const l = this.value(asNode(a));
+        const r = this.value(asNode(b));
+        const v = this.temp();
+        this.emit(`${v} = R.${n.op === '[]' ? 'idx' : 'oidx'}(${l}, ${r});`);
+        if (n.op === '[]') this.sized(v, root);
+        return v;
+      }
+      case '!_': {
+        const a = this.value(asNode(n.args));
+        return `(typeof ${a} === "boolean" ? !${a} : R.not(${a}))`;
+      }
+      case '-_': {
+        const a = this.value(asNode(n.args));
+        const v = this.temp();
+        this.emit(`${v} = R.neg(${a});`);
+        return v;
+      }
+      case '&&':
+      case '||':
+        return this.logical(n);
+      case '?:':
+        return this.ternary(n);
+      case 'list':
+        return this.list(n, root);
+      case 'map':
+        return this.map(n, root);
+      case 'call':
+      case 'rcall':
+        return this.call(n, root);
+      default: {
+        const fn = BINARY[n.op];
+        if (fn === undefined) throw new Unsupported(`operator ${n.op}`);
+        const [a, b] = n.args as [Node, Node];
+        const l = this.value(asNode(a));
+        const r = this.value(asNode(b));
+        const costed = COSTED_OPERATORS.has(n.op);
+        if (costed) this.emit(`if ((m.used += R.binaryCost(${str(n.op)}, ${l}, ${r})) > m.limit) R.over(m);`);
+        const v = this.temp();
+        if (n.op === '==' || n.op === '!=') {
+          const same = n.op === '==' ? '===' : '!==';
+          this.emit(`${v} = (typeof ${l} === "string" && typeof ${r} === "string") ? ${l} ${same} ${r} : R.${fn}(${l}, ${r});`);
+        } else {
+          this.emit(`${v} = R.${fn}(${l}, ${r});`);
+        }
+        if (!costed && (n.op === '+' || n.op === '-')) this.sized(v, root);
+        return v;
+      }
+    }
+  }
+
+  /** A value read from the input: an integral JSON number is a CEL int (runtime.ts's num). */
+  private number(v: string): void {
+    this.emit(`if (typeof ${v} === "number") ${v} = R.num(${v});`);
+  }
+
+  /** Charges the size of a produced value (not for the root, as cel-js's meter did not). */
+  private sized(v: string, root: boolean): void {
+    if (!root) this.emit(`m.used += R.sz(${v});`);
+  }
+
+  /** `a && b && …` (exp false) or `a || b || …` (exp true), flattened: one block per operand, not one nesting level. */
+  private logical(n: Node): string {
+    const op = n.op;
+    const exp = op === '||';
+    const operands: Node[] = [];
+    // Left-associative chain: ((a || b) || c).
+    let cur: Node = n;
+    const rights: Node[] = [];
+    while (cur.op === op) {
+      const [a, b] = cur.args as [Node, Node];
+      rights.push(asNode(b));
+      cur = asNode(a);
+    }
+    operands.push(cur, ...rights.reverse());
+    // The n − 1 operator nodes are all entered (cel-js evaluates the outer one first).
+    this.charge(operands.length - 2);
+    const acc = this.temp();
+    const first = this.inBlock(() => this.expr(operands[0] as Node));
+    this.emit(`try {\n${first.code}\n${acc} = ${first.value};\n} catch (e) { ${acc} = R.caught(e); }`);
+    const e = exp ? 'true' : 'false';
+    operands.slice(1).forEach((operand, i) => {
+      const last = i === operands.length - 2;
+      const right = this.inBlock(() => this.expr(operand));
+      const step = `${right.code}\n${acc} = R.logical(${acc}, ${right.value}, ${e});`;
+      this.emit(last ? `if (${acc} !== ${e}) {\n${step}\n}` : `if (${acc} !== ${e}) {\ntry {\n${step}\n} catch (e) { ${acc} = R.caught(e); }\n}`);
+    });
+    return acc;
+  }
+
+  private ternary(n: Node): string {
+    const [c, a, b] = n.args as [Node, Node, Node];
+    const cv = this.value(asNode(c));
+    const v = this.temp();
+    const yes = this.inBlock(() => this.expr(asNode(a)));
+    const no = this.inBlock(() => this.expr(asNode(b)));
+    this.emit(`if (R.cond(${cv}, undefined)) {\n${yes.code}\n${v} = ${yes.value};\n} else {\n${no.code}\n${v} = ${no.value};\n}`);
+    return v;
+  }
+
+  private list(n: Node, root: boolean): string {
+    const items = (n.args as unknown[]).map(asNode);
+    if (items.every((i) => i.op === 'value')) {
+      const values = items.map((i) => i.args);
+      if (!root) this.charge(sizeCost(values) + values.reduce<number>((s, v) => s + 1 + sizeCost(v), 0));
+      // CEL values are immutable and the generated code never mutates a list it did not create: one array serves every evaluation.
+      return values.length === 0 ? 'R.EMPTY_LIST' : this.constant(built(values));
+    }
+    const parts = items.map((i) => this.value(i));
+    const v = this.temp();
+    this.emit(`${v} = R.built([${parts.join(', ')}]);`);
+    if (!root) this.charge(sizeCost(items));
+    return v;
+  }
+
+  private map(n: Node, root: boolean): string {
+    const entries = n.args as [unknown, unknown][];
+    const keys: string[] = [];
+    const values: string[] = [];
+    for (const [k, v] of entries) {
+      keys.push(this.value(asNode(k)));
+      values.push(this.value(asNode(v)));
+    }
+    const v = this.temp();
+    this.emit(`${v} = R.mapOf([${keys.join(', ')}], [${values.join(', ')}]);`);
+    if (!root) this.charge(Math.ceil(entries.length * 0.1));
+    return v;
+  }
+
+  private call(n: Node, root: boolean): string {
+    const rcall = n.op === 'rcall';
+    const name = (n.args as unknown[])[0] as string;
+    const receiver = rcall ? asNode((n.args as unknown[])[1]) : undefined;
+    const args = ((rcall ? (n.args as unknown[])[2] : (n.args as unknown[])[1]) as unknown[]).map(asNode);
+    const ns = receiver ? this.namespace(receiver) : undefined;
+
+    // Macros (their arguments are expressions, not values).
+    if (!rcall && name === 'has' && args.length === 1) return this.has(asNode(args[0]));
+    if (receiver !== undefined && ns === undefined) {
+      const iterVar = (a: Node | undefined): string | undefined => (a?.op === 'id' && typeof a.args === 'string' ? a.args : undefined);
+      if (args.length === 2 && iterVar(args[0]) !== undefined && ['all', 'exists', 'exists_one', 'map', 'filter'].includes(name)) {
+        return this.comprehension(name, receiver, iterVar(args[0]) as string, undefined, args[1] as Node);
+      }
+      if (args.length === 3 && name === 'map' && iterVar(args[0]) !== undefined) return this.comprehension('map', receiver, iterVar(args[0]) as string, args[1], args[2] as Node);
+      if ((args.length === 3 || args.length === 4) && iterVar(args[0]) !== undefined && iterVar(args[1]) !== undefined) {
+        const kinds = args.length === 3 ? ['all', 'exists', 'existsOne', 'transformList', 'transformMap', 'transformMapEntry'] : ['transformList', 'transformMap', 'transformMapEntry'];
+        if (kinds.includes(name)) return this.twoVar(name, receiver, iterVar(args[0]) as string, iterVar(args[1]) as string, args.length === 4 ? args[2] : undefined, args[args.length - 1] as Node);
+      }
+      if (name === 'orValue' && args.length === 1) return this.orValue(receiver, asNode(args[0]));
+      if (name === 'or' && args.length === 1) return this.or(receiver, asNode(args[0]));
+    }
+    if (ns === 'cel' && name === 'bind' && args.length === 3 && args[0]?.op === 'id') return this.bind(args[0].args as string, args[1] as Node, args[2] as Node);
+    if (ns === 'optional' && name === 'none' && args.length === 0) return 'R.NONE';
+    if (ns === 'optional' && name === 'of' && args.length === 1) {
+      const a = this.value(args[0] as Node);
+      return `R.Optional.of(${a})`;
+    }
+
+    // Functions: operands first (cel-js evaluates arguments last to first).
+    const operands: string[] = [];
+    const all = receiver !== undefined && ns === undefined ? [receiver, ...args] : args;
+    if (all.length > MAX_OPERANDS) throw new Unsupported('too many arguments');
+    const values = new Array<string>(all.length);
+    for (let i = all.length - 1; i >= 0; i--) values[i] = this.value(all[i] as Node);
+    operands.push(...values);
+    const costed = isCostedCall(name);
+    if (costed) this.emit(`if ((m.used += R.callCost(${str(name)}, [${operands.join(', ')}])) > m.limit) R.over(m);`);
+    const v = this.temp();
+    const [a0, a1] = operands;
+    if (rcall && ns === undefined && operands.length === 1 && (name === 'hasValue' || name === 'value')) {
+      this.emit(`${v} = ${a0} instanceof R.Optional ? ${a0}.${name}() : R.call(${str(this.callSource(name, ns, rcall, 1))}, ${a0});`);
+    } else if (name === 'size' && operands.length === 1) {
+      this.emit(`${v} = Array.isArray(${a0}) ? BigInt(${a0}.length) : R.size(${a0});`);
+    } else if (rcall && ns === undefined && operands.length === 2 && (name === 'startsWith' || name === 'endsWith' || name === 'contains')) {
+      const method = name === 'contains' ? 'includes' : name;
+      this.emit(`${v} = (typeof ${a0} === "string" && typeof ${a1} === "string") ? ${a0}.${method}(${a1}) : R.call(${str(this.callSource(name, ns, rcall, 2))}, ${a0}, ${a1});`);
+    } else if (name === 'portalMatches' && operands.length === 2) {
+      const fn = this.constant(this.opts.matches);
+      this.emit(`${v} = (typeof ${a0} === "string" && typeof ${a1} === "string") ? ${fn}(${a0}, ${a1}) : R.call(${str(this.callSource(name, ns, rcall, 2))}, ${a0}, ${a1});`);
+    } else {
+      const source = this.callSource(name, ns, rcall, operands.length);
+      this.emit(`${v} = R.call(${str(source)}${operands.map((o) => `, ${o}`).join('')});`);
+    }
+    if (!costed) this.sized(v, root);
+    return v;
+  }
+
+  /** The CEL source of a delegated call, its operands named `__a0`… (checked now, so an impossible delegate is Unsupported). */
+  private callSource(name: string, ns: string | undefined, rcall: boolean, count: number): string {
+    if (!IDENT.test(name)) throw new Unsupported(`function name ${name}`);
+    const ops = Array.from({ length: count }, (_, i) => `__a${i}`);
+    const source = !rcall ? `${name}(${ops.join(', ')})` : ns !== undefined ? `${ns}.${name}(${ops.join(', ')})` : `${ops[0]}.${name}(${ops.slice(1).join(', ')})`;
+    try {
+      delegate(source);
+    } catch {
+      throw new Unsupported(`cannot delegate ${source}`);
+    }
+    return source;
+  }
+
+  /** A name cel-js resolves (a type such as `int`, a namespaced constant). */
+  private delegated(text: string, operands: string[], root: boolean): string {
+    if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(text)) throw new Unsupported(`name ${text}`);
+    try {
+      delegate(text);
+    } catch {
+      throw new Unsupported(`cannot delegate ${text}`);
+    }
+    const v = this.temp();
+    this.emit(`${v} = R.call(${str(text)}${operands.map((o) => `, ${o}`).join('')});`);
+    this.sized(v, root);
+    return v;
+  }
+
+  /** has(a.b.c): cel-js's has macro (the root must be an identifier). */
+  private has(arg: Node): string {
+    const props: { op: string; field: string }[] = [];
+    let cur = arg;
+    if (cur.op !== '.') throw new Unsupported('has() argument');
+    while (cur.op === '.' || cur.op === '.?') {
+      const [t, f] = cur.args as [Node, string];
+      props.push({ op: cur.op, field: f });
+      cur = asNode(t);
+    }
+    if (cur.op !== 'id') throw new Unsupported('has() root');
+    const root = this.value(cur);
+    const v = this.temp();
+    // Fields from the root outwards.
+    const steps = props.reverse();
+    const fields = this.constant(steps.map((s) => s.field));
+    const ops = this.constant(steps.map((s) => s.op));
+    this.emit(`${v} = R.has(${root}, ${fields}, ${ops});`);
+    return v;
+  }
+
+  /** The per-iteration prologue: the limit is checked once per iteration at least. */
+  private comprehension(kind: string, receiver: Node, iterVar: string, filter: unknown, body: Node): string {
+    const coll = this.value(receiver);
+    this.charge(1); // init (cel-js evaluates a literal node for it)
+    const items = this.temp();
+    const i = this.temp();
+    const accu = this.temp();
+    const error = this.temp();
+    const x = this.temp();
+    this.emit(`m.used += R.rangeCost(${coll});`);
+    this.emit(`${items} = R.range(${coll});`);
+    const label = (what: string): string => str(`${what} must return bool`);
+    const scope = new Map([[iterVar, x]]);
+    // Each iteration: the step node (a ternary, or the push) and what it evaluates.
+    const step = (inner: () => string): { code: string; value: string } =>
+      this.withScope(scope, () =>
+        this.inBlock(() => {
+          this.charge(2);
+          return inner();
+        }),
+      );
+    let loop: string;
+    switch (kind) {
+      case 'all':
+      case 'exists': {
+        const decisive = kind === 'exists';
+        const p = step(() => this.expr(body));
+        loop = [
+          `${accu} = ${!decisive}; ${error} = undefined;`,
+          `for (${i} = 0; ${i} < ${items}.length; ${i}++) {`,
+          `if (${accu} === ${decisive}) break;`,
+          `${x} = ${items}[${i}]; if (typeof ${x} === "number") ${x} = R.read(${coll}, ${x});`,
+          `try {\n${p.code}\n${accu} = R.cond(${p.value}, ${label(`${kind}(var, predicate) predicate`)});\n} catch (e) { ${error} ??= R.caught(e); }`,
+          `}`,
+          `if (${error} !== undefined && ${accu} === ${!decisive}) throw ${error};`,
+        ].join('\n');
+        break;
+      }
+      case 'exists_one': {
+        const p = step(() => this.expr(body));
+        loop = [
+          `${accu} = 0;`,
+          `for (${i} = 0; ${i} < ${items}.length; ${i}++) {`,
+          `${x} = ${items}[${i}]; if (typeof ${x} === "number") ${x} = R.read(${coll}, ${x});`,
+          `${p.code}\nif (R.cond(${p.value}, ${label('exists_one(var, predicate) predicate')})) ${accu}++;`,
+          `}`,
+          `${accu} = ${accu} === 1;`,
+        ].join('\n');
+        break;
+      }
+      case 'map':
+      case 'filter': {
+        const f = kind === 'filter' ? body : filter === undefined ? undefined : asNode(filter);
+        const t = kind === 'filter' ? undefined : body;
+        const s = step(() => {
+          if (f === undefined) {
+            const tv = this.expr(t as Node);
+            this.emit(`${accu}.push(${tv});`);
+            return 'undefined';
+          }
+          const fv = this.value(f);
+          const kept = this.inBlock(() => (t === undefined ? x : this.expr(t)));
+          const what = kind === 'filter' ? 'filter(var, predicate) predicate' : 'map(var, filter, transform) filter predicate';
+          this.emit(`if (R.cond(${fv}, ${label(what)})) {\n${kept.code}\n${accu}.push(${kept.value});\n}`);
+          return 'undefined';
+        });
+        loop = [`${accu} = [];`, `for (${i} = 0; ${i} < ${items}.length; ${i}++) {`, `${x} = ${items}[${i}]; if (typeof ${x} === "number") ${x} = R.read(${coll}, ${x});`, s.code, `}`, `R.built(${accu});`].join('\n');
+        break;
+      }
+      default:
+        throw new Unsupported(`macro ${kind}`);
+    }
+    this.emit(loop);
+    return accu;
+  }
+
+  /** The two-variable comprehensions of lib/comprehensions.ts (cel-go ext.TwoVarComprehensions). */
+  private twoVar(kind: string, receiver: Node, kVar: string, vVar: string, filter: unknown, body: Node): string {
+    const coll = this.value(receiver);
+    const items = this.temp();
+    const i = this.temp();
+    const accu = this.temp();
+    const error = this.temp();
+    const k = this.temp();
+    const val = this.temp();
+    const r = this.temp();
+    this.emit(`m.used += R.rangeCost(${coll});`);
+    this.emit(`${items} = R.entries(${coll});`);
+    const scope = new Map([
+      [kVar, k],
+      [vVar, val],
+    ]);
+    const head = `for (${i} = 0; ${i} < ${items}.length; ${i}++) {\n${k} = ${items}[${i}][0]; ${val} = ${items}[${i}][1];\nif (m.used > m.limit) R.over(m);`;
+    const b = this.withScope(scope, () => this.inBlock(() => this.expr(body)));
+    const f = filter === undefined ? undefined : this.withScope(scope, () => this.inBlock(() => this.expr(asNode(filter))));
+    const filtered = (inner: string): string => (f === undefined ? inner : `${f.code}\nif (${f.value} === true) {\n${inner}\n}`);
+    let loop: string;
+    switch (kind) {
+      case 'all':
+      case 'exists': {
+        const decisive = kind === 'exists';
+        loop = [
+          `${accu} = ${!decisive}; ${error} = undefined;`,
+          head,
+          `try {\n${b.code}\n${r} = ${b.value};\n} catch (e) { ${r} = R.caught(e); }`,
+          `if (${r} === ${decisive}) { ${accu} = ${decisive}; break; }`,
+          `if (${r} instanceof Error) ${error} ??= ${r}; else if (typeof ${r} !== "boolean") throw R.err(${str(`${kind}: the predicate must give a bool`)});`,
+          `}`,
+          `if (${accu} === ${!decisive} && ${error} !== undefined) throw ${error};`,
+        ].join('\n');
+        break;
+      }
+      case 'existsOne':
+        loop = [`${accu} = 0;`, head, b.code, `if (${b.value} === true) ${accu}++;`, `}`, `${accu} = ${accu} === 1;`].join('\n');
+        break;
+      case 'transformList':
+        loop = [`${accu} = [];`, head, filtered(`${b.code}\n${accu}.push(${b.value});`), `}`, `R.built(${accu});`].join('\n');
+        break;
+      case 'transformMap':
+        loop = [`${accu} = {};`, head, filtered(`${b.code}\nR.put(${accu}, String(${k}), ${b.value});`), `}`, `R.built(${accu});`].join('\n');
+        break;
+      case 'transformMapEntry':
+        loop = [`${accu} = {};`, head, filtered(`${b.code}\nR.putEntry(${accu}, ${b.value});`), `}`, `R.built(${accu});`].join('\n');
+        break;
+      default:
+        throw new Unsupported(`macro ${kind}`);
+    }
+    this.emit(loop);
+    return accu;
+  }
+
+  private bind(name: string, val: Node, body: Node): string {
+    const v = this.value(val);
+    const local = this.temp();
+    this.emit(`${local} = ${v};`);
+    return this.withScope(new Map([[name, local]]), () => this.value(body));
+  }
+
+  /**
+   * `x.orValue(d)`. On a `.?` chain, each step yields the field's value or
+   * ABSENT, with no Optional allocated.
+   */
+  private orValue(receiver: Node, arg: Node): string {
+    const v = this.temp();
+    const dflt = this.inBlock(() => this.expr(arg));
+    if (receiver.op === '.?') {
+      const chain = this.chain(receiver);
+      this.emit(`if (${chain} === R.ABSENT) {\n${dflt.code}\n${v} = ${dflt.value};\n} else ${v} = ${chain};`);
+      return v;
+    }
+    const o = this.value(receiver);
+    this.emit(`${v} = R.optional(${o}, "optional.orValue(value) receiver");`);
+    this.emit(`if (${v}.hasValue()) ${v} = ${v}.value(); else {\n${dflt.code}\n${v} = ${dflt.value};\n}`);
+    return v;
+  }
+
+  /** The value of a `.?` chain, or R.ABSENT. Each step is charged as a node. */
+  private chain(n: Node): string {
+    const [target, field] = n.args as [Node, string];
+    const t = asNode(target);
+    const f = str(field);
+    const v = this.temp();
+    if (t.op === '.?') {
+      const inner = this.chain(t);
+      this.charge(1);
+      this.emit(
+        `${v} = (${inner} !== null && typeof ${inner} === "object" && ${inner}.constructor === Object) ? (Object.hasOwn(${inner}, ${f}) ? ${inner}[${f}] : R.ABSENT) : R.ostep(${inner}, ${f});`,
+      );
+      this.emit(`if (typeof ${v} === "number") ${v} = R.read(${inner}, ${v});`);
+      return v;
+    }
+    const base = this.value(t);
+    this.charge(1);
+    this.emit(`${v} = R.ostart(${base}, ${f});`);
+    return v;
+  }
+
+  private or(receiver: Node, arg: Node): string {
+    const o = this.value(receiver);
+    const v = this.temp();
+    const alt = this.inBlock(() => this.expr(arg));
+    this.emit(`${v} = R.optional(${o}, "optional.or(optional) receiver");`);
+    this.emit(`if (!${v}.hasValue()) {\n${alt.code}\n${v} = R.optional(${alt.value}, "optional.or(optional) argument");\n}`);
+    return v;
+  }
+}
+
+/** Generates the JavaScript function of a checked AST. Throws Unsupported for shapes it does not compile. */
+export function generate(ast: unknown, opts: GenerateOptions): Generated {
+  const g = new Generator(opts);
+  const { source, consts } = g.generate(asNode(ast));
+  // The source is generated from the AST; user text enters it only through JSON.stringify (see the module comment).
+  const make = new Function('R', 'K', source) as (r: Runtime, k: unknown[]) => Exec;
+  return { exec: make(runtime, consts), source };
+}
+
+export { Optional };
