@@ -210,7 +210,7 @@ async function measure(t: Target, pid: number, run: (t: Target) => Promise<LoadR
  * its informers, audit and leader election run while it admits. Ready only
  * once the informers have synced (/readyz 200).
  */
-async function startCluster(dir: string, portalMain: string, files: { certFile: string; keyFile: string }, profile: (side: string) => string[]): Promise<{ port: number; pid: number }> {
+async function startCluster(dir: string, portalMain: string, files: { certFile: string; keyFile: string }, profile: (side: string) => string[]): Promise<{ port: number; pid: number; probes: string }> {
   const kubeconfig = join(dir, 'replica.kubeconfig');
   await startProcess([...profile('apiserver'), '--import', 'tsx', join(root, 'bench', 'cluster-child.ts'), kubeconfig], (l) => (l === 'ready' ? 0 : undefined));
   let probes = '';
@@ -239,7 +239,19 @@ async function startCluster(dir: string, portalMain: string, files: { certFile: 
     if (Date.now() > deadline) throw new Error('the cluster-mode replica did not become ready within 180 s');
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { port: replica.port, pid: replica.child.pid! };
+  return { port: replica.port, pid: replica.child.pid!, probes };
+}
+
+/** The replica's evaluation pool counters (/debug/vars): tasks sent and evaluations they carried, so the mean batch. */
+async function poolStats(probes: string): Promise<{ batches: number; batchedItems: number; meanBatch: number; reclaims: number } | undefined> {
+  try {
+    const vars = (await (await fetch(`${probes}/debug/vars`)).json()) as { admission?: { evaluation?: { batches?: number; batchedItems?: number; reclaims?: number } } };
+    const e = vars.admission?.evaluation;
+    if (e?.batches === undefined || e.batchedItems === undefined) return undefined;
+    return { batches: e.batches, batchedItems: e.batchedItems, meanBatch: round3(e.batchedItems / Math.max(1, e.batches)), reclaims: e.reclaims ?? 0 };
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -317,9 +329,11 @@ async function main(): Promise<void> {
       portal: { target: { port: portal.port, ca, body, check }, pid: portal.child.pid! },
     };
     let clusterPid = 0;
+    const probes: Partial<Record<Name, string>> = { portal: portalProbes };
     if (WITH_CLUSTER) {
       const cluster = await startCluster(dir, portalMain, files, profile);
       clusterPid = cluster.pid;
+      probes.cluster = cluster.probes;
       servers.cluster = { target: { port: cluster.port, ca, body, check }, pid: cluster.pid };
     }
     const names = Object.keys(servers) as Name[];
@@ -346,6 +360,7 @@ async function main(): Promise<void> {
     }
     load.push(loadavg());
 
+    const pools = Object.fromEntries(await Promise.all(Object.entries(probes).map(async ([n, url]) => [n, await poolStats(url)] as const)));
     const all = [...closedRounds, ...openRounds].flatMap((r) => Object.values(r));
     const errors = all.reduce((n, r) => n + r.errors, 0);
     const side = (n: Name) => ({
@@ -375,6 +390,8 @@ async function main(): Promise<void> {
         sides: names, rules: RULES, evaluationWorkers: Number(WORKERS), cpus: CPUS || 'all', portal: FROM_SOURCE ? 'src through tsx' : 'compiled with tsc (as in the image)', ...(WITH_CLUSTER ? { clusterReplicaPid: clusterPid } : {}),
       },
       median: { ...median_, maxGeneratorCores: Math.max(...all.map((r) => r.generatorCores)) },
+      // Evaluation tasks over the whole run (warm-up included), per replica.
+      evaluationPool: pools,
       goals: {
         portal: goals('portal'),
         ...(WITH_CLUSTER ? { cluster: goals('cluster') } : {}),

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import { DevApiClient } from '../packages/devcluster/src/dev/api-client.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const NS = 'portal-system';
@@ -100,8 +101,8 @@ export class DevCluster {
   #dir = '';
   #child: ChildProcess | undefined;
   #exited: Promise<void> = Promise.resolve();
-  #api = '';
-  #token = '';
+  /** The embedded API server's side API: HTTPS with `portal dev`'s own CA, trusted from the kubeconfig it writes. */
+  #api: DevApiClient | undefined;
   #pids = new Set<number>();
   #sampling = false;
   #sampler: Promise<void> = Promise.resolve();
@@ -134,9 +135,12 @@ export class DevCluster {
       const st = await this.state();
       return st && st.replicas.length === this.replicas && st.replicas.every((r) => r.pid !== null) ? st : undefined;
     }, 100);
-    const kubeconfig = parseYaml(await readFile(s.kubeconfig, 'utf8')) as { users: { user: { token: string } }[] };
-    this.#api = s.apiserver;
-    this.#token = kubeconfig.users[0]?.user.token ?? '';
+    const kubeconfig = parseYaml(await readFile(s.kubeconfig, 'utf8')) as {
+      clusters: { cluster: { 'certificate-authority-data'?: string } }[];
+      users: { user: { token: string } }[];
+    };
+    const caData = kubeconfig.clusters[0]?.cluster['certificate-authority-data'];
+    this.#api = new DevApiClient(s.apiserver, kubeconfig.users[0]?.user.token ?? '', caData ? Buffer.from(caData, 'base64').toString('utf8') : undefined);
     await this.waitAllReady(120_000);
   }
 
@@ -171,20 +175,30 @@ export class DevCluster {
     return leaders.length === 1 && leaders[0]!.pid !== null ? leaders[0] : undefined;
   }
 
+  /** One side-API call, bounded (5 s) like every wait of the bench. */
+  async #call(method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+    const api = this.#api;
+    if (!api) throw new Error('the cluster is not started');
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${method} ${path}: no answer within 5 s`)), 5000);
+    });
+    try {
+      return await Promise.race([api.request(method, path, body), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async #side(path: string): Promise<unknown> {
-    const res = await fetch(`${this.#api}${path}`, { headers: { authorization: `Bearer ${this.#token}` }, signal: AbortSignal.timeout(5000) });
+    const res = await this.#call('GET', path);
     if (res.status !== 200) throw new Error(`GET ${path}: ${res.status}`);
-    return res.json();
+    return res.body;
   }
 
   /** POST /_portal/faults (e.g. `{action: 'cutOff', user}`). */
   async fault(body: Record<string, unknown>): Promise<void> {
-    const res = await fetch(`${this.#api}/_portal/faults`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${this.#token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(5000),
-    });
+    const res = await this.#call('POST', '/_portal/faults', body);
     if (res.status !== 200) throw new Error(`POST /_portal/faults ${JSON.stringify(body)}: ${res.status}`);
   }
 

@@ -3,7 +3,7 @@
 //
 // Two phases: the in-process suites run two files at a time; the suites that
 // start whole clusters of processes (`portal dev` with several replicas, the
-// exactly-once e2e) run one file at a time afterwards. On a 2-core machine two
+// exactly-once e2e, the bench smoke runs) run one file at a time afterwards. On a 2-core machine two
 // of those side by side starve each other's lease renewals, and a test that
 // fails because the machine is busy is a broken test.
 import { spawn } from 'node:child_process';
@@ -12,7 +12,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const SERIAL = ['test/replica/', 'test/audit-e2e/', 'test/dev/dev.test.ts', 'test/dev/exceptions.test.ts', 'test/dev/rule-lifecycle.test.ts', 'test/dev/supervisor.test.ts', 'test/chart/rbac-e2e.test.ts'];
+const SERIAL = ['test/bench/', 'test/replica/', 'test/audit-e2e/', 'test/dev/dev.test.ts', 'test/dev/exceptions.test.ts', 'test/dev/rule-lifecycle.test.ts', 'test/dev/supervisor.test.ts', 'test/chart/rbac-e2e.test.ts'];
 
 const filter = process.argv.slice(2);
 const files = [];

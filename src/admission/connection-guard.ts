@@ -10,7 +10,8 @@
  * - a remote address already holding `maxPerPeer` connections is refused;
  * - at the cap, the connection least likely to be doing work is closed to
  *   make room: first one still in its TLS handshake (oldest first), then
- *   one that finished it but has no request in flight (idle the longest);
+ *   one that never carried a request (oldest first), then one with no
+ *   request in flight (idle the longest);
  *   only when every connection has a request in flight is the new one
  *   refused. Requests in flight are never cut.
  * The TLS handshake deadline (`handshakeTimeout`) and the header/request
@@ -22,13 +23,19 @@
  */
 import type { Socket } from 'node:net';
 import type { Server as TlsServer } from 'node:tls';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import type { ConnectionCloseReason } from '../observability/metrics.ts';
 
 
 export interface ConnectionGuardOptions {
   maxConnections: number;
   maxPerPeer: number;
+  /**
+   * Whether connections start with a TLS handshake (the webhook). A plain
+   * HTTP server (the probes) has none: a connection is ready for requests at
+   * once, and only its requests in flight protect it. @default true
+   */
+  tls?: boolean;
   /** Called for every connection the guard closes. */
   onClose?: (reason: ConnectionCloseReason) => void;
   /** Called with the number of open connections whenever it changes. */
@@ -44,6 +51,8 @@ interface Conn {
   secure: boolean;
   /** Requests read (headers complete) and not yet answered or aborted. */
   inFlight: number;
+  /** Whether it ever carried a request (a keep-alive client's idle connection, not a silent one). */
+  served: boolean;
   /** When the last request ended (or the handshake did). */
   idleSince: number;
   /** Already uncounted (closed by the guard, or its socket closed). */
@@ -55,7 +64,8 @@ export interface ConnectionGuard {
   stats(): { open: number; peers: number };
 }
 
-export function guardConnections(server: TlsServer, opts: ConnectionGuardOptions): ConnectionGuard {
+export function guardConnections(server: TlsServer | HttpServer, opts: ConnectionGuardOptions): ConnectionGuard {
+  const handshake = opts.tls ?? true;
   const now = opts.now ?? (() => performance.now());
   // Insertion order is age order: the eviction scan meets the oldest first.
   const byKey = new Map<string, Conn>();
@@ -74,13 +84,18 @@ export function guardConnections(server: TlsServer, opts: ConnectionGuardOptions
 
   /** The connection to close at the cap, or undefined when every one has a request in flight. */
   const victim = (): [string, Conn] | undefined => {
+    let silent: [string, Conn] | undefined;
     let idle: [string, Conn] | undefined;
     for (const entry of byKey) {
       const c = entry[1];
       if (!c.secure) return entry; // oldest unfinished handshake
-      if (c.inFlight === 0 && (idle === undefined || c.idleSince < idle[1].idleSince)) idle = entry;
+      if (c.inFlight !== 0) continue;
+      // A connection that never carried a request goes before a keep-alive client's idle one: closing the
+      // latter races with the client's next request on it (which then fails), and it is what a real client holds.
+      if (!c.served) silent ??= entry; // oldest silent one
+      else if (idle === undefined || c.idleSince < idle[1].idleSince) idle = entry;
     }
-    return idle;
+    return silent ?? idle;
   };
 
   // Prepended: runs before tls.Server's own listener wraps the socket, so a
@@ -110,7 +125,7 @@ export function guardConnections(server: TlsServer, opts: ConnectionGuardOptions
       opts.onClose?.('cap_idle_closed');
     }
     const key = `${peer}|${port}`;
-    const conn: Conn = { raw, peer, secure: false, inFlight: 0, idleSince: now(), gone: false };
+    const conn: Conn = { raw, peer, secure: !handshake, inFlight: 0, served: false, idleSince: now(), gone: false };
     byKey.set(key, conn);
     bySocket.set(raw, conn);
     perPeer.set(peer, (perPeer.get(peer) ?? 0) + 1);
@@ -130,6 +145,7 @@ export function guardConnections(server: TlsServer, opts: ConnectionGuardOptions
     const conn = bySocket.get(req.socket);
     if (conn === undefined) return;
     conn.inFlight++;
+    conn.served = true;
     res.once('close', () => {
       conn.inFlight--;
       conn.idleSince = now();

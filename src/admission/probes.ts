@@ -8,6 +8,7 @@ import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { DebugVars } from '../observability/debug-vars.ts';
+import { guardConnections } from './connection-guard.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { ReadinessGate } from './readiness.ts';
 
@@ -45,8 +46,33 @@ export interface ProbesServerOptions {
   logger: Logger;
 }
 
+/**
+ * Bounds of the probes port (issue 16: a cap that idle clients cannot hold).
+ * Its clients are the kubelet (three probes, each a short request), one or
+ * two metrics scrapers and an operator's curl: a few connections at a time.
+ * Without a cap, idle connections could pile up until the kubelet's liveness
+ * probe failed and the replica was restarted.
+ */
+export const PROBES_LIMITS = Object.freeze({
+  /** Open connections; at the cap the one idle the longest is closed (connection-guard.ts). */
+  maxConnections: 64,
+  /** From one remote address: the kubelet's node address needs three at most. */
+  maxPerPeer: 16,
+  /** Headers must be complete within this (Node's default: 60 s); a probe writes them at once. */
+  headersMs: 10_000,
+  /** The whole request, answered 408 past it: probe timeouts are seconds. */
+  requestMs: 30_000,
+});
+
 export function buildProbesServer(opts: ProbesServerOptions): FastifyInstance {
-  const app = fastify({ logger: false, forceCloseConnections: true });
+  const app = fastify({
+    logger: false,
+    forceCloseConnections: true,
+    requestTimeout: PROBES_LIMITS.requestMs,
+    http: { headersTimeout: PROBES_LIMITS.headersMs, requestTimeout: PROBES_LIMITS.requestMs, connectionsCheckingInterval: 1_000 },
+  });
+  // The same guard as the webhook's, without a TLS handshake: a request in flight is never cut.
+  guardConnections(app.server, { maxConnections: PROBES_LIMITS.maxConnections, maxPerPeer: PROBES_LIMITS.maxPerPeer, tls: false });
 
   const live = (_req: unknown, reply: FastifyReply): FastifyReply => {
     const { ok, results } = opts.liveness.run();

@@ -49,12 +49,15 @@ import {
   type RuleVerdict,
 } from '../policy/index.ts';
 import type { BindingEvaluation, ParamStore, VapAttributes, VapSet } from '../policy/vap/index.ts';
-import { epochNow, SLOT_BYTES, SLOT_HEADER, type ChannelMessage, type StoreName, type Task, type TaskResults, type WorkerData } from './protocol.ts';
+import { Batcher, type Attempt, type ItemBody } from './batcher.ts';
+import { epochNow, MAX_BATCH, SLOT_BYTES, type ChannelMessage, type ItemOutcome, type StoreName, type TaskResults, type WorkerData } from './protocol.ts';
 
 /** Tasks waiting per worker before new ones are refused: at ~50 µs per typical evaluation, 64 is a few ms of work. */
 export const QUEUE_PER_WORKER = 64;
 /** The smallest queue bound, so that a burst of an API server's concurrent requests (it sends up to ~200) to a small pool is not refused. */
 export const MIN_QUEUE = 128;
+/** Batches sent to one worker at once: the one it runs and the next. */
+export const PIPELINE = 2;
 
 export interface EvaluationPoolConfig {
   /** Names the pool in logs, metrics and errors (`admission`, `audit`). */
@@ -72,6 +75,17 @@ export interface EvaluationPoolConfig {
    * start and a recompile of every rule. @default max(20, timeoutMs / 10)
    */
   graceMs?: number;
+  /**
+   * How long a batch of evaluations may run before the ones it has not
+   * finished are taken back and sent again (batcher.ts): the longest that
+   * a slow evaluation delays the others sent with it. A typical batch takes
+   * a few ms. @default min(250, max(10, timeoutMs / 4))
+   */
+  reclaimMs?: number;
+  /** Evaluations one task carries at most. @default MAX_BATCH (32) */
+  maxBatch?: number;
+  /** Batches sent to one worker at once (the one it runs and those waiting on its port). @default PIPELINE (2) */
+  pipeline?: number;
 }
 
 /** The stores the workers mirror; `rules` always, VAPs and params for the audit. */
@@ -86,42 +100,6 @@ export interface EvaluationPoolDeps {
   registry?: Registry | undefined;
   /** Sees each rule's `error` verdict at admission (metrics, Events), on the main thread; must not throw. */
   onRuleError?: ((verdict: RuleVerdict, input: EvaluationInput) => void) | undefined;
-}
-
-type Attempt<R> = { ok: true; value: R } | { ok: false; running: string | undefined };
-
-/**
- * The abort signal of one task, as piscina reads it (`aborted`, one 'abort'
- * listener): an AbortController and a timer per task cost more than the
- * evaluation of a typical request, so tasks share one timer (#expire) and
- * carry this instead.
- */
-class TaskAbort {
-  aborted = false;
-  /** Hard deadline (epoch ms): past it the task is aborted. */
-  readonly hard: number;
-  settled = false;
-  #listener: (() => void) | undefined;
-
-  constructor(hard: number) {
-    this.hard = hard;
-  }
-
-  addEventListener(_type: 'abort', listener: () => void): void {
-    this.#listener = listener;
-  }
-
-  removeEventListener(): void {
-    this.#listener = undefined;
-  }
-
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    const l = this.#listener;
-    this.#listener = undefined;
-    l?.();
-  }
 }
 
 type TaskBody = { kind: 'admission'; input: EvaluationInput; body?: string | undefined } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
@@ -144,30 +122,16 @@ export class EvaluationPool {
   readonly #log: Logger;
   readonly #onRuleError: EvaluationPoolDeps['onRuleError'];
   readonly #progress: SharedArrayBuffer;
-  readonly #progressWords: Int32Array;
-  readonly #progressBytes: Uint8Array;
-  readonly #freeSlots: number[];
+  readonly #batcher: Batcher;
   readonly #metrics: { abandoned: Counter<'pool'>; rejected: Counter<'pool'> } | undefined;
-  readonly #decoder = new TextDecoder();
   #piscina: Piscina | undefined;
   #channel: BroadcastChannel | undefined;
   #unsubscribe: (() => void)[] = [];
   #seq = 0;
-  #ids = 0;
   #snapshotQueued = false;
   #closed: Promise<void> | undefined;
   #abandoned = 0;
   #rejected = 0;
-  /** Tasks submitted and not settled (running or waiting). */
-  #inFlight = 0;
-  /**
-   * Tasks in submission order. Every deadline is "now + timeoutMs" when the
-   * task is submitted, so this is also deadline order: one timer, armed for
-   * the oldest unsettled task, serves them all.
-   */
-  #timeline: TaskAbort[] = [];
-  #timelineHead = 0;
-  #timer: NodeJS.Timeout | undefined;
   /** Threads that have held a snapshot (ever), and those of them that were destroyed since. */
   readonly #synced = new Set<number>();
   readonly #destroyed = new Set<number>();
@@ -182,17 +146,39 @@ export class EvaluationPool {
     this.#config = {
       maxQueue: Math.max(MIN_QUEUE, QUEUE_PER_WORKER * config.workers),
       graceMs: Math.max(20, Math.round(config.timeoutMs / 10)),
+      reclaimMs: Math.min(250, Math.max(10, Math.round(config.timeoutMs / 4))),
+      maxBatch: MAX_BATCH,
+      pipeline: PIPELINE,
       ...config,
     };
     this.#stores = stores;
     this.#log = deps.logger.child({ [LogKey.subcomponent]: `evaluation-${config.name}` });
     this.#onRuleError = deps.onRuleError;
-    // One slot per task that can exist at once: queued, running, and the spare a retry takes.
-    const slots = this.#config.maxQueue + 2 * this.#config.workers + 1;
-    this.#progress = new SharedArrayBuffer(slots * SLOT_BYTES);
-    this.#progressWords = new Int32Array(this.#progress);
-    this.#progressBytes = new Uint8Array(this.#progress);
-    this.#freeSlots = Array.from({ length: slots }, (_, i) => slots - 1 - i);
+    // One slot per batch that can be active (one per worker), and as many again so that the slot of a
+    // terminated worker's task is reused last (batcher.ts).
+    this.#progress = new SharedArrayBuffer((8 * this.#config.pipeline * this.#config.workers + 8) * SLOT_BYTES);
+    this.#batcher = new Batcher(
+      {
+        batches: this.#config.pipeline * this.#config.workers,
+        maxBatch: this.#config.maxBatch,
+        timeoutMs: this.#config.timeoutMs,
+        graceMs: this.#config.graceMs,
+        reclaimMs: this.#config.reclaimMs,
+        // Deadlines are enforced within this of `deadline + grace`; grace is at least 20 ms.
+        tickMs: Math.max(5, Math.min(25, Math.round(this.#config.graceMs / 2))),
+      },
+      {
+        log: this.#log,
+        // Not #ensure(): while the pool closes, what was submitted before still runs.
+        run: (task, signal) =>
+          this.#piscina
+            ? (this.#piscina.run(task, { signal: signal as unknown as AbortSignal }) as Promise<ItemOutcome[]>)
+            : Promise.reject(new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`)),
+        seq: () => this.#seq,
+        progress: this.#progress,
+        closedError: (cause) => (this.#closed ? new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`, { cause }) : undefined),
+      },
+    );
     if (deps.registry) {
       const r = deps.registry;
       const counter = (name: string, help: string): Counter<'pool'> =>
@@ -204,7 +190,7 @@ export class EvaluationPool {
       const pools = new Map<string, () => { threads: number; queued: number }>();
       const existing = r.getSingleMetric('portal_evaluation_queue_depth') as (Gauge<'pool'> & { pools?: typeof pools }) | undefined;
       const gaugePools = existing?.pools ?? pools;
-      gaugePools.set(this.name, () => ({ threads: this.#piscina?.threads.length ?? 0, queued: this.#piscina?.queueSize ?? 0 }));
+      gaugePools.set(this.name, () => ({ threads: this.#piscina?.threads.length ?? 0, queued: this.#batcher.waiting() }));
       if (!existing) {
         const depth = new Gauge<'pool'>({
           name: 'portal_evaluation_queue_depth',
@@ -243,6 +229,8 @@ export class EvaluationPool {
     this.#closed ??= (async () => {
       for (const u of this.#unsubscribe) u();
       this.#unsubscribe = [];
+      // What was submitted finishes (each by its deadline at the latest); nothing new is accepted.
+      if (this.#piscina) await this.#batcher.drained();
       const piscina = this.#piscina;
       this.#piscina = undefined;
       try {
@@ -310,8 +298,11 @@ export class EvaluationPool {
       maxThreads: this.#config.workers,
       // The bound is ours (#attempt): piscina does not count tasks that carry an abort signal against its maxQueue.
       maxQueue: Number.MAX_SAFE_INTEGER,
-      // One task per worker: a task stuck in a rule must not hold others hostage on the same thread.
-      concurrentTasksPerWorker: 1,
+      // A second batch waits on the worker's own port (PIPELINE): the worker starts it as soon as it
+      // finishes the first, without a round trip through the main thread (on a busy machine each wake-up
+      // of the other thread waits for a time slice). A batch stuck behind a slow one is taken back
+      // (batcher.ts), so it is not held hostage.
+      concurrentTasksPerWorker: this.#config.pipeline,
       idleTimeout: Number.MAX_SAFE_INTEGER,
       recordTiming: false,
       workerData,
@@ -405,15 +396,15 @@ export class EvaluationPool {
     settle: (budget: EvaluationBudget) => TaskResults[K],
   ): Promise<TaskResults[K]> {
     const ms = this.#config.timeoutMs;
-    const first = await this.#attempt<K>(body, epochNow() + ms, undefined, true);
-    if (first.ok) return first.value;
+    const first = await this.#attempt(body, epochNow() + ms, undefined, true);
+    if (first.ok) return first.value as TaskResults[K];
     this.#noteAbandoned(what, first.running);
     const abandoned: string[] = [];
     if (first.running !== undefined) {
       abandoned.push(first.running);
       // A retry is not refused: it replaces the attempt that was abandoned.
-      const second = await this.#attempt<K>(body, epochNow() + ms, abandoned, false);
-      if (second.ok) return second.value;
+      const second = await this.#attempt(body, epochNow() + ms, abandoned, false);
+      if (second.ok) return second.value as TaskResults[K];
       this.#noteAbandoned(what, second.running);
       if (second.running !== undefined) abandoned.push(second.running);
     }
@@ -435,75 +426,11 @@ export class EvaluationPool {
     );
   }
 
-  async #attempt<K extends TaskBody['kind']>(body: TaskBody, deadline: number, abandoned: string[] | undefined, bounded: boolean): Promise<Attempt<TaskResults[K]>> {
-    const piscina = this.#ensure();
-    if (bounded && this.#inFlight >= this.#config.maxQueue + this.#config.workers) throw this.#overloaded();
-    const slot = this.#freeSlots.pop();
-    if (slot === undefined) throw this.#overloaded();
-    this.#inFlight++;
-    const id = (this.#ids = (this.#ids % 0x7fffffff) + 1);
-    const words = (slot * SLOT_BYTES) / 4;
-    this.#progressWords[words] = 0;
-    this.#progressWords[words + 1] = 0;
-    const task = { ...body, seq: this.#seq, deadline, ms: this.#config.timeoutMs, abandoned, slot, id } as Task;
-    const controller = new TaskAbort(deadline + this.#config.graceMs);
-    this.#timeline.push(controller);
-    if (this.#timer === undefined) this.#arm();
-    try {
-      return { ok: true, value: (await piscina.run(task, { signal: controller as unknown as AbortSignal })) as TaskResults[K] };
-    } catch (err) {
-      if (err instanceof Error && err.message === 'Task queue is at limit') throw this.#overloaded();
-      if (this.#closed) throw new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`, { cause: err });
-      // Aborted at the deadline (a running worker was terminated), or the worker died under the task
-      // (e.g. out of memory): either way the rule that was running is the one to abandon.
-      if (!controller.aborted) this.#log.warn({ [LogKey.error]: err }, 'evaluation worker lost during a task');
-      return { ok: false, running: this.#running(slot, id) };
-    } finally {
-      this.#inFlight--;
-      controller.settled = true;
-      this.#freeSlots.push(slot);
-    }
-  }
-
-  /** Arms the one timer for the oldest unsettled task's hard deadline (none left: disarmed). */
-  #arm(): void {
-    const t = this.#timeline;
-    while (this.#timelineHead < t.length && t[this.#timelineHead]!.settled) this.#timelineHead++;
-    if (this.#timelineHead > 1024 && this.#timelineHead * 2 > t.length) {
-      this.#timeline = t.slice(this.#timelineHead);
-      this.#timelineHead = 0;
-    }
-    const head = this.#timeline[this.#timelineHead];
-    if (head === undefined) {
-      this.#timer = undefined;
-      return;
-    }
-    this.#timer = setTimeout(() => this.#expire(), Math.max(0, head.hard - epochNow()));
-    this.#timer.unref();
-  }
-
-  /** Aborts every task past its hard deadline (piscina terminates the worker of a running one). */
-  #expire(): void {
-    const now = epochNow();
-    const t = this.#timeline;
-    while (this.#timelineHead < t.length) {
-      const head = t[this.#timelineHead]!;
-      if (!head.settled && head.hard > now) break;
-      this.#timelineHead++;
-      if (!head.settled) head.abort();
-    }
-    this.#arm();
-  }
-
-  /** The key the worker wrote into the slot for task `id`, if it started it. */
-  #running(slot: number, id: number): string | undefined {
-    const words = (slot * SLOT_BYTES) / 4;
-    if (this.#progressWords[words] !== id) return undefined;
-    const n = this.#progressWords[words + 1] ?? 0;
-    if (n <= 0 || n > SLOT_BYTES - SLOT_HEADER) return undefined;
-    const start = slot * SLOT_BYTES + SLOT_HEADER;
-    // Copy out of shared memory before decoding (TextDecoder refuses shared views).
-    return this.#decoder.decode(this.#progressBytes.slice(start, start + n));
+  async #attempt(body: TaskBody, deadline: number, abandoned: string[] | undefined, bounded: boolean): Promise<Attempt> {
+    this.#ensure();
+    // A retry is sent alone (it ran next to something slow once already) and is not refused: it replaces the attempt that was abandoned.
+    if (bounded && this.#batcher.inFlight >= this.#config.maxQueue + this.#config.workers) throw this.#overloaded();
+    return this.#batcher.attempt(body as ItemBody, deadline, abandoned, !bounded);
   }
 
   #overloaded(): PortalError {
@@ -520,11 +447,13 @@ export class EvaluationPool {
     return {
       workers: this.#config.workers,
       threads: this.#piscina?.threads.length ?? 0,
-      queued: this.#piscina?.queueSize ?? 0,
+      queued: this.#batcher.waiting(),
       maxQueue: this.#config.maxQueue,
       /** Workers holding the policies now (a replacement counts once it has its snapshot). */
       readyThreads: [...this.#synced].filter((id) => !this.#destroyed.has(id)).length,
       completed: this.#piscina?.completed ?? 0,
+      /** Tasks sent, and evaluations they carried (their ratio is the mean batch). */
+      ...this.#batcher.stats(),
       abandoned: this.#abandoned,
       rejected: this.#rejected,
       policyRevision: this.#seq,

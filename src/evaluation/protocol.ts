@@ -1,17 +1,23 @@
 /**
  * What the main thread and the evaluation workers exchange (adr/0013).
  *
- * - Tasks go through piscina, one per evaluation: the input is structured
- *   cloned once (object and the request that holds it are one graph), the
- *   namespace labels travel with it, and `seq` names the policy revision it
- *   must be evaluated at.
+ * - Tasks go through piscina. One task is a batch: every evaluation that
+ *   waited for a worker while it was busy (at most MAX_BATCH), so that one
+ *   thread hand-off each way serves many requests under load, and a lone
+ *   request on an idle pool still goes at once. Each item's input is
+ *   structured cloned (an admission review travels as its text), the
+ *   namespace labels travel with it, and `seq` names the policy revision the
+ *   batch must be evaluated at.
  * - Policy changes go through a BroadcastChannel, each with the next `seq`;
  *   a worker that has not applied `seq` yet waits for it. A new worker says
  *   `hello` and the main thread answers with a snapshot of every store.
- * - Progress goes through shared memory: before each rule (or VAP) runs,
- *   the worker writes its key into the task's slot, so when the deadline
- *   passes and the worker is terminated, the main thread still knows which
- *   rule was running.
+ * - Progress goes through shared memory: the worker claims the batch's
+ *   items one at a time from a counter in the task's slot (the main thread
+ *   can close it to take back the items not started: a batch stuck in one
+ *   item does not hold the others), and before each rule (or VAP) runs it
+ *   writes the rule's key there, so when the deadline passes and the worker
+ *   is terminated, the main thread still knows which item and which rule
+ *   were running.
  */
 import type { AdmissionDecision, EvaluationInput, KubeObject, RuleVerdict } from '../policy/index.ts';
 import type { BindingEvaluation, VapAttributes } from '../policy/vap/index.ts';
@@ -26,30 +32,43 @@ export type ChannelMessage =
   | { type: 'change'; seq: number; store: StoreName; change: unknown }
   | { type: 'snapshot'; seq: number; changes: { store: StoreName; change: unknown }[] };
 
-interface TaskHeader {
-  /** Evaluate at this policy revision (or later). */
-  seq: number;
+interface ItemHeader {
   /** Cooperative deadline, epoch milliseconds (both threads read `performance.timeOrigin + performance.now()`). */
   deadline: number;
   /** The deadline's length, for messages. */
   ms: number;
   /** Rule keys (or VAP names) abandoned in an earlier attempt: `error` without running. */
   abandoned: string[] | undefined;
+}
+
+/** One piscina task: a batch of evaluations. */
+export interface Task {
+  /** Evaluate at this policy revision (or later). */
+  seq: number;
   /** Progress slot in the shared buffer, and the task's id written there. */
   slot: number;
   id: number;
+  items: TaskItem[];
 }
 
-export type Task =
+/**
+ * What the worker answers for each item: the result, or — for an item the
+ * main thread took back before the worker claimed it — nothing, or, if the
+ * item threw (a bug: the engine turns rule errors into verdicts), the key of
+ * the rule that was running.
+ */
+export type ItemOutcome = { ok: unknown } | { thrown: string | undefined } | undefined;
+
+export type TaskItem =
   /**
    * With `body` (the review's JSON text), `input.object`, `input.oldObject`
    * and those of `input.request` are null and the worker takes them from
    * `JSON.parse(body).request`: copying a string and parsing it again costs
    * less than cloning the objects.
    */
-  | (TaskHeader & { kind: 'admission'; input: EvaluationInput; body?: string | undefined })
-  | (TaskHeader & { kind: 'audit'; input: EvaluationInput })
-  | (TaskHeader & { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null });
+  | (ItemHeader & { kind: 'admission'; input: EvaluationInput; body?: string | undefined })
+  | (ItemHeader & { kind: 'audit'; input: EvaluationInput })
+  | (ItemHeader & { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null });
 
 export interface TaskResults {
   /** The decision, and the rules' `error` verdicts when there are any (the main thread counts and reports them). */
@@ -64,11 +83,21 @@ export interface WorkerData {
 }
 
 /**
- * One progress slot: [task id, key length] as int32, then the key's UTF-8
- * bytes. 1 KiB holds any rule key (`PortalRule/<63>/<253>`) or VAP name.
+ * One progress slot: [task id, key length, claim counter, running item] as
+ * int32, then the key's UTF-8 bytes. 1 KiB holds any rule key
+ * (`PortalRule/<63>/<253>`) or VAP name.
  */
 export const SLOT_BYTES = 1024;
-export const SLOT_HEADER = 8;
+export const SLOT_HEADER = 16;
+/** Int32 offsets in a slot. */
+export const SLOT_ID = 0;
+export const SLOT_KEY_LENGTH = 1;
+export const SLOT_CLAIM = 2;
+export const SLOT_ITEM = 3;
+/** The claim counter once the main thread closed it: every later claim is past the batch. */
+export const CLAIM_CLOSED = 0x40000000;
+/** Evaluations one task carries at most: under load a batch forms while the workers are busy; this bounds its length (a few ms of work). */
+export const MAX_BATCH = 32;
 
 /** The clock both sides use for deadlines: comparable across threads (each has its own performance.timeOrigin). */
 export function epochNow(): number {

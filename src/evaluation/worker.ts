@@ -11,7 +11,22 @@
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import { decideAdmission, evaluate, RuleSet, type EvaluationBudget, type EvaluationInput, type KubeObject, type Replicated, type RuleVerdict } from '../policy/index.ts';
 import { ParamStore, VapSet } from '../policy/vap/index.ts';
-import { epochNow, SLOT_BYTES, SLOT_HEADER, type ChannelMessage, type StoreName, type Task, type WorkerData } from './protocol.ts';
+import {
+  CLAIM_CLOSED,
+  epochNow,
+  SLOT_BYTES,
+  SLOT_CLAIM,
+  SLOT_HEADER,
+  SLOT_ID,
+  SLOT_ITEM,
+  SLOT_KEY_LENGTH,
+  type ChannelMessage,
+  type ItemOutcome,
+  type StoreName,
+  type Task,
+  type TaskItem,
+  type WorkerData,
+} from './protocol.ts';
 
 const data = workerData as WorkerData;
 
@@ -78,11 +93,9 @@ const encoder = new TextEncoder();
 /** Encoded keys, so recording progress costs one copy per rule. */
 const encoded = new Map<string, Uint8Array>();
 
-function recorder(task: Task): (key: string) => void {
-  const base = task.slot * SLOT_BYTES;
+/** Records, in the task's slot, the key of the rule about to run (read by the main thread if the worker is terminated). */
+function recorder(base: number): (key: string) => void {
   const words = base / 4;
-  progress[words] = task.id;
-  progress[words + 1] = 0;
   return (key) => {
     let bytes = encoded.get(key);
     if (bytes === undefined) {
@@ -91,22 +104,21 @@ function recorder(task: Task): (key: string) => void {
       encoded.set(key, bytes);
     }
     progressBytes.set(bytes, base + SLOT_HEADER);
-    progress[words + 1] = bytes.length;
+    progress[words + SLOT_KEY_LENGTH] = bytes.length;
   };
 }
 
-function execute(task: Task): unknown {
-  const onRule = recorder(task);
-  const abandoned = task.abandoned && task.abandoned.length > 0 ? new Set(task.abandoned) : undefined;
-  if (task.kind === 'vap') {
-    return stores.vaps.evaluate(task.attrs, { namespaceObject: task.namespaceObject, params: stores.params }, {
-      deadline: { at: task.deadline, now: epochNow, ms: task.ms, abandoned, onPolicy: onRule },
+function execute(item: TaskItem, onRule: (key: string) => void): unknown {
+  const abandoned = item.abandoned && item.abandoned.length > 0 ? new Set(item.abandoned) : undefined;
+  if (item.kind === 'vap') {
+    return stores.vaps.evaluate(item.attrs, { namespaceObject: item.namespaceObject, params: stores.params }, {
+      deadline: { at: item.deadline, now: epochNow, ms: item.ms, abandoned, onPolicy: onRule },
     });
   }
-  const budget: EvaluationBudget = { deadline: task.deadline, now: epochNow, ms: task.ms, abandoned, onRule };
-  if (task.kind === 'audit') return evaluate(stores.rules, task.input, budget);
+  const budget: EvaluationBudget = { deadline: item.deadline, now: epochNow, ms: item.ms, abandoned, onRule };
+  if (item.kind === 'audit') return evaluate(stores.rules, item.input, budget);
   let errors: RuleVerdict[] | undefined;
-  const decision = decideAdmission(stores.rules, task.body === undefined ? task.input : withObjects(task.input, task.body), budget, (v) => (errors ??= []).push(v));
+  const decision = decideAdmission(stores.rules, item.body === undefined ? item.input : withObjects(item.input, item.body), budget, (v) => (errors ??= []).push(v));
   return errors === undefined ? { decision } : { decision, errors };
 }
 
@@ -118,8 +130,37 @@ function withObjects(input: EvaluationInput, body: string): EvaluationInput {
   return { ...input, object, oldObject, ...(input.request ? { request: { ...input.request, object, oldObject } } : {}) };
 }
 
+/**
+ * Evaluates the batch's items in order, claiming each from the slot's
+ * counter first: once the main thread closes it (it took the rest back,
+ * because this batch ran long), the remaining items are left undefined.
+ */
+function executeBatch(task: Task): ItemOutcome[] {
+  const base = task.slot * SLOT_BYTES;
+  const words = base / 4;
+  const onRule = recorder(base);
+  const n = task.items.length;
+  const out: ItemOutcome[] = new Array<ItemOutcome>(n);
+  for (;;) {
+    const i = Atomics.add(progress, words + SLOT_CLAIM, 1);
+    if (i >= n || i >= CLAIM_CLOSED) break;
+    progress[words + SLOT_ITEM] = i;
+    progress[words + SLOT_KEY_LENGTH] = 0;
+    let key: string | undefined;
+    try {
+      out[i] = { ok: execute(task.items[i]!, (k) => onRule((key = k))) };
+    } catch {
+      // A bug (rule errors are verdicts): this item only is reported, with the rule that was running.
+      out[i] = { thrown: key };
+    }
+  }
+  return out;
+}
+
 /** piscina's handler: evaluates at the task's revision, waiting for it when this worker is behind. */
-export default function run(task: Task): unknown {
-  if (seq >= task.seq) return execute(task);
-  return new Promise<void>((resolve) => waiting.push({ seq: task.seq, resolve })).then(() => execute(task));
+export default function run(task: Task): ItemOutcome[] | Promise<ItemOutcome[]> {
+  // The main thread reset the slot before it sent the task; the id tells it which task wrote what it reads.
+  progress[(task.slot * SLOT_BYTES) / 4 + SLOT_ID] = task.id;
+  if (seq >= task.seq) return executeBatch(task);
+  return new Promise<void>((resolve) => waiting.push({ seq: task.seq, resolve })).then(() => executeBatch(task));
 }

@@ -135,6 +135,50 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     assert.ok((pool.stats().abandoned as number) >= 2);
   });
 
+  void it('evaluations submitted together travel in one task; each gets its own answer', async () => {
+    const rules = new RuleSet();
+    rules.upsert(clusterRule('no-privileged'));
+    const pool = newPool(rules);
+    await warm(pool);
+    const inputs = Array.from({ length: 10 }, (_, i) => input(pod({ privileged: i % 2 === 0 }), { namespace: 'default', name: `web-${i}` }));
+    const before = pool.stats() as { batches: number; batchedItems: number };
+    const decisions = await Promise.all(inputs.map((inp) => pool.decide(inp)));
+    decisions.forEach((d, i) => assert.deepEqual(d, decideAdmission(rules, inputs[i]!), `web-${i}`));
+    const after = pool.stats() as { batches: number; batchedItems: number };
+    assert.equal(after.batchedItems - before.batchedItems, 10);
+    assert.ok(after.batches - before.batches < 10, `${after.batches - before.batches} tasks for 10 evaluations submitted together`);
+  });
+
+  void it('a slow evaluation does not hold the others sent in its batch: they are taken back and answered by another worker', async () => {
+    const rules = new RuleSet();
+    rules.upsert(clusterRule('no-privileged'));
+    rules.upsert(slowRule('slow-nonroot', 'Deny'));
+    const pool = newPool(rules, { timeoutMs: 5000, workers: 2 });
+    await warm(pool);
+    const huge = hugePod(false);
+    const events: string[] = [];
+    // Submitted in one turn, the slow one first: one batch, whose worker claims the slow one.
+    const slow = Promise.resolve(pool.decide(input(huge, { namespace: 'tenant-a', name: 'huge' }), body(huge))).then((d) => {
+      events.push('slow');
+      return d;
+    });
+    const inputs = Array.from({ length: 4 }, (_, i) => input(pod({ privileged: i % 2 === 0 }), { namespace: 'tenant-b', name: `web-${i}` }));
+    const others = inputs.map((inp, i) =>
+      Promise.resolve(pool.decide(inp, body(inp.object!))).then((d) => {
+        events.push(`other ${i}`);
+        return d;
+      }),
+    );
+    const decided = await Promise.all(others);
+    decided.forEach((d, i) => assert.deepEqual(d, decideAdmission(rules, inputs[i]!), `web-${i}`));
+    const d = await slow;
+    assert.deepEqual(events.slice(-1), ['slow'], 'the others were answered while the slow one ran');
+    // Its own verdict (a violation, or the error at the deadline on a slower machine): a denial either way.
+    assert.equal(d.allowed, false);
+    assert.match((d as { message: string }).message, /slow-nonroot/);
+    assert.ok((pool.stats().reclaims as number) >= 1);
+  });
+
   void it('when every worker is stuck and the queue is full, a new task is refused at once', async () => {
     const rules = new RuleSet();
     rules.upsert(slowRule('slow-nonroot', 'Deny'));

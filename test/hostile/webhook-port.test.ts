@@ -245,6 +245,34 @@ test('520 idle TCP connections that reconnect when dropped: real reviews and /he
   t.diagnostic(`attacker reconnects: ${attackers.reduce((n, a) => n + a.reconnects(), 0)}`);
 });
 
+test('the probes port: idle connections past its cap, and past one peer\'s share, do not keep /healthz and /readyz from the kubelet', { timeout: 120_000 }, async (t) => {
+  const s = await startServe(t, ['--policies', await rulesDir(t)], { POD_NAME: 'portal-probes-idle' }, { ready: true });
+  const port = Number(new URL(s.probes).port);
+  // 8 peers × 12 idle connections that reconnect when dropped: each under the per-peer limit (16), together over the cap (64).
+  const peers = Array.from({ length: 8 }, (_, i) => `127.0.0.${i + 2}`);
+  const attackers = peers.map((peer) => idleClients(port, peer, 12, 5_000));
+  t.after(() => attackers.forEach((a) => a.stop()));
+  await Promise.all(attackers.map((a) => a.connected));
+  for (let i = 0; i < 20; i++) {
+    assert.equal((await probe(s, '/healthz')).status, 200);
+    assert.equal((await probe(s, '/readyz')).status, 200);
+  }
+  // One peer past its share (16) is closed before any byte is exchanged.
+  const connect = (): Promise<Socket> =>
+    new Promise((resolve, reject) => {
+      const sock = tcpConnect({ host: '127.0.0.1', port, localAddress: '127.0.0.20' });
+      sock.once('connect', () => resolve(sock));
+      sock.once('error', reject);
+    });
+  const held = await Promise.all(Array.from({ length: 16 }, connect));
+  t.after(() => held.forEach((h) => h.destroy()));
+  const seventeenth = await connect();
+  seventeenth.on('error', () => {});
+  await new Promise<void>((resolve) => seventeenth.once('close', () => resolve()));
+  assert.equal((await probe(s, '/healthz')).status, 200);
+  t.diagnostic(`attacker reconnects: ${attackers.reduce((n, a) => n + a.reconnects(), 0)}`);
+});
+
 test('one remote address cannot open more than --webhook-max-connections-per-peer; others are served', { timeout: 60_000 }, async (t) => {
   const s = await startServe(t, ['--policies', await rulesDir(t), '--webhook-max-connections-per-peer', '8'], { POD_NAME: 'portal-peer' }, { ready: true });
   const ca = await readFile(s.caFile);

@@ -1,0 +1,387 @@
+/**
+ * Batches evaluations into pool tasks, and enforces their deadlines
+ * (adr/0013, "Batches").
+ *
+ * Why batches: each piscina task costs a thread hand-off each way (a
+ * message, the worker's wake-up, the answer's wake-up of the main thread).
+ * On a busy 2-core machine that measured 25–65 µs of CPU per task, more than
+ * the evaluation of a typical review (docs/benchmarks.md). So a task is
+ * sent only when a worker can take it (`batches`: one running and one
+ * waiting per worker), and carries every evaluation that waited meanwhile
+ * (up to `maxBatch`): on an idle pool a request goes alone and at once
+ * (after the current event-loop turn, which gathers the requests that
+ * arrived together); under load the hand-off is shared by the batch.
+ *
+ * What batching must not cost (issue 16): one slow evaluation must not hold
+ * the others of its batch. The worker claims items one at a time from a
+ * counter in shared memory. A batch still running `reclaimMs` after it was
+ * sent is taken back: the counter is closed (the worker stops after the
+ * item it is on) and every item but that one is queued again, to be sent
+ * with the next batch; the results of those that had finished are lost and
+ * they are evaluated again (cheap: they were fast). The item still running
+ * keeps its deadline: at `deadline + grace` its worker is terminated (the
+ * task's signal) and it is settled as abandoned, with the rule that was
+ * running (read from the slot). An item whose deadline passes before a
+ * worker claimed it is settled as never started.
+ *
+ * Deadlines are checked by one ticker (every `tickMs` while anything is in
+ * flight) rather than a timer per item: a timer per request cost more than
+ * a typical evaluation.
+ */
+import type { Logger } from 'pino';
+import { LogKey } from '../observability/log-keys.ts';
+import { CLAIM_CLOSED, epochNow, SLOT_BYTES, SLOT_CLAIM, SLOT_HEADER, SLOT_ID, SLOT_ITEM, SLOT_KEY_LENGTH, type ItemOutcome, type Task, type TaskItem } from './protocol.ts';
+
+/** One attempt's outcome: the worker's result, or abandoned (with the rule or VAP that was running, if one was). */
+export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined };
+
+/** An item as the pool submits it, without the deadline fields the batcher adds. */
+export type ItemBody = TaskItem extends unknown ? Omit<TaskItem, 'deadline' | 'ms' | 'abandoned'> : never;
+
+/**
+ * The abort signal of one task, as piscina reads it (`aborted`, one 'abort'
+ * listener): an AbortController per task costs more than it needs to.
+ */
+export class TaskAbort {
+  aborted = false;
+  #listener: (() => void) | undefined;
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    this.#listener = listener;
+  }
+
+  removeEventListener(): void {
+    this.#listener = undefined;
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const l = this.#listener;
+    this.#listener = undefined;
+    l?.();
+  }
+}
+
+interface Item {
+  readonly body: ItemBody;
+  readonly deadline: number;
+  /** Past this (epoch ms) the item is abandoned: deadline + grace. */
+  readonly hard: number;
+  readonly abandoned: string[] | undefined;
+  /** Sent alone: a second attempt after an abandon (it ran next to something slow once already). */
+  readonly solo: boolean;
+  settled: boolean;
+  /** The batch that holds it now, and its index there; undefined while it waits. */
+  batch: Batch | undefined;
+  index: number;
+  resolve: (a: Attempt) => void;
+  reject: (err: unknown) => void;
+}
+
+interface Batch {
+  readonly items: Item[];
+  readonly slot: number;
+  readonly id: number;
+  readonly abort: TaskAbort;
+  /** Epoch ms after which the items not finished are taken back. */
+  readonly reclaimAt: number;
+  reclaimed: boolean;
+}
+
+export interface BatcherConfig {
+  /** Batches sent at once (the workers', and one waiting on each). */
+  batches: number;
+  /** Evaluations one batch carries at most. */
+  maxBatch: number;
+  timeoutMs: number;
+  graceMs: number;
+  /** How long a batch may run before the items it has not finished are taken back and sent again. */
+  reclaimMs: number;
+  /** How often deadlines and batches are checked. */
+  tickMs: number;
+}
+
+export interface BatcherDeps {
+  log: Logger;
+  /** Runs one task on a worker (piscina's `run`); rejects when the signal aborted it or the worker died. */
+  run: (task: Task, signal: TaskAbort) => Promise<ItemOutcome[]>;
+  /** The policy revision a task is evaluated at. */
+  seq: () => number;
+  progress: SharedArrayBuffer;
+  /** Called with the error a task failed with when the pool is closing (its items reject with it). */
+  closedError: (cause: unknown) => Error | undefined;
+}
+
+export class Batcher {
+  readonly #config: BatcherConfig;
+  readonly #deps: BatcherDeps;
+  readonly #words: Int32Array;
+  readonly #bytes: Uint8Array;
+  readonly #decoder = new TextDecoder();
+  /**
+   * Free progress slots. Slots of a terminated worker's task go to the
+   * front (reused last): the dying thread may still write to its slot for
+   * a moment after its task was rejected.
+   */
+  readonly #freeSlots: number[];
+  /** Items waiting for a worker, in order (settled ones are skipped when a batch is taken). */
+  #waiting: Item[] = [];
+  /** Every item not settled, in submission (so deadline) order; settled ones are dropped from the head. */
+  #timeline: Item[] = [];
+  #timelineHead = 0;
+  readonly #active = new Set<Batch>();
+  #ids = 0;
+  #dispatchQueued = false;
+  #ticker: NodeJS.Timeout | undefined;
+  #inFlight = 0;
+  #drainWaiters: (() => void)[] = [];
+  #batches = 0;
+  #items = 0;
+  #reclaims = 0;
+
+  constructor(config: BatcherConfig, deps: BatcherDeps) {
+    this.#config = config;
+    this.#deps = deps;
+    this.#words = new Int32Array(deps.progress);
+    this.#bytes = new Uint8Array(deps.progress);
+    const slots = deps.progress.byteLength / SLOT_BYTES;
+    this.#freeSlots = Array.from({ length: slots }, (_, i) => slots - 1 - i);
+  }
+
+  /** Evaluations submitted and not settled (waiting or in a batch). */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Evaluations waiting for a worker. */
+  waiting(): number {
+    let n = 0;
+    for (const it of this.#waiting) if (!it.settled) n++;
+    return n;
+  }
+
+  stats(): { batches: number; batchedItems: number; reclaims: number } {
+    return { batches: this.#batches, batchedItems: this.#items, reclaims: this.#reclaims };
+  }
+
+  /** Resolves once nothing is in flight. */
+  drained(): Promise<void> {
+    if (this.#inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#drainWaiters.push(resolve));
+  }
+
+  /** One attempt at evaluating `body` by `deadline` (epoch ms). */
+  attempt(body: ItemBody, deadline: number, abandoned: string[] | undefined, solo: boolean): Promise<Attempt> {
+    this.#inFlight++;
+    return new Promise<Attempt>((resolve, reject) => {
+      const item: Item = { body, deadline, hard: deadline + this.#config.graceMs, abandoned, solo, settled: false, batch: undefined, index: -1, resolve, reject };
+      this.#waiting.push(item);
+      this.#timeline.push(item);
+      this.#ticker ??= setInterval(() => this.#tick(), this.#config.tickMs).unref();
+      if (!this.#dispatchQueued) {
+        this.#dispatchQueued = true;
+        // After this event-loop turn: the requests whose bodies arrived in the same turn travel together.
+        setImmediate(() => this.#dispatch());
+      }
+    });
+  }
+
+  #settle(item: Item, attempt: Attempt): void {
+    if (item.settled) return;
+    item.settled = true;
+    this.#inFlight--;
+    item.resolve(attempt);
+    if (this.#inFlight === 0) for (const w of this.#drainWaiters.splice(0)) w();
+  }
+
+  #fail(item: Item, err: unknown): void {
+    if (item.settled) return;
+    item.settled = true;
+    this.#inFlight--;
+    item.reject(err);
+    if (this.#inFlight === 0) for (const w of this.#drainWaiters.splice(0)) w();
+  }
+
+  /** Sends batches while a worker is free. */
+  #dispatch(): void {
+    this.#dispatchQueued = false;
+    while (this.#active.size < this.#config.batches) {
+      // The waiting items are shared among the batches that can be sent now (piscina gives each to the least busy
+      // worker), so idle workers run in parallel what one batch would run in sequence: an evaluation's deadline
+      // starts when it is submitted, and one that waits behind slow ones in its batch can run out of it.
+      const size = Math.min(this.#config.maxBatch, Math.max(1, Math.ceil(this.#waiting.length / (this.#config.batches - this.#active.size))));
+      const items = this.#take(size);
+      if (items.length === 0) return;
+      const slot = this.#freeSlots.pop();
+      if (slot === undefined) {
+        // Cannot happen (there are more slots than batches can be active); keep the items waiting.
+        this.#waiting.unshift(...items);
+        return;
+      }
+      this.#send(items, slot);
+    }
+  }
+
+  /** The next batch: the first waiting item alone if it is solo, else up to `size` items that are not. */
+  #take(size: number): Item[] {
+    const w = this.#waiting;
+    let i = 0;
+    while (i < w.length && w[i]!.settled) i++;
+    if (i === w.length) {
+      this.#waiting = [];
+      return [];
+    }
+    if (w[i]!.solo) {
+      const item = w[i]!;
+      this.#waiting = w.slice(i + 1);
+      return [item];
+    }
+    const items: Item[] = [];
+    let j = i;
+    for (; j < w.length && items.length < size; j++) {
+      const it = w[j]!;
+      if (it.settled) continue;
+      if (it.solo) break;
+      items.push(it);
+    }
+    this.#waiting = j === w.length ? [] : w.slice(j);
+    return items;
+  }
+
+  #send(items: Item[], slot: number): void {
+    const id = (this.#ids = (this.#ids % 0x7fffffff) + 1);
+    const words = (slot * SLOT_BYTES) / 4;
+    this.#words[words + SLOT_ID] = 0;
+    this.#words[words + SLOT_KEY_LENGTH] = 0;
+    this.#words[words + SLOT_CLAIM] = 0;
+    this.#words[words + SLOT_ITEM] = -1;
+    const batch: Batch = { items, slot, id, abort: new TaskAbort(), reclaimAt: epochNow() + this.#config.reclaimMs, reclaimed: false };
+    const ms = this.#config.timeoutMs;
+    const taskItems = new Array<TaskItem>(items.length);
+    for (let i = 0; i < items.length; i++) {
+      const it = items[i]!;
+      it.batch = batch;
+      it.index = i;
+      taskItems[i] = { ...it.body, deadline: it.deadline, ms, abandoned: it.abandoned } as TaskItem;
+    }
+    this.#active.add(batch);
+    this.#batches++;
+    this.#items += items.length;
+    this.#deps.run({ seq: this.#deps.seq(), slot, id, items: taskItems }, batch.abort).then(
+      (outcomes) => this.#finished(batch, outcomes, undefined),
+      (err: unknown) => this.#finished(batch, undefined, err),
+    );
+  }
+
+  #finished(batch: Batch, outcomes: ItemOutcome[] | undefined, err: unknown): void {
+    this.#active.delete(batch);
+    if (outcomes !== undefined) {
+      this.#freeSlots.push(batch.slot);
+      for (let i = 0; i < batch.items.length; i++) {
+        const it = batch.items[i]!;
+        if (it.settled) continue;
+        const o = outcomes[i];
+        // Undefined: taken back before the worker claimed it (queued again then), or a claim lost to a dying
+        // worker's write (queued again below).
+        if (o === undefined) continue;
+        if ('ok' in o) this.#settle(it, { ok: true, value: o.ok });
+        else {
+          this.#deps.log.error({ rule: o.thrown }, 'evaluation threw (a bug): handled as abandoned');
+          this.#settle(it, { ok: false, running: o.thrown });
+        }
+      }
+    } else {
+      this.#freeSlots.unshift(batch.slot);
+      const closed = this.#deps.closedError(err);
+      const running = this.#runningIndex(batch);
+      const key = this.#runningKey(batch);
+      if (closed === undefined && !batch.abort.aborted) this.#deps.log.warn({ [LogKey.error]: err }, 'evaluation worker lost during a task');
+      for (let i = 0; i < batch.items.length; i++) {
+        const it = batch.items[i]!;
+        if (it.settled || it.batch !== batch) continue;
+        if (closed !== undefined) this.#fail(it, closed);
+        // Aborted at the deadline (its worker terminated), or the worker died under it (e.g. out of memory):
+        // either way the rule that was running is the one to abandon.
+        else if (i === running) this.#settle(it, { ok: false, running: key });
+      }
+    }
+    this.#takeBack(batch, -1);
+    this.#dispatch();
+  }
+
+  /** Queues again, at the front and in order (they are older than what waits), the batch's items not settled but `keep`. */
+  #takeBack(batch: Batch, keep: number): void {
+    const back: Item[] = [];
+    for (let i = 0; i < batch.items.length; i++) {
+      const it = batch.items[i]!;
+      if (i === keep || it.settled || it.batch !== batch) continue;
+      it.batch = undefined;
+      it.index = -1;
+      back.push(it);
+    }
+    if (back.length > 0) this.#waiting.unshift(...back);
+  }
+
+  /** Closes the batch's claim counter and queues again every item but the one the worker is on. */
+  #reclaim(batch: Batch): void {
+    if (batch.reclaimed) return;
+    batch.reclaimed = true;
+    this.#reclaims++;
+    const claimed = Atomics.exchange(this.#words, (batch.slot * SLOT_BYTES) / 4 + SLOT_CLAIM, CLAIM_CLOSED);
+    // The worker is on item claimed - 1 (or has just finished it); every other item goes back.
+    this.#takeBack(batch, claimed - 1);
+    this.#dispatch();
+  }
+
+  /** The index of the item the batch's worker is on (-1: none yet). */
+  #runningIndex(batch: Batch): number {
+    const words = (batch.slot * SLOT_BYTES) / 4;
+    return this.#words[words + SLOT_ID] === batch.id ? (this.#words[words + SLOT_ITEM] ?? -1) : -1;
+  }
+
+  /** The key the worker wrote into the batch's slot (the rule or VAP it was running), if any. */
+  #runningKey(batch: Batch): string | undefined {
+    const words = (batch.slot * SLOT_BYTES) / 4;
+    if (this.#words[words + SLOT_ID] !== batch.id) return undefined;
+    const n = this.#words[words + SLOT_KEY_LENGTH] ?? 0;
+    if (n <= 0 || n > SLOT_BYTES - SLOT_HEADER) return undefined;
+    const start = batch.slot * SLOT_BYTES + SLOT_HEADER;
+    // Copy out of shared memory before decoding (TextDecoder refuses shared views).
+    return this.#decoder.decode(this.#bytes.slice(start, start + n));
+  }
+
+  /** Settles what passed its deadline, takes back batches that ran long; stops when nothing is in flight. */
+  #tick(): void {
+    const now = epochNow();
+    for (const batch of this.#active) if (!batch.reclaimed && batch.items.length > 1 && batch.reclaimAt <= now) this.#reclaim(batch);
+    const t = this.#timeline;
+    while (this.#timelineHead < t.length) {
+      const item = t[this.#timelineHead]!;
+      if (!item.settled && item.hard > now) break;
+      this.#timelineHead++;
+      if (!item.settled) this.#expire(item);
+    }
+    if (this.#timelineHead > 1024 && this.#timelineHead * 2 > t.length) {
+      this.#timeline = t.slice(this.#timelineHead);
+      this.#timelineHead = 0;
+    }
+    if (this.#inFlight === 0 && this.#active.size === 0 && this.#ticker !== undefined) {
+      clearInterval(this.#ticker);
+      this.#ticker = undefined;
+      this.#timeline = [];
+      this.#timelineHead = 0;
+    }
+  }
+
+  /** An item past its hard deadline: its worker is terminated if it is running it, else it never started in time. */
+  #expire(item: Item): void {
+    const batch = item.batch;
+    if (batch !== undefined && this.#runningIndex(batch) === item.index) {
+      batch.abort.abort();
+      return;
+    }
+    if (batch !== undefined) this.#reclaim(batch);
+    this.#settle(item, { ok: false, running: undefined });
+  }
+}

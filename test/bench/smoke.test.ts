@@ -1,0 +1,65 @@
+// Issue 21 item 6: every benchmark runs, through `npm run bench`'s runner
+// (bench/run.ts), with its smallest settings, so a broken bench fails CI.
+// Asserts that each ran and printed its report, never its figures (those
+// are for docs/benchmarks.md, measured on purpose, with the load noted).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The smallest settings of each benchmark (its flags, see the head of each bench/*.ts); every bench run.ts knows is here. */
+const SMOKE: Record<string, string[]> = {
+  engine: ['--seconds', '0.2'],
+  vap: ['--seconds', '0.2'],
+  // All three sides (ceiling, files mode, cluster mode), one short round each.
+  admission: ['--rounds', '1', '--open-rounds', '1', '--seconds', '0.5', '--connections', '4', '--rate', '100'],
+  apiserver: ['--rate', '50', '--seconds', '1'],
+  protobuf: ['--ms', '100'],
+  apply: ['--n', '20', '--rounds', '1'],
+  controllers: ['--pods', '10'],
+  audit: ['--pods', '50', '--sample', '10'],
+  failover: ['--trials', '1', '--kinds', 'graceful', '--window', '1s'],
+  cel: ['--seconds', '0.2'],
+  suites: ['--rounds', '1'],
+  'cel-conformance': [],
+  exceptions: ['--rounds', '1'],
+};
+
+function runBench(name: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', name, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
+  });
+}
+
+test('every benchmark run.ts knows has smoke settings here', async () => {
+  const help = await runBench('--help', []);
+  assert.equal(help.code, 0);
+  const listed = [...help.stdout.matchAll(/^ {2}(\S+) /gm)].map((m) => m[1]);
+  assert.deepEqual(listed.sort(), Object.keys(SMOKE).sort());
+});
+
+for (const [name, args] of Object.entries(SMOKE)) {
+  test(`bench ${name} runs with its smallest settings`, { timeout: 900_000 }, async () => {
+    const r = await runBench(name, args);
+    const tail = r.stderr.split('\n').slice(-30).join('\n');
+    assert.equal(r.code, 0, `bench ${name} exited ${r.code}:\n${tail}`);
+    const results = JSON.parse(r.stdout) as Record<string, unknown>[];
+    assert.equal(results.length, 1);
+    const report = results[0]!;
+    assert.equal(report.error, undefined, tail);
+    assert.ok(Object.keys(report).length > 1, `bench ${name} printed a report: ${r.stdout.slice(0, 200)}`);
+    if (name === 'admission') {
+      // Issue 21 item 6: all three sides ran, each with its ratio to the ceiling.
+      const median = report.median as Record<string, { throughputRatio?: number }>;
+      for (const side of ['ceiling', 'portal', 'cluster']) assert.equal(typeof median[side]?.throughputRatio, 'number', `admission side ${side}`);
+    }
+  });
+}
