@@ -94,6 +94,14 @@ export interface ObjectState {
   /** Rules the object violated at some point and whose alert may still need resolving. */
   seen: Set<string>;
   deleted: boolean;
+  /**
+   * What a report says about it changed with the last evaluation (verdicts,
+   * uid, or it went away): the leader marks its report dirty. Unchanged
+   * objects (most of a full pass) cost their report nothing.
+   */
+  reportChanged: boolean;
+  /** The uid of the object this one replaced under the same name (its resource report goes). */
+  replacedUid?: string | undefined;
 }
 
 /**
@@ -115,6 +123,36 @@ export interface AuditStep {
 
 const isViolation = (v: RuleVerdict): boolean => v.result === 'fail' || v.result === 'warn';
 
+/** Same report content: the verdict fields a report carries, in the same order (evaluation order is deterministic). */
+function sameVerdicts(a: readonly RuleVerdict[], b: readonly RuleVerdict[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (
+      x.rule !== y.rule ||
+      x.reportRule !== y.reportRule ||
+      x.result !== y.result ||
+      x.message !== y.message ||
+      x.severity !== y.severity ||
+      x.category !== y.category ||
+      x.enforcement !== y.enforcement ||
+      x.ruleKind !== y.ruleKind
+    ) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * Most keys the audit queue holds. The evaluation work queue's own default
+ * (50,000) is the 10,000-Pod sizing of issue 5 with room; issue 20 measures
+ * 50,000 Pods, whose first pass enqueues every one of them plus their
+ * owners (ReplicaSets, Deployments): four times that.
+ */
+const AUDIT_QUEUE_MAX = 200_000;
+
 export class AuditEvaluator {
   readonly name = 'audit-evaluation';
   readonly store = new IdempotencyStore();
@@ -129,6 +167,8 @@ export class AuditEvaluator {
   readonly #ledger: ResilientInformer<KubeObject>;
   readonly #exempt: ReadonlySet<string>;
   readonly #objects = new Map<string, ObjectState>();
+  /** Namespace ("" = cluster-scoped) → keys of the objects held in it (namespace reports read it). */
+  readonly #byNamespace = new Map<string, Set<string>>();
   /** Rule display key → keys of objects violating it. */
   readonly #violators = new Map<string, Set<string>>();
   readonly #passPending = new Set<string>();
@@ -149,7 +189,7 @@ export class AuditEvaluator {
     this.#log = deps.logger.child({ [LogKey.subcomponent]: 'audit' });
     const { client } = deps;
     this.#exempt = new Set([...config.exemptNamespaces, config.installNamespace]);
-    this.#queue = new WorkQueue({ name: 'audit', logger: this.#log, registry: deps.registry });
+    this.#queue = new WorkQueue({ name: 'audit', maxSize: AUDIT_QUEUE_MAX, logger: this.#log, registry: deps.registry });
     const staleOpt = config.staleAfterMs !== undefined ? { staleAfterMs: config.staleAfterMs } : {};
     this.#informers = new KindInformers(client, this.#log, (r, e) => this.#onObjectEvent(r, e), staleOpt);
     this.#resolver = new KindResolver(client);
@@ -230,6 +270,19 @@ export class AuditEvaluator {
     return this.#objects.size;
   }
 
+  /** What evaluation holds about one object. */
+  objectState(key: string): ObjectState | undefined {
+    return this.#objects.get(key);
+  }
+
+  /** The objects held in `namespace` ("" = cluster-scoped ones). */
+  *objectsIn(namespace: string): Iterable<ObjectState> {
+    for (const key of this.#byNamespace.get(namespace) ?? []) {
+      const st = this.#objects.get(key);
+      if (st) yield st;
+    }
+  }
+
   enqueue(key: string): void {
     try {
       this.#queue.add(key);
@@ -282,7 +335,25 @@ export class AuditEvaluator {
       const k = actionKey({ rule: display, gvk: st.gvk, namespace: st.object.metadata?.namespace ?? '', name: st.object.metadata?.name ?? '', actionType: 'alert' });
       if (!this.store.has(k)) st.seen.delete(display);
     }
-    if (st.deleted && st.seen.size === 0 && this.#objects.get(key) === st) this.#objects.delete(key);
+    if (st.deleted && st.seen.size === 0 && this.#objects.get(key) === st) this.#forget(key);
+  }
+
+  #hold(key: string, st: ObjectState): void {
+    if (!this.#objects.has(key)) {
+      const ns = parseObjectKey(key).namespace;
+      let set = this.#byNamespace.get(ns);
+      if (!set) this.#byNamespace.set(ns, (set = new Set()));
+      set.add(key);
+    }
+    this.#objects.set(key, st);
+  }
+
+  #forget(key: string): void {
+    if (!this.#objects.delete(key)) return;
+    const ns = parseObjectKey(key).namespace;
+    const set = this.#byNamespace.get(ns);
+    set?.delete(key);
+    if (set?.size === 0) this.#byNamespace.delete(ns);
   }
 
   /** Reports and ledger have listed once (the actuator compares against them). */
@@ -454,10 +525,13 @@ export class AuditEvaluator {
     }
     const seen = new Set([...(prev?.seen ?? []), ...violating]);
     if (object && resource) {
-      this.#objects.set(key, { gvk: { group, version: resource.version, kind }, object, uid: object.metadata?.uid, verdicts, violating, seen, deleted: false });
+      const uid = object.metadata?.uid;
+      const reportChanged = !prev || prev.deleted || prev.uid !== uid || !sameVerdicts(prev.verdicts, verdicts);
+      const replacedUid = prev?.uid !== undefined && prev.uid !== uid ? prev.uid : undefined;
+      this.#hold(key, { gvk: { group, version: resource.version, kind }, object, uid, verdicts, violating, seen, deleted: false, reportChanged, replacedUid });
     } else if (prev) {
       // Gone: keep it until its leader-only clean-up (alert resolution) is done.
-      this.#objects.set(key, { ...prev, verdicts: [], violating: new Set(), seen, deleted: true });
+      this.#hold(key, { ...prev, verdicts: [], violating: new Set(), seen, deleted: true, reportChanged: !prev.deleted });
     }
   }
 

@@ -1,5 +1,5 @@
 /**
- * `portal test --policies DIR [--output table|json|policyreport] FILE...`
+ * `portal test --policies DIR [--output table|json|policyreport|openreports] FILE...`
  * (DESIGN §6): offline evaluation of manifests against rules, like
  * `kyverno test` / `gator`.
  *
@@ -44,7 +44,7 @@ import {
 } from '../policy/index.ts';
 import {
   formatJson,
-  formatPolicyReports,
+  formatReports,
   formatTable,
   OUTPUT_FORMATS,
   toResults,
@@ -53,7 +53,7 @@ import {
   type ResourceRef,
 } from '../policy/report-format.ts';
 
-const HELP = `Usage: portal test --policies DIR [--policies DIR...] [--output table|json|policyreport]
+const HELP = `Usage: portal test --policies DIR [--policies DIR...] [--output table|json|policyreport|openreports]
                    [--pod-security-version VERSION] FILE...
 
 Evaluates Kubernetes manifests against Portal rules and ValidatingAdmissionPolicies
@@ -69,8 +69,10 @@ Flags:
                           PortalClusterRule objects, ValidatingAdmissionPolicies with
                           their bindings, and the param objects of their paramKind
                           (repeatable, required)
-  --output, -o FORMAT     table (default), json, or policyreport (a YAML stream of
-                          PolicyReport / ClusterPolicyReport, one per resource)
+  --output, -o FORMAT     table (default), json, policyreport (a YAML stream of
+                          wgpolicyk8s.io PolicyReport / ClusterPolicyReport, one per
+                          resource) or openreports (the same as openreports.io
+                          Report / ClusterReport)
   --pod-security-version VERSION
                           evaluate Pod Security rules at VERSION (latest or v1.N): every
                           namespace gets the label pod-security.kubernetes.io/enforce-version
@@ -396,7 +398,8 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
       io.stdout.write(formatJson(results));
       break;
     case 'policyreport':
-      io.stdout.write(formatPolicyReports(evaluated, new Date()));
+    case 'openreports':
+      io.stdout.write(formatReports(evaluated, new Date(), loaded.format));
       break;
     case 'table':
       io.stdout.write(formatTable(results, { rules: loaded.rules.length, resources: loaded.resources.length }));

@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { Ajv } from 'ajv';
 import YAML from 'yaml';
 import { createKubeClient, mergePatchOptions, type KubeClient } from '../../src/kube/client.ts';
-import type { PolicyReport } from '../../src/audit/policy-report.ts';
+import type { Report as PolicyReport } from '../../src/policy/report.ts';
 import type { ApiServer } from '../../src/devcluster/apiserver/index.ts';
 import { APP_NS, clusterWithCrds, pod, privilegedRule, startReplica, until, writesBy } from './support/controller-harness.ts';
 
@@ -55,8 +55,8 @@ test('leader: reports, status and annotate for violating pods; stable across pas
     assert.ok(reportSchema(r), `report ${r.metadata.name} violates the CRD schema: ${JSON.stringify(reportSchema.errors)}`);
     const p = pods.items.find((x) => x.metadata?.uid === r.metadata.name);
     assert.ok(p, 'report named after the pod uid');
-    assert.equal(r.scope.name, p.metadata?.name);
-    assert.deepEqual(r.metadata.ownerReferences.map((o) => o.uid), [p.metadata?.uid]);
+    assert.equal(r.scope?.name, p.metadata?.name);
+    assert.deepEqual((r.metadata.ownerReferences ?? []).map((o) => o.uid), [p.metadata?.uid]);
     const counted = { pass: 0, fail: 0, warn: 0, error: 0, skip: 0 };
     for (const x of r.results) counted[x.result]++;
     assert.deepEqual({ ...counted, ...r.summary }, counted, 'summary matches the results');
