@@ -414,12 +414,17 @@ export class AuditActuator implements Runnable {
     return this.#acting?.term.epochString;
   }
 
+  /** This term compared every report with evaluation once (what differed is marked for the flusher). */
+  get reportsReconciled(): boolean {
+    return this.#acting?.reconciled ?? false;
+  }
+
   stats(): Record<string, unknown> {
     return {
       leading: this.leading ?? null,
       lastAuditTime: this.#lastAuditTime?.toISOString() ?? null,
       statusWrites: this.status.writes,
-      reports: { ...this.flusher.stats(), purgedOtherApi: this.#evaluator.reports.purged },
+      reports: { ...this.flusher.stats(), reconciled: this.reportsReconciled, purgedOtherApi: this.#evaluator.reports.purged },
     };
   }
 }
