@@ -176,7 +176,8 @@ export class AuditActuator implements Runnable {
     const purging = this.#purgeOtherApi(acting);
     try {
       await this.#takeoverScan(acting);
-      if (this.#evaluator.passes > 0 && this.#evaluator.synced()) await this.#reconcileReports(acting);
+      // A cold leader (no full pass yet) compares at the end of its first pass instead.
+      if (this.#evaluator.passes > 0) await this.#reconcileReports(acting);
       await aborted(termSignal);
     } finally {
       if (this.#acting === acting) this.#acting = undefined;
@@ -266,7 +267,7 @@ export class AuditActuator implements Runnable {
   #passEnded(acting: Acting, at: Date): void {
     if (!acting.term.isValid()) return;
     // Every pass ends with the reports compared with evaluation: a write dropped after its retries is found again.
-    if (this.#evaluator.synced()) void this.#reconcileReports(acting);
+    void this.#reconcileReports(acting);
     if (acting.takeover) acting.takeover.passEnded = true;
     else this.#setLastAuditTime(acting, at);
     // lastPassTime moved either way.
@@ -309,7 +310,13 @@ export class AuditActuator implements Runnable {
   /** Compares every report with evaluation and marks those that differ (once per term, then after each pass). */
   async #reconcileReports(acting: Acting): Promise<void> {
     if (acting.signal.aborted) return;
-    const marked = await this.#planner.reconcile(acting.term.epochString, acting.signal);
+    let marked: number;
+    try {
+      marked = await this.#planner.reconcile(acting.term.epochString, acting.signal);
+    } catch (err) {
+      this.#log.error({ err: (err as Error).message }, 'comparing the reports with evaluation failed; the next full pass compares again');
+      return;
+    }
     if (!acting.reconciled) {
       acting.reconciled = true;
       this.#log.info({ epoch: acting.term.epochString, reports: this.#evaluator.reports.size, marked }, 'leading: reports that differ from evaluation marked for writing');

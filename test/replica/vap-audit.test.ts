@@ -20,7 +20,7 @@ const ENV = { POD_NAME: 'portal-0', POD_NAMESPACE: NS };
 
 interface Result { policy: string; rule: string; result: string; source: string; message: string; properties?: Record<string, string> }
 
-test('a replica audits a VAP into PolicyReports (policy = VAP, rule = binding, source portal)', { timeout: 90_000 }, async (t) => {
+test('a replica audits a VAP into the reports (policy = VAP, rule = binding, source portal)', { timeout: 90_000 }, async (t) => {
   const api = await startApiServer({ port: 0, namespaces: ['default', 'kube-system', 'kube-public', 'kube-node-lease', NS] });
   t.after(() => api.close());
   const dir = await mkdtemp(join(tmpdir(), 'portal-vap-audit-'));
