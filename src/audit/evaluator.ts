@@ -7,7 +7,7 @@
  * (`--audit-workers`) evaluates each object with the RuleSet (operation
  * `AUDIT`) and keeps the desired state warm: per-object verdicts and per-rule
  * violating objects. It also learns what the leader did (provenance
- * annotations, the ledger ConfigMaps, the stored PolicyReports) into the
+ * annotations, the ledger ConfigMaps, the stored reports) into the
  * idempotency store.
  *
  * The pool's side-effecting step is not here: it is an {@link AuditStep} that
@@ -19,7 +19,7 @@
  * Another kind of policy (e.g. ValidatingAdmissionPolicy) plugs in as an
  * {@link AuditPolicySource}: its verdicts join the RuleSet's in
  * `ObjectState.verdicts`, its kinds join the informers, and the actuator
- * writes them into the same PolicyReports without knowing where they came from.
+ * writes them into the same reports without knowing where they came from.
  */
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
@@ -76,7 +76,7 @@ export interface AuditEvaluatorDeps {
   namespaceLabels: (namespace: string) => Record<string, string> | undefined;
   /** Subscribes to namespace changes (labels drive namespaceSelector); returns unsubscribe. */
   onNamespaceChange?: (handler: (namespace: string) => void) => () => void;
-  /** Stored PolicyReports: watched here; written only by the actuator (through the FencedWriter). */
+  /** Stored reports: watched here; written only by the actuator (through the FencedWriter). */
   reports: ReportWriter;
   logger: Logger;
   registry: Registry;
@@ -156,7 +156,7 @@ const AUDIT_QUEUE_MAX = 200_000;
 export class AuditEvaluator {
   readonly name = 'audit-evaluation';
   readonly store = new IdempotencyStore();
-  /** Stored PolicyReports (watched on every replica); the actuator writes through it. */
+  /** Stored reports (watched on every replica); the actuator writes through it. */
   readonly reports: ReportWriter;
   readonly #config: Readonly<AuditEvaluatorConfig>;
   readonly #deps: AuditEvaluatorDeps;
