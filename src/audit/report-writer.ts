@@ -15,7 +15,7 @@
 import type { Logger } from 'pino';
 import { apiStatusCode, callOptions, describeApiError, type KubeClient } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
-import { ResilientInformer, type InformerEvent } from '../kube/informer.ts';
+import { ResilientInformer, stripManagedFields, type InformerEvent } from '../kube/informer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import { ErrorCode, PortalError, isPortalError } from '../observability/errors.ts';
 import type { KubeObject } from '../policy/types.ts';
@@ -58,7 +58,8 @@ export class ReportWriter {
     this.#logger = logger.child({ [LogKey.subcomponent]: 'report-writer' });
     this.api = REPORT_API_INFO[options.api];
     const { group, version, apiVersion, namespaced, cluster } = this.api;
-    const common = { apiVersion, labelSelector: MANAGED, ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}) };
+    // managedFields are not content (reportContentEqual ignores them): not kept, as in the audit's object caches.
+    const common = { apiVersion, labelSelector: MANAGED, transform: stripManagedFields, ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}) };
     this.reports = new ResilientInformer(client, { ...common, name: namespaced.plural, path: `/apis/${group}/${version}/${namespaced.plural}`, kind: namespaced.kind }, logger);
     this.clusterReports = new ResilientInformer(client, { ...common, name: cluster.plural, path: `/apis/${group}/${version}/${cluster.plural}`, kind: cluster.kind }, logger);
     this.reports.onEvent((e) => this.#observe(e));
@@ -98,7 +99,7 @@ export class ReportWriter {
 
   #remember(key: string, r: Report): void {
     const current = this.#observed.get(key);
-    if (!current || newer(r.metadata.resourceVersion, current.metadata.resourceVersion)) this.#observed.set(key, r);
+    if (!current || newer(r.metadata.resourceVersion, current.metadata.resourceVersion)) this.#observed.set(key, stripManagedFields(r as unknown as KubeObject) as unknown as Report);
   }
 
   /**
