@@ -229,3 +229,21 @@ void test('a stored report with server metadata, foreign labels and reordered ke
   assert.equal(reportContentEqual(buildResourceReport({ ref, verdicts: [verdict('a', 'fail')] }, { api: 'openreports', now }), buildResourceReport({ ref, verdicts: [verdict('a', 'fail')] }, { api: 'wgpolicyk8s', now })), false);
   assert.equal(reportContentEqual(undefined, undefined), true);
 });
+
+void test('hostile: a namespace of 5,000 objects with 10 KB messages and 253-character names stays one bounded report', () => {
+  const long = (c: string) => c.repeat(253);
+  const subjects: ReportSubject[] = Array.from({ length: 5000 }, (_, i) => ({
+    ref: { apiVersion: 'example.com/v1', kind: 'Widget', name: `${long('w').slice(0, 247)}${String(i).padStart(6, '0')}`, namespace: 'n', uid: `uid-${i}` },
+    verdicts: ['a', 'b', 'c'].map((r) => verdict(long(r), 'fail', { message: 'x'.repeat(10_000) })),
+  }));
+  for (const api of REPORT_APIS) {
+    const report = buildNamespaceReport('n', subjects, { api, epoch: 'e/1', now, limits: { maxResults: 100, statusFilter: ['fail'] } })!;
+    assert.equal(report.results.length, 100);
+    assert.equal(report.metadata.annotations?.[OMITTED_RESULTS_ANNOTATION], String(5000 * 3 - 100));
+    assert.equal(report.summary.fail, 15_000);
+    // 100 results of at most a 1 KiB message, two 253-character names and an object reference.
+    const bytes = Buffer.byteLength(JSON.stringify(report));
+    assert.ok(bytes < 300_000, `${bytes} bytes`);
+    assertValidReport(report);
+  }
+});
