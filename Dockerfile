@@ -15,6 +15,9 @@ ARG NODE_IMAGE=node:24.21-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The dev cluster workspace (ADR 0015), for its types only: src/cli/dev-command.ts
+# names them; tsconfig.build.json compiles src/ alone, so dist/ holds none of it.
+COPY packages ./packages
 # npm 11 never runs install scripts here; Portal has no native addons.
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
@@ -25,7 +28,9 @@ RUN npm run build
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# Source maps are dead weight in production (9.5 MB, nearly all of them
+# @kubernetes/client-node's): nothing reads them without --enable-source-maps.
+RUN npm ci --omit=dev --no-audit --no-fund && find node_modules -name '*.map' -type f -delete && npm cache clean --force
 
 # ---- runtime --------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime
@@ -48,6 +53,8 @@ COPY bin ./bin
 # The shipped rules and CRDs (`portal test --policies /app/policies`, and the
 # CRD files `portal dev` registers).
 COPY policies ./policies
+# The JSON Schema of `portal test` suites (read by dist/cli/test-suite/parse.js, and for editors).
+COPY schemas ./schemas
 COPY charts/portal/crds ./charts/portal/crds
 COPY charts/portal/files/crds ./charts/portal/files/crds
 

@@ -26,7 +26,7 @@ export default tseslint.config(
   {
     // Components take typed config and an AbortSignal; only the CLI touches
     // the process (STYLE.md, habit 1).
-    files: ['src/**/*.ts'],
+    files: ['src/**/*.ts', 'packages/*/src/**/*.ts'],
     ignores: ['src/cli/**'],
     rules: {
       'no-restricted-globals': ['error', { name: 'process', message: 'Only src/cli may touch process; pass config and an AbortSignal instead.' }],

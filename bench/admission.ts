@@ -25,6 +25,13 @@
  * Run: node --import tsx bench/admission.ts [--rounds 10] [--seconds 2]
  *        [--open-rounds 5] [--rate 1000] [--connections 32] [--cpu-prof DIR]
  *        [--no-cluster] [--from-source] [--rules schema|cel]
+ *        [--workers N] [--cpus LIST]
+ *
+ * --workers N (issue 16 item 1): the replicas' `--evaluation-workers`
+ * (default 1: the pool's cost per request on top of the same work). --cpus
+ * LIST pins the servers (ceiling and replicas, each process with all its
+ * threads) to those CPUs with taskset, e.g. `--cpus 0` for the one-core
+ * comparison; the load generator stays unpinned.
  *
  * --rules cel (issue 12 item 6): the standalone replica loads the Pod
  * Security controls written as CEL rules (bench/cel-pss-rules.ts) instead of
@@ -66,6 +73,8 @@ const FROM_SOURCE = process.argv.includes('--from-source');
 const RULES = flag('rules', 'schema');
 if (RULES !== 'schema' && RULES !== 'cel') throw new Error(`--rules: "${RULES}" is not schema or cel`);
 const WITH_CLUSTER = CLUSTER && RULES === 'schema';
+const WORKERS = flag('workers', '1');
+const CPUS = flag('cpus', '');
 
 /** The directory of rules the standalone replica serves. */
 async function rulesDir(dir: string): Promise<string> {
@@ -138,11 +147,13 @@ function podReview(): Buffer {
 
 const children: ChildProcess[] = [];
 
-function startProcess(args: string[], ready: (line: string) => number | undefined, env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+function startProcess(args: string[], ready: (line: string) => number | undefined, env: Record<string, string> = {}, pinned = false): Promise<{ child: ChildProcess; port: number }> {
+  // taskset execs node in place, so the pid (and /proc/PID/stat's CPU time) is the server's.
+  const [cmd, argv] = pinned && CPUS ? ['taskset', ['-c', CPUS, process.execPath, ...args]] : [process.execPath, args];
+  const child = spawn(cmd, argv, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   children.push(child);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`did not start: ${args.join(' ')}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`did not start: ${args.join(' ')}`)), 120_000); // generous: on a shared machine at load 30 a start took over 30 s
     child.on('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`exited ${code}: ${args.join(' ')}`));
@@ -208,7 +219,7 @@ async function startCluster(dir: string, portalMain: string, files: { certFile: 
       ...profile('cluster'),
       portalMain, 'serve', '--kubeconfig', kubeconfig, '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
       '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info',
-      '--install-namespace', 'portal-system', '--pod-name', 'portal-0',
+      '--install-namespace', 'portal-system', '--pod-name', 'portal-0', '--evaluation-workers', WORKERS,
     ],
     (l) => {
       let rec: { msg?: string; url?: string };
@@ -221,10 +232,11 @@ async function startCluster(dir: string, portalMain: string, files: { certFile: 
       return rec.msg === 'webhook listening' ? Number(new URL(rec.url ?? '').port) : undefined;
     },
     { POD_NAME: 'portal-0', POD_NAMESPACE: 'portal-system' },
+    true,
   );
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 180_000;
   while ((await fetch(`${probes}/readyz`)).status !== 200) {
-    if (Date.now() > deadline) throw new Error('the cluster-mode replica did not become ready within 60 s');
+    if (Date.now() > deadline) throw new Error('the cluster-mode replica did not become ready within 180 s');
     await new Promise((r) => setTimeout(r, 100));
   }
   return { port: replica.port, pid: replica.child.pid! };
@@ -269,14 +281,18 @@ async function main(): Promise<void> {
     // defineProperty call, which costs Portal microseconds per request that
     // production never pays.
     const portalMain = FROM_SOURCE ? join(root, 'bin', 'portal.js') : await buildPortal(dir);
-    const ceiling = await startProcess([...profile('ceiling'), '--disable-warning=ExperimentalWarning', join(root, 'bench', 'ceiling-server.ts'), files.certFile, files.keyFile], (l) =>
-      l.startsWith('listening ') ? Number(l.slice(10)) : undefined,
+    const ceiling = await startProcess(
+      [...profile('ceiling'), '--disable-warning=ExperimentalWarning', join(root, 'bench', 'ceiling-server.ts'), files.certFile, files.keyFile],
+      (l) => (l.startsWith('listening ') ? Number(l.slice(10)) : undefined),
+      {},
+      true,
     );
+    let portalProbes = '';
     const portal = await startProcess(
       [
         ...profile('portal'),
         portalMain, 'serve', '--policies', await rulesDir(dir), '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
-        '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info',
+        '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info', '--evaluation-workers', WORKERS,
       ],
       (l) => {
         let rec: { msg?: string; url?: string };
@@ -285,9 +301,14 @@ async function main(): Promise<void> {
         } catch {
           return undefined;
         }
+        if (rec.msg === 'probes listening') portalProbes = rec.url ?? '';
         return rec.msg === 'webhook listening' ? Number(new URL(rec.url ?? '').port) : undefined;
       },
+      {},
+      true,
     );
+    // Ready once its evaluation workers hold the rules (before that it denies "not ready").
+    while ((await fetch(`${portalProbes}/readyz`)).status !== 200) await new Promise((r) => setTimeout(r, 100));
 
     const uid = '"uid":"705ab4f5-6393-11e8-b7cc-42010a800002"';
     const check = (b: string): boolean => b.includes(uid) && b.includes('"allowed":true');
@@ -351,7 +372,7 @@ async function main(): Promise<void> {
       machine: { cpus: cpus().length, node: process.version, loadavg1m: load.map((l) => round3(l[0] ?? NaN)) },
       setup: {
         reviewBytes: body.length, connections: CONNECTIONS, rounds: ROUNDS, openRounds: OPEN_ROUNDS, secondsPerRun: SECONDS, openLoopRate: RATE,
-        sides: names, rules: RULES, portal: FROM_SOURCE ? 'src through tsx' : 'compiled with tsc (as in the image)', ...(WITH_CLUSTER ? { clusterReplicaPid: clusterPid } : {}),
+        sides: names, rules: RULES, evaluationWorkers: Number(WORKERS), cpus: CPUS || 'all', portal: FROM_SOURCE ? 'src through tsx' : 'compiled with tsc (as in the image)', ...(WITH_CLUSTER ? { clusterReplicaPid: clusterPid } : {}),
       },
       median: { ...median_, maxGeneratorCores: Math.max(...all.map((r) => r.generatorCores)) },
       goals: {

@@ -1,5 +1,5 @@
 /** Child process of bench/apiserver.ts: the server runs alone on its event loop, as in `portal dev`. */
-import { startApiServer } from '../src/devcluster/apiserver/index.ts';
+import { startApiServer } from '../packages/devcluster/src/apiserver/index.ts';
 
 const api = await startApiServer({ historyLimit: 20_000 });
 const token = api.addUser('bench');

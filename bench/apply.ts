@@ -17,11 +17,11 @@
  */
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'node:https';
-import { recordApply, recordUpdate } from '../src/devcluster/apiserver/apply/managed.ts';
-import { startApiServer } from '../src/devcluster/apiserver/index.ts';
-import { typeModel } from '../src/devcluster/apiserver/openapi/model.ts';
-import { mergePatch } from '../src/devcluster/apiserver/patch.ts';
-import { Registry } from '../src/devcluster/apiserver/registry.ts';
+import { recordApply, recordUpdate } from '../packages/devcluster/src/apiserver/apply/managed.ts';
+import { startApiServer } from '../packages/devcluster/src/apiserver/index.ts';
+import { typeModel } from '../packages/devcluster/src/apiserver/openapi/model.ts';
+import { mergePatch } from '../packages/devcluster/src/apiserver/patch.ts';
+import { Registry } from '../packages/devcluster/src/apiserver/registry.ts';
 
 const { values } = parseArgs({ options: { n: { type: 'string', default: '2000' }, rounds: { type: 'string', default: '4' } } });
 const N = Number(values.n);

@@ -23,8 +23,8 @@ import { buildAudit } from '../src/audit/audit.ts';
 import { ClusterRuleSource } from '../src/kube/cluster-rule-source.ts';
 import { loadRulesFromDirectory } from '../src/config/manifests.ts';
 import { DEFAULTS } from '../src/config/options.ts';
-import { DevApiClient } from '../src/devcluster/dev/api-client.ts';
-import { readManifests } from '../src/devcluster/dev/manifests.ts';
+import { DevApiClient } from '../packages/devcluster/src/dev/api-client.ts';
+import { readManifests } from '../packages/devcluster/src/dev/manifests.ts';
 import { FencedWriter } from '../src/kube/fenced-writer.ts';
 import { createKubeClient } from '../src/kube/client.ts';
 import { Term } from '../src/leader/term.ts';
@@ -81,7 +81,7 @@ async function evaluationBench(): Promise<{ rules: number; pods: number; ms: num
  * rules and N pods, all set up here so the parent's RSS is the replica's alone.
  */
 async function apiChild(): Promise<void> {
-  const { startApiServer } = await import('../src/devcluster/apiserver/index.ts');
+  const { startApiServer } = await import('../packages/devcluster/src/apiserver/index.ts');
   const api = await startApiServer({ port: 0, historyLimit: 50_000 });
   const admin = new DevApiClient(api.url, api.adminToken);
   for (const dir of ['crds', 'files/crds']) for (const crd of (await readManifests(`${root}charts/portal/${dir}`)).objects) await admin.apply(crd);

@@ -16,9 +16,9 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startApiServer } from '../src/devcluster/apiserver/index.ts';
-import { DevApiClient } from '../src/devcluster/dev/api-client.ts';
-import { readManifests } from '../src/devcluster/dev/manifests.ts';
+import { startApiServer } from '../packages/devcluster/src/apiserver/index.ts';
+import { DevApiClient } from '../packages/devcluster/src/dev/api-client.ts';
+import { readManifests } from '../packages/devcluster/src/dev/manifests.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const kubeconfigFile = process.argv[2];
@@ -29,11 +29,14 @@ if (!kubeconfigFile) throw new Error('usage: cluster-child.ts KUBECONFIG [NAMESP
 const api = await startApiServer({ namespaces: ['default', 'kube-system', 'kube-public', 'kube-node-lease', namespace] });
 const admin = new DevApiClient(api.url, api.adminToken);
 const crds = await readManifests(join(root, 'charts', 'portal', 'crds'), ['CustomResourceDefinition']);
-const rules = await readManifests(join(root, 'policies'), ['PortalClusterRule', 'PortalRule']);
+// policies/ also holds the Pod Security controls as ValidatingAdmissionPolicies (policies/pod-security-vap);
+// like `portal dev`, install only the Portal rules (both would enforce every control twice).
+const RULE_KINDS = ['PortalClusterRule', 'PortalRule'];
+const rules = await readManifests(join(root, 'policies'), [...RULE_KINDS, 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
 const problems = [...crds.problems, ...rules.problems];
 if (problems.length > 0) throw new Error(problems.join('\n'));
 for (const crd of crds.objects) await admin.apply(crd);
-for (const rule of rules.objects) {
+for (const rule of rules.objects.filter((o) => RULE_KINDS.includes(o.kind))) {
   await admin.apply(rule.kind === 'PortalRule' ? { ...rule, metadata: { ...rule.metadata, namespace: rule.metadata.namespace ?? 'default' } } : rule);
 }
 // The benchmark review's namespace, labelled like a team's namespace.

@@ -11,7 +11,7 @@
  * Run: node --import tsx bench/controllers.ts [--pods 1000]
  */
 import { parseArgs } from 'node:util';
-import { startApiServer, type ApiServer } from '../src/devcluster/apiserver/index.ts';
+import { startApiServer, type ApiServer } from '../packages/devcluster/src/apiserver/index.ts';
 
 const { values } = parseArgs({ options: { pods: { type: 'string', default: '1000' } } });
 const N = Number(values.pods);

@@ -8,7 +8,7 @@
  * Run: node --import tsx bench/protobuf.ts [--ms 1000]
  */
 import { parseArgs } from 'node:util';
-import { decodeObject, encodeObject } from '../src/devcluster/apiserver/protobuf/codec.ts';
+import { decodeObject, encodeObject } from '../packages/devcluster/src/apiserver/protobuf/codec.ts';
 
 const { values } = parseArgs({ options: { ms: { type: 'string', default: '1000' } } });
 const MS = Number(values.ms);

@@ -31,8 +31,8 @@ import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
 import { buildAudit } from '../src/audit/audit.ts';
 import { DEFAULTS } from '../src/config/options.ts';
-import { DevApiClient } from '../src/devcluster/dev/api-client.ts';
-import { readManifests } from '../src/devcluster/dev/manifests.ts';
+import { DevApiClient } from '../packages/devcluster/src/dev/api-client.ts';
+import { readManifests } from '../packages/devcluster/src/dev/manifests.ts';
 import { createKubeClient } from '../src/kube/client.ts';
 import { ClusterRuleSource } from '../src/kube/cluster-rule-source.ts';
 import { FencedWriter } from '../src/kube/fenced-writer.ts';
@@ -77,7 +77,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Child mode: the embedded API server, seeded, answering until stdin closes. */
 async function apiChild(): Promise<void> {
-  const { startApiServer } = await import('../src/devcluster/apiserver/index.ts');
+  const { startApiServer } = await import('../packages/devcluster/src/apiserver/index.ts');
   const api = await startApiServer({ port: 0, historyLimit: Math.max(10_000, N + 10_000) });
   const admin = new DevApiClient(api.url, api.adminToken);
   for (const dir of ['crds', 'files/crds']) for (const crd of (await readManifests(`${root}charts/portal/${dir}`)).objects) await admin.apply(crd);

@@ -29,6 +29,7 @@ const BENCHES: Record<string, { file: string; nodeFlags: string[]; about: string
   reports: { file: 'reports.ts', nodeFlags: ['--expose-gc'], about: 'report objects, bytes, first-pass writes and time, one-change writes, RSS (namespace vs resource)' },
   failover: { file: 'failover.ts', nodeFlags: [], about: 'leader failover time' },
   cel: { file: 'cel.ts', nodeFlags: [], about: 'CEL rules vs the JSON Schema PSS library on the same Pod; cel-js vs @bufbuild/cel' },
+  suites: { file: 'suites.ts', nodeFlags: [], about: 'portal test: the VAP library suite vs the ad-hoc run on the same files (child processes)' },
   'cel-conformance': { file: 'cel-conformance.ts', nodeFlags: [], about: 'cel-spec conformance of @bufbuild/cel, cel-js and Portal\'s CEL environment' },
 };
 

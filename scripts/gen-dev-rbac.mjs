@@ -1,13 +1,13 @@
 /**
- * Writes src/devcluster/dev/chart-rbac.generated.ts: the chart's RBAC as
+ * Writes packages/devcluster/src/dev/chart-rbac.generated.ts: the chart's RBAC as
  * `helm template` renders it with the default values (see chart-rbac.ts).
  * Run: node --import tsx scripts/gen-dev-rbac.mjs (tsx: it imports the TypeScript helpers)
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { render } from '../test/chart/helm.ts';
-import { generatedModule, selectRbac } from '../src/devcluster/dev/chart-rbac.ts';
+import { generatedModule, selectRbac } from '../packages/devcluster/src/dev/chart-rbac.ts';
 
-const out = fileURLToPath(new URL('../src/devcluster/dev/chart-rbac.generated.ts', import.meta.url));
+const out = fileURLToPath(new URL('../packages/devcluster/src/dev/chart-rbac.generated.ts', import.meta.url));
 writeFileSync(out, generatedModule(selectRbac(await render())));
 process.stdout.write(`wrote ${out}\n`);

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const input = process.argv[2] ?? fileURLToPath(new URL('../../shared/kubernetes-proto/descriptor.json', import.meta.url));
-const output = `${root}src/devcluster/apiserver/protobuf/k8s-types.generated.ts`;
+const output = `${root}packages/devcluster/src/apiserver/protobuf/k8s-types.generated.ts`;
 
 /** [apiVersion, kind, proto package]: every built-in kind the server serves, plus the API's own messages. */
 const ROOTS = [

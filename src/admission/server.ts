@@ -10,14 +10,19 @@ import type { Server as HttpsServer } from 'node:https';
 import { fastify, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { EvaluationInput } from '../policy/types.ts';
+import { clipText, MAX_WARNING_LENGTH } from '../policy/decision.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { AdmissionDecision, AdmissionMetrics } from '../observability/metrics.ts';
 import { type Decide, type Decision, type NamespaceLabels } from './decision.ts';
+import { guardConnections } from './connection-guard.ts';
 import { exemption } from './exemptions.ts';
+import { PORTAL_KINDS, type PortalKind } from '../policy/portal-kinds.ts';
+import { answerPortalKinds, PORTAL_KINDS_PATH } from './portal-kinds.ts';
 import { fastPathServerFactory, type WireAnswer } from './fast-path.ts';
+import { depthExceededAt, MAX_JSON_DEPTH } from './json-depth.ts';
 import type { ReadinessGate } from './readiness.ts';
 import { decodeReview, encodeReview, type AdmissionRequest, type AdmissionResponseBody, type ReviewVersion } from './review.ts';
-import { TLS_MIN_VERSION, type TlsMaterial } from './tls-reload.ts';
+import { secureContextOptions, type TlsMaterial } from './tls-reload.ts';
 
 /**
  * Body limit: the apiserver rejects request bodies over 3 MiB, so one object
@@ -49,15 +54,23 @@ export interface ConnectionLimits {
    */
   checkIntervalMs: number;
   /**
-   * Open connections per replica; more are closed at once. Each API server
-   * has at most 200 mutating requests in flight (its default
+   * Open connections per replica. Each API server has at most 200
+   * mutating requests in flight (its default
    * --max-mutating-requests-inflight), each waiting on at most one
    * connection to this webhook, plus 25 idle keep-alive ones (client-go's
    * idle pool per host): 512 covers two API servers sending everything to
-   * one replica (2 × 225), while bounding sockets and buffered bodies.
+   * one replica (2 × 225), while bounding sockets and buffered bodies. At
+   * the cap an idle connection is closed to make room; only when all have a
+   * request in flight is the new one refused (connection-guard.ts).
    * @default 512
    */
   maxConnections: number;
+  /**
+   * Open connections from one remote address; more are closed at once. One
+   * API server needs ~225 (above); half the cap means no single peer can
+   * hold what the others need. @default 256
+   */
+  maxPerPeer: number;
   /**
    * After a body goes over the limit, up to this many more bytes are read
    * and discarded so that the client, still sending, gets the 413 instead
@@ -74,11 +87,10 @@ export const CONNECTION_LIMITS: Readonly<ConnectionLimits> = Object.freeze({
   requestMs: 30_000,
   checkIntervalMs: 1_000,
   maxConnections: 512,
+  maxPerPeer: 256,
   drainBytes: 4 * ADMISSION_BODY_LIMIT,
 });
 
-/** The apiserver shows warnings to users; Portal keeps each under 120 characters (DESIGN §2). */
-const MAX_WARNING_LENGTH = 119;
 
 export interface AdmissionServerOptions {
   tls: TlsMaterial;
@@ -89,11 +101,18 @@ export interface AdmissionServerOptions {
   exemptNamespaces: readonly string[];
   namespaceLabels: NamespaceLabels;
   metrics: AdmissionMetrics;
+  /**
+   * The `kind` label for a request's kind: a bounded set, never the raw
+   * string (kind-label.ts maps kinds no rule names to `other`).
+   */
+  kindLabel: (kind: string) => string;
   logger: Logger;
   /** @default ADMISSION_BODY_LIMIT */
   bodyLimit?: number;
   /** @default CONNECTION_LIMITS */
   limits?: Partial<ConnectionLimits>;
+  /** What `POST /validate-portal-kinds` checks (issue 15 item 2). @default PORTAL_KINDS */
+  portalKinds?: Readonly<Record<string, PortalKind>>;
 }
 
 export type AdmissionServer = FastifyInstance<HttpsServer>;
@@ -114,9 +133,11 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   const bodyLimit = opts.bodyLimit ?? ADMISSION_BODY_LIMIT;
   const app = fastify({
     https: {
-      cert: opts.tls.cert,
-      key: opts.tls.key,
-      minVersion: TLS_MIN_VERSION,
+      ...secureContextOptions(opts.tls),
+      // With a client CA, a peer without a certificate it signed is refused
+      // in the TLS handshake: before any HTTP parsing, and before it can
+      // hold more than a handshaking connection (connection-guard.ts).
+      ...(opts.tls.ca !== undefined ? { requestCert: true, rejectUnauthorized: true } : {}),
       handshakeTimeout: limits.handshakeMs,
       // http.Server options, which https.createServer passes through.
       headersTimeout: limits.headersMs,
@@ -140,7 +161,14 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     forceCloseConnections: 'idle',
   }) as unknown as AdmissionServer;
 
-  app.server.maxConnections = limits.maxConnections;
+  // The cap is the guard's, not Node's `maxConnections` (which would refuse
+  // the new connection even when idle ones hold the cap).
+  guardConnections(app.server, {
+    maxConnections: limits.maxConnections,
+    maxPerPeer: limits.maxPerPeer,
+    onClose: (reason) => metrics.connectionsClosed.inc({ reason }),
+    onCount: (open) => metrics.connections.set(open),
+  });
 
   // We parse JSON ourselves so a malformed body still gets our clear 400
   // (and any other media type fastify's 415).
@@ -201,6 +229,15 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     return a instanceof Promise ? a.then((done) => send(reply, done)) : send(reply, a);
   });
 
+  // Portal's own kinds (the chart's second webhook, failurePolicy Ignore): validated like
+  // the RuleSet compiles them. Rare requests, so fastify's ordinary route; a throw goes to
+  // the error handler above, which denies with the uid.
+  const portalKinds = opts.portalKinds ?? PORTAL_KINDS;
+  app.post(PORTAL_KINDS_PATH, (req, reply) => {
+    const a = answerPortalKinds(req.body, portalKinds, metrics);
+    return reply.code(a.status).header('content-type', 'application/json').send(a.payload);
+  });
+
   /** Decides on a raw body and serialises the answer; shared by fastify's route and the fast path. */
   function answer(body: unknown): WireAnswer | Promise<WireAnswer> {
     const started = performance.now();
@@ -256,7 +293,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   function observe(out: Outcome, started: number): void {
     const r = out.request;
     const ms = performance.now() - started;
-    metrics.answered(r?.operation ?? '', r?.kind.kind ?? '', out.decision, ms / 1000);
+    metrics.answered(r?.operation ?? '', r ? opts.kindLabel(r.kind.kind) : '', out.decision, ms / 1000);
     if (out.decision === 'error' || log.isLevelEnabled('debug')) {
       // Identifiers only: never the object (it can be a Secret).
       log[out.decision === 'error' ? 'warn' : 'debug'](
@@ -278,6 +315,10 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   function handle(body: unknown): Outcome | Promise<Outcome> {
     let parsed: unknown;
     if (typeof body !== 'string' || body.trim() === '') return invalid('empty body; send an AdmissionReview as JSON');
+    // Refused before parsing, and as malformed input (400): it is the
+    // client's, so it never counts against readiness (json-depth.ts).
+    const tooDeep = depthExceededAt(body);
+    if (tooDeep >= 0) return invalid(tooDeepMessage(tooDeep));
     try {
       parsed = JSON.parse(body);
     } catch (err) {
@@ -310,7 +351,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
 
     let result: Decision | Promise<Decision>;
     try {
-      result = opts.decide(toInput(request, opts.namespaceLabels));
+      result = opts.decide(toInput(request, opts.namespaceLabels), body);
     } catch (err) {
       return failed(apiVersion, request, err);
     }
@@ -449,7 +490,7 @@ function internalErrorReview(apiVersion: ReviewVersion, uid: string, message: st
  * be answered with the request's uid.
  */
 function reviewIdentity(body: unknown): { uid: string; apiVersion: ReviewVersion } | undefined {
-  if (typeof body !== 'string') return undefined;
+  if (typeof body !== 'string' || depthExceededAt(body) >= 0) return undefined;
   try {
     const d = decodeReview(JSON.parse(body));
     if (d.ok) return { uid: d.request.uid, apiVersion: d.apiVersion };
@@ -470,6 +511,10 @@ function serializeReview(apiVersion: ReviewVersion, response: AdmissionResponseB
     return `{"apiVersion":"${apiVersion}","kind":"AdmissionReview","response":{"uid":${JSON.stringify(response.uid)},"allowed":true}}`;
   }
   return JSON.stringify(encodeReview(apiVersion, response));
+}
+
+function tooDeepMessage(at: number): string {
+  return `request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep (at character ${at}); Portal does not evaluate input nested this deep, and no Kubernetes object needs it`;
 }
 
 function statusBody(code: number, message: string): Record<string, unknown> {
@@ -496,11 +541,12 @@ function toInput(r: AdmissionRequest, namespaceLabels: NamespaceLabels): Evaluat
   };
 }
 
+/** The apiserver shows warnings to users; Portal keeps each under 120 characters (DESIGN §2), whatever the decider returned. */
 function clipWarning(w: string): string {
-  return w.length <= MAX_WARNING_LENGTH ? w : `${w.slice(0, MAX_WARNING_LENGTH - 1)}…`;
+  return clipText(w, MAX_WARNING_LENGTH);
 }
 
 function errorMessage(err: unknown): string {
   const m = err instanceof Error ? err.message : String(err);
-  return m.length > 200 ? `${m.slice(0, 199)}…` : m;
+  return clipText(m, 200);
 }

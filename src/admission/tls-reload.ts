@@ -1,5 +1,6 @@
 /**
- * Reloads the webhook's certificate and key when their files change, without
+ * Reloads the webhook's certificate and key (and the client CA bundle, with
+ * `--client-ca-file`) when their files change, without
  * a restart and without dropping connections: `server.setSecureContext()`
  * only affects new handshakes, so open (keep-alive) connections continue.
  *
@@ -15,6 +16,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import type { Logger } from 'pino';
+import { caBundleProblem } from '../config/ca-bundle.ts';
 import { LogKey } from '../observability/log-keys.ts';
 
 /** TLS 1.2 minimum (DESIGN §3); the apiserver speaks 1.2 and 1.3. */
@@ -23,11 +25,15 @@ export const TLS_MIN_VERSION = 'TLSv1.2' as const;
 export interface TlsFiles {
   certFile: string;
   keyFile: string;
+  /** CA bundle that client certificates must chain to; none: clients are not asked for one. */
+  caFile?: string;
 }
 
 export interface TlsMaterial {
   cert: Buffer;
   key: Buffer;
+  /** Trusted client CAs (PEM), when client certificates are required. */
+  ca?: Buffer;
 }
 
 export interface SecureContextTarget {
@@ -52,12 +58,20 @@ export interface TlsReloaderOptions extends TlsFiles {
 }
 
 export async function readTlsFiles(files: TlsFiles): Promise<TlsMaterial> {
-  const [cert, key] = await Promise.all([readFile(files.certFile), readFile(files.keyFile)]);
-  return { cert, key };
+  const [cert, key, ca] = await Promise.all([
+    readFile(files.certFile),
+    readFile(files.keyFile),
+    files.caFile !== undefined && files.caFile !== '' ? readFile(files.caFile) : undefined,
+  ]);
+  return ca === undefined ? { cert, key } : { cert, key, ca };
 }
 
 export function secureContextOptions(m: TlsMaterial): SecureContextOptions {
-  return { cert: m.cert, key: m.key, minVersion: TLS_MIN_VERSION };
+  return { cert: m.cert, key: m.key, minVersion: TLS_MIN_VERSION, ...(m.ca !== undefined ? { ca: m.ca } : {}) };
+}
+
+function sameMaterial(a: TlsMaterial, b: TlsMaterial): boolean {
+  return a.cert.equals(b.cert) && a.key.equals(b.key) && (a.ca === undefined ? b.ca === undefined : b.ca !== undefined && a.ca.equals(b.ca));
 }
 
 /**
@@ -88,9 +102,16 @@ export async function watchTlsFiles(opts: TlsReloaderOptions, signal: AbortSigna
           opts.onRejected?.((err as Error).message);
           continue;
         }
-        if (next.cert.equals(current.cert) && next.key.equals(current.key)) continue;
+        if (sameMaterial(next, current)) continue;
+        const caProblem = next.ca === undefined ? undefined : caBundleProblem(next.ca.toString('utf8'));
+        if (caProblem !== undefined) {
+          log.warn({ [LogKey.file]: opts.caFile, [LogKey.reason]: caProblem }, 'new client CA bundle is not usable; keeping the current one');
+          opts.onRejected?.(`client CA bundle ${caProblem}`);
+          continue;
+        }
         try {
-          // Validates that the key matches the certificate before switching.
+          // Validates that the key matches the certificate (and that the CA
+          // bundle parses) before switching.
           createSecureContext(secureContextOptions(next));
         } catch (err) {
           log.warn({ [LogKey.error]: err }, 'new TLS files are not a valid pair yet; keeping the current certificate');
@@ -115,7 +136,8 @@ export async function watchTlsFiles(opts: TlsReloaderOptions, signal: AbortSigna
   };
 
   const watchers: FSWatcher[] = [];
-  for (const dir of new Set([dirname(opts.certFile), dirname(opts.keyFile)])) {
+  const files = [opts.certFile, opts.keyFile, ...(opts.caFile !== undefined && opts.caFile !== '' ? [opts.caFile] : [])];
+  for (const dir of new Set(files.map((f) => dirname(f)))) {
     try {
       const w = watch(dir, { persistent: false }, schedule);
       w.on('error', (err) => log.debug({ [LogKey.error]: err, [LogKey.dir]: dir }, 'TLS directory watch failed; relying on polling'));

@@ -78,8 +78,8 @@ interface Takeover {
   keys: Set<string>;
   /** Every object has been looked at (the scan finished). */
   scanned: boolean;
-  /** A full pass ended during the takeover: its lastAuditTime waits for the drain. */
-  passEnded: boolean;
+  /** Rules of the full passes that ended during the takeover: their lastAuditTime waits for the drain. */
+  passRules: Set<string>;
 }
 
 /** Backoff of the other-API clean-up after a failure (it is retried for the whole term). */
@@ -106,7 +106,8 @@ export class AuditActuator implements Runnable {
   readonly #planner: ReportPlanner;
   readonly flusher: ReportFlusher;
   #acting: Acting | undefined;
-  #lastAuditTime: Date | undefined;
+  /** Per rule (RuleState key): the end of the last pass that evaluated it and ended while leading. */
+  readonly #lastAuditTime = new Map<string, Date>();
   #running = false;
   /** Wall-clock ms of the start of the current term and of its first side effect (bench/failover figures). */
   termStartedAt: number | undefined;
@@ -144,8 +145,9 @@ export class AuditActuator implements Runnable {
         states: () => deps.ruleSet.states(),
         violations: (display) => this.#evaluator.violations(display),
         ruleObject: (s) => deps.ruleObject?.(s),
-        lastAuditTime: () => this.#lastAuditTime,
-        lastPassTime: () => this.#evaluator.lastPassTime,
+        lastAuditTime: (state) => this.#lastAuditTime.get(state.key),
+        lastPassTime: (state) => this.#evaluator.ruleLastPass(state.key),
+        coverage: (state) => this.#evaluator.coverage(state.key),
       },
       this.#log,
       config.statusDebounceMs !== undefined ? { debounceMs: config.statusDebounceMs } : {},
@@ -164,7 +166,7 @@ export class AuditActuator implements Runnable {
     const termSignal = AbortSignal.any([signal, term.signal]);
     // Each in-flight write (limiter wait, HTTP request) adds a listener; workers × writes exceeds Node's default of 10.
     setMaxListeners(0, termSignal);
-    const acting: Acting = { term, signal: termSignal, takeover: { keys: new Set(), scanned: false, passEnded: false }, reconciled: false };
+    const acting: Acting = { term, signal: termSignal, takeover: { keys: new Set(), scanned: false, passRules: new Set() }, reconciled: false };
     this.#acting = acting;
     this.termStartedAt = Date.now();
     this.firstSideEffectAt = undefined;
@@ -199,9 +201,13 @@ export class AuditActuator implements Runnable {
         this.status.markDirty(ruleKeys);
         this.#scheduleStatus(acting);
       },
-      passEnded: (at) => this.#passEnded(acting, at),
+      passEnded: (at, rules) => this.#passEnded(acting, at, rules),
       rulesChanged: () => {
         this.status.markDirty();
+        this.#scheduleStatus(acting);
+      },
+      coverageChanged: (ruleKeys) => {
+        this.status.markDirty(ruleKeys);
         this.#scheduleStatus(acting);
       },
     };
@@ -253,7 +259,7 @@ export class AuditActuator implements Runnable {
     if (key !== undefined) takeover.keys.delete(key);
     if (!takeover.scanned || takeover.keys.size > 0) return;
     acting.takeover = undefined;
-    if (takeover.passEnded && acting.term.isValid()) this.#setLastAuditTime(acting, new Date());
+    if (takeover.passRules.size > 0 && acting.term.isValid()) this.#setLastAuditTime(acting, new Date(), takeover.passRules);
   }
 
   /**
@@ -264,20 +270,21 @@ export class AuditActuator implements Runnable {
    * until that has drained the time waits for it. The takeover itself
    * moves nothing, so a failover rewrites no rule status that is right.
    */
-  #passEnded(acting: Acting, at: Date): void {
+  #passEnded(acting: Acting, at: Date, rules: ReadonlySet<string>): void {
     if (!acting.term.isValid()) return;
     // Every pass ends with the reports compared with evaluation: a write dropped after its retries is found again.
     void this.#reconcileReports(acting);
-    if (acting.takeover) acting.takeover.passEnded = true;
-    else this.#setLastAuditTime(acting, at);
+    if (acting.takeover) for (const key of rules) acting.takeover.passRules.add(key);
+    else this.#setLastAuditTime(acting, at, rules);
     // lastPassTime moved either way.
-    this.status.markDirty();
+    this.status.markDirty(rules);
     this.#scheduleStatus(acting);
   }
 
-  #setLastAuditTime(acting: Acting, at: Date): void {
-    this.#lastAuditTime = at;
-    this.status.markDirty();
+  /** Only the rules the pass evaluated move: one added after it started, or whose kinds were not listed, keeps its time. */
+  #setLastAuditTime(acting: Acting, at: Date, rules: ReadonlySet<string>): void {
+    for (const key of rules) this.#lastAuditTime.set(key, at);
+    this.status.markDirty(rules);
     this.#scheduleStatus(acting);
   }
 
@@ -429,7 +436,7 @@ export class AuditActuator implements Runnable {
   stats(): Record<string, unknown> {
     return {
       leading: this.leading ?? null,
-      lastAuditTime: this.#lastAuditTime?.toISOString() ?? null,
+      lastAuditTime: Object.fromEntries([...this.#lastAuditTime].map(([k, d]) => [k, d.toISOString()])),
       statusWrites: this.status.writes,
       reports: { ...this.flusher.stats(), reconciled: this.reportsReconciled, purgedOtherApi: this.#evaluator.reports.purged },
     };

@@ -11,6 +11,7 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { backoffDelay, sleep } from '../kube/backoff.ts';
 import type { FencedWriter, WriteTerm } from '../kube/fenced-writer.ts';
 import { ErrorCode, PortalError, isPortalError } from '../observability/errors.ts';
 import { alertMetrics, type AlertMetrics } from './metrics.ts';
@@ -70,21 +71,6 @@ export interface UrlHealth {
   lastSuccessAt?: number;
   lastErrorAt?: number;
   lastError?: string;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason as Error);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason as Error);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 export class AlertmanagerClient {
@@ -215,11 +201,8 @@ export class AlertmanagerClient {
       }
       this.#metrics?.sends.inc({ url, outcome: 'error' });
       if (!retryable || attempt === this.#maxAttempts) break;
-      try {
-        await sleep(Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** (attempt - 1)), signal);
-      } catch {
-        break; // aborted; send() rethrows
-      }
+      // Cut short only by an abort; send() rethrows it.
+      if (!(await sleep(backoffDelay(attempt - 1, { initialMs: this.#baseDelayMs, maxMs: this.#maxDelayMs }), signal))) break;
     }
     const health = this.#health.get(url)!;
     if (outcome.ok) {

@@ -6,11 +6,12 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { KubeClient } from '../kube/client.ts';
+import type { WebhookConfigurationView } from '../kube/webhook-config-source.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { RuleSet, RuleState } from '../policy/index.ts';
-import type { KubeObject } from '../policy/types.ts';
+import type { KubeObject, RuleVerdict } from '../policy/types.ts';
 import { AuditActuator, type AuditActuatorConfig } from './actuator.ts';
-import { AuditEvaluator, type AuditEvaluatorConfig, type AuditPolicySource } from './evaluator.ts';
+import { AuditEvaluator, type AuditEvaluatorConfig, type AuditEvaluatorDeps, type AuditPolicySource } from './evaluator.ts';
 import { ReportWriter } from './report-writer.ts';
 export type { ReportConfig } from './report-planner.ts';
 
@@ -21,11 +22,17 @@ export interface AuditDeps {
   /** The replica's one leader-only writer (owned by the replica, which closes it); only the actuator's writes use it. */
   writer: FencedWriter;
   ruleSet: RuleSet;
+  /** Rule evaluation (the audit evaluation pool); see AuditEvaluatorDeps.evaluate. */
+  evaluate?: AuditEvaluatorDeps['evaluate'] | undefined;
   /** Other policy kinds audited next to the rules (e.g. ValidatingAdmissionPolicies). */
   policies?: readonly AuditPolicySource[];
   namespaceLabels: (namespace: string) => Record<string, string> | undefined;
   ruleObject?: (state: RuleState) => KubeObject | undefined;
   onNamespaceChange?: (handler: (namespace: string) => void) => () => void;
+  /** The webhook configuration Portal is served through, for the rules' coverage. */
+  webhookConfiguration?: () => WebhookConfigurationView | 'unchecked';
+  /** Sees each `error` verdict of a Portal rule in the audit (metric, Events). */
+  onRuleError?: (verdict: RuleVerdict, object: { kind: string; namespace: string; name: string }) => void;
   logger: Logger;
   registry: Registry;
 }

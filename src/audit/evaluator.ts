@@ -31,8 +31,10 @@ import { LogKey } from '../observability/log-keys.ts';
 import { evaluate, type RuleSet, type RuleState } from '../policy/index.ts';
 import type { EvaluationInput, GroupVersionKind, KubeObject, RuleAction, RuleVerdict } from '../policy/types.ts';
 import { actionKey, IdempotencyStore } from './idempotency.ts';
+import type { WebhookConfigurationView } from '../kube/webhook-config-source.ts';
+import { ruleCoverage, type Coverage, type CoverageInputs } from './coverage.ts';
 import { KindInformers } from './kind-informers.ts';
-import { KindResolver, type KindResource } from './kind-resources.ts';
+import { KindResolver, type KindResource, type Resolution } from './kind-resources.ts';
 import { LEDGER_LABELS } from './ledger.ts';
 import type { ReportWriter } from './report-writer.ts';
 import { ruleDisplay } from './status-writer.ts';
@@ -63,7 +65,8 @@ export interface AuditPolicySource {
   readonly name: string;
   readonly revision: number;
   matchedKinds(): Iterable<{ group: string; kind: string }>;
-  evaluate(request: EvaluationInput): RuleVerdict[];
+  /** In the evaluation pool on a replica (adr/0013). */
+  evaluate(request: EvaluationInput): RuleVerdict[] | Promise<RuleVerdict[]>;
   /** Audit actions of one of its policies (by verdict `rule`), for the actuator. */
   actionsFor?(rule: string): readonly RuleAction[] | undefined;
 }
@@ -71,6 +74,11 @@ export interface AuditPolicySource {
 export interface AuditEvaluatorDeps {
   client: KubeClient;
   ruleSet: RuleSet;
+  /**
+   * Every rule's verdict for one object: the replica's audit evaluation pool
+   * (worker threads with a deadline, adr/0013). @default evaluate(ruleSet, input) on this thread
+   */
+  evaluate?: ((input: EvaluationInput) => RuleVerdict[] | Promise<RuleVerdict[]>) | undefined;
   /** Further policy kinds evaluated next to the RuleSet (see AuditPolicySource). */
   policies?: readonly AuditPolicySource[];
   namespaceLabels: (namespace: string) => Record<string, string> | undefined;
@@ -78,6 +86,10 @@ export interface AuditEvaluatorDeps {
   onNamespaceChange?: (handler: (namespace: string) => void) => () => void;
   /** Stored reports: watched here; written only by the actuator (through the FencedWriter). */
   reports: ReportWriter;
+  /** Sees each `error` verdict of a Portal rule (metric, Events); must not throw. */
+  onRuleError?: (verdict: RuleVerdict, object: { kind: string; namespace: string; name: string }) => void;
+  /** The webhook configuration Portal is served through, for the rules' coverage ('unchecked' when none is named). */
+  webhookConfiguration?: () => WebhookConfigurationView | 'unchecked';
   logger: Logger;
   registry: Registry;
 }
@@ -115,8 +127,14 @@ export interface AuditStep {
   handled?(key: string): void;
   /** Rules (RuleState keys) whose violation count changed. */
   violationsChanged?(ruleKeys: string[]): void;
-  /** A full pass ended (every object enqueued by it was handled). */
-  passEnded?(at: Date): void;
+  /**
+   * A full pass ended (every object enqueued by it was handled). `rules`: the
+   * rules (RuleState keys) it evaluated — those in force when it started
+   * whose kinds had all been listed.
+   */
+  passEnded?(at: Date, rules: ReadonlySet<string>): void;
+  /** The coverage of these rules (RuleState keys) changed. */
+  coverageChanged?(ruleKeys: string[]): void;
   /** The rule set changed. */
   rulesChanged?(): void;
 }
@@ -177,6 +195,17 @@ export class AuditEvaluator {
   #revision = '';
   #passStartedAt = 0;
   #lastPassTime: Date | undefined;
+  /** Rules the running pass evaluates (see AuditStep.passEnded). */
+  #passRules: ReadonlySet<string> = new Set();
+  /** Per rule (RuleState key): the end of the last pass that evaluated it, on this replica. */
+  readonly #ruleLastPass = new Map<string, Date>();
+  /** Reports and ledger have listed once: passes may start (the actuator compares against them). */
+  #passReady = false;
+  /** Something changed during a pass (rules, a kind listed): another pass follows it. */
+  #passAgain = false;
+  readonly #resolutions = new Map<string, Resolution>();
+  #coverage = new Map<string, Coverage>();
+  #coverageSignature = '';
   #passes = 0;
   #unresolved: string[] = [];
   #step: AuditStep | undefined;
@@ -191,7 +220,8 @@ export class AuditEvaluator {
     this.#exempt = new Set([...config.exemptNamespaces, config.installNamespace]);
     this.#queue = new WorkQueue({ name: 'audit', maxSize: AUDIT_QUEUE_MAX, logger: this.#log, registry: deps.registry });
     const staleOpt = config.staleAfterMs !== undefined ? { staleAfterMs: config.staleAfterMs } : {};
-    this.#informers = new KindInformers(client, this.#log, (r, e) => this.#onObjectEvent(r, e), staleOpt);
+    // A kind that lists for the first time (start-up, or RBAC granted later) is audited by a pass of its own.
+    this.#informers = new KindInformers(client, this.#log, (r, e) => this.#onObjectEvent(r, e), { ...staleOpt, onSynced: () => this.#requestPass() });
     this.#resolver = new KindResolver(client);
     this.reports = deps.reports;
     this.#ledger = new ResilientInformer(
@@ -234,7 +264,10 @@ export class AuditEvaluator {
     const poll = setInterval(() => void this.#tick(), this.#config.rulePollMs ?? 100);
     try {
       await this.#tick();
-      await Promise.race([Promise.all([this.#informers.waitForSync(signal), this.reports.reports.waitForSync(signal), this.#ledger.waitForSync(signal)]), aborted(signal)]).catch(() => {});
+      // Kind informers are not awaited: one that RBAC forbids would never sync. Each kind's
+      // first list requests a pass of its own (onSynced), so every kind is audited once it can be.
+      await Promise.race([Promise.all([this.reports.reports.waitForSync(signal), this.#ledger.waitForSync(signal)]), aborted(signal)]).catch(() => {});
+      this.#passReady = true;
       if (!signal.aborted) this.fullPass();
       await aborted(signal);
     } finally {
@@ -365,6 +398,16 @@ export class AuditEvaluator {
     return this.#lastPassTime;
   }
 
+  /** The end of the last pass on this replica that evaluated the rule (RuleState key). */
+  ruleLastPass(key: string): Date | undefined {
+    return this.#ruleLastPass.get(key);
+  }
+
+  /** The rule's coverage (RuleState key), once computed. */
+  coverage(key: string): Coverage | undefined {
+    return this.#coverage.get(key);
+  }
+
   // ---- rules and passes ------------------------------------------------------
 
   #statesRevision = -1;
@@ -385,8 +428,9 @@ export class AuditEvaluator {
         this.#revision = revision;
         await this.#syncKinds(signal);
         this.#step?.rulesChanged?.();
-        this.#enqueueAll(false);
+        this.#requestPass();
       }
+      this.#updateCoverage();
       this.#gauges.objects.set(this.#objects.size);
     } catch (err) {
       this.#log.warn({ err: (err as Error).message }, 'audit tick failed, retrying');
@@ -403,6 +447,7 @@ export class AuditEvaluator {
     for (const k of [this.#deps.ruleSet.matchedKinds(), ...(this.#deps.policies ?? []).map((p) => p.matchedKinds())].flatMap((i) => [...i])) kinds.set(`${k.group}/${k.kind}`, k);
     for (const { group, kind } of kinds.values()) {
       const r = await this.#resolver.resolve(group, kind, signal);
+      this.#resolutions.set(KindInformers.key(group, kind), r);
       if (r.ok) wanted.push(r.resource);
       else unresolved.push(r.reason);
     }
@@ -422,10 +467,48 @@ export class AuditEvaluator {
   /** Enqueues every object of every audited kind (a full pass). Returns how many. */
   fullPass(): number {
     if (this.#passPending.size > 0) return 0; // the previous pass is still running
+    this.#passAgain = false;
     this.#passStartedAt = performance.now();
+    this.#passRules = this.#evaluableRules();
     const n = this.#enqueueAll(true);
     if (n === 0) this.#finishPass();
     return n;
+  }
+
+  /**
+   * A pass now, or right after the running one (rules changed, a kind listed
+   * for the first time): what changed is evaluated at once either way (the
+   * objects are enqueued), and a rule's lastAuditTime comes from a pass that
+   * started after it was in force.
+   */
+  #requestPass(): void {
+    if (this.#signal?.aborted) return;
+    if (!this.#passReady || this.#passPending.size > 0) {
+      this.#passAgain = true;
+      this.#enqueueAll(false);
+    } else this.fullPass();
+  }
+
+  /** Rules (RuleState keys) whose named kinds have all been listed: what a pass starting now evaluates. */
+  #evaluableRules(): Set<string> {
+    const out = new Set<string>();
+    for (const state of this.#deps.ruleSet.states()) {
+      const m = this.#deps.ruleSet.matchOf(state.key);
+      if (!m) continue;
+      let listed = true;
+      let any = false;
+      for (const k of m.match.kinds) {
+        for (const group of k.apiGroups) {
+          for (const kind of k.kinds) {
+            if (group === '*' || kind === '*') continue;
+            any = true;
+            if (this.#informers.access(group, kind).state !== 'listed') listed = false;
+          }
+        }
+      }
+      if (any && listed) out.add(state.key);
+    }
+    return out;
   }
 
   #enqueueAll(pass: boolean): number {
@@ -445,10 +528,42 @@ export class AuditEvaluator {
 
   #finishPass(): void {
     this.#passes++;
-    this.#lastPassTime = new Date();
+    const at = new Date();
+    this.#lastPassTime = at;
+    const rules = this.#passRules;
+    for (const key of rules) this.#ruleLastPass.set(key, at);
+    // Rules removed since: forget them.
+    for (const key of this.#ruleLastPass.keys()) if (!this.#deps.ruleSet.state(key)) this.#ruleLastPass.delete(key);
     this.#gauges.passSeconds.set((performance.now() - this.#passStartedAt) / 1000);
-    this.#step?.passEnded?.(this.#lastPassTime);
-    this.#log.info({ objects: this.#objects.size, seconds: (performance.now() - this.#passStartedAt) / 1000 }, 'full audit pass done');
+    this.#step?.passEnded?.(at, rules);
+    this.#log.info({ objects: this.#objects.size, rules: rules.size, seconds: (performance.now() - this.#passStartedAt) / 1000 }, 'full audit pass done');
+    if (this.#passAgain && this.#passReady) setImmediate(() => this.fullPass());
+  }
+
+  /** Recomputes every rule's coverage when one of its inputs moved (rules, kinds listed or forbidden, the webhook configuration). */
+  #updateCoverage(): void {
+    const webhook = this.#deps.webhookConfiguration?.() ?? 'unchecked';
+    const access = this.#informers.all().map(({ resource }) => `${resource.group}/${resource.kind}=${this.#informers.access(resource.group, resource.kind).state}`);
+    const signature = [this.#deps.ruleSet.revision, webhook === 'unchecked' ? 'unchecked' : webhook === undefined ? 'pending' : `${webhook.config ? 'present' : 'absent'}:${webhook.resourceVersion}`, ...access].join('|');
+    if (signature === this.#coverageSignature) return;
+    this.#coverageSignature = signature;
+    const inputs: CoverageInputs = {
+      resolve: (group, kind) => this.#resolutions.get(KindInformers.key(group, kind)),
+      access: (group, kind) => this.#informers.access(group, kind),
+      webhook,
+    };
+    const next = new Map<string, Coverage>();
+    const changed: string[] = [];
+    for (const state of this.#deps.ruleSet.states()) {
+      const m = this.#deps.ruleSet.matchOf(state.key);
+      if (!m) continue;
+      const c = ruleCoverage({ enforcement: m.enforcement, kinds: m.match.kinds, operations: m.match.operations }, inputs);
+      next.set(state.key, c);
+      const before = this.#coverage.get(state.key);
+      if (!before || before.reason !== c.reason || before.message !== c.message) changed.push(state.key);
+    }
+    this.#coverage = next;
+    if (changed.length > 0) this.#step?.coverageChanged?.(changed);
   }
 
   #enqueueNamespace(namespace: string): void {
@@ -468,7 +583,7 @@ export class AuditEvaluator {
   async #handle(key: string): Promise<HandlerResult> {
     const step = this.#step;
     try {
-      this.#evaluate(key);
+      await this.#evaluate(key);
       const st = this.#objects.get(key);
       if (!st) return;
       // A follower: evaluated, nothing to act on.
@@ -486,12 +601,11 @@ export class AuditEvaluator {
     }
   }
 
-  /** Recomputes the desired state of one object. */
-  #evaluate(key: string): void {
+  /** Recomputes the desired state of one object (the queue hands a key to one worker at a time). */
+  async #evaluate(key: string): Promise<void> {
     const { group, kind, namespace, name } = parseObjectKey(key);
     const resource = this.#informers.resource(group, kind);
     const object = resource ? this.#informers.informer(group, kind)?.get(name, namespace || undefined) : undefined;
-    const prev = this.#objects.get(key);
     let verdicts: RuleVerdict[] = [];
     const exempt = this.#exempt.has(namespace) || (group === '' && kind === 'Namespace' && this.#exempt.has(name));
     if (object && resource && !exempt) {
@@ -504,9 +618,12 @@ export class AuditEvaluator {
         oldObject: null,
         namespaceLabels: group === '' && kind === 'Namespace' ? (object.metadata?.labels ?? {}) : namespace ? this.#deps.namespaceLabels(namespace) : undefined,
       };
-      verdicts = evaluate(this.#deps.ruleSet, request);
-      for (const p of this.#deps.policies ?? []) verdicts.push(...p.evaluate(request));
+      verdicts = [...(await (this.#deps.evaluate ?? ((i: EvaluationInput) => evaluate(this.#deps.ruleSet, i)))(request))];
+      const onError = this.#deps.onRuleError;
+      if (onError) for (const v of verdicts) if (v.result === 'error') onError(v, { kind, namespace, name });
+      for (const p of this.#deps.policies ?? []) verdicts.push(...(await p.evaluate(request)));
     }
+    const prev = this.#objects.get(key);
     const violating = new Set(verdicts.filter(isViolation).map((v) => v.rule));
     const changed = new Set<string>();
     for (const r of prev?.violating ?? []) if (!violating.has(r)) changed.add(r);

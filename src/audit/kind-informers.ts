@@ -19,6 +19,14 @@ interface Running {
 
 export type KindEventHandler = (resource: KindResource, event: InformerEvent<KubeObject>) => void;
 
+/**
+ * What the audit can see of a kind: `listed` (its informer has listed once),
+ * `forbidden` (the list got 403: RBAC does not let Portal list or watch it),
+ * `pending` (not listed yet, or failing for another reason), `absent` (no
+ * informer: no rule matches it, or it is not resolved).
+ */
+export type KindAccess = { state: 'listed' } | { state: 'forbidden'; message: string } | { state: 'pending'; message?: string } | { state: 'absent' };
+
 export class KindInformers {
   readonly #client: KubeClient;
   readonly #logger: Logger;
@@ -27,11 +35,15 @@ export class KindInformers {
   /** Watch bookkeeping overrides for tests (short stale bounds). */
   readonly #staleAfterMs: number | undefined;
 
-  constructor(client: KubeClient, logger: Logger, onEvent: KindEventHandler, options: { staleAfterMs?: number } = {}) {
+  readonly #onSynced: ((resource: KindResource) => void) | undefined;
+
+  /** `onSynced`: a kind's informer listed for the first time (e.g. after RBAC was granted). */
+  constructor(client: KubeClient, logger: Logger, onEvent: KindEventHandler, options: { staleAfterMs?: number; onSynced?: (resource: KindResource) => void } = {}) {
     this.#client = client;
     this.#logger = logger;
     this.#onEvent = onEvent;
     this.#staleAfterMs = options.staleAfterMs;
+    this.#onSynced = options.onSynced;
   }
 
   static key(group: string, kind: string): string {
@@ -69,6 +81,8 @@ export class KindInformers {
       const onParentAbort = () => controller.abort();
       signal.addEventListener('abort', onParentAbort, { once: true });
       const done = informer.start(controller.signal).finally(() => signal.removeEventListener('abort', onParentAbort));
+      const onSynced = this.#onSynced;
+      if (onSynced) informer.waitForSync(controller.signal).then(() => onSynced(resource), () => undefined);
       this.#running.set(key, { resource, informer, controller, done });
       started.push(resource);
     }
@@ -85,6 +99,16 @@ export class KindInformers {
 
   all(): Array<{ resource: KindResource; informer: ResilientInformer<KubeObject> }> {
     return [...this.#running.values()].map((r) => ({ resource: r.resource, informer: r.informer }));
+  }
+
+  access(group: string, kind: string): KindAccess {
+    const informer = this.#running.get(KindInformers.key(group, kind))?.informer;
+    if (!informer) return { state: 'absent' };
+    // The latest attempt first: RBAC revoked after the first list shows too.
+    const failure = informer.failure();
+    if (failure?.status === 403) return { state: 'forbidden', message: failure.message };
+    if (informer.hasSynced()) return { state: 'listed' };
+    return failure ? { state: 'pending', message: failure.message } : { state: 'pending' };
   }
 
   /** Every running informer has listed once. */

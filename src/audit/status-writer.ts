@@ -1,9 +1,11 @@
 /**
  * Rule `.status` (leader-only), written through the status subresource with a
  * JSON merge patch: observedGeneration, conditions (Ready: Compiled /
- * CompileError; ActionsValid: problems with spec.audit.actions), violations
- * (objects violating the rule now) and lastAuditTime (the end of the last
- * full pass that ended while leading; docs/architecture.md).
+ * CompileError; ActionsValid: problems with spec.audit.actions; Covered:
+ * whether admission and the audit see what the rule matches, coverage.ts),
+ * violations (objects violating the rule now) and lastAuditTime (the end of
+ * the last full pass that evaluated the rule and ended while leading;
+ * docs/architecture.md).
  *
  * Writes are debounced (`debounceMs`, ~1 s): a burst of object changes costs
  * one status write per rule, and the count is still current within a second.
@@ -18,6 +20,7 @@ import { isPortalError } from '../observability/errors.ts';
 import { matchesPods, type RuleState } from '../policy/index.ts';
 import type { Condition, KubeObject, RuleSpec, RuleStatus } from '../policy/types.ts';
 import { validateActions } from './actions.ts';
+import type { Coverage } from './coverage.ts';
 import { LogKey } from '../observability/log-keys.ts';
 
 export interface StatusInputs {
@@ -26,10 +29,12 @@ export interface StatusInputs {
   violations(display: string): number;
   /** The stored rule object (for its spec and current status), if cached. */
   ruleObject(state: RuleState): KubeObject | undefined;
-  /** Wall-clock time the last full pass that ended while leading (takeover drained) finished. */
-  lastAuditTime(): Date | undefined;
-  /** Any full pass (also as a follower): used only when the rule has no lastAuditTime yet. */
-  lastPassTime(): Date | undefined;
+  /** When the last full pass that evaluated the rule and ended while leading (takeover drained) finished. */
+  lastAuditTime(state: RuleState): Date | undefined;
+  /** The last full pass that evaluated the rule, also as a follower: used only when the rule has no lastAuditTime yet. */
+  lastPassTime(state: RuleState): Date | undefined;
+  /** The rule's coverage, once known. */
+  coverage?(state: RuleState): Coverage | undefined;
 }
 
 export function ruleDisplay(state: Pick<RuleState, 'name' | 'namespace'>): string {
@@ -43,7 +48,7 @@ function actionProblems(state: RuleState, object: KubeObject | undefined): strin
 }
 
 /** The status the rule should have now; `previous` supplies lastTransitionTime of unchanged conditions. */
-export function desiredStatus(state: RuleState, object: KubeObject | undefined, violations: number, lastAudit: Date | undefined, now: Date, anyPass?: Date): RuleStatus {
+export function desiredStatus(state: RuleState, object: KubeObject | undefined, violations: number, lastAudit: Date | undefined, now: Date, anyPass?: Date, coverage?: Coverage): RuleStatus {
   const previous = ((object as { status?: RuleStatus } | undefined)?.status?.conditions ?? []);
   const cond = (c: Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>): Condition => {
     const prev = previous.find((p) => p.type === c.type);
@@ -58,6 +63,7 @@ export function desiredStatus(state: RuleState, object: KubeObject | undefined, 
       problems.length === 0
         ? cond({ type: 'ActionsValid', status: 'True', reason: 'Valid', message: `${state.actions.length} audit action(s)` })
         : cond({ type: 'ActionsValid', status: 'False', reason: 'InvalidAction', message: problems.join('; ') }),
+      ...(coverage ? [cond({ type: 'Covered', status: coverage.covered ? 'True' : 'False', reason: coverage.reason, message: coverage.message })] : []),
     ],
     violations,
   };
@@ -137,7 +143,7 @@ export class StatusWriter {
         continue;
       }
       const object = this.#inputs.ruleObject(state);
-      const desired = desiredStatus(state, object, this.#inputs.violations(ruleDisplay(state)), this.#inputs.lastAuditTime(), now, this.#inputs.lastPassTime());
+      const desired = desiredStatus(state, object, this.#inputs.violations(ruleDisplay(state)), this.#inputs.lastAuditTime(state), now, this.#inputs.lastPassTime(state), this.#inputs.coverage?.(state));
       const stored = (object as { status?: RuleStatus } | undefined)?.status;
       const storedRv = object?.metadata?.resourceVersion;
       // Our own write counts only while the cache has not caught up with it: once the stored object is newer

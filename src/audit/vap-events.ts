@@ -4,28 +4,15 @@
  * evaluation error (unknown variable, type error, no such key), a missing
  * param, a cost overrun.
  *
- * Every replica notes them while it audits ({@link VapProblemEvents.note}) and
- * counts them in `portal_vap_evaluation_errors_total{policy,reason}`; only the
- * leader writes them, as Warning Events on the policy, through the replica's
- * one FencedWriter under its term (this is a leader-only Runnable).
- *
- * One Event per problem and policy generation: the problem's key
- * (policy uid, generation, reason, binding, expression field) names the Event
- * deterministically, so a second create — by this leader after a restart of
- * the audit, or by the next leader, whose follower time noted the same
- * problems — answers 409 and writes nothing. A new generation of the policy
- * is a new key, so an edited policy that still fails is reported again.
+ * Every replica notes them while it audits ({@link VapProblems.note}) and
+ * counts them in `portal_vap_evaluation_errors_total{policy,reason}`; the
+ * Warning Events on the policy are the replica's {@link ProblemEvents} (one
+ * per problem and policy generation, written by the leader only). A problem's
+ * discriminator is its binding and expression field.
  */
-import { createHash } from 'node:crypto';
-import type { CoreV1Event } from '@kubernetes/client-node';
-import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
-import { apiStatusCode, describeApiError } from '../kube/client.ts';
-import type { FencedWriter } from '../kube/fenced-writer.ts';
-import type { LeaderTerm } from '../leader/term.ts';
-import type { Runnable } from '../manager/runnable.ts';
-import { ErrorCode, isPortalError, PortalError } from '../observability/errors.ts';
 import type { BindingEvaluation, PolicyCompileError, ValidatingAdmissionPolicy } from '../policy/vap/index.ts';
+import type { ProblemEvents } from './problem-events.ts';
 
 export type VapProblemReason = 'CompileError' | 'EvaluationError' | 'ParamNotFound' | 'CostExceeded';
 
@@ -37,17 +24,6 @@ export interface VapProblem {
   field: string | undefined;
   message: string;
 }
-
-export const VAP_EVENT_CONTROLLER = 'portal.dev/audit';
-const RETRY_MS = 5000;
-/**
- * A problem already recorded is tried again after this long: kube-apiserver
- * deletes Events after its --event-ttl (1h by default), so a problem that
- * persists gets its Event back; while the Event exists the create is a 409.
- */
-const RECHECK_MS_DEFAULT = 30 * 60_000;
-/** Event messages are capped by the API server at 1 KiB (as client-go truncates them). */
-const MAX_MESSAGE = 1024;
 
 /** The problems of one policy's binding evaluations (a compile-error policy's errors are its compile errors, reported apart). */
 export function problemsOf(evaluations: readonly BindingEvaluation[], compileErrored: (policy: string) => boolean): { policy: string; problem: VapProblem }[] {
@@ -82,46 +58,19 @@ export function compileProblems(errors: readonly PolicyCompileError[]): VapProbl
   return errors.map((e) => ({ reason: 'CompileError', binding: '', field: e.field, message: e.error }));
 }
 
-/** `policy X[, binding Y], spec.validations[0].expression: why` */
+/** `policy X[, binding Y], spec.validations[0].expression: why` (ProblemEvents cuts it to 1 KiB). */
 export function eventMessage(policy: string, p: VapProblem): string {
   const where = [`ValidatingAdmissionPolicy ${policy}`, ...(p.binding ? [`binding ${p.binding}`] : []), ...(p.field ? [p.field] : [])].join(', ');
-  const text = `${where}: ${p.message}`;
-  return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE - 3)}...` : text;
+  return `${where}: ${p.message}`;
 }
 
-interface Pending {
-  key: string;
-  policy: { name: string; uid: string; generation: number };
-  problem: VapProblem;
-}
-
-export class VapProblemEvents implements Runnable {
-  readonly name = 'vap-events';
-  readonly #writer: FencedWriter;
-  readonly #log: Logger;
-  readonly #identity: string;
-  readonly #recheckMs: number;
-  /**
-   * Where the Events are written: Portal's install namespace, where its Role
-   * already lets it create Events (client-go would use `default` for a
-   * cluster-scoped object; `kubectl describe` of the policy and
-   * `kubectl get events -A` find them in any namespace).
-   */
-  readonly namespace: string;
+/** Counts VAP problems and hands new ones to the replica's Event writer. */
+export class VapProblems {
+  readonly #events: ProblemEvents;
   readonly #errors: Counter<'policy' | 'reason'>;
-  readonly #pending = new Map<string, Pending>();
-  /** Keys written (or found written by an earlier leader): never again for this generation. */
-  readonly #done = new Map<string, number>();
-  #wake: (() => void) | undefined;
-  /** Events created by this replica (for tests and /debug/vars). */
-  written = 0;
 
-  constructor(deps: { writer: FencedWriter; logger: Logger; registry: Registry; identity: string; namespace: string; recheckMs?: number }) {
-    this.#recheckMs = deps.recheckMs ?? RECHECK_MS_DEFAULT;
-    this.namespace = deps.namespace;
-    this.#writer = deps.writer;
-    this.#log = deps.logger.child({ subcomponent: 'vap-events' });
-    this.#identity = deps.identity;
+  constructor(deps: { events: ProblemEvents; registry: Registry }) {
+    this.#events = deps.events;
     this.#errors = new Counter({
       name: 'portal_vap_evaluation_errors_total',
       help: 'Evaluation problems of ValidatingAdmissionPolicies in the audit, by policy and reason (CompileError, EvaluationError, ParamNotFound, CostExceeded): one per erroring evaluation, and one per compile error when a policy generation is loaded.',
@@ -130,84 +79,20 @@ export class VapProblemEvents implements Runnable {
     });
   }
 
-  needLeaderElection(): boolean {
-    return true;
-  }
-
   /** Called on every replica: counts the problem and, when it is new for this policy generation, queues its Event. */
   note(policy: ValidatingAdmissionPolicy | undefined, problem: VapProblem, policyName = policy?.metadata.name ?? ''): void {
     this.#errors.inc({ policy: policyName, reason: problem.reason });
     // A compile error's per-evaluation count carries no message: its Event comes from the policy's compile errors.
     if (!policy?.metadata.uid || problem.message === '') return;
-    const generation = policy.metadata.generation ?? 0;
-    const key = createHash('sha256').update(JSON.stringify([policy.metadata.uid, generation, problem.reason, problem.binding, problem.field ?? ''])).digest('hex').slice(0, 20);
-    const recorded = this.#done.get(key);
-    if ((recorded !== undefined && Date.now() - recorded < this.#recheckMs) || this.#pending.has(key)) return;
-    this.#pending.set(key, { key, policy: { name: policy.metadata.name, uid: policy.metadata.uid, generation }, problem });
-    this.#wake?.();
-  }
-
-  /** Writes the queued Events under `term` until the term ends. */
-  async start(signal: AbortSignal, term?: LeaderTerm): Promise<void> {
-    if (!term) throw new PortalError(ErrorCode.Internal, 'the VAP event writer runs only with a leader term (add it to the Manager as leader-only)');
-    const termSignal = AbortSignal.any([signal, term.signal]);
-    while (!termSignal.aborted) {
-      let retry = false;
-      for (const p of [...this.#pending.values()]) {
-        if (termSignal.aborted) return;
-        const ok = await this.#write(p, term, termSignal);
-        if (ok) {
-          this.#pending.delete(p.key);
-          this.#done.set(p.key, Date.now());
-        } else retry = true;
-      }
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          clearTimeout(timer);
-          termSignal.removeEventListener('abort', done);
-          this.#wake = undefined;
-          resolve();
-        };
-        const timer = retry ? setTimeout(done, RETRY_MS) : undefined;
-        termSignal.addEventListener('abort', done, { once: true });
-        this.#wake = done;
-        if (this.#pending.size > 0 && !retry) done();
-      });
-    }
-  }
-
-  /** true when the Event exists now (created, or already created by an earlier leader). */
-  async #write(p: Pending, term: LeaderTerm, signal: AbortSignal): Promise<boolean> {
-    const now = new Date();
-    const name = `${p.policy.name.slice(0, 200)}.${p.key}`;
-    const body: CoreV1Event = {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name, namespace: this.namespace },
-      involvedObject: { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', name: p.policy.name, uid: p.policy.uid },
-      reason: p.problem.reason,
-      message: eventMessage(p.policy.name, p.problem),
-      type: 'Warning',
-      count: 1,
-      firstTimestamp: now,
-      lastTimestamp: now,
-      source: { component: 'portal' },
-      reportingComponent: VAP_EVENT_CONTROLLER,
-      reportingInstance: this.#identity,
-    };
-    try {
-      await this.#writer.core.createNamespacedEvent({ namespace: this.namespace, body }, this.#writer.options(term, { signal, timeoutMs: 10_000 }));
-      this.written++;
-      return true;
-    } catch (err) {
-      if (apiStatusCode(err) === 409) return true;
-      if (isPortalError(err, ErrorCode.TermExpired) || signal.aborted) return false;
-      this.#log.warn({ err: describeApiError(err), policy: p.policy.name, reason: p.problem.reason }, 'could not record a ValidatingAdmissionPolicy event; retrying');
-      return false;
-    }
-  }
-
-  stats(): Record<string, unknown> {
-    return { pending: this.#pending.size, recorded: this.#done.size, written: this.written };
+    this.#events.note(
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicy',
+        name: policy.metadata.name,
+        uid: policy.metadata.uid,
+        generation: policy.metadata.generation ?? 0,
+      },
+      { reason: problem.reason, discriminator: [problem.binding, problem.field ?? ''], message: eventMessage(policy.metadata.name, problem) },
+    );
   }
 }

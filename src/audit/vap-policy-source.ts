@@ -13,7 +13,8 @@
 import type { VapInformerSource } from '../kube/vap-source.ts';
 import type { EvaluationInput, RuleVerdict } from '../policy/types.ts';
 import type { RuleAction } from '../policy/types.ts';
-import { guessResource, parseAuditActions, vapVerdicts, type ValidatingAdmissionPolicy, type VapAttributes } from '../policy/vap/index.ts';
+import type { KubeObject } from '../policy/types.ts';
+import { guessResource, parseAuditActions, vapVerdicts, type BindingEvaluation, type ValidatingAdmissionPolicy, type VapAttributes } from '../policy/vap/index.ts';
 import type { AuditPolicySource } from './evaluator.ts';
 import { BUILTIN_KINDS } from './kind-resources.ts';
 import { problemsOf, type VapProblem } from './vap-events.ts';
@@ -24,13 +25,21 @@ export type VapProblemSink = (policy: ValidatingAdmissionPolicy | undefined, pro
 const byResource = new Map(BUILTIN_KINDS.map((r) => [`${r.group}/${r.resource}`, r]));
 const byKind = new Map(BUILTIN_KINDS.map((r) => [`${r.group}/${r.kind}`, r]));
 
+/** Evaluates every bound policy for one object: the audit evaluation pool on a replica (adr/0013). */
+export type VapRun = (attrs: VapAttributes, namespaceObject: KubeObject | null) => BindingEvaluation[] | Promise<BindingEvaluation[]>;
+
 export class VapAuditPolicySource implements AuditPolicySource {
   readonly name = 'validatingadmissionpolicies';
+  private readonly run: VapRun;
 
+  /** `run` defaults to evaluating on this thread, over the source's VapSet and params. */
   constructor(
     private readonly source: VapInformerSource,
     private readonly problems?: VapProblemSink,
-  ) {}
+    run?: VapRun,
+  ) {
+    this.run = run ?? ((attrs, namespaceObject) => source.evaluate(attrs, namespaceObject));
+  }
 
   get revision(): number {
     return this.source.revision;
@@ -74,7 +83,7 @@ export class VapAuditPolicySource implements AuditPolicySource {
     return actions;
   }
 
-  evaluate(request: EvaluationInput): RuleVerdict[] {
+  async evaluate(request: EvaluationInput): Promise<RuleVerdict[]> {
     const { group, version, kind } = request.kind;
     const known = byKind.get(`${group}/${kind}`);
     const attrs: VapAttributes = {
@@ -91,8 +100,8 @@ export class VapAuditPolicySource implements AuditPolicySource {
     const namespaceObject = request.namespace
       ? { apiVersion: 'v1', kind: 'Namespace', metadata: { name: request.namespace, labels: request.namespaceLabels ?? {} } }
       : null;
+    const evaluations = await this.run(attrs, namespaceObject);
     const policies = new Map(this.#policies().map((p) => [p.metadata.name, p]));
-    const evaluations = this.source.evaluate(attrs, namespaceObject);
     if (this.problems) {
       const compile = this.source.compileErrors();
       for (const { policy, problem } of problemsOf(evaluations, (name) => compile.has(name))) this.problems(policies.get(policy), problem, policy);

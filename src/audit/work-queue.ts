@@ -12,6 +12,7 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { backoffDelay } from '../kube/backoff.ts';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 import { queueMetrics, type QueueMetrics } from './metrics.ts';
 import { LogKey } from '../observability/log-keys.ts';
@@ -193,7 +194,7 @@ export class WorkQueue<T = undefined> {
     }
     this.#failures.set(key, failures);
     this.#metrics?.retries.inc({ queue: this.name });
-    this.addAfter(key, item, Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** (failures - 1)));
+    this.addAfter(key, item, backoffDelay(failures - 1, { initialMs: this.#baseDelayMs, maxMs: this.#maxDelayMs }));
     return 'retried';
   }
 

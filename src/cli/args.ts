@@ -27,7 +27,12 @@ export interface ParsedArgs {
   problems: string[];
 }
 
-export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], command = 'portal'): ParsedArgs {
+/**
+ * @param command names the command in "run 'COMMAND --help'".
+ * @param alsoKnown flags accepted elsewhere (`portal dev` takes its own and
+ *   passes the rest to `portal serve`), considered for "did you mean".
+ */
+export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], command = 'portal', alsoKnown: readonly string[] = []): ParsedArgs {
   const byName = new Map<string, FlagDef>();
   for (const d of defs) {
     byName.set(d.flag, d);
@@ -59,7 +64,7 @@ export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], com
     const name = eq === -1 ? body : body.slice(0, eq);
     const def = byName.get(name);
     if (!def || (!long && def.short !== name)) {
-      const hint = closest(name, defs.map((d) => d.flag));
+      const hint = closest(name, [...defs.map((d) => d.flag), ...alsoKnown]);
       // An unknown flag takes no value (we cannot know whether it wants one);
       // say what happened to the word after it so the user is not surprised.
       const next = argv[i + 1];
@@ -91,10 +96,16 @@ export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], com
   return { values, positionals, strays, problems };
 }
 
-/** The known name within edit distance 2 of `name`, for "did you mean". */
-function closest(name: string, known: readonly string[]): string | undefined {
+/**
+ * The known name nearest to what was typed, for "did you mean": within edit
+ * distance 2 (one for names of three letters or less, where two edits reach
+ * almost anything), ignoring case; else the one known name it starts (a
+ * truncated `--pod-security` → `--pod-security-version`).
+ */
+export function closest(typed: string, known: readonly string[]): string | undefined {
+  const name = typed.toLowerCase();
   let best: string | undefined;
-  let bestDistance = 3;
+  let bestDistance = name.length <= 3 ? 2 : 3;
   for (const k of known) {
     const d = editDistance(name, k);
     if (d < bestDistance) {
@@ -102,10 +113,12 @@ function closest(name: string, known: readonly string[]): string | undefined {
       bestDistance = d;
     }
   }
-  return best;
+  if (best !== undefined) return best;
+  const extended = name.length >= 3 ? [...new Set(known)].filter((k) => k.startsWith(name)) : [];
+  return extended.length === 1 ? extended[0] : undefined;
 }
 
-function editDistance(a: string, b: string): number {
+export function editDistance(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     let prev = row[0] as number;

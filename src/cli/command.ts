@@ -8,6 +8,8 @@ export interface CommandIO {
   stderr: NodeJS.WritableStream;
   env: NodeJS.ProcessEnv;
   cwd: string;
+  /** Standard input, for commands that read `-` (a function: the stream is created only when used). */
+  stdin?: () => NodeJS.ReadableStream;
 }
 
 export interface Command {

@@ -4,6 +4,7 @@
  * to an AbortController and turns outcomes into exit codes
  * (0 clean, 1 runtime failure, 2 usage or configuration error).
  */
+import { closest } from './args.ts';
 import { EXIT_USAGE, type Command } from './command.ts';
 
 const commands: Record<string, () => Promise<Command>> = {
@@ -35,7 +36,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const load = commands[name];
   if (!load) {
-    process.stderr.write(`portal: unknown command "${name}"\n\n${USAGE}`);
+    const hint = closest(name, Object.keys(commands));
+    process.stderr.write(`portal: unknown command "${name}"${hint ? ` (did you mean 'portal ${hint}'?)` : ''}\n\n${USAGE}`);
     return EXIT_USAGE;
   }
   const command = await load();
@@ -44,6 +46,7 @@ async function main(argv: string[]): Promise<number> {
     stderr: process.stderr,
     env: process.env,
     cwd: process.cwd(),
+    stdin: () => process.stdin,
   });
 }
 

@@ -16,32 +16,14 @@
  * `pod-security.kubernetes.io/enforce-version: V` unless its Namespace in the
  * inputs sets that label itself.
  */
-import { parseArgs, type FlagDef } from './args.ts';
+import { editDistance, parseArgs, type FlagDef } from './args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
-import { loadRulesFromDirectory, readManifests } from '../config/manifests.ts';
+import { readManifests } from '../config/manifests.ts';
 import { isVapDocument, type VapDocuments } from '../config/vap-manifests.ts';
-import {
-  guessResource,
-  VapSet,
-  vapVerdicts,
-  type ParamProvider,
-  type ValidatingAdmissionPolicy,
-  type VapAttributes,
-} from '../policy/vap/index.ts';
-import { selectorMatches } from '../policy/label-selector.ts';
-import {
-  evaluate,
-  POD_SECURITY_VERSION_LABEL,
-  podSecurityVersionProblem,
-  isCostOverrun,
-  ruleKey,
-  RuleSet,
-  RULE_GROUP,
-  type EvaluationInput,
-  type KubeObject,
-  type PortalRuleObject,
-  type RuleVerdict,
-} from '../policy/index.ts';
+import { podSecurityVersionProblem, type KubeObject, type PortalRuleObject } from '../policy/index.ts';
+import { OfflineEvaluator } from './offline/evaluator.ts';
+import { loadPolicies } from './offline/policies.ts';
+import { isRuleObject, stringLabels, toResource, unsupported, type Resource } from './offline/resources.ts';
 import {
   formatJson,
   formatReports,
@@ -50,7 +32,6 @@ import {
   toResults,
   type EvaluatedResource,
   type OutputFormat,
-  type ResourceRef,
 } from '../policy/report-format.ts';
 
 const HELP = `Usage: portal test --policies DIR [--policies DIR...] [--output table|json|policyreport|openreports]
@@ -64,6 +45,9 @@ Arguments:
   FILE...                 manifest files or directories (recursive; .yaml, .yml, .json;
                           multi-document YAML, JSON objects, arrays and Lists).
                           Rules, policies and bindings among them are not evaluated.
+                          - reads standard input (e.g. helm template . | portal test -p DIR -).
+                          Only regular files are read (no FIFO, device or socket), each at
+                          most 16 MiB, rule files at most 1 MiB.
 Flags:
   --policies, -p DIR      rules to apply: a directory or file of PortalRule /
                           PortalClusterRule objects, ValidatingAdmissionPolicies with
@@ -103,113 +87,6 @@ const FLAGS: readonly FlagDef[] = [
   { flag: 'help', type: 'bool', short: 'h' },
 ];
 
-/**
- * Built-in cluster-scoped kinds that appear in manifests; any other kind
- * without metadata.namespace is taken to be namespaced. Offline there is no
- * discovery to ask, so this list is the documented assumption.
- */
-const CLUSTER_SCOPED_KINDS = new Set([
-  'Namespace',
-  'Node',
-  'PersistentVolume',
-  'ClusterRole',
-  'ClusterRoleBinding',
-  'StorageClass',
-  'CSIDriver',
-  'CSINode',
-  'VolumeAttachment',
-  'PriorityClass',
-  'RuntimeClass',
-  'IngressClass',
-  'CustomResourceDefinition',
-  'APIService',
-  'MutatingWebhookConfiguration',
-  'ValidatingWebhookConfiguration',
-  'ValidatingAdmissionPolicy',
-  'ValidatingAdmissionPolicyBinding',
-  'CertificateSigningRequest',
-  'FlowSchema',
-  'PriorityLevelConfiguration',
-  'ClusterPolicyReport',
-  'PortalClusterRule',
-]);
-
-const DEFAULT_NAMESPACE = 'default';
-const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
-
-/** `v1`, `apps/v1`, `example.com/v1beta2`: what a resource's apiVersion looks like. */
-const API_VERSION = /^([a-z0-9]([a-z0-9.-]*[a-z0-9])?\/)?v[0-9]+((alpha|beta)[0-9]+)?$/;
-/** Kinds are CamelCase identifiers. */
-const KIND = /^[A-Z][A-Za-z0-9]*$/;
-
-interface Resource {
-  ref: ResourceRef;
-  input: Omit<EvaluationInput, 'namespaceLabels'>;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-function isRuleObject(o: Record<string, unknown>): boolean {
-  const apiVersion = o['apiVersion'];
-  return typeof apiVersion === 'string' && apiVersion.startsWith(`${RULE_GROUP}/`) && (o['kind'] === 'PortalRule' || o['kind'] === 'PortalClusterRule');
-}
-
-/** Why an input document cannot be evaluated, or undefined when it can. */
-function unsupported(o: Record<string, unknown>): string | undefined {
-  const missing: string[] = [];
-  const apiVersion = o['apiVersion'];
-  const kind = o['kind'];
-  const metadata = o['metadata'];
-  const name = isObject(metadata) ? metadata['name'] : undefined;
-  if (typeof apiVersion !== 'string' || apiVersion === '') missing.push('apiVersion');
-  if (typeof kind !== 'string' || kind === '') missing.push('kind');
-  if (typeof name !== 'string' || name === '') missing.push('metadata.name');
-  if (missing.length > 0) {
-    return `not a Kubernetes object: missing ${missing.join(', ')} (generated names are not supported offline)`;
-  }
-  if (!API_VERSION.test(apiVersion as string)) return `unknown apiVersion "${String(apiVersion)}" (expected "v1" or "group/version")`;
-  if (!KIND.test(kind as string)) return `unknown kind "${String(kind)}" (kinds are CamelCase, e.g. Deployment)`;
-  const namespace = isObject(metadata) ? metadata['namespace'] : undefined;
-  if (namespace !== undefined && typeof namespace !== 'string') return 'metadata.namespace must be a string';
-  return undefined;
-}
-
-function toResource(o: Record<string, unknown>): Resource {
-  const apiVersion = o['apiVersion'] as string;
-  const kind = o['kind'] as string;
-  const metadata = o['metadata'] as Record<string, unknown>;
-  const name = metadata['name'] as string;
-  const slash = apiVersion.indexOf('/');
-  const group = slash === -1 ? '' : apiVersion.slice(0, slash);
-  const version = slash === -1 ? apiVersion : apiVersion.slice(slash + 1);
-  const declared = metadata['namespace'];
-  const namespace = typeof declared === 'string' && declared !== '' ? declared : CLUSTER_SCOPED_KINDS.has(kind) ? '' : DEFAULT_NAMESPACE;
-  const ref: ResourceRef = { apiVersion, kind, namespace, name };
-  if (typeof metadata['uid'] === 'string') ref.uid = metadata['uid'];
-  return {
-    ref,
-    input: {
-      operation: 'AUDIT',
-      kind: { group, version, kind },
-      subResource: '',
-      namespace,
-      name,
-      object: o as KubeObject,
-      oldObject: null,
-    },
-  };
-}
-
-function stringLabels(o: Record<string, unknown>): Record<string, string> {
-  const metadata = o['metadata'];
-  const labels = isObject(metadata) ? metadata['labels'] : undefined;
-  const out: Record<string, string> = {};
-  if (isObject(labels)) for (const [k, v] of Object.entries(labels)) if (typeof v === 'string') out[k] = v;
-  return out;
-}
-
 interface Inputs {
   format: OutputFormat;
   rules: PortalRuleObject[];
@@ -223,7 +100,7 @@ interface Inputs {
 }
 
 /** Reads and checks everything; returns the problems instead when there are any. */
-async function load(argv: string[]): Promise<{ help: true } | { problems: string[] } | Inputs> {
+async function load(argv: string[], io: CommandIO): Promise<{ help: true } | { problems: string[] } | Inputs> {
   const args = parseArgs(argv, FLAGS, 'portal test');
   if (args.values.has('help') && args.values.get('help')?.at(-1) !== 'false') return { help: true };
   const problems = [...args.problems];
@@ -243,48 +120,16 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
   if (args.positionals.length === 0) problems.push('no FILE given: name the manifest files or directories to evaluate');
 
   // Rules: every document must be a valid rule, names unique across directories.
-  const rules: PortalRuleObject[] = [];
-  const ruleSources = new Map<string, string>();
-  const vap: VapDocuments = { policies: [], bindings: [], params: [] };
-  const vapSources = new Map<string, string>();
-  for (const dir of policyDirs) {
-    const loaded = await loadRulesFromDirectory(dir);
-    for (const e of loaded.errors) problems.push(`${e.source}: ${e.message}`);
-    if (loaded.errors.length === 0 && loaded.rules.length === 0 && loaded.vap.policies.length === 0) {
-      problems.push(`${dir}: holds no rules; --policies takes a directory of PortalRule / PortalClusterRule or ValidatingAdmissionPolicy manifests`);
-    }
-    for (const [kind, list] of [
-      ['ValidatingAdmissionPolicy', loaded.vap.policies.map((p) => p.policy)],
-      ['ValidatingAdmissionPolicyBinding', loaded.vap.bindings.map((b) => b.binding)],
-    ] as const) {
-      for (const o of list) {
-        const key = `${kind}/${o.metadata.name}`;
-        const other = vapSources.get(key);
-        if (other !== undefined) problems.push(`${dir}: ${kind} "${o.metadata.name}" is also defined in ${other}; names must be unique across --policies`);
-        vapSources.set(key, dir);
-      }
-    }
-    vap.policies.push(...loaded.vap.policies);
-    vap.bindings.push(...loaded.vap.bindings);
-    vap.params.push(...loaded.vap.params);
-    for (const rule of loaded.rules) {
-      const key = ruleKey(rule);
-      const other = ruleSources.get(key);
-      if (other !== undefined) {
-        problems.push(`${dir}: rule ${key} is also defined in ${other}; rule names must be unique across --policies`);
-        continue;
-      }
-      ruleSources.set(key, dir);
-      rules.push(rule);
-    }
-  }
+  // A path that cannot be read is named with the flag it was given to.
+  const { rules, ruleSources, vap, problems: policyProblems } = await loadPolicies(policyDirs, { across: '--policies', takes: '--policies', flag: '--policies' });
+  problems.push(...policyProblems.map((p) => p.message));
 
   // Resources: every document must be an object we can evaluate; rules are skipped.
   const resources: Resource[] = [];
   const namespaceLabels = new Map<string, Record<string, string>>();
   let skippedRules = 0;
   if (args.positionals.length > 0) {
-    const read = await readManifests(args.positionals);
+    const read = await readManifests(args.positionals, undefined, io.stdin ? { stdin: io.stdin } : {});
     for (const e of read.errors) problems.push(`${e.source}: ${e.message}`);
     for (const doc of read.documents) {
       if (isRuleObject(doc.object) || isVapDocument(doc.object)) {
@@ -317,72 +162,28 @@ async function load(argv: string[]): Promise<{ help: true } | { problems: string
   return { format: output as OutputFormat, rules, ruleSources, vap, resources, namespaceLabels, podSecurityVersion };
 }
 
-function labelsOf(ns: string, known: Map<string, Record<string, string>>, podSecurityVersion: string | undefined): Record<string, string> | undefined {
-  if (ns === '') return undefined;
-  const own = known.get(ns) ?? {};
-  const version = podSecurityVersion !== undefined && own[POD_SECURITY_VERSION_LABEL] === undefined ? { [POD_SECURITY_VERSION_LABEL]: podSecurityVersion } : {};
-  // The name label is immutable and always set by the API server, whatever the manifest says.
-  return { ...own, ...version, [NAMESPACE_NAME_LABEL]: ns };
-}
-
 export async function runTest(argv: string[], io: CommandIO): Promise<number> {
-  const loaded = await load(argv);
+  // Without --policies, the arguments are test suites (src/cli/test-suite).
+  if (isSuiteRun(argv)) return (await import('./test-suite/command.ts')).runSuites(argv, io);
+  const loaded = await load(argv, io);
   if ('help' in loaded) {
-    io.stdout.write(HELP);
+    io.stdout.write(HELP + (await import('./test-suite/command.ts')).SUITE_HELP);
     return EXIT_OK;
   }
   if ('problems' in loaded) return reportProblems(loaded.problems, io, 'Nothing was evaluated.');
 
-  const set = new RuleSet();
-  for (const rule of loaded.rules) set.upsert(rule);
-  const vaps = new VapSet();
-  for (const { policy } of loaded.vap.policies) vaps.upsertPolicy(policy);
-  for (const { binding } of loaded.vap.bindings) vaps.upsertBinding(binding);
-  const vapByName = new Map<string, ValidatingAdmissionPolicy>(loaded.vap.policies.map((p) => [p.policy.metadata.name, p.policy]));
-  const params = fileParams(loaded.vap);
-  const vapSource = new Map(loaded.vap.policies.map((p) => [p.policy.metadata.name, p.source]));
+  // The one offline evaluation, shared with the suites (src/cli/offline).
+  const evaluator = new OfflineEvaluator(loaded, { labels: loaded.namespaceLabels, podSecurityVersion: loaded.podSecurityVersion });
+  const overruns: string[] = [];
   const vapProblems: string[] = [];
-
-  const evaluated: EvaluatedResource[] = loaded.resources.map(({ ref, input }) => {
-    // A Namespace is matched on its own labels (FACTS.md, namespaceSelector).
-    const nsName = ref.kind === 'Namespace' ? ref.name : ref.namespace;
-    const nsLabels = labelsOf(nsName, loaded.namespaceLabels, loaded.podSecurityVersion);
-    // Sorted by rule, like the audit's reports, so output is stable across runs.
-    const verdicts = safeEvaluate(set, loaded.rules, { ...input, namespaceLabels: nsLabels });
-    if (vapByName.size > 0) {
-      const namespaceObject = ref.namespace === '' ? null : { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ref.namespace, labels: labelsOf(ref.namespace, loaded.namespaceLabels, loaded.podSecurityVersion) ?? {} } };
-      const attrs: VapAttributes = {
-        operation: 'AUDIT',
-        kind: input.kind,
-        resource: { group: input.kind.group, version: input.kind.version, resource: guessResource(input.kind.kind) },
-        subResource: '',
-        namespace: ref.namespace,
-        name: ref.name,
-        namespaced: ref.namespace !== '',
-        object: input.object,
-        oldObject: null,
-      };
-      const vapResults = vaps.evaluate(attrs, { namespaceObject, params });
-      for (const r of vapResults) {
-        for (const p of r.problems) {
-          const where = vapSource.get(r.policy) ?? '?';
-          const binding = r.binding ? ` with binding "${r.binding}"` : '';
-          vapProblems.push(`${where}: ValidatingAdmissionPolicy "${r.policy}"${binding} on ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}: ${p.message}`);
-        }
-      }
-      verdicts.push(...vapVerdicts(vapResults, vapByName));
-    }
-    // Sorted by rule, like the audit's reports, so output is stable across runs (stable: bindings stay in order).
-    verdicts.sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
-    return { resource: ref, verdicts };
+  const evaluated: EvaluatedResource[] = loaded.resources.map((resource) => {
+    const e = evaluator.evaluate(resource);
+    overruns.push(...e.overruns);
+    vapProblems.push(...e.problems);
+    return { resource: resource.ref, verdicts: e.verdicts };
   });
   // A CEL expression that exceeds its cost limit is a defect of the rule (an
   // unbounded loop), reported like any other bad input.
-  const overruns = evaluated.flatMap(({ resource, verdicts }) =>
-    verdicts
-      .filter((v) => v.result === 'error' && isCostOverrun(v.message))
-      .map((v) => `${loaded.ruleSources.get(`${v.ruleKind}/${v.rule}`) ?? '?'}: ${v.ruleKind} "${v.rule}" on ${resource.kind} ${resource.namespace ? `${resource.namespace}/` : ''}${resource.name}: ${v.message}`),
-  );
   if (overruns.length > 0) {
     io.stderr.write(`portal test: ${overruns.length} CEL cost overrun${overruns.length === 1 ? '' : 's'}:\n`);
     for (const p of overruns) io.stderr.write(`  - ${p}\n`);
@@ -402,7 +203,7 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
       io.stdout.write(formatReports(evaluated, new Date(), loaded.format));
       break;
     case 'table':
-      io.stdout.write(formatTable(results, { rules: loaded.rules.length, resources: loaded.resources.length }));
+      io.stdout.write(formatTable(results, { rules: loaded.rules.length, policies: loaded.vap.policies.length, resources: loaded.resources.length }));
       break;
   }
   return results.some((r) => r.result === 'fail' || r.result === 'error') ? EXIT_FAILURE : EXIT_OK;
@@ -416,60 +217,13 @@ function reportProblems(problems: readonly string[], io: CommandIO, what: string
 }
 
 /**
- * Params from files: objects of a paramKind among the policies and inputs. A
- * namespaced param without metadata.namespace lives in "default", like any
- * manifest; kinds in CLUSTER_SCOPED_KINDS are cluster-scoped.
+ * Suites run when neither --policies (the ad-hoc mode), a misspelling of it
+ * (reported by the ad-hoc mode as such), nor --help is given.
  */
-function fileParams(vap: VapDocuments): ParamProvider {
-  const ns = (o: KubeObject): string => {
-    const declared = o.metadata?.namespace;
-    return typeof declared === 'string' && declared !== '' ? declared : CLUSTER_SCOPED_KINDS.has(String(o.kind)) ? '' : DEFAULT_NAMESPACE;
-  };
-  return {
-    scope: (kind) => ({ ok: true, namespaced: !CLUSTER_SCOPED_KINDS.has(kind.kind) }),
-    find: (kind, namespace, ref) => ({
-      ok: true,
-      objects: vap.params
-        .map((p) => p.object)
-        .filter((o) => o.apiVersion === kind.apiVersion && o.kind === kind.kind && (namespace === '' || ns(o) === namespace))
-        .filter((o) => ('name' in ref ? o.metadata?.name === ref.name : selectorMatches(ref.selector, o.metadata?.labels)))
-        .sort((a, b) => `${ns(a)}/${a.metadata?.name ?? ''}`.localeCompare(`${ns(b)}/${b.metadata?.name ?? ''}`)),
-    }),
-  };
-}
-
-/**
- * evaluate(), but a rule whose schema throws on this input (e.g. a recursive
- * schema on a very deep object overflowing the stack) becomes an `error`
- * verdict for that rule instead of ending the run. Only after a throw are the
- * rules evaluated one by one, to find which one it was.
- */
-function safeEvaluate(set: RuleSet, rules: readonly PortalRuleObject[], input: EvaluationInput): RuleVerdict[] {
-  try {
-    return evaluate(set, input);
-  } catch {
-    const out: RuleVerdict[] = [];
-    for (const rule of rules) {
-      const single = new RuleSet();
-      const state = single.upsert(rule);
-      const display = state.namespace === undefined ? state.name : `${state.namespace}/${state.name}`;
-      try {
-        out.push(...evaluate(single, input));
-      } catch (err) {
-        out.push({
-          rule: display,
-          ruleKind: state.ruleKind,
-          enforcement: state.enforcement,
-          severity: state.severity,
-          category: state.category,
-          result: 'error',
-          message: `rule ${display} could not be evaluated: ${err instanceof Error ? err.message : String(err)}`,
-          violations: [],
-        });
-      }
-    }
-    return out;
-  }
+function isSuiteRun(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  const flags = end === -1 ? argv : argv.slice(0, end);
+  return !flags.some((a) => /^(-p|--help|-h)(=|$)/.test(a) || (a.startsWith('--') && editDistance(a.slice(2).split('=')[0] ?? '', 'policies') <= 2));
 }
 
 export const testCommand: Command = { run: runTest };

@@ -7,10 +7,12 @@
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { parse as parseYaml } from 'yaml';
+import { caBundleProblem } from './ca-bundle.ts';
 import { formatDuration, parseDuration } from './duration.ts';
 import { DEFAULTS, SERVE_OPTIONS, type OptionSpec, type ServeConfig } from './options.ts';
 import { VERDICTS } from '../policy/report.ts';
+import { readBoundedFileSync } from './read-file.ts';
+import { parseYamlDocument } from './yaml.ts';
 
 export interface ConfigSources {
   /** Raw flag values keyed by flag name (from src/cli/args.ts). */
@@ -35,7 +37,7 @@ export type ConfigResult = { ok: true; config: Readonly<ServeConfig> } | { ok: f
 /** admissionregistration/v1: a webhook's timeoutSeconds is between 1 and 30. */
 const MAX_WEBHOOK_TIMEOUT_MS = 30_000;
 
-const PATH_KEYS = new Set<keyof ServeConfig>(['tlsCertFile', 'tlsKeyFile', 'policies', 'kubeconfig']);
+const PATH_KEYS = new Set<keyof ServeConfig>(['tlsCertFile', 'tlsKeyFile', 'clientCaFile', 'policies', 'kubeconfig']);
 const byKey = new Map(SERVE_OPTIONS.map((o) => [o.key, o]));
 
 export function loadServeConfig(src: ConfigSources): ConfigResult {
@@ -81,6 +83,7 @@ export function loadServeConfig(src: ConfigSources): ConfigResult {
 
   const config = values as unknown as ServeConfig;
   if (config.leaseNamespace === '') config.leaseNamespace = config.installNamespace;
+  if (config.webhookMaxConnectionsPerPeer === 0) config.webhookMaxConnectionsPerPeer = Math.ceil(config.webhookMaxConnections / 2);
   if (!config.exemptNamespaces.includes(config.installNamespace)) config.exemptNamespaces.push(config.installNamespace);
   validate(config, invalid, problems, (src.env.KUBERNETES_SERVICE_HOST ?? '') !== '', src.deferred ?? new Set());
   if (problems.length > 0) return { ok: false, problems };
@@ -90,22 +93,24 @@ export function loadServeConfig(src: ConfigSources): ConfigResult {
   return { ok: true, config: Object.freeze(config) };
 }
 
+/**
+ * Largest `--config` file: every option with a long value is a few KiB, so
+ * 1 MiB is generous and still far below what YAML parsing could not hold.
+ */
+const MAX_CONFIG_FILE_BYTES = 1024 * 1024;
+
 function readConfigFile(path: string, problems: string[]): Record<string, unknown> {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    problems.push(`--config ${path}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)}); check the path`);
+  const read = readBoundedFileSync(path, { maxBytes: MAX_CONFIG_FILE_BYTES, what: 'config file' });
+  if (!read.ok) {
+    problems.push(`--config ${path}: ${read.message}; check the path`);
     return {};
   }
-  let doc: unknown;
-  try {
-    doc = parseYaml(text);
-  } catch (err) {
-    const first = ((err as Error).message.split('\n')[0] ?? '').replace(/:$/, '');
-    problems.push(`--config ${path}: not valid YAML (${first}); fix the syntax`);
+  const parsed = parseYamlDocument(read.bytes.toString('utf8'));
+  if (!parsed.ok) {
+    problems.push(`--config ${path}: ${parsed.message}; fix the file`);
     return {};
   }
+  const doc = parsed.value;
   if (doc === null || doc === undefined) return {};
   if (typeof doc !== 'object' || Array.isArray(doc)) {
     problems.push(`--config ${path}: must be a YAML mapping of option: value`);
@@ -199,6 +204,15 @@ function validate(
     );
   }
 
+  if (!invalid.has('readinessErrorMaxAge') && c.readinessErrorMaxAge <= 0) {
+    problems.push('--readiness-error-max-age must be greater than 0 (e.g. 60s): internal errors must age out, or a replica taken out of its Service would never come back');
+  }
+  if (!invalid.has('webhookMaxConnections') && !invalid.has('webhookMaxConnectionsPerPeer') && c.webhookMaxConnectionsPerPeer > c.webhookMaxConnections) {
+    problems.push(
+      `--webhook-max-connections-per-peer (${c.webhookMaxConnectionsPerPeer}) must not be greater than --webhook-max-connections (${c.webhookMaxConnections}); lower it, or raise the cap`,
+    );
+  }
+
   if (c.webhookPort !== 0 && c.webhookPort === c.probesPort && !invalid.has('webhookPort') && !invalid.has('probesPort')) {
     problems.push(`--webhook-port and --probes-port are both ${c.webhookPort}; give them different ports`);
   }
@@ -239,6 +253,19 @@ function checkTls(c: ServeConfig, problems: string[]): void {
     if (file !== '' && !checkPath(flag, file, 'file', problems)) readable = false;
   }
   if (readable) checkKeyPair(c.tlsCertFile, c.tlsKeyFile, problems);
+  if (c.clientCaFile !== '' && checkPath('--client-ca-file', c.clientCaFile, 'file', problems)) checkClientCa(c.clientCaFile, problems);
+}
+
+function checkClientCa(file: string, problems: string[]): void {
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (err) {
+    problems.push(`--client-ca-file ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    return;
+  }
+  const problem = caBundleProblem(pem);
+  if (problem !== undefined) problems.push(`--client-ca-file ${file}: ${problem}`);
 }
 
 /**
@@ -326,6 +353,8 @@ function describeDefault(o: OptionSpec): string {
       return '$POD_NAME or the host name';
     case 'leaseNamespace':
       return 'the install namespace';
+    case 'webhookMaxConnectionsPerPeer':
+      return `half of --webhook-max-connections, ${Math.ceil(DEFAULTS.webhookMaxConnections / 2)}`;
   }
   const v = DEFAULTS[o.key];
   if (o.type === 'duration') return formatDuration(v as number);

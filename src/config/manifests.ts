@@ -4,9 +4,10 @@
  * (.yaml, .yml, .json). Problems never throw: each is returned with its source
  * and, for syntax errors, the line, so a caller can report them all at once.
  */
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { readBoundedFile, readBoundedStream, mib, type ReadResult } from './read-file.ts';
+import { jsonDepthProblem, parseYamlDocuments } from './yaml.ts';
 import { ruleKey, validateRule, type PortalRuleObject } from '../policy/index.ts';
 import { loadVapDocuments, type VapDocuments } from './vap-manifests.ts';
 
@@ -29,6 +30,12 @@ export interface ManifestReadResult {
 }
 
 const MANIFEST_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
+/**
+ * `portal test` suites (cli.portal.dev/v1alpha1 Test). They live beside the
+ * policies and manifests they test, so a directory walk skips them: they are
+ * neither rules nor objects to evaluate. A suite named explicitly is still read.
+ */
+export const SUITE_FILE = /\.portal-test\.ya?ml$/;
 /**
  * Largest manifest file read. The API server stores at most ~1.5 MiB per
  * object (etcd's default request limit), so 16 MiB is over ten of the largest
@@ -65,6 +72,8 @@ export interface ReadLimits {
   maxTotalBytes: number;
   /** What the files are, for messages ("manifest", "rule file"). */
   what: string;
+  /** Directory entries one path argument may walk. @default MAX_DIRECTORY_ENTRIES */
+  maxEntries?: number;
 }
 
 export const MANIFEST_LIMITS: Readonly<ReadLimits> = Object.freeze({
@@ -88,13 +97,26 @@ function reason(e: unknown): string {
   return err instanceof Error ? err.message : String(e);
 }
 
-async function listFiles(dir: string, out: string[]): Promise<void> {
+/**
+ * Directory entries one readManifests call may look at. A large repository
+ * has ~10^5 files outside node_modules; more means a path such as `/` or a
+ * home directory was given by mistake (or by a hostile suite), and the walk
+ * is stopped with an error instead of reading the disk.
+ */
+export const MAX_DIRECTORY_ENTRIES = 200_000;
+
+class TooManyEntries extends Error {}
+
+/** Symbolic links are not followed into directories (a link loop cannot make the walk endless). */
+async function listFiles(dir: string, out: string[], budget: { left: number }): Promise<void> {
   const entries = await readdir(dir, { withFileTypes: true });
+  budget.left -= entries.length;
+  if (budget.left < 0) throw new TooManyEntries();
   entries.sort((a, b) => a.name.localeCompare(b.name));
   for (const entry of entries) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) await listFiles(path, out);
-    else if (MANIFEST_EXTENSIONS.has(extname(entry.name).toLowerCase())) out.push(path);
+    if (entry.isDirectory()) await listFiles(path, out, budget);
+    else if (MANIFEST_EXTENSIONS.has(extname(entry.name).toLowerCase()) && !SUITE_FILE.test(entry.name)) out.push(path);
   }
 }
 
@@ -119,16 +141,9 @@ function flatten(value: unknown, source: string, docNo: number, result: Manifest
 
 function parseYaml(text: string, source: string, result: ManifestReadResult): void {
   const counter = { n: 0 };
-  parseAllDocuments(text).forEach((doc, docNo) => {
-    const first = doc.errors[0];
-    if (first) {
-      const pos = first.linePos?.[0];
-      const where = pos ? `line ${pos.line}, column ${pos.col}` : `document ${docNo + 1}`;
-      const what = first.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? first.message;
-      result.errors.push({ source, message: `invalid YAML at ${where}: ${what}` });
-      return;
-    }
-    flatten(doc.toJS({ maxAliasCount: 100 }), source, docNo, result, counter);
+  parseYamlDocuments(text).forEach((doc, docNo) => {
+    if (!doc.ok) result.errors.push({ source, message: doc.message });
+    else flatten(doc.value, source, docNo, result, counter);
   });
 }
 
@@ -203,11 +218,17 @@ function jsonErrorOffset(text: string): number {
     ws();
     return i < text.length ? i : -1;
   } catch (offset) {
-    return offset as number;
+    // Only numbers are thrown above; anything else (a stack overflow) has no position.
+    return typeof offset === 'number' ? offset : -1;
   }
 }
 
 function parseJson(text: string, source: string, result: ManifestReadResult): void {
+  const deep = jsonDepthProblem(text);
+  if (deep) {
+    result.errors.push({ source, message: deep });
+    return;
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -227,23 +248,23 @@ function parseJson(text: string, source: string, result: ManifestReadResult): vo
   flatten(value, source, 0, result, { n: 0 });
 }
 
-const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+/** The name standard input goes by in messages (`portal test … -`). */
+export const STDIN_SOURCE = '<stdin>';
 
 /** The file as text, or undefined after recording why it cannot be a manifest. */
-async function readText(file: string, result: ManifestReadResult, limits: Readonly<ReadLimits>): Promise<string | undefined> {
-  let bytes: Buffer;
-  try {
-    // Checked again right before reading: the file may have grown since it was listed.
-    const info = await stat(file);
-    if (info.size > limits.maxFileBytes) {
-      result.errors.push({ source: file, message: `file is ${mib(info.size)}, over the ${mib(limits.maxFileBytes)} limit for a ${limits.what}; split it into smaller files` });
-      return undefined;
-    }
-    bytes = await readFile(file);
-  } catch (e) {
-    result.errors.push({ source: file, message: `cannot read: ${reason(e)}` });
+async function readText(file: string, result: ManifestReadResult, limits: Readonly<ReadLimits>, stdin: ReadOptions['stdin']): Promise<string | undefined> {
+  const bound = { maxBytes: limits.maxFileBytes, what: limits.what };
+  const read: ReadResult =
+    file !== STDIN_SOURCE
+      ? await readBoundedFile(file, bound)
+      : stdin
+        ? await readBoundedStream(stdin(), bound)
+        : { ok: false, message: 'standard input is not available here' };
+  if (!read.ok) {
+    result.errors.push({ source: file, message: read.message });
     return undefined;
   }
+  const bytes = read.bytes;
   // YAML and JSON are text; a NUL byte or invalid UTF-8 means a binary file
   // (an image, an archive) given by mistake, which YAML would otherwise
   // misreport as one odd string or a syntax error deep inside.
@@ -259,28 +280,48 @@ async function readText(file: string, result: ManifestReadResult, limits: Readon
   }
 }
 
-export async function readManifests(paths: readonly string[], limits: Readonly<ReadLimits> = MANIFEST_LIMITS): Promise<ManifestReadResult> {
+export interface ReadOptions {
+  /**
+   * What the path `-` reads (standard input: the CLI passes process.stdin).
+   * Without it, `-` is a file name like any other.
+   */
+  stdin?: () => AsyncIterable<Buffer | string>;
+}
+
+export async function readManifests(paths: readonly string[], limits: Readonly<ReadLimits> = MANIFEST_LIMITS, options: ReadOptions = {}): Promise<ManifestReadResult> {
   const result: ManifestReadResult = { documents: [], errors: [] };
   // Listing first, nothing read yet; problems keep the order of `paths`.
   const listed: ({ files: string[] } | { error: ManifestError })[] = [];
+  let stdinTaken = false;
   for (const path of paths) {
+    if (path === '-' && options.stdin) {
+      // Standard input can be read once; a second `-` would silently read nothing.
+      listed.push(stdinTaken ? { error: { source: STDIN_SOURCE, message: '`-` (standard input) is given more than once' } } : { files: [STDIN_SOURCE] });
+      stdinTaken = true;
+      continue;
+    }
     try {
       const info = await stat(path);
       if (!info.isDirectory()) listed.push({ files: [path] });
       else {
         const files: string[] = [];
-        await listFiles(path, files);
+        await listFiles(path, files, { left: limits.maxEntries ?? MAX_DIRECTORY_ENTRIES });
         listed.push(files.length > 0 ? { files } : { error: { source: path, message: 'directory holds no .yaml, .yml or .json files' } });
       }
     } catch (e) {
-      listed.push({ error: { source: path, message: `cannot read: ${reason(e)}` } });
+      const message = e instanceof TooManyEntries ? `holds more than ${(limits.maxEntries ?? MAX_DIRECTORY_ENTRIES).toLocaleString('en-US')} files and directories; name the directories that hold the manifests` : `cannot read: ${reason(e)}`;
+      listed.push({ error: { source: path, message } });
     }
   }
   if (Number.isFinite(limits.maxTotalBytes)) {
     // Sizes before any parsing: an oversized set costs a few stat calls.
     const all = listed.flatMap((l) => ('files' in l ? l.files : []));
     let total = 0;
-    for (const file of all) total += await stat(file).then((i) => i.size, () => 0);
+    for (const file of all) {
+      const size = file === STDIN_SOURCE ? 0 : await stat(file).then((i) => i.size, () => 0);
+      // A file over the per-file limit is refused on its own, by name, when it is read.
+      if (size <= limits.maxFileBytes) total += size;
+    }
     if (total > limits.maxTotalBytes) {
       result.errors.push({
         source: paths.join(', '),
@@ -295,7 +336,7 @@ export async function readManifests(paths: readonly string[], limits: Readonly<R
       continue;
     }
     for (const file of l.files) {
-      const text = await readText(file, result, limits);
+      const text = await readText(file, result, limits, options.stdin);
       if (text === undefined) continue;
       if (extname(file).toLowerCase() === '.json') parseJson(text, file, result);
       else parseYaml(text, file, result);

@@ -6,9 +6,13 @@
  * Durations are milliseconds here; on the command line and in YAML they are
  * Go-style strings (`500ms`, `15s`, `1m30s`).
  */
+import { availableParallelism } from 'node:os';
 import type { LogLevel } from '../observability/logger.ts';
 import { REPORT_APIS, REPORT_GRANULARITIES, type ReportApi, type ReportGranularity } from '../policy/report.ts';
 import type { Verdict } from '../policy/types.ts';
+
+/** Namespaces the webhook never matches and the server never evaluates, so the control plane can always recover (DESIGN.md §3). */
+export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
 
 export interface ServeConfig {
   /** HTTPS port of the admission webhook (`0` picks a free port). @default 9443 */
@@ -31,6 +35,12 @@ export interface ServeConfig {
   exemptNamespaces: string[];
   /** Namespace Portal is installed in. @default $POD_NAMESPACE or "portal-system" */
   installNamespace: string;
+  /**
+   * The ValidatingWebhookConfiguration that sends requests to Portal, read to
+   * show in each rule's Covered condition whether its kinds are sent ("": not
+   * checked). The chart passes its own. @default ""
+   */
+  webhookConfiguration: string;
   /** This replica's name (election identity prefix). @default $POD_NAME or the host name */
   podName: string;
   /** Log level. @default "info" */
@@ -77,9 +87,29 @@ export interface ServeConfig {
   shutdownGracePeriod: number;
   /** Time budget of one admission evaluation; past it the remaining matched rules give `error` (a denial). @default 2s */
   evaluationTimeout: number;
-  /** Open webhook connections per replica; more are closed at once. @default 512 */
+  /** Open webhook connections per replica; at the cap an idle one is closed to make room, else the new one is. @default 512 */
   webhookMaxConnections: number;
+  /** Open webhook connections from one remote address; more are closed at once. 0 when given: half of `webhookMaxConnections`. @default half of webhookMaxConnections (256) */
+  webhookMaxConnectionsPerPeer: number;
+  /** CA bundle (PEM) that signs the API server's client certificate; when set, clients without one are refused at the TLS handshake. Reloaded when it changes. @default "" */
+  clientCaFile: string;
+  /** Internal errors older than this stop counting against /readyz. @default 60s */
+  readinessErrorMaxAge: number;
+  /**
+   * Worker threads that evaluate admission requests (adr/0013); the audit has
+   * one more of its own. @default the available cores, at least 2 and at most 8 (DEFAULT_EVALUATION_WORKERS)
+   */
+  evaluationWorkers: number;
 }
+
+/**
+ * Two workers at least, so that one rule stuck until the deadline in one
+ * worker leaves another to answer everyone else; one per core beyond that
+ * (the main thread mostly does TLS and parsing), and no more than 8: each
+ * holds its own compiled copy of every rule (tens of MB), and a replica that
+ * needs more cores is better scaled out.
+ */
+export const DEFAULT_EVALUATION_WORKERS = Math.min(8, Math.max(2, availableParallelism()));
 
 export type OptionType = 'int' | 'number' | 'string' | 'bool' | 'duration' | 'list' | 'enum';
 
@@ -107,8 +137,9 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   selfSigned: false,
   policies: '',
   kubeconfig: '',
-  exemptNamespaces: Object.freeze(['kube-system', 'kube-public', 'kube-node-lease']) as unknown as string[],
+  exemptNamespaces: Object.freeze([...ALWAYS_EXCLUDED_NAMESPACES]) as unknown as string[],
   installNamespace: 'portal-system',
+  webhookConfiguration: '',
   podName: '',
   logLevel: 'info',
   leaderElect: true,
@@ -155,6 +186,14 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   // (--max-mutating-requests-inflight), each holding one connection to the
   // webhook, plus client-go's 25 idle keep-alive connections (2 × 225 < 512).
   webhookMaxConnections: 512,
+  // 0 = half of webhookMaxConnections (resolved in load.ts): one API server
+  // needs at most ~225 (above), and half the cap leaves the other half to
+  // the other API servers whatever one peer does.
+  webhookMaxConnectionsPerPeer: 0,
+  clientCaFile: '',
+  // Twelve periods of the chart's readiness probe (src/admission/readiness.ts).
+  readinessErrorMaxAge: 60_000,
+  evaluationWorkers: DEFAULT_EVALUATION_WORKERS,
 });
 
 const PORT = { min: 0, max: 65535 } as const;
@@ -170,6 +209,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'kubeconfig', flag: 'kubeconfig', type: 'string', arg: 'FILE', help: 'kubeconfig of the cluster (env KUBECONFIG)' },
   { key: 'exemptNamespaces', flag: 'exempt-namespace', type: 'list', arg: 'NS', help: 'namespace never evaluated (repeatable or comma-separated)' },
   { key: 'installNamespace', flag: 'install-namespace', type: 'string', arg: 'NS', help: 'namespace Portal runs in (env POD_NAMESPACE), always exempt' },
+  { key: 'webhookConfiguration', flag: 'webhook-configuration', type: 'string', arg: 'NAME', help: "webhook configuration sending requests to Portal, for the rules' Covered condition" },
   { key: 'podName', flag: 'pod-name', type: 'string', arg: 'NAME', help: 'replica name (env POD_NAME, else the host name)' },
   { key: 'logLevel', flag: 'log-level', type: 'enum', values: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], arg: 'LEVEL', help: 'log level' },
   { key: 'leaderElect', flag: 'leader-elect', type: 'bool', help: 'take part in leader election (false: lead alone)' },
@@ -193,7 +233,12 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'reportStatusFilter', flag: 'report-status-filter', type: 'list', arg: 'RESULTS', help: 'namespace granularity: results listed (pass,fail,warn,error,skip)' },
   { key: 'shutdownGracePeriod', flag: 'shutdown-grace-period', type: 'duration', arg: 'DUR', help: 'bound on graceful shutdown' },
   { key: 'webhookMaxConnections', flag: 'webhook-max-connections', type: 'int', min: 1, max: 65_535, arg: 'N', help: 'open webhook connections per replica (more are closed at once)' },
+  { key: 'webhookMaxConnectionsPerPeer', flag: 'webhook-max-connections-per-peer', type: 'int', min: 0, max: 65_535, arg: 'N', help: 'open webhook connections from one remote address (more are closed at once)' },
+  { key: 'clientCaFile', flag: 'client-ca-file', type: 'string', arg: 'FILE', help: 'require API server client certificates signed by this CA (reloaded on change)' },
+  { key: 'readinessErrorMaxAge', flag: 'readiness-error-max-age', type: 'duration', arg: 'DUR', help: 'internal errors older than this stop counting against /readyz' },
   { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'time budget of one admission evaluation (past it: denied)' },
+  { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'deadline of one evaluation: past it the rules not decided give error (a rule still running is abandoned)' },
+  { key: 'evaluationWorkers', flag: 'evaluation-workers', type: 'int', min: 1, max: 64, arg: 'N', help: 'worker threads evaluating admission requests (default: cores, 2 to 8)' },
 ];
 
 /** Flags that are not configuration keys. */

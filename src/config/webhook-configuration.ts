@@ -6,10 +6,11 @@
  * line; test/chart/webhook-parity.test.ts renders the chart and compares.
  * Pure: no I/O except `loadChartWebhookValues`.
  */
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parse } from 'yaml';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { ALWAYS_EXCLUDED_NAMESPACES } from './options.ts';
+import { readBoundedFile } from './read-file.ts';
+import { parseYamlDocument } from './yaml.ts';
 
 export type WebhookOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT' | '*';
 
@@ -43,7 +44,22 @@ export interface WebhookValues {
   /** Namespaces excluded in addition to the always-excluded ones. */
   excludedNamespaces: string[];
   rules: WebhookRule[];
+  /** The second webhook, for Portal's own kinds (adr/0011). @default DEFAULT_PORTAL_KINDS_WEBHOOK */
+  portalKinds?: PortalKindsWebhookValues;
 }
+
+/** The chart's `webhook.portalKinds:` values. */
+export interface PortalKindsWebhookValues {
+  /** @default true */
+  enabled: boolean;
+  /** @default "validate-kinds.portal.dev" */
+  name: string;
+}
+
+export const DEFAULT_PORTAL_KINDS_WEBHOOK: Readonly<PortalKindsWebhookValues> = Object.freeze({ enabled: true, name: 'validate-kinds.portal.dev' });
+
+/** Where every replica serves the webhook for Portal's own kinds (src/admission/portal-kinds.ts). */
+export const PORTAL_KINDS_WEBHOOK_PATH = '/validate-portal-kinds';
 
 export type WebhookClientConfig =
   | { url: string }
@@ -58,10 +74,14 @@ export interface BuildWebhookOptions {
   caBundle: string;
   clientConfig: WebhookClientConfig;
   values: WebhookValues;
+  /**
+   * The plural resources of Portal's own kinds that the second webhook is
+   * sent (src/policy/portal-kinds.ts `portalKindResources()`; the chart's
+   * template lists the same).
+   */
+  portalKindResources: readonly string[];
 }
 
-/** Namespaces the webhook never matches, so the control plane can always recover. */
-export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
 
 /**
  * Resources that must never be sent to Portal (DESIGN.md §3): intercepting
@@ -111,6 +131,26 @@ export function buildValidatingWebhookConfiguration(opts: BuildWebhookOptions): 
   if (opts.caBundle !== '') clientConfig['caBundle'] = opts.caBundle;
   if ('url' in opts.clientConfig) clientConfig['url'] = opts.clientConfig.url;
   else clientConfig['service'] = { ...opts.clientConfig.service };
+  const kinds = values.portalKinds ?? DEFAULT_PORTAL_KINDS_WEBHOOK;
+  const kindsClientConfig: Record<string, unknown> = { ...clientConfig };
+  if ('url' in opts.clientConfig) {
+    const url = new URL(opts.clientConfig.url);
+    url.pathname = PORTAL_KINDS_WEBHOOK_PATH;
+    kindsClientConfig['url'] = url.toString();
+  } else kindsClientConfig['service'] = { ...opts.clientConfig.service, path: PORTAL_KINDS_WEBHOOK_PATH };
+  // Portal's own kinds (adr/0011): refused at apply when they would not compile. failurePolicy
+  // Ignore on this entry only, so that a Portal that is down never stops anyone fixing or
+  // deleting a rule; no namespaceSelector, so rules in Portal's own namespace are checked too.
+  const portalKindsWebhook = {
+    name: kinds.name,
+    admissionReviewVersions: [...values.admissionReviewVersions],
+    sideEffects: 'None',
+    failurePolicy: 'Ignore',
+    timeoutSeconds: values.timeoutSeconds,
+    matchPolicy: 'Equivalent',
+    clientConfig: kindsClientConfig,
+    rules: [{ apiGroups: ['portal.dev'], apiVersions: ['*'], resources: [...opts.portalKindResources], operations: ['CREATE', 'UPDATE'], scope: '*' }],
+  };
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingWebhookConfiguration',
@@ -135,6 +175,7 @@ export function buildValidatingWebhookConfiguration(opts: BuildWebhookOptions): 
           scope: r.scope ?? '*',
         })),
       },
+      ...(kinds.enabled ? [portalKindsWebhook] : []),
     ],
   };
 }
@@ -142,12 +183,12 @@ export function buildValidatingWebhookConfiguration(opts: BuildWebhookOptions): 
 /** Reads `webhook:` from `<chartDir>/values.yaml` (the chart's defaults). */
 export async function loadChartWebhookValues(chartDir: string): Promise<WebhookValues> {
   const file = join(chartDir, 'values.yaml');
-  let doc: unknown;
-  try {
-    doc = parse(await readFile(file, 'utf8'));
-  } catch (cause) {
-    throw new PortalError(ErrorCode.ConfigInvalid, `cannot read chart values ${file}`, { cause });
-  }
+  // A chart's values.yaml is a few KiB; 1 MiB as for a rule file.
+  const read = await readBoundedFile(file, { maxBytes: 1024 * 1024, what: 'chart values file' });
+  if (!read.ok) throw new PortalError(ErrorCode.ConfigInvalid, `cannot read chart values ${file}: ${read.message}`);
+  const parsed = parseYamlDocument(read.bytes.toString('utf8'));
+  if (!parsed.ok) throw new PortalError(ErrorCode.ConfigInvalid, `${file}: ${parsed.message}`);
+  const doc = parsed.value;
   const webhook = (doc as { webhook?: unknown } | null)?.webhook;
   if (typeof webhook !== 'object' || webhook === null || !Array.isArray((webhook as { rules?: unknown }).rules)) {
     throw new PortalError(ErrorCode.ConfigInvalid, `${file}: no "webhook" section with "rules"`);

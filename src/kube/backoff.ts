@@ -17,6 +17,16 @@ export interface BackoffOptions {
   jitter?: number;
 }
 
+/**
+ * The capped exponential delay before retry number `attempt` (0 = the first
+ * retry): `min(maxMs, initialMs · factor^attempt)`, without jitter. The one
+ * formula every retry loop in Portal uses (informers, elector, audit queue,
+ * Alertmanager sends, the dev supervisor and controllers).
+ */
+export function backoffDelay(attempt: number, options: { initialMs: number; maxMs: number; factor?: number }): number {
+  return Math.min(options.maxMs, options.initialMs * (options.factor ?? 2) ** Math.max(0, attempt));
+}
+
 export class Backoff {
   readonly #initial: number;
   readonly #max: number;
@@ -33,7 +43,7 @@ export class Backoff {
 
   /** The delay before the next attempt; grows with every call until reset(). */
   next(): number {
-    const base = Math.min(this.#max, this.#initial * this.#factor ** this.#attempt);
+    const base = backoffDelay(this.#attempt, { initialMs: this.#initial, maxMs: this.#max, factor: this.#factor });
     this.#attempt++;
     return base * (1 + Math.random() * this.#jitter);
   }

@@ -12,7 +12,7 @@
 import type { Logger } from 'pino';
 import type { Gauge } from 'prom-client';
 import { LogKey } from '../observability/log-keys.ts';
-import { RuleSet, ruleKey, type PortalRuleObject } from '../policy/index.ts';
+import { RuleSet, ruleKey, type PortalRuleObject, type RuleState } from '../policy/index.ts';
 import type { KubeClient } from './client.ts';
 import { NamespaceLabelCache } from './namespace-labels.ts';
 import { RuleInformerSource, type RuleSink } from './rule-source.ts';
@@ -33,6 +33,8 @@ export interface ClusterRuleSourceDeps {
   logger: Logger;
   /** `portal_rules_loaded`, kept equal to the number of rules held. */
   rulesLoaded?: Gauge;
+  /** Sees every rule version with what the RuleSet made of it (e.g. to report a compile error). */
+  onRule?: (rule: PortalRuleObject, state: RuleState) => void;
 }
 
 export class ClusterRuleSource {
@@ -60,6 +62,7 @@ export class ClusterRuleSource {
           );
         }
         deps.rulesLoaded?.set(ruleSet.size);
+        deps.onRule?.(rule, state);
         return state;
       },
       remove(key: string) {

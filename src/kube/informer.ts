@@ -118,6 +118,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
   #watching = false;
   #lastActivity = performance.now();
   #started = false;
+  #failure: { status: number | undefined; message: string } | undefined;
 
   constructor(client: KubeClient, config: InformerConfig, logger: Logger) {
     this.name = config.name;
@@ -157,6 +158,14 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
 
   get resourceVersion(): string {
     return this.#resourceVersion;
+  }
+
+  /**
+   * Why the last list or watch attempt failed (`status`: the HTTP status, e.g.
+   * 403 when RBAC does not allow it), until a list succeeds again.
+   */
+  failure(): { status: number | undefined; message: string } | undefined {
+    return this.#failure;
   }
 
   stats(): Readonly<InformerStats> {
@@ -215,6 +224,8 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
       } catch (err) {
         if (signal.aborted) break;
         this.#stats.errors++;
+        const status = (err as { statusCode?: unknown; code?: unknown } | null)?.statusCode ?? (err as { code?: unknown } | null)?.code;
+        this.#failure = { status: typeof status === 'number' ? status : undefined, message: (err as Error).message };
         if (isExpired(err)) {
           this.#stats.expiredRelists++;
           needList = true;
@@ -244,6 +255,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
     } while (cont);
     this.#replace(items);
     this.#resourceVersion = resourceVersion;
+    this.#failure = undefined;
     if (!this.#synced) {
       this.#synced = true;
       this.#logger.info({ objects: items.length, resourceVersion }, 'informer synced');
@@ -358,6 +370,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
           else {
             // The response headers arrived: the watch is established.
             this.#watching = true;
+            this.#failure = undefined;
             this.#lastActivity = performance.now();
           }
         },

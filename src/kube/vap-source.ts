@@ -12,9 +12,10 @@
  * API server reports it.
  */
 import type { Logger } from 'pino';
-import { selectorMatches } from '../policy/label-selector.ts';
 import type { KubeObject } from '../policy/types.ts';
 import {
+  ParamStore,
+  paramKindKey,
   VapSet,
   VAP_API_VERSION,
   VAP_BINDING_KIND,
@@ -23,7 +24,6 @@ import {
   VAP_VERSION,
   type BindingEvaluation,
   type ParamKind,
-  type ParamProvider,
   type PolicyCompileError,
   type ValidatingAdmissionPolicy,
   type ValidatingAdmissionPolicyBinding,
@@ -46,6 +46,8 @@ interface ApiResourceList {
 
 export class VapInformerSource {
   readonly set = new VapSet();
+  /** Param objects of every resolved paramKind (fed by the param informers; mirrored into evaluation workers). */
+  readonly params = new ParamStore();
   readonly policies: ResilientInformer<KubeObject>;
   readonly bindings: ResilientInformer<KubeObject>;
   readonly #client: KubeClient;
@@ -102,12 +104,13 @@ export class VapInformerSource {
   }
 
   #ensureParams(kind: ParamKind): void {
-    const key = `${kind.apiVersion}/${kind.kind}`;
+    const key = paramKindKey(kind);
     if (this.#params.has(key) || !this.#signal) return;
     const signal = this.#signal;
     const settled = this.#resolve(kind, signal).then(
       (state) => {
         this.#params.set(key, state);
+        if (state.kind === 'unknown') this.params.setScope(key, { ok: false, error: state.error });
         this.revision++;
       },
       (err: unknown) => {
@@ -135,30 +138,16 @@ export class VapInformerSource {
       { name: `params:${r.name}`, path: `${path}/${r.name}`, apiVersion: kind.apiVersion, kind: kind.kind, ...this.#options },
       this.#logger,
     );
-    informer.onEvent(() => this.revision++);
+    const key = paramKindKey(kind);
+    this.params.setScope(key, { ok: true, namespaced: r.namespaced });
+    informer.onEvent((e) => {
+      if (e.type === 'delete') this.params.delete(key, e.object.metadata?.namespace ?? '', e.object.metadata?.name ?? '');
+      else this.params.put(key, e.object);
+      this.revision++;
+    });
     const done = informer.start(signal);
     return { kind: 'informer', informer, namespaced: r.namespaced, done };
   }
-
-  /** Params over the informer caches. */
-  readonly params: ParamProvider = {
-    scope: (kind) => {
-      const s = this.#params.get(`${kind.apiVersion}/${kind.kind}`);
-      if (s?.kind === 'informer') return { ok: true, namespaced: s.namespaced };
-      if (s?.kind === 'unknown') return { ok: false, error: s.error };
-      return { ok: false, error: `paramKind kind \`${kind.apiVersion}, Kind=${kind.kind}\` is not synced yet` };
-    },
-    find: (kind, namespace, ref) => {
-      const s = this.#params.get(`${kind.apiVersion}/${kind.kind}`);
-      if (s?.kind !== 'informer') return { ok: false, error: `paramKind kind \`${kind.apiVersion}, Kind=${kind.kind}\` not known` };
-      if ('name' in ref) {
-        const o = s.informer.get(ref.name, s.namespaced ? namespace : undefined);
-        return { ok: true, objects: o ? [o] : [] };
-      }
-      const all = s.informer.list(s.namespaced ? namespace : undefined);
-      return { ok: true, objects: all.filter((o) => selectorMatches(ref.selector, o.metadata?.labels)) };
-    },
-  };
 
   /** Every bound policy's result for an existing object (operation AUDIT). */
   evaluate(a: VapAttributes, namespaceObject: KubeObject | null): BindingEvaluation[] {

@@ -3,6 +3,7 @@
  * parsing, and client-go's validation rules (all problems reported at once).
  */
 import { randomBytes } from 'node:crypto';
+import { parseDuration } from '../config/duration.ts';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 
 export interface LeaderElectionConfig {
@@ -101,22 +102,9 @@ export function makeIdentity(podNameOrHostname: string): string {
   return `${podNameOrHostname}_${randomBytes(4).toString('hex')}`;
 }
 
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Parses a Go duration (`500ms`, `15s`, `1m30s`, `1.5s`) into milliseconds. */
+/** Parses a Go duration (`500ms`, `15s`, `1m30s`, `1.5s`) into milliseconds; throws ConfigInvalid naming the text. */
 export function parseGoDuration(text: string): number {
-  const s = text.trim();
-  if (s === '0') return 0;
-  const re = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/y;
-  let total = 0;
-  let pos = 0;
-  while (pos < s.length) {
-    re.lastIndex = pos;
-    const m = re.exec(s);
-    if (!m) throw new PortalError(ErrorCode.ConfigInvalid, `invalid duration "${text}" (use e.g. 500ms, 15s, 1m30s)`);
-    total += Number(m[1]) * UNIT_MS[m[2]!]!;
-    pos = re.lastIndex;
-  }
-  if (s.length === 0) throw new PortalError(ErrorCode.ConfigInvalid, `invalid duration "${text}"`);
-  return total;
+  const ms = parseDuration(text.trim());
+  if (ms === undefined) throw new PortalError(ErrorCode.ConfigInvalid, `invalid duration "${text}" (use e.g. 500ms, 15s, 1m30s)`);
+  return ms;
 }

@@ -15,13 +15,18 @@ import type { ServeConfig } from '../config/options.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
 import { ClusterRuleSource } from '../kube/cluster-rule-source.ts';
 import { VapInformerSource } from '../kube/vap-source.ts';
+import { WebhookConfigSource } from '../kube/webhook-config-source.ts';
 import { VapAuditPolicySource } from '../audit/vap-policy-source.ts';
-import { compileProblems, VapProblemEvents } from '../audit/vap-events.ts';
+import { ProblemEvents } from '../audit/problem-events.ts';
+import { RuleProblems } from '../audit/rule-problems.ts';
+import { compileProblems, VapProblems } from '../audit/vap-events.ts';
+import { EvaluationPool } from '../evaluation/pool.ts';
 import { FencedWriter } from '../kube/fenced-writer.ts';
 import { leaderElectionConfig, LeaderElector, makeIdentity } from '../leader/index.ts';
 import type { DebugVars } from '../observability/debug-vars.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
+import type { KubeObject } from '../policy/types.ts';
 import type { BuildProblems, Mode } from './mode.ts';
 
 export const VERSION = '0.1.0';
@@ -51,9 +56,18 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     return { title: 'cannot use the cluster', problems: [(err as Error).message] };
   }
   componentLogger(root, 'serve').info({ [LogKey.url]: client.server, inCluster }, 'cluster mode: rules and namespace labels from the API server');
-  const source = new ClusterRuleSource({ client, logger: componentLogger(root, 'rules'), rulesLoaded: deps.rulesLoaded });
+  // Problems of rules and VAPs: counted on every replica, Warning Events on the policy written by the leader only.
+  const ruleProblemSink: { problems?: RuleProblems } = {};
+  const source = new ClusterRuleSource({
+    client,
+    logger: componentLogger(root, 'rules'),
+    rulesLoaded: deps.rulesLoaded,
+    onRule: (rule, state) => ruleProblemSink.problems?.ruleState(rule, state),
+  });
   // ValidatingAdmissionPolicies are audited, never enforced here (the API server does): DESIGN §8.
   const vaps = new VapInformerSource(client, componentLogger(root, 'vap'));
+  // The webhook configuration Portal is served through, for the rules' Covered condition.
+  const webhookConfig = config.webhookConfiguration !== '' ? new WebhookConfigSource(client, config.webhookConfiguration, componentLogger(root, 'coverage')) : undefined;
 
   const identity = makeIdentity(config.podName);
   let elector: LeaderElector;
@@ -75,11 +89,23 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
 
   // The replica's one transport for leader-only writes (fenced at the socket); closed after the Manager stopped.
   const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: client.userAgent });
-  // VAP evaluation problems: counted on every replica, Warning Events on the policy written by the leader only.
-  const vapEvents = new VapProblemEvents({ writer, logger: componentLogger(root, 'audit'), registry, identity, namespace: config.installNamespace });
+  const problemEvents = new ProblemEvents({ writer, logger: componentLogger(root, 'audit'), identity });
+  const vapProblems = new VapProblems({ events: problemEvents, registry });
   vaps.onCompileErrors((policy, errors) => {
-    for (const problem of compileProblems(errors)) vapEvents.note(policy, problem);
+    for (const problem of compileProblems(errors)) vapProblems.note(policy, problem);
   });
+  const ruleByDisplay = (display: string): KubeObject | undefined => {
+    const slash = display.indexOf('/');
+    return slash >= 0 ? source.rules.namespacedRules.get(display.slice(slash + 1), display.slice(0, slash)) : source.rules.clusterRules.get(display);
+  };
+  const ruleProblems = new RuleProblems({ registry, events: problemEvents, ruleObject: ruleByDisplay });
+  ruleProblemSink.problems = ruleProblems;
+  // The audit's own evaluation pool (adr/0013): one thread, so a full pass never takes a worker from admission.
+  const auditEvaluation = new EvaluationPool(
+    { name: 'audit', workers: 1, timeoutMs: config.evaluationTimeout },
+    { rules: source.ruleSet, vaps: vaps.set, params: vaps.params },
+    { logger: componentLogger(root, 'evaluation'), registry },
+  );
   const { evaluator, actuator } = buildAudit(
     {
       installNamespace: config.installNamespace,
@@ -102,7 +128,16 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       client,
       writer,
       ruleSet: source.ruleSet,
-      policies: [new VapAuditPolicySource(vaps, (policy, problem, name) => vapEvents.note(policy, problem, name))],
+      evaluate: (input) => auditEvaluation.audit(input),
+      policies: [
+        new VapAuditPolicySource(
+          vaps,
+          (policy, problem, name) => vapProblems.note(policy, problem, name),
+          (attrs, namespaceObject) => auditEvaluation.vap(attrs, namespaceObject),
+        ),
+      ],
+      onRuleError: (verdict, object) => ruleProblems.verdictError('audit', verdict, object),
+      webhookConfiguration: () => webhookConfig?.view() ?? 'unchecked',
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
@@ -112,7 +147,9 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   );
 
   debugVars.register('informers', () => source.informerStats());
-  debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), events: vapEvents.stats() }));
+  debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), events: problemEvents.stats() }));
+  debugVars.register('problem_events', () => problemEvents.stats());
+  if (webhookConfig) debugVars.register('webhook_configuration', () => webhookConfig.stats());
   // A VAP the API server accepted can still fail to compile in Portal's CEL engine (a
   // stricter type check): every request it matches is then an audit `error` (DESIGN §8).
   new Gauge({
@@ -124,23 +161,28 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     },
   });
   debugVars.register('leader_election', () => elector.debugVars());
-  debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats() }));
+  debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats(), evaluation: auditEvaluation.stats() }));
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
 
   return {
     kind: 'cluster',
     source,
     election: elector,
+    ruleProblems,
     runnables: [
       ...source.runnables().map((runnable) => ({ runnable, group: 'informers' as const })),
       // Not an admission dependency: VAP informers never gate readiness (a cluster without
       // VAPs, or without RBAC for them, still admits); until synced the audit has no VAP verdicts.
       { runnable: { name: 'vap-informers', start: (signal: AbortSignal) => vaps.start(signal) }, group: 'others' },
+      // Started before the audit evaluation that uses it, stopped with it (a closed pool fails its tasks, which the audit retries).
+      { runnable: { name: 'evaluation-audit', start: (signal: AbortSignal) => auditEvaluation.start(signal) }, group: 'informers' },
+      // Never gates readiness either: only the rules' Covered condition reads it.
+      ...(webhookConfig ? [{ runnable: webhookConfig, group: 'others' as const }] : []),
       // Every replica evaluates (warm followers) ...
       { runnable: evaluator, group: 'others' },
       // ... and only the leader acts: started by the Manager with each term.
       { runnable: actuator, group: 'others' },
-      { runnable: vapEvents, group: 'others' },
+      { runnable: problemEvents, group: 'others' },
     ],
     close: () => writer.close(),
   };

@@ -4,15 +4,19 @@
  */
 import { FileRuleSource } from '../admission/rule-source.ts';
 import { loadRulesFromDirectory } from '../config/manifests.ts';
+import type { Registry } from 'prom-client';
+import { RuleProblems } from '../audit/rule-problems.ts';
 import type { BuildProblems, Mode } from './mode.ts';
 
-export async function fileMode(dir: string): Promise<Mode | BuildProblems> {
+export async function fileMode(dir: string, registry: Registry): Promise<Mode | BuildProblems> {
   const source = new FileRuleSource(dir, loadRulesFromDirectory);
   const problems = await source.load();
   if (problems.length > 0) return { title: 'invalid rules', problems: problems.map((p) => `${p.source}: ${p.message}`) };
   return {
     kind: 'files',
     source,
+    // No cluster: rule errors are only counted.
+    ruleProblems: new RuleProblems({ registry }),
     // The files were read above; the runnable only keeps the source for the Manager's lifetime.
     runnables: [{ runnable: { name: 'rule-files', start: (signal) => source.start(signal) }, group: 'informers' }],
     close: async () => {},

@@ -4,6 +4,7 @@
  * there is one, and what to close after the Manager stopped.
  */
 import type { RuleSource } from '../admission/rule-source.ts';
+import type { RuleProblems } from '../audit/rule-problems.ts';
 import type { Election } from './manager.ts';
 import type { Runnable, RunnableGroup } from './runnable.ts';
 
@@ -18,6 +19,8 @@ export interface Mode {
   readonly source: RuleSource;
   readonly runnables: readonly ModeRunnable[];
   readonly election?: Election;
+  /** Where rule errors go (the metric; Events in cluster mode). */
+  readonly ruleProblems: RuleProblems;
   /** Idempotent; called once the Manager has stopped (or was never started). */
   close(): Promise<void>;
 }

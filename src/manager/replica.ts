@@ -23,12 +23,13 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { writeSelfSigned } from '../admission/certs.ts';
-import { engineDecider } from '../admission/engine-decider.ts';
+import { kindLabeler } from '../admission/kind-label.ts';
 import { HealthChecks, buildProbesServer } from '../admission/probes.ts';
 import { ReadinessGate } from '../admission/readiness.ts';
 import { buildAdmissionServer } from '../admission/server.ts';
 import { readTlsFiles, watchTlsFiles, type TlsFiles } from '../admission/tls-reload.ts';
 import type { ServeConfig } from '../config/options.ts';
+import { EvaluationPool } from '../evaluation/pool.ts';
 import { DebugVars } from '../observability/debug-vars.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
@@ -91,7 +92,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   const metrics = createAdmissionMetrics(registry);
   const mode =
     config.policies !== ''
-      ? await fileMode(config.policies)
+      ? await fileMode(config.policies, registry)
       : clusterMode(config, { root, env: deps.env, registry, liveness, debugVars, rulesLoaded: metrics.rulesLoaded });
   if (!('kind' in mode)) return { ok: false, ...mode };
   const { source } = mode;
@@ -101,18 +102,29 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     await mode.close();
     if (selfSignedDir) await rm(selfSignedDir, { recursive: true, force: true });
   };
-  let tlsFiles: TlsFiles = { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile };
+  let tlsFiles: TlsFiles = { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, caFile: config.clientCaFile };
   let tls: Awaited<ReturnType<typeof readTlsFiles>>;
   metrics.rulesLoaded.set(source.ruleSet.size);
   registerRulesNotReady(registry, () => source.ruleSet.states().filter((s) => !s.ready).length);
-  const gate = new ReadinessGate();
+  // Admission evaluates in worker threads with a hard deadline (adr/0013); threads start with the Manager.
+  const evaluation = new EvaluationPool(
+    { name: 'admission', workers: config.evaluationWorkers, timeoutMs: config.evaluationTimeout },
+    { rules: source.ruleSet },
+    {
+      logger: componentLogger(root, 'evaluation'),
+      registry,
+      onRuleError: (v, input) => mode.ruleProblems.verdictError('admission', v, { kind: input.kind.kind, namespace: input.namespace, name: input.name, operation: input.operation }),
+    },
+  );
+  const gate = new ReadinessGate({ maxAgeMs: config.readinessErrorMaxAge });
   gate.addCheck('rules', () => source.ready() || source.notReadyReason());
+  gate.addCheck('evaluation', () => evaluation.ready() || evaluation.notReadyReason());
   let webhook: ReturnType<typeof buildAdmissionServer>;
   try {
     if (config.selfSigned) {
       selfSignedDir = await mkdtemp(join(tmpdir(), 'portal-serve-'));
       const files = await writeSelfSigned(selfSignedDir, ['localhost', config.podName], ['127.0.0.1', '::1']);
-      tlsFiles = files;
+      tlsFiles = { ...files, caFile: config.clientCaFile };
       log.info({ [LogKey.dir]: selfSignedDir, caFile: files.caFile }, 'generated a self-signed certificate (local use only)');
     }
     // The pair was checked with the configuration; this catches a file
@@ -120,19 +132,20 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     tls = await readTlsFiles(tlsFiles);
     webhook = buildAdmissionServer({
       tls,
-      decide: engineDecider(source.ruleSet, { evaluationTimeoutMs: config.evaluationTimeout }),
-      limits: { maxConnections: config.webhookMaxConnections },
+      decide: (input, body) => evaluation.decide(input, body),
+      limits: { maxConnections: config.webhookMaxConnections, maxPerPeer: config.webhookMaxConnectionsPerPeer },
       gate,
       exemptNamespaces: config.exemptNamespaces,
       namespaceLabels: source.namespaceLabels,
       metrics,
+      kindLabel: kindLabeler(source.ruleSet),
       logger: componentLogger(root, 'admission'),
     });
   } catch (err) {
     await cleanup();
     return { ok: false, title: 'cannot use the serving certificate', problems: [`${tlsFiles.certFile} / ${tlsFiles.keyFile}: ${(err as Error).message}`] };
   }
-  debugVars.register('admission', () => ({ rules: source.ruleSet.size, ready: gate.status(), recentErrors: gate.errorRatio() }));
+  debugVars.register('admission', () => ({ rules: source.ruleSet.size, ready: gate.status(), recentErrors: gate.errorRatio(), evaluation: evaluation.stats() }));
   debugVars.register('rules', () =>
     source.ruleSet.states().map((s) => ({ key: s.key, ready: s.ready, reason: s.reason, message: s.message, generation: s.generation, enforcement: s.enforcement })),
   );
@@ -140,6 +153,8 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
 
   const manager = new Manager({ gracefulShutdownMs: config.shutdownGracePeriod }, { logger: componentLogger(root, 'manager'), ...(mode.election ? { election: mode.election } : {}) });
   manager.add(serverRunnable('probes', probes), 'probes');
+  // In the first group, so it stops after the webhook: requests in flight at shutdown still get their evaluation.
+  manager.add({ name: 'evaluation-admission', start: (signal) => evaluation.start(signal) }, 'probes');
   manager.add(
     serverRunnable('webhook', webhook, (signal) => watchTlsFiles({ ...tlsFiles, target: webhook.server, initial: tls, logger: componentLogger(root, 'tls') }, signal)),
     'webhook',
@@ -173,8 +188,8 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     },
     close() {
       closed ??= (async () => {
-        // A started Manager closed the servers itself; otherwise nobody did.
-        if (!started) await Promise.allSettled([webhook.close(), probes.close()]);
+        // A started Manager closed the servers (and the pool) itself; otherwise nobody did.
+        if (!started) await Promise.allSettled([webhook.close(), probes.close(), evaluation.close()]);
         await cleanup();
       })();
       return closed;

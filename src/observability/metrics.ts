@@ -19,13 +19,35 @@ const DECISION_INDEX: Readonly<Record<AdmissionDecision, number>> = Object.fromE
 /** The `operation` label; '' when the review could not be read. */
 const OPERATIONS = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT', ''] as const;
 
+/** The `kind` label of a kind that no rule names (and of kinds past {@link MAX_KIND_LABELS}). */
+export const OTHER_KIND = 'other';
+
+/**
+ * Distinct `kind` label values kept at most, whatever the caller's mapping
+ * says: a backstop so that even a mapping that passed request strings
+ * through could not grow /metrics without bound (issue 16: 20,000 invented
+ * kinds grew it to 200 MB). The webhook sees a few dozen kinds in practice.
+ */
+export const MAX_KIND_LABELS = 200;
+
+/** Reasons of `portal_webhook_connections_closed_total` (connection-guard.ts). */
+export type ConnectionCloseReason = 'peer_limit' | 'cap_idle_closed' | 'cap_all_busy';
+
 export interface AdmissionMetrics {
   requests: Counter<'operation' | 'kind' | 'decision'>;
   duration: Histogram<'decision'>;
   errors: Counter<'reason'>;
   inFlight: Gauge;
   rulesLoaded: Gauge;
-  /** Counts one answered request (requests_total) and its duration in seconds (the histogram). */
+  /** Open webhook connections. */
+  connections: Gauge;
+  connectionsClosed: Counter<'reason'>;
+  /**
+   * Counts one answered request (requests_total) and its duration in seconds
+   * (the histogram). `kind` must already be a bounded label (the server maps
+   * request kinds through its `kindLabel`); past MAX_KIND_LABELS distinct
+   * values it is counted as `other` anyway.
+   */
   answered(operation: string, kind: string, decision: AdmissionDecision, seconds: number): void;
 }
 
@@ -100,6 +122,7 @@ class PendingRequests {
     if (op < 0) op = OPERATIONS.length - 1; // never happens: decodeReview admits only these
     let counts = this.#byKind.get(kind);
     if (counts === undefined) {
+      if (this.#byKind.size >= MAX_KIND_LABELS && kind !== OTHER_KIND) return this.add(operation, OTHER_KIND, decision);
       counts = new Float64Array(OPERATIONS.length * DECISIONS.length);
       this.#byKind.set(kind, counts);
     }
@@ -158,6 +181,17 @@ export function createAdmissionMetrics(registry: Registry): AdmissionMetrics {
     rulesLoaded: new Gauge({
       name: 'portal_rules_loaded',
       help: 'Rules currently loaded into the engine.',
+      registers: [registry],
+    }),
+    connections: new Gauge({
+      name: 'portal_webhook_connections',
+      help: 'Open connections to the webhook port (TLS handshake included).',
+      registers: [registry],
+    }),
+    connectionsClosed: new Counter({
+      name: 'portal_webhook_connections_closed_total',
+      help: 'Webhook connections closed by the connection guard: reason=peer_limit (a remote address over --webhook-max-connections-per-peer), cap_idle_closed (an idle connection closed to make room at --webhook-max-connections), cap_all_busy (a new connection refused: every open one had a request in flight).',
+      labelNames: ['reason'] as const,
       registers: [registry],
     }),
     answered(operation, kind, decision, seconds) {

@@ -98,3 +98,8 @@ export function candidatesFor(rules: RuleSet, group: string, kind: string): read
   }
   return list;
 }
+
+/** Whether any rule can give a verdict for this kind (else an admission request needs no evaluation at all). */
+export function hasCandidates(rules: RuleSet, group: string, kind: string): boolean {
+  return candidatesFor(rules, group, kind).length > 0;
+}

@@ -3,6 +3,9 @@
  * rule generation, with guards against hostile schemas:
  * - size: at most MAX_SCHEMA_BYTES serialized;
  * - depth: at most MAX_SCHEMA_DEPTH nested JSON values;
+ * - work per object (schema-bounds.ts): the schema's size with every `$ref`
+ *   expanded is bounded (no 2^40-subschema bombs), and `uniqueItems` needs
+ *   a bounded `maxItems`;
  * - ajv strict mode: unknown keywords and unknown formats are errors;
  * - regular expressions run on RE2 (re2.ts: linear time, bounded program
  *   size and per-test cost), plugged in through ajv's `code.regExp` hook so
@@ -19,6 +22,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import { ajvRegExp } from './re2.ts';
 import { toViolations } from './schema-errors.ts';
+import { guardUniqueItems, schemaBoundProblem } from './schema-bounds.ts';
 import { LATEST, MIN_VERSION_KEYWORD, VERSION_PATTERN, type VersionContext } from './pod-security-version.ts';
 import type { SchemaViolation } from './types.ts';
 
@@ -119,7 +123,7 @@ export function schemaGuardProblem(schema: unknown): string | undefined {
   }
   const forbidden = findForbidden(schema);
   if (forbidden) return `validate.schema uses "${forbidden}", which rule schemas may not (use local "$defs" and "$ref": "#/$defs/...")`;
-  return undefined;
+  return schemaBoundProblem(schema);
 }
 
 /**
@@ -133,11 +137,12 @@ export function compileSchema(schema: Record<string, unknown> | boolean): Compil
   // ajv keys its cache by object identity: compile a private copy so that the
   // caller's object can be shared or mutated without affecting us.
   const own: Record<string, unknown> | boolean = typeof schema === 'boolean' ? schema : structuredClone(schema);
+  guardUniqueItems(own);
   let fn: ValidateFunction;
   try {
     fn = ajv.compile(own);
   } catch (e) {
-    return { ok: false, error: `validate.schema does not compile: ${e instanceof Error ? e.message : String(e)}` };
+    return { ok: false, error: `validate.schema: compilation failed: ${e instanceof Error ? e.message : String(e)}` };
   }
   const validate: Validator = (value, pathPrefix = '', podSecurityVersion = LATEST) => {
     const context: VersionContext = { podSecurityVersion };

@@ -16,7 +16,8 @@ export type AdmissionDecision =
  * kubectl prints each on one line (FACTS.md, AdmissionReview). */
 export const MAX_WARNING_LENGTH = 119;
 
-function shorten(s: string, max: number): string {
+/** `s` cut to at most `max` characters, the cut marked with `…`: the one clipper for warnings and messages. */
+export function clipText(s: string, max: number): string {
   return s.length <= max ? s : `${s.slice(0, max - 1)}…`;
 }
 
@@ -24,7 +25,7 @@ function warningFor(v: RuleVerdict): string {
   const first = v.violations[0];
   const ruleMessage = v.message.startsWith(`${v.rule}: `) ? v.message.slice(v.rule.length + 2).replace(/ \[.*$/s, '') : v.message;
   const detail = first ? (first.path ? ` (${first.path}: ${first.message})` : ` (${first.message})`) : '';
-  return shorten(`${v.rule}: ${ruleMessage}${detail}`, MAX_WARNING_LENGTH);
+  return clipText(`${v.rule}: ${ruleMessage}${detail}`, MAX_WARNING_LENGTH);
 }
 
 /** An `error` verdict that counts as a failure of its rule (failurePolicy Fail, the default). */
@@ -41,7 +42,7 @@ export function blocks(v: RuleVerdict): boolean {
 }
 
 export function decide(verdicts: readonly RuleVerdict[]): AdmissionDecision {
-  const warnings = verdicts.filter(warns).map((v) => (v.result === 'error' ? shorten(v.message, MAX_WARNING_LENGTH) : warningFor(v)));
+  const warnings = verdicts.filter(warns).map((v) => (v.result === 'error' ? clipText(v.message, MAX_WARNING_LENGTH) : warningFor(v)));
   const blocking = verdicts.filter(blocks);
   if (blocking.length === 0) return { allowed: true, warnings };
   const message =

@@ -29,7 +29,7 @@ import { evaluateCelRule } from './cel-rule.ts';
 import { newBudget, type Budget } from './cel/index.ts';
 import { enterDeadline, leaveDeadline, RegexLimitError } from './re2.ts';
 import type { RuleEntry, RuleSet } from './rule-set.ts';
-import type { EvaluationInput, KubeObject, RuleVerdict, SchemaViolation, Verdict } from './types.ts';
+import type { EvaluationInput, KubeObject, RuleError, RuleVerdict, SchemaViolation, Verdict } from './types.ts';
 
 /**
  * A bound on the time one evaluation may take. JavaScript cannot preempt
@@ -48,6 +48,19 @@ export interface EvaluationBudget {
   now: () => number;
   /** The budget's length, for the message. */
   ms: number;
+  /**
+   * Rules (RuleSet keys) whose evaluation already passed the deadline once
+   * and was abandoned (a worker running it was replaced, adr/0013): they give
+   * `error` without running again.
+   */
+  abandoned?: ReadonlySet<string> | undefined;
+  /** Told the key of each rule just before its CEL and schema run (the pool records it, to know which rule was running if the deadline passes). */
+  onRule?: ((key: string) => void) | undefined;
+}
+
+/** The message of a rule whose evaluation passed the deadline and was abandoned. */
+export function abandonedMessage(ms: number): string {
+  return `the evaluation deadline (${ms} ms) passed while it ran; it was abandoned`;
 }
 
 /** How many schema errors a message shows. */
@@ -94,9 +107,17 @@ function skip(entry: RuleEntry, why: string): RuleVerdict {
   return verdict(entry, 'skip', `${entry.display}: skipped: ${why}`);
 }
 
-function errorVerdict(entry: RuleEntry, why: string): RuleVerdict {
-  return verdict(entry, 'error', `rule ${entry.display} could not be evaluated: ${why}`);
+function errorVerdict(entry: RuleEntry, why: string, error: RuleError): RuleVerdict {
+  const v = verdict(entry, 'error', `rule ${entry.display} could not be evaluated: ${why}`);
+  v.error = error;
+  return v;
 }
+
+const UNDECIDABLE: RuleError = Object.freeze({ reason: 'Undecidable' });
+const DEADLINE: RuleError = Object.freeze({ reason: 'Deadline' });
+const COMPILE_ERROR: RuleError = Object.freeze({ reason: 'CompileError' });
+const SCHEMA_COST: RuleError = Object.freeze({ reason: 'CostExceeded', field: 'spec.validate.schema' });
+const SCHEMA_ERROR: RuleError = Object.freeze({ reason: 'EvaluationError', field: 'spec.validate.schema' });
 
 /** `rule: message [path: error, ...]` with the first MESSAGE_VIOLATIONS errors. */
 export function violationMessage(display: string, ruleMessage: string, violations: readonly SchemaViolation[]): string {
@@ -151,7 +172,7 @@ function evaluateOne(
     }
     if (m.namespaceSelector) {
       const labels = input.namespaceLabels ?? (isNamespace ? labelsOf(input.object ?? input.oldObject) : undefined);
-      if (labels === undefined) return errorVerdict(entry, `the labels of namespace ${nsName} are unknown, so namespaceSelector cannot be decided`);
+      if (labels === undefined) return errorVerdict(entry, `the labels of namespace ${nsName} are unknown, so namespaceSelector cannot be decided`, UNDECIDABLE);
       if (!selectorMatches(m.namespaceSelector, labels)) return all ? skip(entry, `namespace ${nsName} does not match namespaceSelector`) : undefined;
     }
   }
@@ -162,7 +183,7 @@ function evaluateOne(
     if (!ok) return all ? skip(entry, 'the object does not match objectSelector') : undefined;
   }
 
-  if (!entry.validate) return errorVerdict(entry, entry.failure);
+  if (!entry.validate) return errorVerdict(entry, entry.failure, COMPILE_ERROR);
   // The Pod Security version, for rules whose schema asks for it (FACTS-pss §4).
   let version = LATEST;
   let versionNote = '';
@@ -172,16 +193,20 @@ function evaluateOne(
     if (labels === undefined && nsName !== '') {
       // The label could pin any version, and versions relax as well as
       // tighten checks: undecidable, so fail closed like namespaceSelector.
-      return errorVerdict(entry, `the labels of namespace ${nsName} are unknown, so its ${POD_SECURITY_VERSION_LABEL} cannot be read`);
+      return errorVerdict(entry, `the labels of namespace ${nsName} are unknown, so its ${POD_SECURITY_VERSION_LABEL} cannot be read`, UNDECIDABLE);
     }
     ({ version, note: versionNote } = resolvePodSecurityVersion(entry.podSecurityVersion, labels));
   }
   const target = input.operation === 'DELETE' ? input.oldObject : (input.object ?? input.oldObject);
   if (target === null || typeof target !== 'object') {
-    return errorVerdict(entry, `the ${input.operation} request carries no object to validate`);
+    return errorVerdict(entry, `the ${input.operation} request carries no object to validate`, UNDECIDABLE);
   }
-  if (timeBudget !== undefined && timeBudget.now() > timeBudget.deadline) {
-    return errorVerdict(entry, `the evaluation time budget (${timeBudget.ms} ms) ran out before this rule ran`);
+  if (timeBudget !== undefined) {
+    if (timeBudget.abandoned?.has(entry.key)) return errorVerdict(entry, abandonedMessage(timeBudget.ms), DEADLINE);
+    if (timeBudget.now() > timeBudget.deadline) {
+      return errorVerdict(entry, `the evaluation time budget (${timeBudget.ms} ms) ran out before this rule ran`, DEADLINE);
+    }
+    timeBudget.onRule?.(entry.key);
   }
   // CEL first: a false matchCondition skips the whole rule, schema included.
   let celViolations: SchemaViolation[] = [];
@@ -190,7 +215,7 @@ function evaluateOne(
     if (r.kind === 'skip') return all ? skip(entry, r.why) : undefined;
     // An expression that errs or exceeds its cost gives `error`: its
     // failurePolicy and enforcement decide what that does (decision.ts).
-    if (r.kind === 'error') return errorVerdict(entry, r.why);
+    if (r.kind === 'error') return errorVerdict(entry, r.why, { reason: r.cost ? 'CostExceeded' : 'EvaluationError', field: r.field });
     celViolations = r.violations;
   }
   let violations: ReturnType<typeof entry.validate>;
@@ -210,11 +235,11 @@ function evaluateOne(
       }
     }
   } catch (err) {
-    if (err instanceof RegexLimitError) return errorVerdict(entry, err.message);
+    if (err instanceof RegexLimitError) return errorVerdict(entry, err.message, err.deadline ? DEADLINE : SCHEMA_COST);
     // A schema can still blow up on a hostile object (e.g. a recursive $ref
     // meeting a very deep document). Only this rule is undecidable: it gives
     // an `error` verdict naming the rule, handled like every rule error.
-    return errorVerdict(entry, `its schema failed on this object (${err instanceof Error ? err.message : String(err)})`);
+    return errorVerdict(entry, `its schema failed on this object (${err instanceof Error ? err.message : String(err)})`, SCHEMA_ERROR);
   }
   if (celViolations.length > 0) violations = violations.length > 0 ? [...violations, ...celViolations] : celViolations;
   if (violations.length === 0) return all ? passVerdict(c) : undefined;
@@ -245,15 +270,20 @@ export function evaluate(rules: RuleSet, input: EvaluationInput, budget?: Evalua
  * The admission answer for one request: the same as
  * `decide(evaluate(rules, input))`, without building the pass and skip
  * verdicts that decide() ignores (the common case on the request path).
+ * `onError` sees each `error` verdict (the caller counts and reports them;
+ * it must not throw).
  */
-export function decideAdmission(rules: RuleSet, input: EvaluationInput, budget?: EvaluationBudget): AdmissionDecision {
+export function decideAdmission(rules: RuleSet, input: EvaluationInput, budget?: EvaluationBudget, onError?: (verdict: RuleVerdict) => void): AdmissionDecision {
   let out: RuleVerdict[] | undefined;
   // One CEL cost budget per request, shared by every CEL rule (as the API server does).
   let celBudget: Budget | undefined;
   const requestBudget = (): Budget => (celBudget ??= newBudget());
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
     const v = evaluateOne(c, input, false, requestBudget, budget);
-    if (v) (out ??= []).push(v);
+    if (v) {
+      (out ??= []).push(v);
+      if (onError !== undefined && v.result === 'error') onError(v);
+    }
   }
   return decide(out ?? []);
 }

@@ -1,10 +1,12 @@
 /** The public API of the rule engine (no I/O, no Kubernetes client). */
 export * from './types.ts';
-export { RuleSet, ruleKey, type RuleState } from './rule-set.ts';
-export { evaluate, decideAdmission, violationMessage, MESSAGE_VIOLATIONS, type EvaluationBudget } from './evaluator.ts';
+export { RuleSet, ruleKey, type PreparedMatch, type RuleState, type RuleSetChange } from './rule-set.ts';
+export { ChangeFeed, type Replicated } from './replicated.ts';
+export { evaluate, decideAdmission, violationMessage, abandonedMessage, MESSAGE_VIOLATIONS, type EvaluationBudget } from './evaluator.ts';
 export { decide, MAX_WARNING_LENGTH, type AdmissionDecision } from './decision.ts';
 export { validateRule, validateRuleShape, matchesPods, type RuleValidation } from './validate-rule.ts';
 export { compileSchema, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, type CompileResult, type Validator } from './compiler.ts';
+export { MAX_EXPANDED_SCHEMA, MAX_UNIQUE_ITEMS, schemaExpandedSize } from './schema-bounds.ts';
 export { compileLinear, withDeadline, RegexLimitError, MAX_PROGRAM_SIZE, MAX_TEST_COST, type LinearRegExp } from './re2.ts';
 export { selectorMatches, selectorProblems } from './label-selector.ts';
 export { namespaceGlobMatches } from './namespace-glob.ts';
@@ -18,3 +20,4 @@ export {
   resolvePodSecurityVersion,
 } from './pod-security-version.ts';
 export { isCostOverrun } from './cel-rule.ts';
+export { hasCandidates } from './candidates.ts';

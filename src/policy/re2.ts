@@ -2,7 +2,8 @@
  * Every regular expression in a rule runs here: RE2 semantics (re2js, a pure
  * JS port of RE2), so matching time is linear in the input, never
  * exponential, whatever the pattern. Used by the JSON Schema compiler
- * (ajv's `code.regExp`), and meant for CEL's `matches()` too.
+ * (ajv's `code.regExp`) and by CEL's `matches`, `find` and `findAll`
+ * (cel/lib/regex.ts), with the same bounds.
  *
  * Linear is not enough on its own: RE2's worst case is (compiled program
  * size) × (input length), and a 50,000-instruction program (`.{1000}` fifty
@@ -46,12 +47,28 @@ export const MAX_TEST_COST = 2 ** 27;
 /** A compiled pattern or a limit hit while matching: the message says which and what to do. */
 export class RegexLimitError extends Error {
   override readonly name = 'RegexLimitError';
+  /** The evaluation's time budget ran out (not this pattern's own limit). */
+  readonly deadline: boolean;
+  constructor(message: string, options: { deadline?: boolean } = {}) {
+    super(message);
+    this.deadline = options.deadline === true;
+  }
 }
 
 /** What ajv (and CEL) need from a regular expression. */
 export interface LinearRegExp {
   /** Unanchored search, like RegExp.prototype.test. */
   test(input: string): boolean;
+  /** The leftmost match (CEL's `find`), or undefined. */
+  find(input: string): string | undefined;
+  /**
+   * Up to `limit` (all when < 0) successive non-overlapping matches (CEL's
+   * `findAll`, Go's FindAllString). Each search after the first may scan the
+   * rest of the input again, so the matching budget covers their sum;
+   * `beforeSearch(from)` is called before each search after the first (CEL
+   * charges its cost there).
+   */
+  findAll(input: string, limit: number, beforeSearch?: (from: number) => void): string[];
   /** Distinct per pattern: ajv caches compiled patterns by this string. */
   toString(): string;
   readonly source: string;
@@ -187,44 +204,85 @@ function literalMatcher(pattern: string): ((input: string) => boolean) | undefin
  * message says what is wrong (syntax, an unsupported construct, or a program
  * over MAX_PROGRAM_SIZE).
  */
-export function compileLinear(pattern: string): LinearRegExp {
+export function compileLinear(pattern: string, options: CompileOptions = {}): LinearRegExp {
   let re: RE2JS;
   try {
-    re = RE2JS.compile(translateEcmaEscapes(pattern));
+    re = RE2JS.compile(options.ecmaEscapes === false ? pattern : translateEcmaEscapes(pattern));
   } catch (err) {
-    throw new RegexLimitError(`regular expression /${pattern}/ is not valid: ${explain(pattern, err instanceof Error ? err.message : String(err))}`);
+    throw new RegexLimitError(`regular expression /${shorten(pattern)}/ is not valid: ${explain(pattern, err instanceof Error ? err.message : String(err))}`);
   }
   const programSize = re.programSize();
   if (programSize > MAX_PROGRAM_SIZE) {
     throw new RegexLimitError(
-      `regular expression /${pattern.length > 80 ? `${pattern.slice(0, 77)}...` : pattern}/ compiles to ${programSize} instructions, more than the ${MAX_PROGRAM_SIZE} allowed; use smaller repetition counts or split it`,
+      `regular expression /${shorten(pattern)}/ compiles to ${programSize} instructions, more than the ${MAX_PROGRAM_SIZE} allowed; use smaller repetition counts or split it`,
     );
   }
   const key = `re2:/${pattern}/`;
   const match = literalMatcher(pattern) ?? ((input: string): boolean => re.test(input));
+  // One unit per instruction per character: RE2's worst case, checked
+  // before running so an over-budget search costs nothing.
+  const admit = (characters: number, total: number, inputLength: number): void => {
+    if (total > MAX_TEST_COST) {
+      throw new RegexLimitError(
+        `regular expression /${shorten(pattern)}/ (${programSize} instructions) on a string of ${inputLength} characters exceeds the matching budget of ${MAX_TEST_COST} units; shorten the pattern or the value`,
+      );
+    }
+    readClock(programSize * characters);
+  };
   return {
     source: pattern,
     programSize,
     toString: () => key,
     test(input: string): boolean {
-      // One unit per instruction per character: RE2's worst case, checked
-      // before running so an over-budget test costs nothing.
-      const cost = programSize * input.length;
-      if (cost > MAX_TEST_COST) {
-        throw new RegexLimitError(
-          `regular expression /${pattern.length > 80 ? `${pattern.slice(0, 77)}...` : pattern}/ (${programSize} instructions) on a string of ${input.length} characters exceeds the matching budget of ${MAX_TEST_COST} units; shorten the pattern or the value`,
-        );
-      }
-      if (current !== undefined) {
-        sinceClock += cost;
-        if (sinceClock >= CLOCK_EVERY_UNITS) {
-          sinceClock = 0;
-          if (current.now() > current.deadline) throw new RegexLimitError('the evaluation time budget ran out before this regular expression ran');
-        }
-      }
+      admit(input.length, programSize * input.length, input.length);
       return match(input);
     },
+    find(input: string): string | undefined {
+      admit(input.length, programSize * input.length, input.length);
+      const m = re.matcher(input);
+      return m.find() ? (m.group() ?? '') : undefined;
+    },
+    findAll(input: string, limit: number, beforeSearch?: (from: number) => void): string[] {
+      const out: string[] = [];
+      if (limit === 0) return out;
+      const m = re.matcher(input);
+      let from = 0;
+      let work = 0;
+      while (from <= input.length) {
+        if (from > 0) beforeSearch?.(from);
+        work += programSize * (input.length - from + 1);
+        admit(input.length - from + 1, work, input.length);
+        if (!m.find(from)) break;
+        out.push(m.group() ?? '');
+        if (limit > 0 && out.length >= limit) break;
+        from = m.end() > m.start() ? m.end() : m.end() + 1;
+      }
+      return out;
+    },
   };
+}
+
+export interface CompileOptions {
+  /**
+   * Translate ECMAScript's `\uXXXX` and `\u{…}` escapes (JSON Schema
+   * patterns are ECMAScript's); CEL patterns are RE2's, where `\u` is an error.
+   * @default true
+   */
+  ecmaEscapes?: boolean;
+}
+
+function shorten(pattern: string): string {
+  return pattern.length > 80 ? `${pattern.slice(0, 77)}...` : pattern;
+}
+
+/** Counts regex work and reads the clock of the current deadline every CLOCK_EVERY_UNITS of it. */
+function readClock(cost: number): void {
+  if (current === undefined) return;
+  sinceClock += cost;
+  if (sinceClock >= CLOCK_EVERY_UNITS) {
+    sinceClock = 0;
+    if (current.now() > current.deadline) throw new RegexLimitError('the evaluation time budget ran out before this regular expression ran', { deadline: true });
+  }
 }
 
 /**

@@ -64,7 +64,7 @@ export function formatJson(results: readonly TestResult[]): string {
 const TABLE_COLUMNS = ['RULE', 'KIND', 'NAMESPACE', 'NAME', 'RESULT', 'MESSAGE'] as const;
 
 /** Aligned columns (the message last, unpadded, on one line) and a summary line. */
-export function formatTable(results: readonly TestResult[], counts: { rules: number; resources: number }): string {
+export function formatTable(results: readonly TestResult[], counts: { rules: number; policies?: number; resources: number }): string {
   const rows = results.map((r) => [r.rule, r.kind, r.namespace || '-', r.name, r.result, oneLine(r.message)]);
   const widths = TABLE_COLUMNS.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
   const line = (cells: readonly string[]): string =>
@@ -74,7 +74,9 @@ export function formatTable(results: readonly TestResult[], counts: { rules: num
       .trimEnd();
   const s = summarize(results);
   const summary =
-    `${plural(counts.resources, 'resource')}, ${plural(counts.rules, 'rule')}: ` +
+    `${plural(counts.resources, 'resource')}, ${plural(counts.rules, 'rule')}` +
+    (counts.policies ? `, ${counts.policies} ValidatingAdmissionPolic${counts.policies === 1 ? 'y' : 'ies'}` : '') +
+    ': ' +
     `${s.pass} pass, ${s.fail} fail, ${s.warn} warn, ${s.error} error, ${s.skip} skip`;
   const body = rows.length > 0 ? [line(TABLE_COLUMNS), ...rows.map(line)].join('\n') : 'No rule matched any resource.';
   return `${body}\n\n${summary}\n`;
@@ -98,7 +100,10 @@ export function isReportFormat(format: OutputFormat): format is 'policyreport' |
 /**
  * A multi-document YAML stream of reports, one per resource, ready for
  * `kubectl apply -f -`: the audit's own builder (policy/report.ts), in the
- * API the format names.
+ * API the format names. Without anchors or aliases: results of one report
+ * share objects (the timestamp), which `yaml` would otherwise write once with
+ * `&a1` and refer to as `*a1`, and many YAML consumers reject or mishandle
+ * aliases.
  */
 export function formatReports(evaluated: readonly EvaluatedResource[], now: Date, format: 'policyreport' | 'openreports'): string {
   const api = REPORT_OUTPUT_API[format];
@@ -110,6 +115,6 @@ export function formatReports(evaluated: readonly EvaluatedResource[], now: Date
       return buildResourceReport({ ref, verdicts }, { api, now });
     })
     .filter((r) => r !== undefined)
-    .map((r) => `---\n${stringify(r, { lineWidth: 0 })}`)
+    .map((r) => `---\n${stringify(r, { lineWidth: 0, aliasDuplicateObjects: false })}`)
     .join('');
 }

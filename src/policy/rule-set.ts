@@ -10,6 +10,7 @@ import { compileSchema, type Validator } from './compiler.ts';
 import { isEmptySelector } from './label-selector.ts';
 import { POD_TEMPLATE_KINDS } from './pod-templates.ts';
 import { usesVersionKeyword } from './pod-security-version.ts';
+import { ChangeFeed, type Replicated } from './replicated.ts';
 import type {
   Enforcement,
   FailurePolicy,
@@ -93,9 +94,17 @@ interface Slot {
   hash: string;
   generation: number;
   state: RuleState;
-  good: { hash: string; release: () => void } | undefined;
+  good: { hash: string; release: () => void; source: PortalRuleObject } | undefined;
   entry: RuleEntry | undefined;
+  /** The latest version given to upsert (for snapshot()). */
+  latest: PortalRuleObject;
 }
+
+/**
+ * A change of the RuleSet, as worker threads replay it (replicated.ts).
+ * New object kinds kept in the RuleSet add their operation here.
+ */
+export type RuleSetChange = { op: 'upsert'; rule: PortalRuleObject } | { op: 'remove'; key: string };
 
 const DEFAULT_OPERATIONS: readonly Operation[] = ['CREATE', 'UPDATE'];
 
@@ -185,8 +194,9 @@ function specDefaults(spec: Partial<RuleSpec> | undefined): {
   };
 }
 
-export class RuleSet {
+export class RuleSet implements Replicated<RuleSetChange> {
   readonly #slots = new Map<string, Slot>();
+  readonly #feed = new ChangeFeed<RuleSetChange>();
   #revision = 0;
   #index: { revision: number; byKind: Map<string, IndexedEntry[]>; wildcard: IndexedEntry[] } | undefined;
 
@@ -215,7 +225,10 @@ export class RuleSet {
       previous.generation = generation;
       previous.state = { ...previous.state, generation, compiledGeneration: generation, ready: true, reason: 'Compiled', message: `compiled generation ${generation}` };
       previous.hash = hash;
+      previous.good.source = rule;
+      previous.latest = rule;
       this.#revision++;
+      this.#feed.emit({ op: 'upsert', rule });
       return previous.state;
     }
 
@@ -255,8 +268,9 @@ export class RuleSet {
       slot = {
         hash,
         generation,
-        good: { hash, release },
+        good: { hash, release, source: rule },
         entry,
+        latest: rule,
         state: {
           key,
           ruleKind: rule.kind,
@@ -278,6 +292,7 @@ export class RuleSet {
         generation,
         good: previous.good,
         entry: previous.entry,
+        latest: rule,
         state: {
           ...previous.state,
           generation,
@@ -293,6 +308,7 @@ export class RuleSet {
         hash,
         generation,
         good: undefined,
+        latest: rule,
         entry: usableMatch(spec)
           ? {
               key,
@@ -322,6 +338,7 @@ export class RuleSet {
     }
     this.#slots.set(key, slot);
     this.#revision++;
+    this.#feed.emit({ op: 'upsert', rule });
     return slot.state;
   }
 
@@ -331,7 +348,37 @@ export class RuleSet {
     slot.good?.release();
     this.#slots.delete(key);
     this.#revision++;
+    this.#feed.emit({ op: 'remove', key });
     return true;
+  }
+
+  onChange(listener: (change: RuleSetChange) => void): () => void {
+    return this.#feed.subscribe(listener);
+  }
+
+  /**
+   * Upserts that rebuild the rules in force: a rule whose latest version was
+   * rejected replays its last good version first, so the copy keeps the same
+   * version in force.
+   */
+  snapshot(): RuleSetChange[] {
+    const out: RuleSetChange[] = [];
+    for (const slot of this.#slots.values()) {
+      if (slot.good && slot.good.source !== slot.latest) out.push({ op: 'upsert', rule: slot.good.source });
+      out.push({ op: 'upsert', rule: slot.latest });
+    }
+    return out;
+  }
+
+  apply(change: RuleSetChange): void {
+    if (change.op === 'upsert') this.upsert(change.rule);
+    else this.remove(change.key);
+  }
+
+  /** The match and enforcement in force for a rule; undefined when it has none (its match is unusable). */
+  matchOf(key: string): { enforcement: Enforcement; match: PreparedMatch } | undefined {
+    const e = this.#slots.get(key)?.entry;
+    return e ? { enforcement: e.enforcement, match: e.match } : undefined;
   }
 
   state(key: string): RuleState | undefined {

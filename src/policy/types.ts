@@ -178,6 +178,24 @@ export interface SchemaViolation {
   message: string;
 }
 
+/**
+ * Why a verdict is `error`, for the metric and the Events on the rule (the
+ * verdict's `message` says it to people):
+ * - `CompileError`: no version of the rule ever compiled;
+ * - `EvaluationError`: an expression or the schema failed on this object;
+ * - `CostExceeded`: a CEL cost or regex matching budget ran out;
+ * - `Deadline`: the request's evaluation time budget ran out before the rule ran;
+ * - `Undecidable`: what the rule needs is unknown (the namespace's labels, the object).
+ * The first three are defects of the rule (Events name them); the last two are not the rule's doing.
+ */
+export type RuleErrorReason = 'CompileError' | 'EvaluationError' | 'CostExceeded' | 'Deadline' | 'Undecidable';
+
+export interface RuleError {
+  reason: RuleErrorReason;
+  /** The field of the rule that failed, e.g. `spec.validate.cel.expressions[0].expression`, when known. */
+  field?: string;
+}
+
 export interface RuleVerdict {
   /** `name` for cluster rules, `namespace/name` for namespaced rules; a VAP's name. */
   rule: string;
@@ -193,4 +211,6 @@ export interface RuleVerdict {
   /** Human message naming the rule, its message and the first schema errors. */
   message: string;
   violations: SchemaViolation[];
+  /** Set on `error` verdicts of Portal rules: why (see RuleError). */
+  error?: RuleError;
 }

@@ -6,7 +6,7 @@
  */
 import { Ajv } from 'ajv';
 import type { ErrorObject } from 'ajv';
-import { compileCelRule } from './cel-rule.ts';
+import { celSizeProblem, compileCelRule } from './cel-rule.ts';
 import { compileSchema, schemaGuardProblem } from './compiler.ts';
 import { RULE_CRD_OPENAPI_SCHEMA } from './crd-schema.generated.ts';
 import { labelKeyProblem, labelValueProblem, selectorProblems } from './label-selector.ts';
@@ -83,6 +83,11 @@ function semanticProblems(spec: RuleSpec): string[] {
   if (spec.validate.schema !== undefined) {
     const guard = schemaGuardProblem(spec.validate.schema);
     if (guard) problems.push(`spec.${guard}`);
+  }
+  // Before anything compiles: a rule's CEL is bounded in total, not only per expression.
+  if (spec.validate.cel !== undefined) {
+    const tooLarge = celSizeProblem(spec.validate.cel);
+    if (tooLarge) problems.push(tooLarge);
   }
   const seen = new Set<string>();
   (spec.validate.cel?.variables ?? []).forEach((v, i) => {

@@ -27,10 +27,10 @@ export interface TestServer {
 export function makeServer(
   pki: TestPki,
   decide: Decide,
-  extra: { bodyLimit?: number; metrics?: (m: AdmissionMetrics) => AdmissionMetrics; limits?: Partial<ConnectionLimits> } = {},
+  extra: { bodyLimit?: number; metrics?: (m: AdmissionMetrics) => AdmissionMetrics; limits?: Partial<ConnectionLimits>; gate?: ReadinessGate } = {},
 ): TestServer {
   const registry = new Registry();
-  const gate = new ReadinessGate();
+  const gate = extra.gate ?? new ReadinessGate();
   const t: TestServer = { app: undefined as unknown as AdmissionServer, registry, gate, calls: 0 };
   t.app = buildAdmissionServer({
     tls: { cert: Buffer.from(pki.serving.cert), key: Buffer.from(pki.serving.key) },
@@ -42,6 +42,8 @@ export function makeServer(
     exemptNamespaces: ['kube-system', 'kube-public', 'kube-node-lease', 'portal-system'],
     namespaceLabels: nameOnlyNamespaceLabels,
     metrics: (extra.metrics ?? ((m) => m))(createAdmissionMetrics(registry)),
+    // As if rules named these kinds (src/admission/kind-label.ts).
+    kindLabel: (kind) => (kind === 'Pod' || kind === 'Deployment' ? kind : 'other'),
     logger: silentLogger(),
     ...(extra.bodyLimit !== undefined ? { bodyLimit: extra.bodyLimit } : {}),
     ...(extra.limits !== undefined ? { limits: extra.limits } : {}),

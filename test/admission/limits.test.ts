@@ -14,6 +14,7 @@ import { connect as tcpConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { ADMISSION_BODY_LIMIT, CONNECTION_LIMITS } from '../../src/admission/server.ts';
+import { until } from '../support/until.ts';
 import { allowAll, makePki, makeServer, podReview, type TestPki } from './helpers.ts';
 
 let pki: TestPki;
@@ -34,9 +35,10 @@ async function listening(extra: Parameters<typeof makeServer>[2] = {}): Promise<
   return { s, port: (s.app.server.address() as { port: number }).port };
 }
 
-function tls(port: number): Promise<TLSSocket> {
+function tls(port: number, localAddress = '127.0.0.1'): Promise<TLSSocket> {
   return new Promise((resolve, reject) => {
-    const sock = tlsConnect({ host: '127.0.0.1', port, ca: pki.ca.cert, servername: 'localhost' });
+    // The TCP connection first, so it can come from another loopback address (a distinct peer).
+    const sock = tlsConnect({ socket: tcpConnect({ host: '127.0.0.1', port, localAddress }), ca: pki.ca.cert, servername: 'localhost' });
     sock.once('secureConnect', () => resolve(sock));
     sock.once('error', reject);
   });
@@ -54,19 +56,21 @@ function untilClosed(sock: Socket): Promise<{ text: string; at: number; error?: 
 }
 
 describe('the defaults are the derived bounds', () => {
-  it('request 30 s (longest webhook timeout), headers 10 s, checked every 1 s, 512 connections', () => {
+  it('request 30 s (longest webhook timeout), headers 10 s, checked every 1 s, 512 connections, 256 per peer', () => {
     const s = makeServer(pki, allowAll);
     servers.push(s);
-    const server = s.app.server as unknown as { requestTimeout: number; headersTimeout: number; maxConnections: number };
+    const server = s.app.server as unknown as { requestTimeout: number; headersTimeout: number; maxConnections: number | null | undefined };
     assert.equal(server.requestTimeout, 30_000);
     assert.equal(server.headersTimeout, 10_000);
-    assert.equal(server.maxConnections, 512);
+    // The cap is the connection guard's: Node's would refuse new connections while idle ones hold it (issue 16).
+    assert.equal(server.maxConnections ?? undefined, undefined);
     assert.deepEqual(CONNECTION_LIMITS, {
       handshakeMs: 10_000,
       headersMs: 10_000,
       requestMs: 30_000,
       checkIntervalMs: 1_000,
       maxConnections: 512,
+      maxPerPeer: 256,
       drainBytes: 4 * ADMISSION_BODY_LIMIT,
     });
   });
@@ -115,33 +119,106 @@ describe('slow clients are cut off at the bound', { timeout: 60_000 }, () => {
   });
 });
 
-describe('the number of connections is capped', { timeout: 60_000 }, () => {
-  it('connections over the cap are closed at once; a freed slot serves again', async () => {
+describe('the number of connections is capped, and idle clients cannot hold the cap (issues 9, 16)', { timeout: 60_000 }, () => {
+  function raw(port: number, localAddress = '127.0.0.1'): Promise<Socket> {
+    return new Promise((resolve, reject) => {
+      const sock = tcpConnect({ host: '127.0.0.1', port, localAddress });
+      sock.once('connect', () => resolve(sock));
+      sock.once('error', reject);
+    });
+  }
+
+  function post(sock: TLSSocket, uid: string, close: boolean): void {
+    const body = JSON.stringify(podReview({ uid }));
+    sock.write(`POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${close ? 'Connection: close\r\n' : ''}\r\n${body}`);
+  }
+
+  /** One request on a kept-alive connection; resolves with the answer once it is complete (the connection stays open and idle). */
+  function roundTrip(sock: TLSSocket, uid: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      let text = '';
+      const onData = (d: Buffer): void => {
+        text += d.toString('latin1');
+        const head = text.indexOf('\r\n\r\n');
+        const length = Number(/content-length: (\d+)/i.exec(text)?.[1] ?? NaN);
+        if (head >= 0 && text.length - head - 4 >= length) {
+          sock.off('data', onData);
+          sock.off('close', onClose);
+          resolve(text);
+        }
+      };
+      const onClose = (): void => reject(new Error(`closed before the answer: ${JSON.stringify(text)}`));
+      sock.on('data', onData);
+      sock.once('close', onClose);
+      post(sock, uid, false);
+    });
+  }
+
+  async function metric(s: Server, reason: string): Promise<number> {
+    const text = await s.registry.metrics();
+    return Number(new RegExp(`portal_webhook_connections_closed_total\\{reason="${reason}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+  }
+
+  it('at the cap, a connection still in its TLS handshake is closed first (oldest first), then the one idle the longest', async () => {
     const { s, port } = await listening({ limits: { maxConnections: 3 } });
-    const held = await Promise.all([tls(port), tls(port), tls(port)]);
-    // The fourth is refused before its handshake completes.
+    // Finished handshake, one request answered, now idle (keep-alive).
+    const idle = await tls(port);
+    assert.match(await roundTrip(idle, 'idle'), /"uid":"idle","allowed":true/);
+    const idleClosed = untilClosed(idle);
+    const handshaking = [await raw(port), await raw(port)];
+    const closed = handshaking.map((sock) => untilClosed(sock));
+
+    // At the cap: each new connection is admitted and answered; the server
+    // makes room by closing the oldest unfinished handshake ...
+    const fourth = await tls(port);
+    await closed[0];
+    assert.match(await roundTrip(fourth, 'fourth'), /"uid":"fourth","allowed":true/);
+    const fifth = await tls(port);
+    await closed[1];
+    assert.match(await roundTrip(fifth, 'fifth'), /"uid":"fifth","allowed":true/);
+    assert.equal(idle.destroyed, false, 'an idle TLS connection outlives unfinished handshakes');
+    // ... then, with none left, the TLS connection idle the longest.
+    const sixth = await tls(port);
+    await idleClosed;
+    assert.match(await roundTrip(sixth, 'sixth'), /"uid":"sixth","allowed":true/);
+    assert.equal(await metric(s, 'cap_idle_closed'), 3);
+    for (const sock of [fourth, fifth, sixth]) sock.destroy();
+  });
+
+  it('when every connection has a request in flight, the new one is refused; in-flight requests are never cut', async () => {
+    let release!: () => void;
+    const decided = new Promise<void>((r) => (release = r));
+    const s = makeServer(pki, () => decided.then(() => ({ allowed: true, warnings: [] })), { limits: { maxConnections: 2 } });
+    servers.push(s);
+    await s.app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (s.app.server.address() as { port: number }).port;
+    const busy = [await tls(port), await tls(port)];
+    const answers = busy.map((sock) => untilClosed(sock));
+    busy.forEach((sock, i) => post(sock, `busy-${i}`, true));
+    // Both requests are in flight once the decider was called for each.
+    await until('both requests to reach the decider', 10_000, () => s.calls === 2);
     await assert.rejects(tls(port), (err: NodeJS.ErrnoException) => {
       assert.match(String(err.code ?? err.message), /ECONNRESET|socket disconnected|EPIPE/);
       return true;
     });
-    const first = held[0] as TLSSocket;
-    const gone = untilClosed(first);
-    first.destroy();
-    await gone;
-    // The server counts the slot free once it has seen the close.
-    for (;;) {
-      const n = await new Promise<number>((resolve, reject) => s.app.server.getConnections((e, c) => (e ? reject(e) : resolve(c))));
-      if (n < 3) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    const again = await tls(port);
-    const body = JSON.stringify(podReview({ uid: 'after-cap' }));
-    const answer = untilClosed(again);
-    again.write(`POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-    const end = await answer;
-    assert.match(end.text, /^HTTP\/1\.1 200 /);
-    assert.match(end.text, /"uid":"after-cap","allowed":true/);
-    for (const sock of held) sock.destroy();
+    assert.equal(await metric(s, 'cap_all_busy'), 1);
+    release();
+    for (const [i, a] of answers.entries()) assert.match((await a).text, new RegExp(`"uid":"busy-${i}","allowed":true`));
+  });
+
+  it('one remote address holds at most maxPerPeer connections; other addresses are still served', async () => {
+    const { s, port } = await listening({ limits: { maxConnections: 10, maxPerPeer: 2 } });
+    const held = [await raw(port, '127.0.0.2'), await raw(port, '127.0.0.2')];
+    const refused = await untilClosed(await raw(port, '127.0.0.2'));
+    assert.equal(refused.text, '', 'closed before any byte');
+    assert.equal(await metric(s, 'peer_limit'), 1);
+    const other = await tls(port, '127.0.0.3');
+    assert.match(await roundTrip(other, 'other-peer'), /"uid":"other-peer","allowed":true/);
+    // A slot the peer frees is its own again (once the server has seen the close).
+    (held[0] as Socket).destroy();
+    const again = await until('127.0.0.2 to be admitted again', 10_000, () => tls(port, '127.0.0.2').catch(() => undefined));
+    assert.match(await roundTrip(again, 'again'), /"uid":"again","allowed":true/);
+    for (const sock of [...held, other, again]) sock.destroy();
   });
 });
 

@@ -35,6 +35,33 @@ describe('ReadinessGate', () => {
     for (let i = 0; i < 50; i++) g.record(false); // 50 errors of 100: not more than half
     assert.equal(g.status().ready, true);
   });
+
+  it('issue 16: errors age out, so a replica that gets no traffic while unready is ready again within maxAgeMs', () => {
+    let now = 0;
+    const g = new ReadinessGate({ window: 100, minSample: 20, maxAgeMs: 60_000, now: () => now });
+    for (let i = 0; i < 100; i++) {
+      now += 10;
+      g.record(true);
+    }
+    assert.equal(g.status().ready, false);
+    assert.match(g.status().reasons[0] ?? '', /100 of the last 100 admission requests within 1m \(more than 50%\)/);
+    // No traffic: the oldest errors leave the window first.
+    now = 60_000 + 505; // the first 50 (recorded at 10 … 500 ms) are older than 60 s
+    assert.deepEqual(g.errorRatio(), { errors: 50, sample: 50 });
+    assert.equal(g.status().ready, false);
+    now = 1000 + 60_000; // all of them
+    assert.deepEqual(g.errorRatio(), { errors: 0, sample: 0 });
+    assert.equal(g.status().ready, true);
+    // Still broken: the next minSample requests take it out again.
+    for (let i = 0; i < 20; i++) g.record(true);
+    assert.equal(g.status().ready, false);
+    // Recent successes are kept while old errors age out.
+    now += 30_000;
+    for (let i = 0; i < 30; i++) g.record(false);
+    assert.equal(g.status().ready, true, '20 errors of 50');
+    now += 30_001;
+    assert.deepEqual(g.errorRatio(), { errors: 0, sample: 30 });
+  });
 });
 
 describe('probes server', () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { makePki, makeServer, allowAll, denyPrivileged, podReview, type TestPki } from './helpers.ts';
+import { MAX_JSON_DEPTH } from '../../src/admission/json-depth.ts';
 import { ADMISSION_BODY_LIMIT } from '../../src/admission/server.ts';
 
 let pki: TestPki;
@@ -137,6 +138,38 @@ describe('POST /validate bad input', () => {
       if (uid) assert.equal(body.response.uid, uid);
     });
   }
+
+  it('issue 16: a review nested past the depth bound is a 400 naming the bound, never decided, never an internal error', async () => {
+    const deep = podReview({ uid: 'deep' });
+    let v: unknown = 1;
+    for (let i = 0; i < MAX_JSON_DEPTH + 10; i++) v = { a: v };
+    (deep.request as { object: { spec: Record<string, unknown> } }).object.spec.x = v;
+    const calls = s.calls;
+    const before = s.gate.errorRatio();
+    const { status, body } = await post(s, deep);
+    assert.equal(status, 400);
+    assert.equal(body.response.allowed, false);
+    assert.equal(body.response.status?.code, 400);
+    assert.match(body.response.status?.message ?? '', /nests objects and arrays more than 1000 levels deep \(at character \d+\)/);
+    assert.equal(s.calls, calls, 'the engine never saw it');
+    assert.deepEqual(s.gate.errorRatio(), before, 'nothing recorded against readiness');
+    // The same review at the bound is decided as usual.
+    let ok: unknown = 1;
+    for (let i = 0; i < MAX_JSON_DEPTH - 10; i++) ok = { a: ok };
+    (deep.request as { object: { spec: Record<string, unknown> } }).object.spec.x = ok;
+    assert.equal((await post(s, deep)).body.response.allowed, true);
+  });
+
+  it('issue 16: the kind label holds only kinds the rules name; any other is `other`', async () => {
+    for (const kind of ['Zz1', 'Zz2', 'x'.repeat(10_000)]) {
+      const r = podReview({ uid: `k-${kind.length}` });
+      (r.request as { kind: { kind: string } }).kind.kind = kind;
+      assert.equal((await post(s, r)).body.response.allowed, true);
+    }
+    const text = await s.registry.metrics();
+    assert.match(text, /portal_admission_requests_total\{operation="CREATE",kind="other",decision="allow"\} 3/);
+    assert.doesNotMatch(text, /Zz1|xxxx/);
+  });
 
   it('answers other methods on /validate with 405 and Allow: POST', async () => {
     for (const method of ['GET', 'PUT', 'DELETE'] as const) {

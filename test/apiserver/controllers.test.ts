@@ -1,6 +1,6 @@
 /**
  * Workload controllers and the simulated node, through the real kubectl 1.35
- * against the embedded API server (src/devcluster/controllers/).
+ * against the embedded API server (packages/devcluster/src/controllers/).
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import type { AdmissionAttributes, AdmissionHook } from '../../src/devcluster/apiserver/index.ts';
+import type { AdmissionAttributes, AdmissionHook } from '../../packages/devcluster/src/apiserver/index.ts';
 import { kubectlPath } from '../support/tools.ts';
 import { caller, withServer } from './helpers.ts';
 

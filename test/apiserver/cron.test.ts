@@ -1,7 +1,7 @@
-/** The CronJob controller's five-field schedule parser (src/devcluster/controllers/cron.ts). */
+/** The CronJob controller's five-field schedule parser (packages/devcluster/src/controllers/cron.ts). */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CronError, nextRun, parseCron } from '../../src/devcluster/controllers/cron.ts';
+import { CronError, nextRun, parseCron } from '../../packages/devcluster/src/controllers/cron.ts';
 
 const at = (iso: string): number => Date.parse(iso);
 const next = (spec: string, after: string): string => new Date(nextRun(parseCron(spec), at(after))!).toISOString();

@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { podQosClass, quantityValue } from '../../src/devcluster/apiserver/defaults.ts';
-import { humanDurationMs } from '../../src/devcluster/apiserver/age.ts';
+import { podQosClass, quantityValue } from '../../packages/devcluster/src/apiserver/defaults.ts';
+import { humanDurationMs } from '../../packages/devcluster/src/apiserver/age.ts';
 import { kubectlPath } from '../support/tools.ts';
 import { withServer } from './helpers.ts';
 

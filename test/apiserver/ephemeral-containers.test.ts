@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { AdmissionAttributes } from '../../src/devcluster/apiserver/admission-hook.ts';
+import type { AdmissionAttributes } from '../../packages/devcluster/src/apiserver/admission-hook.ts';
 import { caller, withServer } from './helpers.ts';
 
 const POD = { metadata: { name: 'web', labels: { app: 'web' } }, spec: { containers: [{ name: 'app', image: 'nginx:1.27' }] } };

@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   decodeFieldsV1, encodeFieldsV1, members, mergeApplied, pathKey, pathString, removePath,
-} from '../../src/devcluster/apiserver/apply/fieldset.ts';
-import { recordApply, recordUpdate, managerFromUserAgent, type Writer } from '../../src/devcluster/apiserver/apply/managed.ts';
-import { typeModel } from '../../src/devcluster/apiserver/openapi/model.ts';
-import { Registry } from '../../src/devcluster/apiserver/registry.ts';
-import { ApiError } from '../../src/devcluster/apiserver/status.ts';
+} from '../../packages/devcluster/src/apiserver/apply/fieldset.ts';
+import { recordApply, recordUpdate, managerFromUserAgent, type Writer } from '../../packages/devcluster/src/apiserver/apply/managed.ts';
+import { typeModel } from '../../packages/devcluster/src/apiserver/openapi/model.ts';
+import { Registry } from '../../packages/devcluster/src/apiserver/registry.ts';
+import { ApiError } from '../../packages/devcluster/src/apiserver/status.ts';
 
 const reg = new Registry();
 const podModel = typeModel(reg.get('', 'v1', 'pods')!)!;

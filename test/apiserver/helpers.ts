@@ -1,5 +1,5 @@
 /** Shared helpers for the embedded API server tests: raw HTTP calls with a user token. */
-import { startApiServer, type ApiServer, type ApiServerOptions } from '../../src/devcluster/apiserver/index.ts';
+import { startApiServer, type ApiServer, type ApiServerOptions } from '../../packages/devcluster/src/apiserver/index.ts';
 
 export interface Call { status: number; body: Record<string, unknown>; headers: Headers }
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { test } from 'node:test';
-import { startApiServer } from '../../src/devcluster/apiserver/index.ts';
+import { startApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 
 // issue 11 item 7: a taken port made `portal dev` print EADDRINUSE and hang,
 // because the internal TLS relay server stayed listening.

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import type { ApiServer } from '../../src/devcluster/apiserver/index.ts';
+import type { ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import { kubectlPath } from '../support/tools.ts';
 import { caller, withServer } from './helpers.ts';
 

@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { Registry } from '../../src/devcluster/apiserver/registry.ts';
-import { decodeMessage, decodeObject, encodeMessage, encodeObject, messageFor, OMIT_ZERO, PROTOBUF_MEDIA_TYPE, ProtobufError } from '../../src/devcluster/apiserver/protobuf/codec.ts';
-import { MESSAGES } from '../../src/devcluster/apiserver/protobuf/k8s-types.generated.ts';
-import { wantsProtobuf } from '../../src/devcluster/apiserver/protobuf/negotiate.ts';
+import { Registry } from '../../packages/devcluster/src/apiserver/registry.ts';
+import { decodeMessage, decodeObject, encodeMessage, encodeObject, messageFor, OMIT_ZERO, PROTOBUF_MEDIA_TYPE, ProtobufError } from '../../packages/devcluster/src/apiserver/protobuf/codec.ts';
+import { MESSAGES } from '../../packages/devcluster/src/apiserver/protobuf/k8s-types.generated.ts';
+import { wantsProtobuf } from '../../packages/devcluster/src/apiserver/protobuf/negotiate.ts';
 import { kubectlPath } from '../support/tools.ts';
 import { caller, withServer } from './helpers.ts';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { AdmissionAttributes } from '../../src/devcluster/apiserver/index.ts';
+import type { AdmissionAttributes } from '../../packages/devcluster/src/apiserver/index.ts';
 import { caller, readWatch, withServer } from './helpers.ts';
 
 const LEASES = '/apis/coordination.k8s.io/v1/namespaces/default/leases';

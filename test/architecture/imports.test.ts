@@ -13,6 +13,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+const DEVCLUSTER = fileURLToPath(new URL('../../packages/devcluster/src/', import.meta.url));
 
 interface Edge {
   from: string;
@@ -24,10 +25,10 @@ function files(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
 }
 
-/** Every relative import/export-from in src/, as src-relative paths. */
-function edges(): Edge[] {
+/** Every relative import/export-from in `dir`, as src-relative paths (a path outside src/ starts with `../`). */
+function edges(dir = SRC): Edge[] {
   const out: Edge[] = [];
-  for (const file of files(SRC)) {
+  for (const file of files(dir)) {
     const text = readFileSync(file, 'utf8');
     for (const m of text.matchAll(/^(import|export)\s+(type\s+)?[^;]*?from\s+'(\.[^']+)'/gms)) {
       out.push({ from: relative(SRC, file), to: relative(SRC, resolve(dirname(file), m[3]!)), typeOnly: m[2] !== undefined });
@@ -40,15 +41,21 @@ const top = (path: string) => path.split('/')[0]!;
 
 /** Top-level directory → directories it must not import from. */
 const FORBIDDEN: Record<string, string[]> = {
-  types: ['admission', 'audit', 'cli', 'config', 'devcluster', 'kube', 'leader', 'manager', 'observability', 'policy'],
-  policy: ['admission', 'audit', 'cli', 'devcluster', 'kube', 'leader', 'manager'],
-  kube: ['admission', 'audit', 'cli', 'devcluster', 'leader', 'manager'],
-  leader: ['admission', 'audit', 'cli', 'devcluster', 'manager'],
-  audit: ['admission', 'cli', 'devcluster', 'manager'],
-  admission: ['audit', 'cli', 'devcluster', 'kube', 'leader', 'manager'],
-  manager: ['cli', 'devcluster'],
+  types: ['admission', 'audit', 'cli', 'config', 'evaluation', 'kube', 'leader', 'manager', 'observability', 'policy'],
+  observability: ['admission', 'audit', 'cli', 'config', 'evaluation', 'kube', 'leader', 'manager', 'policy'],
+  // config/manifests.ts reads rule files with the policy validator, so config → policy stays allowed.
+  config: ['admission', 'audit', 'cli', 'evaluation', 'kube', 'leader', 'manager'],
+  policy: ['admission', 'audit', 'cli', 'evaluation', 'kube', 'leader', 'manager'],
+  // The evaluation pool (adr/0013) sits beside policy/: it runs the engine in worker threads.
+  evaluation: ['admission', 'audit', 'cli', 'kube', 'leader', 'manager'],
+  kube: ['admission', 'audit', 'cli', 'evaluation', 'leader', 'manager'],
+  leader: ['admission', 'audit', 'cli', 'evaluation', 'manager'],
+  audit: ['admission', 'cli', 'manager'],
+  // admission/ reaches the evaluation pool through its Decide seam, filled in by manager/.
+  admission: ['audit', 'cli', 'evaluation', 'kube', 'leader', 'manager'],
+  manager: ['cli'],
   // The CLI parses, builds the replica through manager/, listens and exits.
-  cli: ['admission', 'audit', 'kube', 'leader'],
+  cli: ['admission', 'audit', 'evaluation', 'kube', 'leader'],
 };
 
 /** Type-only uses of the Runnable contract are how a component declares it is one. */
@@ -70,4 +77,16 @@ test('nothing outside cli/ imports cli/; ClusterRuleSource is in kube/', () => {
     [],
   );
   assert.ok(files(SRC).some((f) => relative(SRC, f) === 'kube/cluster-rule-source.ts'));
+});
+
+test('the product never imports the dev cluster; the dev cluster uses the product, never its CLI', () => {
+  // Static imports only: src/cli/dev-command.ts loads @portal/devcluster with a dynamic import() and says how to install it when absent.
+  const intoPackage = edges().filter((e) => e.to.startsWith('../packages/'));
+  assert.deepEqual(intoPackage.map((e) => `${e.from} → ${e.to}`), []);
+  for (const file of files(SRC)) {
+    assert.doesNotMatch(readFileSync(file, 'utf8'), /^(import|export)\s(?!type\s)[^;]*from\s+'@portal\/devcluster'/m, `${relative(SRC, file)} imports @portal/devcluster statically`);
+  }
+  const fromPackage = edges(DEVCLUSTER).filter((e) => !e.to.startsWith('../packages/'));
+  assert.ok(fromPackage.length > 0, 'the dev cluster uses the policy engine');
+  assert.deepEqual(fromPackage.filter((e) => top(e.to) === 'cli').map((e) => `${e.from} → ${e.to}`), []);
 });

@@ -13,7 +13,7 @@ import { AlertmanagerClient } from '../../src/audit/alertmanager.ts';
 import { actionKey, IdempotencyStore } from '../../src/audit/idempotency.ts';
 import { ledgerShardName } from '../../src/audit/ledger.ts';
 import { LedgerWriter } from '../../src/audit/ledger-writer.ts';
-import { startApiServer, type ApiServer } from '../../src/devcluster/apiserver/index.ts';
+import { startApiServer, type ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
 import { FencedWriter } from '../../src/kube/fenced-writer.ts';
 import { TokenBucket } from '../../src/kube/rate-limiter.ts';

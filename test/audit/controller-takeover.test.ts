@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { actionKey } from '../../src/audit/idempotency.ts';
 import { decodeLedgerEntry, encodeLedgerEntry, LEDGER_LABELS, ledgerShardName } from '../../src/audit/ledger.ts';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
-import type { ApiServer } from '../../src/devcluster/apiserver/index.ts';
+import type { ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import { startAlertmanager } from './support/alertmanager.ts';
 import { APP_NS, clusterWithCrds, INSTALL_NS, pod, privilegedRule, startReplica, until, writesBy } from './support/controller-harness.ts';
 

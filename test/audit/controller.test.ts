@@ -13,7 +13,7 @@ import { Ajv } from 'ajv';
 import YAML from 'yaml';
 import { createKubeClient, mergePatchOptions, type KubeClient } from '../../src/kube/client.ts';
 import type { Report as PolicyReport } from '../../src/policy/report.ts';
-import type { ApiServer } from '../../src/devcluster/apiserver/index.ts';
+import type { ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import { APP_NS, clusterWithCrds, pod, privilegedRule, startReplica, until, writesBy } from './support/controller-harness.ts';
 
 const reportSchema = (() => {
@@ -148,10 +148,17 @@ test('a second leader repeats nothing its predecessor did', async (t) => {
   a.grant();
   await until('reports by a', 10_000, async () => (await reports(kube)).length === 5);
   await until('annotations by a', 5000, async () => (await kube.core.listNamespacedPod({ namespace: APP_NS })).items.every((p) => p.metadata?.annotations?.['portal.dev/violation']));
-  await until('status by a', 5000, async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 5);
+  // The whole status: the count, and the lastAuditTime of the first pass that evaluated the rule while a led.
+  await until('status by a', 5000, async () => {
+    const st = await ruleStatus(kube, 'no-privileged');
+    return st?.violations === 5 && st.lastAuditTime !== undefined;
+  });
   await until('b learnt the annotations', 5000, () => a.controller.idle() && b.controller.idle() && b.controller.store.size >= 5);
   // ... and the rule status a wrote (b's rule informer; on a loaded machine its watch event can trail a's write).
-  const statusSeenByB = () => (b.source.rules.clusterRules.get('no-privileged') as { status?: { violations?: number } } | undefined)?.status?.violations === 5;
+  const statusSeenByB = () => {
+    const st = (b.source.rules.clusterRules.get('no-privileged') as { status?: { violations?: number; lastAuditTime?: string } } | undefined)?.status;
+    return st?.violations === 5 && st.lastAuditTime !== undefined;
+  };
   await until('b saw the rule status a wrote', 5000, statusSeenByB);
   await a.revoke();
   b.grant();
@@ -205,4 +212,28 @@ test('namespace label changes re-evaluate the objects in that namespace (namespa
   await env(null);
   await until('no failing report once the label is gone', 10_000, async () => (await failing()) === 0);
   await until('status.violations = 0', 5000, async () => (await ruleStatus(kube, 'prod-only'))?.violations === 0);
+});
+
+test('lastAuditTime (issue 15): per rule, from the last pass that evaluated it; a rule added later is never dated before its creation, and every pass moves it', async (t) => {
+  const { api, admin } = await clusterWithCrds(t);
+  const kube = tester(api);
+  await admin.apply(privilegedRule('first'));
+  await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad', true) as never });
+  const leader = await startReplica(t, api, 'replica-a');
+  leader.grant();
+  const first = await until('lastAuditTime of first', 10_000, async () => (await ruleStatus(kube, 'first'))?.lastAuditTime);
+
+  // A rule created after that pass: a pass starts for it (a rule change), and its time is that pass's end.
+  await admin.apply(privilegedRule('second'));
+  const created = ((await kube.customObjects.getClusterCustomObject({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name: 'second' })) as { metadata: { creationTimestamp: string } }).metadata.creationTimestamp;
+  const second = await until('lastAuditTime of second', 10_000, async () => (await ruleStatus(kube, 'second'))?.lastAuditTime);
+  // creationTimestamp has whole seconds: compare at that precision.
+  assert.ok(Date.parse(second) >= Date.parse(created), `${second} is not before the rule's creation ${created}`);
+  // The pass the new rule started evaluated the first rule too.
+  await until('lastAuditTime of first moved', 10_000, async () => ((await ruleStatus(kube, 'first'))?.lastAuditTime ?? '') > first);
+
+  // A periodic pass (--audit-interval) moves both again.
+  const before = (await ruleStatus(kube, 'second'))?.lastAuditTime ?? '';
+  await until('a pass started', 5000, () => leader.controller.fullPass() > 0 || undefined);
+  await until('lastAuditTime of second moved by the pass', 10_000, async () => ((await ruleStatus(kube, 'second'))?.lastAuditTime ?? '') > before);
 });

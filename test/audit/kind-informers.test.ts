@@ -9,8 +9,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Report as PolicyReport } from '../../src/policy/report.ts';
-import type { ApiServer } from '../../src/devcluster/apiserver/index.ts';
-import type { DevApiClient } from '../../src/devcluster/dev/api-client.ts';
+import type { ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
+import type { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
 import { APP_NS, clusterWithCrds, startReplica, until } from './support/controller-harness.ts';
 
 const CONFIGMAPS = 'WATCH /api/v1/configmaps';

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { readManifests } from '../../src/devcluster/dev/manifests.ts';
+import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
 import type { ReportGranularity } from '../../src/policy/report.ts';
 import { kubectlPath } from '../support/tools.ts';
 import { listReports } from '../support/reports.ts';

@@ -15,8 +15,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ApiServer } from '../../src/devcluster/apiserver/index.ts';
-import type { DevApiClient } from '../../src/devcluster/dev/api-client.ts';
+import type { ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
+import type { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
 import { REPORT_API_INFO, type Report, type ReportApi, type ReportGranularity } from '../../src/policy/report.ts';
 import { assertValidReport, listReports, REPORT_SHAPES } from '../support/reports.ts';
 import { APP_NS, clusterWithCrds, pod, privilegedRule, reportConfig, startReplica, until, writesBy } from './support/controller-harness.ts';

@@ -1,5 +1,5 @@
 /**
- * VapProblemEvents against the embedded API server: a compile error of a
+ * VAP problems (VapProblems over the replica's ProblemEvents) against the embedded API server: a compile error of a
  * policy (as Portal's engine reports it, with field and position) becomes one
  * Warning Event on the policy, written through the FencedWriter under the
  * term; the same problem for the same generation is not written twice; a new
@@ -12,7 +12,8 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { Registry } from 'prom-client';
-import { compileProblems, eventMessage, problemsOf, VapProblemEvents } from '../../src/audit/vap-events.ts';
+import { ProblemEvents } from '../../src/audit/problem-events.ts';
+import { compileProblems, eventMessage, problemsOf, VapProblems } from '../../src/audit/vap-events.ts';
 import { FencedWriter } from '../../src/kube/fenced-writer.ts';
 import { Term } from '../../src/leader/term.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
@@ -29,7 +30,13 @@ const policy = (generation: number): ValidatingAdmissionPolicy =>
     spec: { failurePolicy: 'Fail', validations: [{ expression: 'true' }, { expression: 'object.spec.replicas <' }] },
   }) as unknown as ValidatingAdmissionPolicy;
 
-function running(t: TestContext, events: VapProblemEvents, term: Term): void {
+/** The writer and the VAP front end of one replica. */
+function replica(writer: FencedWriter, identity: string, registry = new Registry(), recheckMs?: number): { events: ProblemEvents; vap: VapProblems } {
+  const events = new ProblemEvents({ writer, logger: silentLogger(), identity, ...(recheckMs !== undefined ? { recheckMs } : {}) });
+  return { events, vap: new VapProblems({ events, registry }) };
+}
+
+function running(t: TestContext, events: ProblemEvents, term: Term): void {
   const controller = new AbortController();
   const done = events.start(controller.signal, term);
   t.after(() => {
@@ -44,7 +51,7 @@ test('a compile error becomes one Warning Event on the policy per generation, wr
   const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: client.userAgent });
   t.after(() => writer.close());
   const registry = new Registry();
-  const events = new VapProblemEvents({ writer, logger: silentLogger(), registry, identity: 'portal-0_abcd', namespace: 'default' });
+  const { events, vap } = replica(writer, 'portal-0_abcd', registry);
   const list = async (): Promise<Event[]> => {
     const r = await fetch(`${api.url}/api/v1/namespaces/default/events`, { headers: { authorization: `Bearer ${api.adminToken}` } });
     return ((await r.json()) as { items: Event[] }).items.filter((e) => e.involvedObject.kind === 'ValidatingAdmissionPolicy');
@@ -57,7 +64,7 @@ test('a compile error becomes one Warning Event on the policy per generation, wr
   assert.equal(problem.field, 'spec.validations[1].expression');
 
   // Noted before leading, and with an expired term: nothing is written.
-  events.note(policy(1), problem);
+  vap.note(policy(1), problem);
   // A term whose validity ran out (the elector ends it then, as here).
   const expired = new Term({ leaseUid: 'l', transitions: 1 }, performance.now() - 10_000, 1, (x) => x.end('validity ran out'));
   await events.start(new AbortController().signal, expired);
@@ -77,12 +84,12 @@ test('a compile error becomes one Warning Event on the policy per generation, wr
   assert.match(event.message ?? '', /^ValidatingAdmissionPolicy broken, spec\.validations\[1\]\.expression: .*1:\d+/s);
 
   // The same problem again (another pass, another replica's note): no second Event.
-  events.note(policy(1), problem);
+  vap.note(policy(1), problem);
   await until('the note settled', 5000, () => events.stats()['pending'] === 0);
   assert.equal((await list()).length, 1);
 
   // The policy edited (generation 2) and still broken: reported again.
-  events.note(policy(2), problem);
+  vap.note(policy(2), problem);
   await until('a second Event', 10_000, async () => (await list()).length === 2);
   assert.equal(events.written, 2);
 
@@ -97,11 +104,10 @@ test('a second writer (the next leader) finds the Event written and writes none'
   t.after(() => writer.close());
   const [problem] = compileProblems(compileErrors(compilePolicy(policy(1), celEngine())));
   assert.ok(problem);
-  const make = (id: string): VapProblemEvents => new VapProblemEvents({ writer, logger: silentLogger(), registry: new Registry(), identity: id, namespace: 'default' });
-  const first = make('portal-0_a');
-  const second = make('portal-1_b');
-  first.note(policy(1), problem);
-  second.note(policy(1), problem);
+  const { events: first, vap: firstVap } = replica(writer, 'portal-0_a');
+  const { events: second, vap: secondVap } = replica(writer, 'portal-1_b');
+  firstVap.note(policy(1), problem);
+  secondVap.note(policy(1), problem);
   running(t, first, new Term({ leaseUid: 'l', transitions: 1 }, performance.now(), Infinity));
   await until('the first leader wrote it', 10_000, () => first.written === 1);
   running(t, second, new Term({ leaseUid: 'l', transitions: 2 }, performance.now(), Infinity));
@@ -134,24 +140,24 @@ test('a recorded problem is checked again later: an Event deleted by its TTL com
   t.after(() => writer.close());
   const [problem] = compileProblems(compileErrors(compilePolicy(policy(1), celEngine())));
   assert.ok(problem);
-  const events = new VapProblemEvents({ writer, logger: silentLogger(), registry: new Registry(), identity: 'portal-0_a', namespace: 'default', recheckMs: 0 });
+  const { events, vap } = replica(writer, 'portal-0_a', new Registry(), 0);
   running(t, events, new Term({ leaseUid: 'l', transitions: 1 }, performance.now(), Infinity));
   const auth = { authorization: `Bearer ${api.adminToken}` };
   const names = async (): Promise<string[]> =>
     ((await (await fetch(`${api.url}/api/v1/namespaces/default/events`, { headers: auth })).json()) as { items: { metadata: { name: string }; involvedObject: { kind?: string } }[] }).items
       .filter((e) => e.involvedObject.kind === 'ValidatingAdmissionPolicy')
       .map((e) => e.metadata.name);
-  events.note(policy(1), problem);
+  vap.note(policy(1), problem);
   await until('the Event', 10_000, () => events.written === 1);
   // Checked again while it exists: a 409, nothing new.
-  events.note(policy(1), problem);
+  vap.note(policy(1), problem);
   await until('the recheck settled', 5000, () => events.stats()['pending'] === 0);
   const [name] = await names();
   assert.ok(name);
   assert.equal(events.written, 1);
   // Gone (the API server's event TTL): the next note writes it again.
   assert.equal((await fetch(`${api.url}/api/v1/namespaces/default/events/${name}`, { method: 'DELETE', headers: auth })).status, 200);
-  events.note(policy(1), problem);
+  vap.note(policy(1), problem);
   await until('the Event back', 10_000, () => events.written === 2);
   assert.deepEqual(await names(), [name]);
 });

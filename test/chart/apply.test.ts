@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { startApiServer, type ApiServer } from '../../src/devcluster/apiserver/index.ts';
-import { createWebhookAdmission, type WebhookAdmission } from '../../src/devcluster/webhook-admission.ts';
+import { startApiServer, type ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
+import { createWebhookAdmission, type WebhookAdmission } from '../../packages/devcluster/src/webhook-admission.ts';
 import { kubectlPath } from '../support/tools.ts';
 import { chartDir, helm, NAMESPACE, RELEASE, type Manifest } from './helm.ts';
 

@@ -15,6 +15,7 @@ import { rulesOf, verbsFor, type PolicyRule } from './rbac.ts';
 const policiesDir = fileURLToPath(new URL('../../policies', import.meta.url));
 
 interface ShippedRule {
+  kind?: string;
   metadata: { name: string };
   spec: { match?: { kinds?: { apiGroups: string[]; kinds: string[] }[] }; podTemplates?: boolean; audit?: { actions?: { type: string }[] } };
 }
@@ -24,7 +25,7 @@ async function shippedRules(dir = policiesDir): Promise<ShippedRule[]> {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) out.push(...(await shippedRules(path)));
-    else if (entry.name.endsWith('.yaml')) out.push(...parseAllDocuments(await readFile(path, 'utf8')).map((d) => d.toJS() as ShippedRule).filter(Boolean));
+    else if (entry.name.endsWith('.yaml')) out.push(...parseAllDocuments(await readFile(path, 'utf8')).map((d) => d.toJS() as ShippedRule).filter((r) => r?.kind === 'PortalRule' || r?.kind === 'PortalClusterRule'));
   }
   return out;
 }
@@ -80,6 +81,8 @@ void test('RBAC: no wildcards, and exactly the verbs each resource needs', async
     ['', 'secrets', []],
     ['', 'configmaps', []],
     ['coordination.k8s.io', 'leases', []],
+    // Warning Events on rules (their namespace) and on cluster-scoped policies ("default"): create only.
+    ['', 'events', ['create']],
   ];
   for (const [group, resource, verbs] of expectCluster) assert.deepEqual(verbsFor(cluster, group, resource), verbs, `ClusterRole ${group}/${resource}`);
   // The webhook's kinds: read for the informers, patch for label/annotate (all of them by default).
@@ -88,7 +91,11 @@ void test('RBAC: no wildcards, and exactly the verbs each resource needs', async
     // A subresource the webhook receives (pods/ephemeralcontainers) needs no grant: the informers read its parent.
     for (const group of rule.apiGroups) for (const resource of rule.resources) assert.deepEqual(verbsFor(cluster, group, resource), resource.includes('/') ? [] : [...read, 'patch'].sort(), `${group}/${resource}`);
   }
-  assert.ok(!cluster.some((r) => r.resourceNames), 'no named rules cluster-wide');
+  // One named rule cluster-wide: the release's own webhook configuration, read for the rules' Covered condition.
+  assert.deepEqual(cluster.filter((r) => r.resourceNames).map((r) => [r.apiGroups, r.resources, r.resourceNames, [...r.verbs].sort()]), [
+    [['admissionregistration.k8s.io'], ['validatingwebhookconfigurations'], [RELEASE], read],
+  ]);
+  assert.deepEqual(verbsFor(cluster, 'admissionregistration.k8s.io', 'validatingwebhookconfigurations'), [], 'no other webhook configuration');
 
   const expectRole: [string, string, string, string[]][] = [
     ['coordination.k8s.io', 'leases', 'portal-leader', ['create', 'get', 'list', 'update', 'watch']],

@@ -113,7 +113,8 @@ void test('webhook: fail closed, no side effects, short timeout, self-lockout ex
     rules: { apiGroups: string[]; resources: string[]; operations: string[] }[];
     clientConfig: { service: { name: string; namespace: string; port: number; path: string }; caBundle: string };
   }[];
-  assert.equal(rest.length, 0);
+  // The only other webhook is the one for Portal's own kinds (adr/0011), failurePolicy Ignore.
+  assert.deepEqual(rest.map((h) => [h.failurePolicy, h.clientConfig.service.path]), [['Ignore', '/validate-portal-kinds']]);
   assert.ok(hook);
   assert.equal(hook.failurePolicy, 'Fail');
   assert.equal(hook.sideEffects, 'None');
@@ -233,6 +234,32 @@ void test('reports values reach portal serve; the schema refuses what the server
   }
 });
 
+void test('webhook port hardening (issue 16): connection cap, per-peer limit, readiness error age, optional client CA', async () => {
+  const defaults = container(await render());
+  for (const flag of ['--webhook-max-connections=512', '--readiness-error-max-age=60s']) assert.ok(defaults.args.includes(flag), `default args contain ${flag}`);
+  // Per peer: the server's own default (half the cap) unless set; no client CA unless asked.
+  assert.ok(!defaults.args.some((a) => a.startsWith('--webhook-max-connections-per-peer') || a.startsWith('--client-ca-file')), defaults.args.join(' '));
+
+  for (const [clientCA, volume] of [
+    [{ secretName: 'apiserver-client-ca' }, { secret: { secretName: 'apiserver-client-ca' } }],
+    [{ configMapName: 'apiserver-client-ca', key: 'bundle.pem' }, { configMap: { name: 'apiserver-client-ca' } }],
+  ] as const) {
+    const ms = await render({ webhook: { maxConnections: 600, maxConnectionsPerPeer: 300, clientCA }, readinessErrorMaxAge: '2m' });
+    const c = container(ms);
+    const key = 'key' in clientCA ? clientCA.key : 'ca.crt';
+    for (const flag of ['--webhook-max-connections=600', '--webhook-max-connections-per-peer=300', '--readiness-error-max-age=2m', `--client-ca-file=/etc/portal/client-ca/${key}`]) {
+      assert.ok(c.args.includes(flag), `args contain ${flag}: ${c.args.join(' ')}`);
+    }
+    const mount = c.volumeMounts.find((m) => m.name === 'client-ca');
+    // A directory mount, so a rotated bundle reaches the file the server watches.
+    assert.deepEqual(mount, { name: 'client-ca', mountPath: '/etc/portal/client-ca', readOnly: true });
+    const v = podSpec(ms).volumes.find((x) => x.name === 'client-ca') as Record<string, unknown> | undefined;
+    assert.deepEqual(v, { name: 'client-ca', ...volume });
+  }
+  await assert.rejects(render({ webhook: { clientCA: { secretName: 'a', configMapName: 'b' } } }), /give secretName or configMapName, not both/);
+  await assert.rejects(render({ webhook: { maxConnectionsPerPeer: 600 } }), /maxConnectionsPerPeer \(600\) must not be greater than webhook\.maxConnections \(512\)/);
+});
+
 void test('values schema rejects unknown keys and wrong types with a message', async () => {
   for (const [values, expected] of [
     [{ replicaCount: 'two' }, /replicaCount.*got string, want integer/],
@@ -241,6 +268,9 @@ void test('values schema rejects unknown keys and wrong types with a message', a
     [{ webhook: { failurePolicy: 'Sometimes' } }, /failurePolicy/],
     [{ affinity: { podAntiAffinity: { mode: 'always' } } }, /mode/],
     [{ image: { tag: 'x', registry: 'y' } }, /additional properties 'registry' not allowed/],
+    [{ readinessErrorMaxAge: 'a minute' }, /readinessErrorMaxAge/],
+    [{ webhook: { maxConnections: 0 } }, /maxConnections/],
+    [{ webhook: { clientCA: { secret: 'x' } } }, /additional properties 'secret' not allowed/],
   ] as const) {
     const r = await withValuesFile(values, (file) => helm(['template', 'portal', chartDir, '--values', file]));
     assert.notEqual(r.code, 0, `rejects ${JSON.stringify(values)}`);

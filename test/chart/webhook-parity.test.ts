@@ -7,11 +7,22 @@ import {
   loadChartWebhookValues,
   type WebhookValues,
 } from '../../src/config/webhook-configuration.ts';
+import { PORTAL_KINDS, portalKindResources } from '../../src/policy/portal-kinds.ts';
 import { chartDir, find, NAMESPACE, render, type Manifest } from './helm.ts';
 
-function webhookOf(m: Manifest): { clientConfig: { caBundle?: string } } {
-  const hooks = m['webhooks'] as { clientConfig: { caBundle?: string } }[];
-  assert.equal(hooks.length, 1);
+const portalKindsResources = portalKindResources();
+
+interface Hook {
+  name: string;
+  failurePolicy: string;
+  clientConfig: { caBundle?: string; service?: { path: string }; url?: string };
+  namespaceSelector?: unknown;
+  rules: { apiGroups: string[]; resources: string[]; operations: string[] }[];
+}
+
+function webhookOf(m: Manifest): Hook {
+  const hooks = m['webhooks'] as Hook[];
+  assert.equal(hooks.length, 2, 'the main webhook and the one for Portal\'s own kinds');
   return hooks[0]!;
 }
 
@@ -30,6 +41,7 @@ void test('builder output equals the rendered chart with default values', async 
     caBundle,
     clientConfig: { service: { name: 'portal', namespace: NAMESPACE, port: 443, path: values.path } },
     values,
+    portalKindResources: portalKindsResources,
   });
   assert.deepEqual(built, withoutHelmMetadata(rendered));
 });
@@ -59,6 +71,7 @@ void test('builder output equals the rendered chart with alternative webhook val
     caBundle: webhookOf(rendered).clientConfig.caBundle ?? '',
     clientConfig: { service: { name: 'guard', namespace: NAMESPACE, port: 8443, path: '/admit' } },
     values,
+    portalKindResources: portalKindsResources,
   });
   assert.deepEqual(built, withoutHelmMetadata(rendered));
 });
@@ -73,6 +86,7 @@ void test('with cert-manager the chart leaves caBundle to the cainjector, like t
     caBundle: '',
     clientConfig: { service: { name: 'portal', namespace: NAMESPACE, port: 443, path: '/validate' } },
     values,
+    portalKindResources: portalKindsResources,
   });
   assert.deepEqual(built, withoutHelmMetadata(rendered));
 });
@@ -85,6 +99,7 @@ void test('url clientConfig (portal dev) keeps every other field', async () => {
     caBundle: 'Q0E=',
     clientConfig: { url: 'https://127.0.0.1:40000/validate' },
     values,
+    portalKindResources: portalKindsResources,
   }) as { webhooks: { clientConfig: unknown; failurePolicy: string; namespaceSelector: unknown }[] };
   const hook = built.webhooks[0]!;
   assert.deepEqual(hook.clientConfig, { caBundle: 'Q0E=', url: 'https://127.0.0.1:40000/validate' });
@@ -105,7 +120,7 @@ void test('both refuse rules that could lock the cluster out', async () => {
   ]) {
     const bad = { ...values, rules: [...values.rules, rule] };
     assert.throws(
-      () => buildValidatingWebhookConfiguration({ name: 'p', namespace: 'n', caBundle: '', clientConfig: { url: 'https://x' }, values: bad }),
+      () => buildValidatingWebhookConfiguration({ name: 'p', namespace: 'n', caBundle: '', clientConfig: { url: 'https://x' }, values: bad, portalKindResources: portalKindsResources }),
       /self-lockout|would match/,
     );
     await assert.rejects(render({ webhook: { rules: bad.rules } }), /self-lockout|would match|must never/);
@@ -118,7 +133,7 @@ void test('by default both send pods/ephemeralcontainers updates (kubectl debug)
   const values = await loadChartWebhookValues(chartDir);
   const rendered = find(await render(), 'ValidatingWebhookConfiguration');
   const built = buildValidatingWebhookConfiguration({
-    name: 'portal', namespace: 'portal-dev', caBundle: 'Q0E=', clientConfig: { url: 'https://127.0.0.1:40000/validate' }, values,
+    name: 'portal', namespace: 'portal-dev', caBundle: 'Q0E=', clientConfig: { url: 'https://127.0.0.1:40000/validate' }, values, portalKindResources: portalKindsResources,
   });
   for (const config of [rendered, built]) {
     const rules = (config['webhooks'] as { rules: { apiGroups: string[]; resources: string[]; operations: string[] }[] }[])[0]!.rules;
@@ -126,4 +141,40 @@ void test('by default both send pods/ephemeralcontainers updates (kubectl debug)
     assert.ok(core?.resources.includes('pods/ephemeralcontainers'), JSON.stringify(rules));
     assert.ok(core?.operations.includes('UPDATE'));
   }
+});
+
+void test("Portal's own kinds: a second webhook with failurePolicy Ignore on it only; the main one never matches them (DESIGN §3)", async () => {
+  const values = await loadChartWebhookValues(chartDir);
+  const rendered = find(await render(), 'ValidatingWebhookConfiguration');
+  const [main, kinds] = rendered['webhooks'] as Hook[];
+  assert.ok(main && kinds);
+  assert.equal(main.failurePolicy, 'Fail');
+  assert.ok(main.rules.every((r) => !r.apiGroups.includes('portal.dev') && !r.apiGroups.includes('*')), JSON.stringify(main.rules));
+  assert.equal(kinds.name, 'validate-kinds.portal.dev');
+  assert.equal(kinds.failurePolicy, 'Ignore');
+  assert.equal(kinds.clientConfig.service?.path, '/validate-portal-kinds');
+  assert.equal(kinds.namespaceSelector, undefined, "rules in Portal's own namespace are checked too");
+  assert.deepEqual(kinds.rules, [{ apiGroups: ['portal.dev'], apiVersions: ['*'], resources: portalKindsResources, operations: ['CREATE', 'UPDATE'], scope: '*' }]);
+  // Every kind the validator registry knows is sent, and only those.
+  assert.deepEqual(kinds.rules[0]?.resources, Object.values(PORTAL_KINDS).map((k) => k.resource));
+  // portal dev's url form points the second entry at the same server's other path.
+  const built = buildValidatingWebhookConfiguration({
+    name: 'portal', namespace: 'portal-dev', caBundle: 'Q0E=', clientConfig: { url: 'https://127.0.0.1:40000/validate' }, values, portalKindResources: portalKindsResources,
+  }) as unknown as { webhooks: Hook[] };
+  assert.equal(built.webhooks[1]?.clientConfig.url, 'https://127.0.0.1:40000/validate-portal-kinds');
+});
+
+void test('webhook.portalKinds.enabled false: only the main webhook, in the chart and the builder', async () => {
+  const values = { ...(await loadChartWebhookValues(chartDir)), portalKinds: { enabled: false, name: 'validate-kinds.portal.dev' } };
+  const rendered = find(await render({ webhook: { portalKinds: { enabled: false } } }), 'ValidatingWebhookConfiguration');
+  assert.equal((rendered['webhooks'] as unknown[]).length, 1);
+  const built = buildValidatingWebhookConfiguration({
+    name: 'portal',
+    namespace: NAMESPACE,
+    caBundle: (rendered['webhooks'] as Hook[])[0]?.clientConfig.caBundle ?? '',
+    clientConfig: { service: { name: 'portal', namespace: NAMESPACE, port: 443, path: '/validate' } },
+    values,
+    portalKindResources: portalKindsResources,
+  });
+  assert.deepEqual(built, withoutHelmMetadata(rendered));
 });

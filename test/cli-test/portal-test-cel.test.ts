@@ -101,7 +101,7 @@ void describe('portal test with CEL rules', { concurrency: 3 }, () => {
     assert.equal(run.code, 2);
     assert.equal(run.stdout, '');
     assert.match(run.stderr, new RegExp(`${policies.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: PortalClusterRule "cel-no-privileged" is invalid:`));
-    assert.match(run.stderr, /spec\.validate\.cel\.expressions\[0\]\.expression \(line 1, column 63\): undefined variable "variables\.nope" \(declared: containers\)/);
+    assert.match(run.stderr, /spec\.validate\.cel\.expressions\[0\]\.expression: compilation failed: line 1, column 63: undefined variable "variables\.nope" \(declared: containers\)/);
     assert.match(run.stderr, /Nothing was evaluated/);
   });
 
@@ -117,8 +117,8 @@ void describe('portal test with CEL rules', { concurrency: 3 }, () => {
     const resources = await write('types/resources.yaml', RESOURCES);
     const run = await runPortal(['test', '--policies', dir, resources]);
     assert.equal(run.code, 2);
-    assert.match(run.stderr, /a\.yaml: PortalClusterRule "cel-no-privileged" is invalid:\n\s+- spec\.validate\.cel\.variables\[0\]\.expression \(line 1, column 1\): no such overload: int \+ string/);
-    assert.match(run.stderr, /b\.yaml: PortalClusterRule "cel-authz" is invalid:\n\s+- spec\.validate\.cel\.expressions\[0\]\.expression \(line 1, column 1\): `authorizer` is not supported/);
+    assert.match(run.stderr, /a\.yaml: PortalClusterRule "cel-no-privileged" is invalid:\n\s+- spec\.validate\.cel\.variables\[0\]\.expression: compilation failed: line 1, column 1: no such overload: int \+ string/);
+    assert.match(run.stderr, /b\.yaml: PortalClusterRule "cel-authz" is invalid:\n\s+- spec\.validate\.cel\.expressions\[0\]\.expression: compilation failed: line 1, column 1: `authorizer` is not supported/);
   });
 
   void it('an expression that exceeds its cost limit: exit 2 naming the rule and the expression', async () => {

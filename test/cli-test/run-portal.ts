@@ -5,8 +5,12 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = fileURLToPath(new URL('../../bin/portal.js', import.meta.url));
 
-/** Generous: one run takes ~1.5 s, most of it tsx compiling the CLI. */
-const TIMEOUT_MS = 30_000;
+/**
+ * Only a hang should reach this: one run takes ~1.5 s on an idle machine
+ * (most of it tsx compiling the CLI), but 20-30 s on 2 cores at load 25,
+ * where 30 s failed runs that were merely slow.
+ */
+const TIMEOUT_MS = 120_000;
 
 export interface RunResult {
   code: number | null;
@@ -19,23 +23,31 @@ export interface RunOptions {
   cwd?: string;
   /** Extra environment on top of this process's. */
   env?: Record<string, string>;
+  /** Written to the command's standard input (otherwise it has none). */
+  stdin?: string;
+  /** @default TIMEOUT_MS */
+  timeoutMs?: number;
 }
 
 export function runPortal(args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: options.cwd ?? ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [options.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...options.env },
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    // A command that exits without reading its input must not fail the run with EPIPE.
+    child.stdin?.on('error', () => undefined);
+    if (options.stdin !== undefined) child.stdin?.end(options.stdin);
+    const timeoutMs = options.timeoutMs ?? TIMEOUT_MS;
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`portal ${args.join(' ')} did not finish within ${TIMEOUT_MS} ms\n${stderr}`));
-    }, TIMEOUT_MS);
+      reject(new Error(`portal ${args.join(' ')} did not finish within ${timeoutMs} ms\n${stderr}`));
+    }, timeoutMs);
     child.on('error', (e) => {
       clearTimeout(timer);
       reject(e);

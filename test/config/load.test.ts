@@ -80,6 +80,42 @@ describe('loadServeConfig', () => {
     assert.match(r.problems.join('\n'), /--webhook-max-connections: 0 is out of range; use a value from 1 to 65535/);
   });
 
+  it('issue 16: the per-peer limit defaults to half the cap; the readiness error age must be positive', () => {
+    const ok = load(['--policies', '.', '--self-signed']);
+    assert.ok(ok.ok);
+    assert.equal(ok.config.webhookMaxConnectionsPerPeer, 256);
+    assert.equal(ok.config.readinessErrorMaxAge, 60_000);
+    assert.equal(ok.config.clientCaFile, '');
+    const small = load(['--policies', '.', '--self-signed', '--webhook-max-connections', '65']);
+    assert.ok(small.ok);
+    assert.equal(small.config.webhookMaxConnectionsPerPeer, 33);
+    const set = load(['--policies', '.', '--self-signed', '--webhook-max-connections-per-peer', '10', '--readiness-error-max-age', '5s']);
+    assert.ok(set.ok);
+    assert.equal(set.config.webhookMaxConnectionsPerPeer, 10);
+    assert.equal(set.config.readinessErrorMaxAge, 5_000);
+    const bad = load(['--policies', '.', '--self-signed', '--webhook-max-connections', '64', '--webhook-max-connections-per-peer', '65', '--readiness-error-max-age', '0s']);
+    assert.ok(!bad.ok);
+    assert.match(bad.problems.join('\n'), /--webhook-max-connections-per-peer \(65\) must not be greater than --webhook-max-connections \(64\)/);
+    assert.match(bad.problems.join('\n'), /--readiness-error-max-age must be greater than 0/);
+  });
+
+  it('issue 16: --client-ca-file must be a readable bundle holding a CA certificate', () => {
+    const ok = load(['--policies', '.', '--self-signed', '--client-ca-file', 'ca.crt']);
+    assert.ok(ok.ok, JSON.stringify(!ok.ok && ok.problems));
+    assert.equal(ok.config.clientCaFile, join(dir, 'ca.crt'));
+    writeFileSync(join(dir, 'not-pem.txt'), 'hello');
+    const missing = load(['--policies', '.', '--self-signed', '--client-ca-file', 'nope.crt']);
+    assert.ok(!missing.ok);
+    assert.match(missing.problems.join('\n'), /--client-ca-file .*nope\.crt: cannot read it \(ENOENT\)/);
+    const notPem = load(['--policies', '.', '--self-signed', '--client-ca-file', 'not-pem.txt']);
+    assert.ok(!notPem.ok);
+    assert.match(notPem.problems.join('\n'), /--client-ca-file .*not-pem\.txt: holds no PEM certificate/);
+    // The serving certificate is not a CA: every client would be refused.
+    const leaf = load(['--policies', '.', '--self-signed', '--client-ca-file', 'tls.crt']);
+    assert.ok(!leaf.ok);
+    assert.match(leaf.problems.join('\n'), /--client-ca-file .*tls\.crt: holds no CA certificate/);
+  });
+
   it('reads a YAML file with camelCase keys, flags win over it', () => {
     writeFileSync(
       join(dir, 'portal.yaml'),

@@ -1,6 +1,6 @@
 /**
  * `portal dev` runs its replicas as the chart's ServiceAccount under the
- * chart's RBAC (src/devcluster/dev/chart-rbac.ts): the committed render
+ * chart's RBAC (packages/devcluster/src/dev/chart-rbac.ts): the committed render
  * matches `helm template`, and the embedded API server enforces it.
  */
 import assert from 'node:assert/strict';
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { CHART_RBAC, chartServiceAccount, rbacForReplicas, selectRbac } from '../../src/devcluster/dev/chart-rbac.ts';
+import { CHART_RBAC, chartServiceAccount, rbacForReplicas, selectRbac } from '../../packages/devcluster/src/dev/chart-rbac.ts';
 import { render } from '../chart/helm.ts';
 import { caller, withServer } from '../apiserver/helpers.ts';
 import { kubectlPath } from '../support/tools.ts';

@@ -12,20 +12,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { kubectlPath } from '../support/tools.ts';
+import { until as untilShared } from '../support/until.ts';
+
+/** Checks that run kubectl or read another process's files: every 100 ms, not the default 20. */
+const until = <T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> => untilShared(what, ms, check, { intervalMs: 100 });
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 interface State { kubeconfig: string; replicas: { pid: number | null; probes: string }[] }
 
-async function until<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 function kubectl(kubeconfig: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {

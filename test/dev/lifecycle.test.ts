@@ -1,9 +1,10 @@
 // `portal dev` start-up and shutdown as a user meets them (issue 11 item 7):
-// a busy port, HTTPS only, and no process left behind on any failure path.
+// a busy port, HTTPS only, and no process left behind on any failure path;
+// and two instances on one state directory (issue 15 item 4).
 // Every case runs the real CLI in a child process and checks the process
 // table (/proc) for anything started from its temporary directory.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { request as httpRequest } from 'node:http';
@@ -14,6 +15,11 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import YAML from 'yaml';
 import { killMentioning, processesMentioning } from '../support/processes.ts';
+import { kubectlPath } from '../support/tools.ts';
+import { until as untilShared } from '../support/until.ts';
+
+/** Checks that run kubectl or read another process's files: every 100 ms, not the default 20. */
+const until = <T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> => untilShared(what, ms, check, { intervalMs: 100 });
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -31,15 +37,6 @@ async function readState(file: string): Promise<State | undefined> {
   }
 }
 
-async function until<T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 interface Dev {
   child: ChildProcess;
@@ -181,6 +178,72 @@ void test('portal dev: a rule the API server rejects at start-up exits 1, says w
       assert.deepEqual(processesMentioning(dir), []);
     } finally {
       reap(dir, dev);
+    }
+  });
+});
+
+function kubectl(kubeconfig: string, dir: string, ...args: string[]): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { timeout: 30_000, env: { PATH: process.env['PATH'] ?? '', HOME: dir } }, (err, stdout, stderr) => {
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, output: stdout + stderr });
+    });
+  });
+}
+
+async function fingerprint(stateDir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  // Not state.json: the first instance itself rewrites it as its replicas change.
+  for (const f of ['kubeconfig', 'certs/ca.crt', 'certs/tls.crt', 'certs/tls.key', 'replicas/portal-0.kubeconfig']) out[f] = await readFile(join(stateDir, f), 'utf8');
+  return out;
+}
+
+void test('a second portal dev on a state directory in use is refused in one line (exit 2) and the first keeps answering kubectl; after a crash the directory is taken over (issue 15 item 4)', { timeout: 240_000 }, async () => {
+  await withDir(async (dir) => {
+    const stateDir = join(dir, 'state');
+    const first = startDev(dir, ['--replicas', '1', '--port', '0', '--policies', join(root, 'policies'), '--log-level', 'warn']);
+    let third: Dev | undefined;
+    try {
+      const state = await until('the first instance running', 90_000, async () => {
+        const s = await readState(join(stateDir, 'state.json'));
+        return s && s.replicas.every((r) => r.pid !== null) ? s : undefined;
+      });
+      assert.equal((await kubectl(state.kubeconfig, dir, 'get', 'namespaces')).code, 0);
+      const before = await fingerprint(stateDir);
+
+      // The README's advice when 6443 is taken (--port 0), in the same checkout.
+      const second = startDev(dir, ['--replicas', '1', '--port', '0', '--policies', join(root, 'policies')]);
+      const { code } = await second.exited;
+      assert.equal(code, 2, second.output());
+      assert.equal(
+        second.stderr(),
+        `portal dev: the state directory ${stateDir} is in use by another portal dev (pid ${first.child.pid}); stop that one, or give this one its own: --state-dir DIR\n`,
+      );
+      assert.equal(second.output(), second.stderr(), 'nothing else is printed');
+
+      // The first is untouched: same kubeconfig, certificates and state, and kubectl still reaches it.
+      assert.deepEqual(await fingerprint(stateDir), before);
+      assert.equal((await readState(join(stateDir, 'state.json')))?.apiserver, state.apiserver);
+      const pods = await kubectl(state.kubeconfig, dir, 'get', 'namespaces', 'portal-system', '-o', 'name');
+      assert.equal(pods.code, 0, pods.output);
+      assert.equal(pods.output.trim(), 'namespace/portal-system');
+      assert.equal(first.child.exitCode, null, 'the first instance still runs');
+
+      // A crash of the holder leaves nothing that blocks the directory.
+      first.child.kill('SIGKILL');
+      await first.exited;
+      await until('the crashed instance\'s replica gone', 30_000, () => (processesMentioning(dir).length === 0 ? true : undefined));
+      third = startDev(dir, ['--replicas', '1', '--port', '0', '--policies', join(root, 'policies'), '--log-level', 'warn']);
+      const started = await until('the third instance running on the same directory', 90_000, async () => {
+        if (third?.child.exitCode !== null) throw new Error(`the third instance exited:\n${third?.output()}`);
+        const s = await readState(join(stateDir, 'state.json'));
+        return s && s.apiserver !== state.apiserver && s.replicas.every((r) => r.pid !== null) ? s : undefined;
+      });
+      assert.equal((await kubectl(started.kubeconfig, dir, 'get', 'namespaces')).code, 0);
+      third.child.kill('SIGINT');
+      assert.equal((await third.exited).code, 0, third.output());
+    } finally {
+      reap(dir, first);
+      if (third) reap(dir, third);
     }
   });
 });

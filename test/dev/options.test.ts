@@ -2,8 +2,8 @@
 // flags rejected; and the status line's metric parsing.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseDevArgs } from '../../src/devcluster/dev/options.ts';
-import { formatStatus, sumCounter } from '../../src/devcluster/dev/status.ts';
+import { parseDevArgs } from '../../packages/devcluster/src/dev/options.ts';
+import { formatStatus, sumCounter } from '../../packages/devcluster/src/dev/status.ts';
 
 const defaults = { chart: '/c', policies: '/p', stateDir: '/s' };
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test, type TestContext } from 'node:test';
-import { BACKOFF_INITIAL_MS, Supervisor, type ReplicaState } from '../../src/devcluster/dev/supervisor.ts';
+import { BACKOFF_INITIAL_MS, Supervisor, type ReplicaState } from '../../packages/devcluster/src/dev/supervisor.ts';
 import { until } from '../support/until.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));

@@ -14,7 +14,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { PatchStrategy } from '@kubernetes/client-node';
-import type { ApiServer } from '../../src/devcluster/apiserver/index.ts';
+import type { ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import { callOptions, type KubeClient } from '../../src/kube/client.ts';
 import { FencedWriter, type WriteTerm } from '../../src/kube/fenced-writer.ts';
 import { Term } from '../../src/leader/term.ts';

@@ -4,7 +4,7 @@
  */
 import type { TestContext } from 'node:test';
 import { Registry } from 'prom-client';
-import { startApiServer, type ApiServer, type ApiServerOptions } from '../../src/devcluster/apiserver/index.ts';
+import { startApiServer, type ApiServer, type ApiServerOptions } from '../../packages/devcluster/src/apiserver/index.ts';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
 import { leaderElectionConfig, type LeaderElectionConfig } from '../../src/leader/config.ts';
 import { LeaderElector } from '../../src/leader/elector.ts';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import type { ApiServer } from '../../src/devcluster/apiserver/index.ts';
+import type { ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import { leaderElectionConfig } from '../../src/leader/config.ts';
 import { LeaderElector } from '../../src/leader/elector.ts';
 import { silentLogger } from '../../src/observability/logger.ts';

@@ -132,7 +132,7 @@ describe('validate.cel errors follow failurePolicy and enforcement', () => {
     const state = rs.upsert(celRule('typo', { expressions: [{ expression: 'object.spec.containers.all(c,\n  c.securityContext.privileged = false)' }] }));
     assert.equal(state.ready, false);
     assert.equal(state.reason, 'CompileError');
-    assert.match(state.message, /spec\.validate\.cel\.expressions\[0\]\.expression \(line 2, column \d+\): /);
+    assert.match(state.message, /spec\.validate\.cel\.expressions\[0\]\.expression: compilation failed: line 2, column \d+: /);
     const [v] = evaluate(rs, input(pod()));
     assert.equal(v?.result, 'error');
     assert.equal(decideAdmission(rs, input(pod())).allowed, false);
@@ -144,7 +144,7 @@ describe('validate.cel errors follow failurePolicy and enforcement', () => {
     const bad = { ...celRule('r', { expressions: [{ expression: 'variables.nope' }] }), metadata: { name: 'r', generation: 2 } };
     const state = rs.upsert(bad);
     assert.equal(state.ready, false);
-    assert.match(state.message, /generation 1 stays in force: spec\.validate\.cel\.expressions\[0\]\.expression \(line 1, column 1\): undefined variable "variables.nope"/);
+    assert.match(state.message, /generation 1 stays in force: spec\.validate\.cel\.expressions\[0\]\.expression: compilation failed: line 1, column 1: undefined variable "variables.nope"/);
     assert.equal(evaluate(rs, input(pod({ privileged: true })))[0]?.result, 'fail');
   });
 
@@ -164,9 +164,9 @@ describe('validate.cel errors follow failurePolicy and enforcement', () => {
     assert.equal(r2.ok, false);
     if (r2.ok) return;
     assert.equal(r2.problems.length, 3);
-    assert.match(r2.problems[0] ?? '', /^spec\.validate\.cel\.expressions\[0\]\.expression \(line 1, column 1\): no such overload/);
-    assert.match(r2.problems[1] ?? '', /^spec\.validate\.cel\.expressions\[1\]\.expression \(line 1, column 1\): `authorizer` is not supported/);
-    assert.match(r2.problems[2] ?? '', /^spec\.validate\.cel\.expressions\[2\]\.messageExpression \(line 1, column 1\): Unknown variable: nope/);
+    assert.match(r2.problems[0] ?? '', /^spec\.validate\.cel\.expressions\[0\]\.expression: compilation failed: line 1, column 1: no such overload/);
+    assert.match(r2.problems[1] ?? '', /^spec\.validate\.cel\.expressions\[1\]\.expression: compilation failed: line 1, column 1: `authorizer` is not supported/);
+    assert.match(r2.problems[2] ?? '', /^spec\.validate\.cel\.expressions\[2\]\.messageExpression: compilation failed: line 1, column 1: Unknown variable: nope/);
   });
 
   it('a rule needs schema or cel', () => {

@@ -39,6 +39,7 @@ void describe('CRD manifests', () => {
         [
           ['Enforcement', '.spec.enforcement'],
           ['Ready', '.status.conditions[?(@.type=="Ready")].status'],
+          ['Coverage', '.status.conditions[?(@.type=="Covered")].reason'],
           ['Violations', '.status.violations'],
           ['Age', '.metadata.creationTimestamp'],
         ],

@@ -73,7 +73,7 @@ void describe('validateRule', () => {
   void it('reports schemas that do not compile', () => {
     const p = problems(clusterRule('r', { validate: { schema: { properties: { a: { pattern: '(a)\\1' } } } } }));
     assert.equal(p.length, 1);
-    assert.match(p[0] ?? '', /^spec.validate.schema does not compile: regular expression \/\(a\)\\1\/ is not valid: backreferences/);
+    assert.match(p[0] ?? '', /^spec.validate.schema: compilation failed: regular expression \/\(a\)\\1\/ is not valid: backreferences/);
   });
   void it('rejects non-objects', () => {
     assert.deepEqual(problems('rule'), ['a rule must be an object with apiVersion, kind, metadata and spec']);

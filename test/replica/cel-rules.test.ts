@@ -11,9 +11,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { startApiServer } from '../../src/devcluster/apiserver/index.ts';
-import { DevApiClient } from '../../src/devcluster/dev/api-client.ts';
-import { readManifests } from '../../src/devcluster/dev/manifests.ts';
+import { startApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
+import { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
+import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
 import { debugVars, podReview, readyz, review, root, startServe, until } from './support.ts';
 
 const NS = 'portal-system';
@@ -77,7 +77,7 @@ test('cluster mode: CEL rules deny, and a CEL compile error is reported in statu
     });
     assert.equal(vars.ready, false);
     assert.equal(vars.reason, 'CompileError');
-    assert.match(vars.message, /spec\.validate\.cel\.expressions\[0\]\.expression \(line 1, column 73\): undefined variable "variables\.nope"/);
+    assert.match(vars.message, /spec\.validate\.cel\.expressions\[0\]\.expression: compilation failed: line 1, column 73: undefined variable "variables\.nope"/);
 
     const metrics = await (await fetch(`${serve.probes}/metrics`)).text();
     assert.match(metrics, /^portal_rules_not_ready 1$/m);
@@ -89,7 +89,7 @@ test('cluster mode: CEL rules deny, and a CEL compile error is reported in statu
       return conditions?.find((c) => c.type === 'Ready' && c.reason === 'CompileError');
     });
     assert.equal(ready.status, 'False');
-    assert.match(ready.message, /\(line 1, column 73\): undefined variable "variables\.nope"/);
+    assert.match(ready.message, /compilation failed: line 1, column 73: undefined variable "variables\.nope"/);
 
     // It never compiled, so it denies what it matches, even a compliant Pod.
     const r = await review(serve.webhook, ca, podReview({ privileged: false }));

@@ -7,9 +7,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { startApiServer } from '../../src/devcluster/apiserver/index.ts';
-import { DevApiClient } from '../../src/devcluster/dev/api-client.ts';
-import { readManifests } from '../../src/devcluster/dev/manifests.ts';
+import { startApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
+import { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
+import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
 import { debugVars, podReview, readyz, review, root, startServe, until } from './support.ts';
 
 const NS = 'portal-system';

@@ -50,10 +50,10 @@ export interface Serve extends Child {
 }
 
 /** Starts `portal serve` on free ports with a self-signed certificate and waits for "webhook listening". */
-export async function startServe(t: TestContext, args: string[], env: Record<string, string>): Promise<Serve> {
+export async function startServe(t: TestContext, args: string[], env: Record<string, string>, listenTimeoutMs = 30_000): Promise<Serve> {
   const c = spawnPortal(t, ['serve', '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--self-signed', ...args], env);
   const found = { probes: '', webhook: '', caFile: '' };
-  await until('portal serve to listen', 30_000, () => {
+  await until('portal serve to listen', listenTimeoutMs, () => {
     for (const line of c.lines) {
       let rec: { msg?: string; url?: string; caFile?: string };
       try {

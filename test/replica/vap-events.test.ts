@@ -8,9 +8,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { startApiServer } from '../../src/devcluster/apiserver/index.ts';
-import { DevApiClient } from '../../src/devcluster/dev/api-client.ts';
-import { readManifests } from '../../src/devcluster/dev/manifests.ts';
+import { startApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
+import { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
+import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
 import { debugVars, readyz, root, startServe, until } from './support.ts';
 
 const NS = 'portal-system';
@@ -97,7 +97,8 @@ test('VAP evaluation problems: one Warning Event on the policy per problem, by t
   await until('portal-1 ready', 30_000, async () => (await readyz(b.probes)) === 200);
 
   const vapEvents = async (): Promise<Event[]> => {
-    const res = await admin.request('GET', `/api/v1/namespaces/${NS}/events`);
+    // A ValidatingAdmissionPolicy is cluster-scoped: its Events are in "default" (kube-apiserver requires it).
+    const res = await admin.request('GET', '/api/v1/namespaces/default/events');
     return ((res.body as { items?: Event[] }).items ?? []).filter((e) => e.involvedObject.kind === 'ValidatingAdmissionPolicy');
   };
   const events = await until('an Event on each policy', 30_000, async () => {

@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
-import { DevApiClient } from '../../src/devcluster/dev/api-client.ts';
+import { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
 
 interface Kubeconfig {
   clusters?: { cluster?: { server?: string; 'certificate-authority-data'?: string } }[];

@@ -3,8 +3,8 @@
 // webhook configurations stay writable even when every webhook is broken.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { startApiServer, type ApiServer } from '../../src/devcluster/apiserver/index.ts';
-import { createWebhookAdmission } from '../../src/devcluster/webhook-admission.ts';
+import { startApiServer, type ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
+import { createWebhookAdmission } from '../../packages/devcluster/src/webhook-admission.ts';
 import { makePki, startWebhook, webhookConfiguration, type Pki, type TestWebhook } from './support.ts';
 
 let pki: Pki;

@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import net from 'node:net';
-import type { AdmissionAttributes, AdmissionContext } from '../../src/devcluster/apiserver/admission-hook.ts';
-import { createWebhookAdmission } from '../../src/devcluster/webhook-admission.ts';
+import type { AdmissionAttributes, AdmissionContext } from '../../packages/devcluster/src/apiserver/admission-hook.ts';
+import { createWebhookAdmission } from '../../packages/devcluster/src/webhook-admission.ts';
 import { allow, makePki, startWebhook, webhookConfiguration, type Pki, type TestWebhook } from './support.ts';
 
 let pki: Pki;

@@ -3,10 +3,10 @@
 // kube-apiserver's semantics (predicates/rules, /namespace, /object).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { AdmissionAttributes } from '../../src/devcluster/apiserver/admission-hook.ts';
-import { collectWebhooks, type RuleWithOperations } from '../../src/devcluster/webhook/config.ts';
-import { matchesLabelSelector } from '../../src/devcluster/webhook/label-selector.ts';
-import { matchesNamespaceSelector, matchesObjectSelector, matchesRule } from '../../src/devcluster/webhook/match.ts';
+import type { AdmissionAttributes } from '../../packages/devcluster/src/apiserver/admission-hook.ts';
+import { collectWebhooks, type RuleWithOperations } from '../../packages/devcluster/src/webhook/config.ts';
+import { matchesLabelSelector } from '../../packages/devcluster/src/webhook/label-selector.ts';
+import { matchesNamespaceSelector, matchesObjectSelector, matchesRule } from '../../packages/devcluster/src/webhook/match.ts';
 
 function attrs(over: Partial<AdmissionAttributes> = {}): AdmissionAttributes {
   return {

@@ -22,15 +22,17 @@
  *   not compiled here falls back to `ev.run(node, ctx)`, the metered
  *   interpreter, for that subtree only.
  * - Cost: each compiled node charges what the metered `Evaluator.run` wrapper
- *   (meter.ts) charges for it: 1 unit plus the size of its result, at the same
- *   points (a node reached through an `alternate`, as cel-js's macros expand,
+ *   (meter.ts) charges for it: 1 unit plus the size of its result (or, for
+ *   size-dependent calls and operators, their cost.ts figure before they run,
+ *   as the handles charges.ts wraps do), at the same points (a node reached through an `alternate`, as cel-js's macros expand,
  *   is charged once, like the interpreter's single `run`). So cost, limits and
  *   the stall guarantee are the interpreter's, unit for unit
  *   (test/policy/cel/compiler.test.ts checks equality on generated input).
  */
 import { EvaluationError, Optional, ParseError, TypeError as CelTypeError } from '@marcbachmann/cel-js';
-import { activeMeter, charge, CostLimitExceeded, sizeCost } from './meter.ts';
+import { activeMeter, charge, CostLimitExceeded, isPrecharged, sizeCost } from './meter.ts';
 import { ORIGINAL } from './fast-optional.ts';
+import { binaryCost, callCost, callName, isCostedCall, rangeCost, UNCHARGED } from './charges.ts';
 
 /** A cel-js evaluation context (RootContext or OverlayContext). */
 export interface CelCtx {
@@ -62,7 +64,7 @@ export interface Node {
   left?: Node;
   right?: unknown;
   condition?: Node;
-  handle?: Handle;
+  handle?: Handle & { [UNCHARGED]?: Handle };
   receiverWithArgs?: Node[];
   checkedType?: { hasDynType?: boolean };
   leftStaticType?: unknown;
@@ -102,6 +104,15 @@ interface ComprehensionArgs {
 
 export type Compiled = (ctx: CelCtx) => unknown;
 
+/** Charges one node evaluation whose cost function covers its result (meter.ts's precharged nodes). */
+function meteredCall(inner: Compiled): Compiled {
+  return (ctx) => {
+    const m = activeMeter();
+    if (m !== undefined && ++m.used > m.limit) throw new CostLimitExceeded(m);
+    return inner(ctx);
+  };
+}
+
 /** Charges one node evaluation, as the metered Evaluator.run does. */
 function metered(inner: Compiled): Compiled {
   return (ctx) => {
@@ -137,8 +148,9 @@ export function compileNode(node: Node, ev: Ev, chargeNode = true): Compiled {
 
 function compileAt(node: Node, ev: Ev, chargeNode: boolean): Compiled {
   const alt = node.meta.alternate;
+  const charged = isPrecharged(node) ? meteredCall : metered;
   // cel-js evaluates an alternate directly (no second `run`): one charge.
-  if (alt !== undefined) return chargeNode ? metered(compileAt(alt, ev, false)) : compileAt(alt, ev, false);
+  if (alt !== undefined) return chargeNode ? charged(compileAt(alt, ev, false)) : compileAt(alt, ev, false);
   const body = compileBody(node, ev);
   if (body === undefined) {
     // Not compiled: the metered interpreter charges for the node itself,
@@ -147,7 +159,7 @@ function compileAt(node: Node, ev: Ev, chargeNode: boolean): Compiled {
     const direct = node as unknown as { evaluate(e: Ev, n: Node, x: CelCtx): unknown };
     return (ctx) => direct.evaluate(ev, node, ctx);
   }
-  return chargeNode ? metered(body) : body;
+  return chargeNode ? charged(body) : body;
 }
 
 const c = (node: Node, ev: Ev): Compiled => compileAt(node, ev, true);
@@ -155,7 +167,8 @@ const c = (node: Node, ev: Ev): Compiled => compileAt(node, ev, true);
 function compileBody(node: Node, ev: Ev): Compiled | undefined {
   const macro = node.meta.macro;
   if (macro !== undefined) return compileMacro(node, macro, ev);
-  const h = node.handle;
+  // The handle without charges.ts's wrapper: the closures below charge themselves.
+  const h = node.handle?.[UNCHARGED] ?? node.handle;
   switch (node.op) {
     case 'value': {
       const v = node.args;
@@ -192,6 +205,8 @@ function compileBody(node: Node, ev: Ev): Compiled | undefined {
       const lf = c(a, ev);
       const op = h.name === 'handleBinary' && node.candidates ? binaryCache(node, node.candidates, h, ev) : h;
       const strings = node.op === 'in' ? literalStrings(b) : undefined;
+      const costed = isPrecharged(node);
+      const opName = node.op;
       if (strings !== undefined) {
         // `x in ['a', 'b', …]`: the list is charged as if built; a string is
         // looked up in a Set (string-to-string equality is ===); anything
@@ -201,11 +216,20 @@ function compileBody(node: Node, ev: Ev): Compiled | undefined {
         return (ctx) => {
           const l = lf(ctx);
           charge(units);
+          if (costed) charge(binaryCost(opName, l, values));
           return typeof l === 'string' ? set.has(l) : op(l, values.slice(), node, ev);
         };
       }
       const rf = c(b, ev);
       // evaluateBinary: left first, then right.
+      if (costed) {
+        return (ctx) => {
+          const l = lf(ctx);
+          const r = rf(ctx);
+          charge(binaryCost(opName, l, r));
+          return op(l, r, node, ev);
+        };
+      }
       return (ctx) => {
         const l = lf(ctx);
         return op(l, rf(ctx), node, ev);
@@ -238,29 +262,41 @@ function compileBody(node: Node, ev: Ev): Compiled | undefined {
       if (!h) return undefined;
       const args = (node.args as [string, Node[]])[1];
       const fs = args.map((a) => c(a, ev));
+      const name = costedName(node);
       if (h.name === 'callFn' && node.candidates) {
         const call = callCache(node, node.candidates, args, undefined, ev);
         return (ctx) => {
           const values = resolve(fs, ctx);
+          if (name !== undefined) charge(callCost(name, values));
           const out = call(values);
           return out === MISS ? h(values, node, ev) : out;
         };
       }
-      return (ctx) => h(resolve(fs, ctx), node, ev);
+      return (ctx) => {
+        const values = resolve(fs, ctx);
+        if (name !== undefined) charge(callCost(name, values));
+        return h(values, node, ev);
+      };
     }
     case 'rcall': {
       if (!h || !node.receiverWithArgs) return undefined;
       const fs = node.receiverWithArgs.map((a) => c(a, ev));
+      const name = costedName(node);
       if (h.name === 'callRecFn' && node.candidates) {
         const [receiver, ...rest] = node.receiverWithArgs;
         const call = callCache(node, node.candidates, rest, receiver, ev);
         return (ctx) => {
           const values = resolve(fs, ctx);
+          if (name !== undefined) charge(callCost(name, values));
           const out = call(values);
           return out === MISS ? h(values, ev, node) : out;
         };
       }
-      return (ctx) => h(resolve(fs, ctx), ev, node);
+      return (ctx) => {
+        const values = resolve(fs, ctx);
+        if (name !== undefined) charge(callCost(name, values));
+        return h(values, ev, node);
+      };
     }
     case 'list': {
       const items = node.args as Node[];
@@ -294,6 +330,12 @@ function compileBody(node: Node, ev: Ev): Compiled | undefined {
     default:
       return undefined;
   }
+}
+
+/** The function name of a call node with a size-dependent cost (charges.ts), else undefined. */
+function costedName(node: Node): string | undefined {
+  const name = callName(node);
+  return name !== undefined && isCostedCall(name) ? name : undefined;
 }
 
 /** resolveAstArray: cel-js evaluates argument lists last to first. */
@@ -342,9 +384,15 @@ function compileComprehension(args: ComprehensionArgs, ev: Ev): Compiled {
     if (coll && typeof coll === 'object') return objKeys(coll);
     throw ev.createError('invalid_comprehension_range', `Expression of type '${String(ev.debugType(coll))}' cannot be range of a comprehension (must be list, map, or dynamic).`, args.iterable);
   };
+  // charges.ts: listing a map's keys is charged before the loop (as the wrapped handle does).
+  const range = (ctx: CelCtx): unknown[] => {
+    const coll = iterf(ctx);
+    charge(rangeCost(coll));
+    return toItems(coll);
+  };
   if (args.errorsAreFatal) {
     return (ctx) => {
-      const items = toItems(iterf(ctx));
+      const items = range(ctx);
       const it = iterCtx.reuse(ctx);
       let accu = initf(it);
       it.accuValue = accu;
@@ -359,7 +407,7 @@ function compileComprehension(args: ComprehensionArgs, ev: Ev): Compiled {
   }
   const cond = condition as (accu: unknown) => boolean;
   return (ctx) => {
-    const items = toItems(iterf(ctx));
+    const items = range(ctx);
     const it = iterCtx.reuse(ctx);
     let accu = initf(it);
     it.accuValue = accu;

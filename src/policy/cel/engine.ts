@@ -18,7 +18,9 @@ import { compileNode, type CelCtx, type Ev, type Node } from './compiler.ts';
 import { lineColumn, offsetOf, rewriteNamespacedCalls, unescapeFieldName, walk } from './source.ts';
 import { toCel } from './values.ts';
 import { installFastOptionals } from './fast-optional.ts';
+import { installCharges } from './charges.ts';
 import { registerLibraries } from './lib/index.ts';
+import { constantRegexProblem } from './lib/regex.ts';
 
 /** celconfig.PerCallLimit: the most one expression evaluation may cost. */
 export const PER_CALL_COST_LIMIT = 1_000_000;
@@ -169,6 +171,16 @@ function errorOffset(e: CelErrorLike): number {
   return e.range?.start ?? e.node?.start ?? e.node?.pos ?? 0;
 }
 
+/**
+ * The message of an evaluation failure. A stack overflow (a value nested
+ * deeper than the evaluator's recursion can follow) says so, since its own
+ * message names no input.
+ */
+export function failureMessage(e: unknown): string {
+  if (e instanceof RangeError && /call stack/i.test(e.message)) return `the input is nested too deeply to evaluate (${e.message})`;
+  return summary(e).replace(/portalMatches/g, 'matches');
+}
+
 function summary(e: unknown): string {
   if (e !== null && typeof e === 'object') {
     const c = e as CelErrorLike;
@@ -176,6 +188,39 @@ function summary(e: unknown): string {
     if (typeof c.message === 'string') return c.message.split('\n')[0] ?? c.message;
   }
   return String(e);
+}
+
+/**
+ * How deep an expression may nest: cel-go's parser refuses more
+ * (maxRecursionDepth, 250 by default, as the API server uses it), and every
+ * later pass over the tree (checks, cost charges, evaluation) recurses once
+ * per level, so a deeper one (`a + a + … + a` within 10 KiB is ~2,500
+ * levels) would exhaust the stack instead of being refused. A chain of one
+ * logical operator (`a || b || …`) counts as one level, as cel-go balances
+ * those.
+ */
+export const MAX_NESTING_DEPTH = 250;
+
+/** The nesting depth of a parsed expression, without recursion (the tree may be too deep for it). */
+function nestingDepth(root: unknown): number {
+  const isNode = (v: unknown): v is { op: string; args: unknown } => v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as { op?: unknown }).op === 'string';
+  let max = 0;
+  // [value, depth of the node that holds it, that node's op]
+  const stack: Array<[unknown, number, string]> = [[root, 0, '']];
+  while (stack.length > 0) {
+    const [v, parentDepth, parentOp] = stack.pop() as [unknown, number, string];
+    if (Array.isArray(v)) {
+      for (const x of v) stack.push([x, parentDepth, parentOp]);
+      continue;
+    }
+    if (!isNode(v)) continue;
+    const chained = (v.op === '&&' || v.op === '||') && v.op === parentOp;
+    const depth = chained ? parentDepth : parentDepth + 1;
+    if (depth > max) max = depth;
+    if (depth > MAX_NESTING_DEPTH) return depth;
+    stack.push([v.args, depth, v.op]);
+  }
+  return max;
 }
 
 /**
@@ -196,6 +241,10 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
   } catch (e) {
     return compileError(expression, summary(e), errorOffset(e as CelErrorLike));
   }
+  const depth = nestingDepth(run.ast);
+  if (depth > MAX_NESTING_DEPTH) {
+    return compileError(expression, `the expression nests ${depth} levels deep, more than the ${MAX_NESTING_DEPTH} allowed (the API server's CEL parser has the same limit); split it with variables`, 0);
+  }
   const declared = new Set(options.variables ?? []);
   let refusal: CompileError | undefined;
   walk(run.ast, (n) => {
@@ -214,9 +263,24 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
       const unescaped = unescapeFieldName(field);
       if (unescaped !== field) (n.args as unknown[])[1] = unescaped;
     }
-    // cel-js's `matches` is a backtracking JS RegExp: use the RE2 one.
-    if ((n.op === 'rcall' || n.op === 'call') && Array.isArray(n.args) && n.args[0] === 'matches') {
-      (n.args as unknown[])[0] = 'portalMatches';
+    if ((n.op === 'rcall' || n.op === 'call') && Array.isArray(n.args)) {
+      const name = n.args[0];
+      if (name === 'matches' || name === 'find' || name === 'findAll') {
+        // A constant pattern that cannot run (invalid, or a program over
+        // re2.ts's size limit) is refused now, as the API server does.
+        const literal = (n.op === 'rcall' ? (n.args[2] as unknown[] | undefined)?.[0] : (n.args[1] as unknown[] | undefined)?.[1]) as
+          | { op?: string; args?: unknown; pos?: number; start?: number }
+          | undefined;
+        if (literal?.op === 'value' && typeof literal.args === 'string') {
+          const problem = constantRegexProblem(literal.args);
+          if (problem !== undefined) {
+            refusal = compileError(expression, problem, offsetOf(literal as { op: string; args: unknown }));
+            return;
+          }
+        }
+      }
+      // cel-js's `matches` is a backtracking JS RegExp: use the RE2 one.
+      if (name === 'matches') (n.args as unknown[])[0] = 'portalMatches';
     }
   });
   if (refusal) return refusal;
@@ -230,6 +294,7 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
     return compileError(expression, `the expression must evaluate to ${resultType}, but it evaluates to ${t}`, 0);
   }
   installFastOptionals(run.ast);
+  installCharges(run.ast);
   return Object.freeze({ ok: true as const, expression, resultType, run, exec: compileExec(run.ast) });
 }
 
@@ -294,11 +359,13 @@ export function evaluate(
 ): EvalResult {
   const limit = Math.min(perCallLimit, budget.remaining);
   const meter: Meter = { used: 0, limit };
-  const context = converted ? (activation as Record<string, unknown>) : celContext(activation as Activation);
   let value: unknown;
   let failure: unknown;
   const outer = enterMeter(meter);
   try {
+    // Converting the activation walks the objects: inside the try, so a
+    // hostile object (nested 100,000 deep) is an evaluation error too.
+    const context = converted ? (activation as Record<string, unknown>) : celContext(activation as Activation);
     value = program.exec(context);
   } catch (e) {
     failure = e;
@@ -315,7 +382,7 @@ export function evaluate(
     if (failure instanceof CostLimitExceeded) {
       return { ok: false, kind: 'cost', message: `evaluation exceeded the cost limit (${limit} units)`, cost };
     }
-    return { ok: false, kind: 'runtime', message: summary(failure).replace(/portalMatches/g, 'matches'), cost };
+    return { ok: false, kind: 'runtime', message: failureMessage(failure), cost };
   }
   const wrong = checkType(program, value);
   if (wrong) return { ok: false, kind: 'runtime', message: wrong, cost };

@@ -9,6 +9,7 @@ export {
   PER_REQUEST_COST_BUDGET,
   compile,
   evaluate,
+  failureMessage,
   newBudget,
   type Activation,
   type Budget,

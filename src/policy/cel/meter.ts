@@ -7,17 +7,21 @@
  * optionals). We wrap that method once: while a meter is active, each node
  * evaluation costs 1 unit, plus a size charge on the value it produced —
  * ceil(0.1 × length) for strings, bytes, lists and maps — mirroring cel-go's
- * traversal cost factor (0.1 per element or character). Every builtin either
- * runs in time linear in its operands and result (string and list functions,
- * `in`, `==`, `+`) or is an RE2 regex (also linear), and each operand was the
- * result of a metered node, so total work is bounded by a constant times the
- * metered cost. That is what turns a hostile expression (nested
- * comprehensions, huge strings) into a cost error instead of a stalled event
- * loop.
+ * traversal cost factor (0.1 per element or character). That bounds what a
+ * node that does constant work per produced value can do. It does not bound
+ * work that is not proportional to a result (a `sets.contains` on two
+ * 30,000-element lists returns one bool after 900 M comparisons; `==` on
+ * two big maps; a regex's instructions × characters): such functions and
+ * operators are charged BEFORE they run by charges.ts, with cost.ts's
+ * figures (cel-go's model), so a call over the limit never starts. For those
+ * nodes the result's size is part of the figure and is not charged again
+ * ({@link markPrecharged}). Together, total work is bounded by a constant
+ * times the metered cost: a hostile expression (nested comprehensions, huge
+ * strings, quadratic library calls) is a cost error, not a stalled thread.
  *
  * The evaluator prototype is not exported by cel-js: we obtain it through a
  * macro, whose `evaluate(evaluator, …)` hook receives the instance. The
- * library version is pinned (8.0.0), and test/policy/cel/cost.test.ts fails if
+ * library version is pinned (8.0.0), and test/policy/cel/engine.test.ts fails if
  * an upgrade bypasses `run` (a loop that must exceed the budget would not).
  */
 import { Environment } from '@marcbachmann/cel-js';
@@ -57,6 +61,20 @@ export function sizeCost(value: unknown): number {
   if (Array.isArray(value) || value instanceof Uint8Array) return Math.ceil(value.length * 0.1);
   if (value instanceof Map || value instanceof Set) return Math.ceil(value.size * 0.1);
   return 0;
+}
+
+/**
+ * Nodes whose own cost function (charges.ts, cost.ts) already accounts for
+ * the size of their result: the meter does not charge it a second time.
+ */
+const precharged = new WeakSet<object>();
+
+export function markPrecharged(node: object): void {
+  precharged.add(node);
+}
+
+export function isPrecharged(node: object): boolean {
+  return precharged.has(node);
 }
 
 /** Makes `meter` the active one; returns the previous one for exitMeter (always call it, in a finally). */
@@ -122,7 +140,7 @@ export function installMeter(): void {
     }
     if (++m.used > m.limit) throw new CostLimitExceeded(m);
     const out = original.call(this, ast, ctx);
-    if (typeof out === 'object' || typeof out === 'string') {
+    if ((typeof out === 'object' || typeof out === 'string') && !precharged.has(ast as object)) {
       const c = sizeCost(out);
       if (c > 0) {
         m.used += c;

@@ -6,7 +6,7 @@
  * evaluate.ts), so an expression that never reads a variable never pays for
  * it.
  */
-import { compile, evaluate, toCel, type Program } from '../cel/index.ts';
+import { compile, evaluate, failureMessage, toCel, type Program } from '../cel/index.ts';
 import type { Activation, CompileEnv, CompileOutcome, CostBudget, ExpressionEngine, RunOutcome } from './engine.ts';
 
 interface VapProgram {
@@ -27,6 +27,17 @@ function variablesObject(activation: Activation, names: readonly string[]): Reco
   return vars;
 }
 
+function celContextOf(activation: Activation): Record<string, unknown> {
+  return {
+    object: toCel(activation.object),
+    oldObject: toCel(activation.oldObject),
+    request: toCel(activation.request),
+    params: toCel(activation.params),
+    namespaceObject: toCel(activation.namespaceObject),
+    variables: variablesObject(activation, activation.variables.names()),
+  };
+}
+
 export function celEngine(): ExpressionEngine<VapProgram> {
   // The CEL context of one activation (values converted once, the lazy
   // variables object) is built once and reused by every expression of the evaluation.
@@ -41,14 +52,12 @@ export function celEngine(): ExpressionEngine<VapProgram> {
     run(p: VapProgram, activation: Activation, budget: CostBudget): RunOutcome {
       let context = contexts.get(activation);
       if (context === undefined) {
-        context = {
-          object: toCel(activation.object),
-          oldObject: toCel(activation.oldObject),
-          request: toCel(activation.request),
-          params: toCel(activation.params),
-          namespaceObject: toCel(activation.namespaceObject),
-          variables: variablesObject(activation, activation.variables.names()),
-        };
+        try {
+          context = celContextOf(activation);
+        } catch (e) {
+          // Converting walks the objects: one nested too deeply is an error of the expression.
+          return { ok: false, error: failureMessage(e), cost: false };
+        }
         contexts.set(activation, context);
       }
       const r = evaluate(p.program, context, budget, undefined, true);

@@ -215,7 +215,14 @@ class Run<P> {
   exec(e: CompiledExpression<P>): RunOutcome {
     if (!e.compiled.ok) return { ok: false, error: `compilation failed: ${e.compiled.error}`, cost: false };
     if (this.budgetExceeded) return { ok: false, error: COST_BUDGET_MESSAGE, cost: true };
-    const out = this.engine.run(e.compiled.program, this.activation, this.budget);
+    let out: RunOutcome;
+    try {
+      out = this.engine.run(e.compiled.program, this.activation, this.budget);
+    } catch (err) {
+      // Engines report failures as outcomes; a throw (a hostile object that
+      // breaks them) is still an error of this expression, never an escape.
+      return { ok: false, error: `expression '${e.expression}' resulted in error: ${err instanceof Error ? err.message : String(err)}`, cost: false };
+    }
     if (!out.ok) {
       if (out.cost) this.costFields.push(e.field);
       if (out.cost && this.budget.remaining <= 0) {
@@ -353,6 +360,29 @@ function evaluateRun<P>(c: CompiledPolicy<P>, run: Run<P>, out: BindingEvaluatio
 
 export interface EvaluateOptions {
   equivalents?: EquivalentResources;
+  /**
+   * A bound on the time of the whole call, checked before each (policy,
+   * binding, param) evaluation, as the rule evaluator does (adr/0013): past
+   * it, or for a policy whose evaluation was abandoned once, the
+   * evaluation is an `error` naming the deadline, without running CEL.
+   */
+  deadline?: {
+    at: number;
+    now: () => number;
+    ms: number;
+    /** Policies (by name) whose evaluation passed the deadline once and was abandoned. */
+    abandoned?: ReadonlySet<string> | undefined;
+    /** Told each policy's name just before its expressions run. */
+    onPolicy?: ((name: string) => void) | undefined;
+  };
+}
+
+/** Why a policy must not run now (deadline passed, or abandoned once), or undefined. */
+function deadlinePassed(d: EvaluateOptions['deadline'], policy: string): string | undefined {
+  if (d === undefined) return undefined;
+  if (d.abandoned?.has(policy)) return `the evaluation deadline (${d.ms} ms) passed while it ran; it was abandoned`;
+  if (d.now() > d.at) return `the evaluation deadline (${d.ms} ms) passed before it ran`;
+  return undefined;
 }
 
 /**
@@ -432,7 +462,15 @@ export function evaluatePolicies<P>(
       request ??= requestFor(pm.resource);
       for (const p of params.params) {
         const r = blank(b, paramDisplay(p));
-        evaluateWithParam(c, engine, { object: a.object, oldObject: a.oldObject, request, params: p, namespaceObject: ctx.namespaceObject }, r);
+        const late = deadlinePassed(opts.deadline, name);
+        if (late !== undefined) {
+          r.result = 'error';
+          if (c.failurePolicy === 'Ignore') r.ignoredErrors.push(late);
+          else r.denyErrors.push(late);
+        } else {
+          opts.deadline?.onPolicy?.(name);
+          evaluateWithParam(c, engine, { object: a.object, oldObject: a.oldObject, request, params: p, namespaceObject: ctx.namespaceObject }, r);
+        }
         results.push(r);
       }
     }

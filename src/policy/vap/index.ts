@@ -16,7 +16,8 @@ export {
 export { admissionOutcome, verdictOf, reasonToCode, denialMessage, warningMessage, VALIDATION_FAILURE_ANNOTATION, type VapAdmissionOutcome, type VapDenial } from './outcome.ts';
 export { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type ExpressionEngine, type Activation, type CompileEnv, type CostBudget, type RunOutcome } from './engine.ts';
 export { celEngine } from './cel-adapter.ts';
-export { VapSet } from './vap-set.ts';
+export { VapSet, type VapSetChange } from './vap-set.ts';
+export { ParamStore, paramKindKey, type ParamChange, type ParamScope } from './param-store.ts';
 export { vapVerdicts, SEVERITY_ANNOTATION, CATEGORY_ANNOTATION } from './verdicts.ts';
 export { guessResource } from './resources.ts';
 export { parseAuditActions, AUDIT_ACTIONS_ANNOTATION, type AuditActionsParse } from './audit-actions.ts';

@@ -4,6 +4,7 @@
  * change is not recompiled). Shared by the embedded API server, `portal
  * test` and the audit.
  */
+import { ChangeFeed, type Replicated } from '../replicated.ts';
 import { celEngine } from './cel-adapter.ts';
 import type { ExpressionEngine } from './engine.ts';
 import { compileErrors, compilePolicy, evaluatePolicies, type BindingEvaluation, type CompiledPolicy, type EvaluateOptions, type PolicyCompileError } from './evaluate.ts';
@@ -13,12 +14,20 @@ function version(o: { metadata: { generation?: number; resourceVersion?: string 
   return `${o.metadata.generation ?? ''}/${o.metadata.resourceVersion ?? ''}`;
 }
 
-export class VapSet {
+/** A change of a VapSet, as worker threads replay it (../replicated.ts). */
+export type VapSetChange =
+  | { op: 'upsertPolicy'; policy: ValidatingAdmissionPolicy }
+  | { op: 'deletePolicy'; name: string }
+  | { op: 'upsertBinding'; binding: ValidatingAdmissionPolicyBinding }
+  | { op: 'deleteBinding'; name: string };
+
+export class VapSet implements Replicated<VapSetChange> {
+  private readonly feed = new ChangeFeed<VapSetChange>();
   private readonly policies = new Map<string, { version: string; source: ValidatingAdmissionPolicy; compiled: CompiledPolicy<unknown> }>();
   private readonly bindings = new Map<string, ValidatingAdmissionPolicyBinding>();
   private readonly engine: ExpressionEngine<unknown>;
   /** What evaluate() hands the evaluator, rebuilt only after a change. */
-  private snapshot: { policies: CompiledPolicy<unknown>[]; bindings: ValidatingAdmissionPolicyBinding[] } | undefined;
+  private compiled: { policies: CompiledPolicy<unknown>[]; bindings: ValidatingAdmissionPolicyBinding[] } | undefined;
 
   constructor(engine: ExpressionEngine<unknown> = celEngine() as ExpressionEngine<unknown>) {
     this.engine = engine;
@@ -33,23 +42,57 @@ export class VapSet {
     if (known && v !== '/' && known.version === v) return compileErrors(known.compiled);
     const compiled = compilePolicy(policy, this.engine);
     this.policies.set(name, { version: v, source: policy, compiled });
-    this.snapshot = undefined;
+    this.compiled = undefined;
+    this.feed.emit({ op: 'upsertPolicy', policy });
     return compileErrors(compiled);
   }
 
   deletePolicy(name: string): void {
-    if (this.policies.delete(name)) this.snapshot = undefined;
+    if (!this.policies.delete(name)) return;
+    this.compiled = undefined;
+    this.feed.emit({ op: 'deletePolicy', name });
   }
 
   upsertBinding(binding: ValidatingAdmissionPolicyBinding): void {
     const known = this.bindings.get(binding.metadata.name);
     if (known === binding || (known && binding.metadata.resourceVersion !== undefined && known.metadata.resourceVersion === binding.metadata.resourceVersion)) return;
     this.bindings.set(binding.metadata.name, binding);
-    this.snapshot = undefined;
+    this.compiled = undefined;
+    this.feed.emit({ op: 'upsertBinding', binding });
   }
 
   deleteBinding(name: string): void {
-    if (this.bindings.delete(name)) this.snapshot = undefined;
+    if (!this.bindings.delete(name)) return;
+    this.compiled = undefined;
+    this.feed.emit({ op: 'deleteBinding', name });
+  }
+
+  onChange(listener: (change: VapSetChange) => void): () => void {
+    return this.feed.subscribe(listener);
+  }
+
+  snapshot(): VapSetChange[] {
+    return [
+      ...[...this.policies.values()].map((p): VapSetChange => ({ op: 'upsertPolicy', policy: p.source })),
+      ...[...this.bindings.values()].map((binding): VapSetChange => ({ op: 'upsertBinding', binding })),
+    ];
+  }
+
+  apply(change: VapSetChange): void {
+    switch (change.op) {
+      case 'upsertPolicy':
+        this.upsertPolicy(change.policy);
+        return;
+      case 'deletePolicy':
+        this.deletePolicy(change.name);
+        return;
+      case 'upsertBinding':
+        this.upsertBinding(change.binding);
+        return;
+      case 'deleteBinding':
+        this.deleteBinding(change.name);
+        return;
+    }
   }
 
   get size(): { policies: number; bindings: number } {
@@ -61,10 +104,10 @@ export class VapSet {
   }
 
   evaluate(a: VapAttributes, ctx: VapContext, opts: EvaluateOptions = {}): BindingEvaluation[] {
-    this.snapshot ??= { policies: [...this.policies.values()].map((p) => p.compiled), bindings: [...this.bindings.values()] };
+    this.compiled ??= { policies: [...this.policies.values()].map((p) => p.compiled), bindings: [...this.bindings.values()] };
     return evaluatePolicies(
-      this.snapshot.policies,
-      this.snapshot.bindings,
+      this.compiled.policies,
+      this.compiled.bindings,
       a,
       ctx,
       this.engine,

@@ -12,11 +12,11 @@ import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
 import { ClusterRuleSource } from '../../../src/kube/cluster-rule-source.ts';
 import type { AuditActuator } from '../../../src/audit/actuator.ts';
-import { buildAudit, type AuditConfig } from '../../../src/audit/audit.ts';
+import { buildAudit, type AuditConfig, type AuditDeps } from '../../../src/audit/audit.ts';
 import type { AuditEvaluator } from '../../../src/audit/evaluator.ts';
-import { startApiServer, type ApiServer } from '../../../src/devcluster/apiserver/index.ts';
-import { DevApiClient } from '../../../src/devcluster/dev/api-client.ts';
-import { readManifests } from '../../../src/devcluster/dev/manifests.ts';
+import { startApiServer, type ApiServer } from '../../../packages/devcluster/src/apiserver/index.ts';
+import { DevApiClient } from '../../../packages/devcluster/src/dev/api-client.ts';
+import { readManifests } from '../../../packages/devcluster/src/dev/manifests.ts';
 import { FencedWriter } from '../../../src/kube/fenced-writer.ts';
 import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
 import { Term } from '../../../src/leader/term.ts';
@@ -72,7 +72,13 @@ export interface Replica {
 
 let epochCounter = 0;
 
-export async function startReplica(t: TestContext, api: ApiServer, name: string, config: Partial<AuditConfig> = {}): Promise<Replica> {
+export async function startReplica(
+  t: TestContext,
+  api: ApiServer,
+  name: string,
+  config: Partial<AuditConfig> = {},
+  deps: Partial<Pick<AuditDeps, 'onRuleError' | 'webhookConfiguration' | 'registry'>> = {},
+): Promise<Replica> {
   const client = createKubeClient({ kubeconfigYaml: api.kubeConfig(name), qps: 50, burst: 100, userAgent: `portal-test (${name})` });
   const logger = silentLogger();
   const source = new ClusterRuleSource({ client, logger });
@@ -103,6 +109,7 @@ export async function startReplica(t: TestContext, api: ApiServer, name: string,
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
       logger,
       registry: new Registry(),
+      ...deps,
     },
   );
   const ac = new AbortController();

@@ -140,10 +140,16 @@ describe('CEL engine: regexes are RE2', () => {
     assert.equal(value("object.s.matches('^(a+)+$')", { object: { s } }), false);
   });
 
-  it('refuses RE2-invalid syntax (backreferences) as an evaluation error', () => {
-    const r = run("'aa'.matches('(a)\\\\1')");
+  it('refuses RE2-invalid syntax (backreferences): a compile error for a constant pattern, an evaluation error otherwise', () => {
+    const c = compile("'aa'.matches('(a)\\\\1')");
+    assert.equal(c.ok, false);
+    if (!c.ok) {
+      assert.match(c.message, /regular expression \/\(a\)\\1\/ is not valid/);
+      assert.equal(c.position.offset, 13, 'the position of the pattern');
+    }
+    const r = run('object.s.matches(object.p)', { object: { s: 'aa', p: '(a)\\1' } });
     assert.equal(r.ok, false);
-    if (!r.ok) assert.match(r.message, /invalid regular expression/);
+    if (!r.ok) assert.match(r.message, /is not valid/);
   });
 });
 

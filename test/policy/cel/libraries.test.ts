@@ -36,6 +36,12 @@ table('strings extension', [
   ["'TacoCat'.upperAscii()", 'TACOCAT'],
   ["'hello hello'.replace('he', 'we')", 'wello wello'],
   ["'hello hello'.replace('he', 'we', 1)", 'wello hello'],
+  // Go's strings.Replace: an empty pattern matches around every code point; `$` is not special; limits count.
+  ["'abc'.replace('', '-')", '-a-b-c-'],
+  ["'abc'.replace('', '-', 2)", '-a-bc'],
+  ["'aaa'.replace('a', '$&', 2)", '$&$&a'],
+  ["'abab'.replace('ab', 'x', 5)", 'xx'],
+  ["'abcabc'.replace('b', 'X', 0)", 'abcabc'],
   ["'a,b,c'.split(',')", ['a', 'b', 'c']],
   ["'tacocat'.substring(4)", 'cat'],
   ["'  \\ttrim\\n '.trim()", 'trim'],

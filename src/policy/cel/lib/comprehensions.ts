@@ -11,6 +11,8 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { celError } from './errors.ts';
+import { rangeCost } from '../charges.ts';
+import { charge } from '../meter.ts';
 
 interface Ctx {
   forkWithVariable(name: string, type: unknown): Ctx;
@@ -53,6 +55,8 @@ function entries(coll: unknown): [unknown, unknown][] {
 function evaluate(kind: Kind) {
   return (ev: Ev, m: Macro, ctx: Ctx): unknown => {
     const coll = ev.run(m.receiver, ctx);
+    // Listing a map's entries walks it (charges.ts's rangeCost, as for one-variable comprehensions).
+    charge(rangeCost(coll));
     const bind = (k: unknown, v: unknown): Ctx => (m.vCtx as Ctx).reuse((m.kCtx as Ctx).reuse(ctx).setIterValue(k, ev)).setIterValue(v, ev);
     const items = entries(coll);
     switch (kind) {

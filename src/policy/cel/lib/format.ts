@@ -10,6 +10,8 @@ export class Format {
   constructor(
     readonly name: string,
     readonly check: (s: string) => string[],
+    /** The length of the regular expressions `validate` runs, for its cost (Kubernetes' `MaxRegexSize`). */
+    readonly regexSize: number,
   ) {}
 }
 
@@ -78,15 +80,32 @@ const FORMATS: Record<string, (s: string) => string[]> = {
     /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/.test(s) && !Number.isNaN(Date.parse(s)) ? [] : ['not a valid date-time: expected RFC 3339'],
 };
 
+/**
+ * Per format, the total length of the patterns its check runs (cost.ts's
+ * regex size); the formats checked without a pattern of ours (uri) count
+ * as one as long as the longest.
+ */
+const REGEX_SIZE: Record<string, number> = {
+  dns1123Label: LABEL.length,
+  dns1123Subdomain: DNS1123_SUBDOMAIN.length,
+  dns1035Label: DNS1035.length,
+  qualifiedName: DNS1123_SUBDOMAIN.length + QNAME.length,
+  dns1123LabelPrefix: LABEL.length,
+  dns1123SubdomainPrefix: DNS1123_SUBDOMAIN.length,
+  dns1035LabelPrefix: DNS1035.length,
+  labelValue: LABEL_VALUE.length,
+};
+const DEFAULT_REGEX_SIZE = 96;
+
 export function registerFormat(env: Environment): void {
   env.registerType('Format', Format);
   for (const [name, check] of Object.entries(FORMATS)) {
-    const f = new Format(name, check);
+    const f = new Format(name, check, REGEX_SIZE[name] ?? DEFAULT_REGEX_SIZE);
     env.registerFunction(`format_${name}(): Format`, () => f);
   }
   env.registerFunction('format_named(string): optional<Format>', (name: string) => {
     const check = Object.prototype.hasOwnProperty.call(FORMATS, name) ? FORMATS[name] : undefined;
-    return check ? Optional.of(new Format(name, check)) : Optional.none();
+    return check ? Optional.of(new Format(name, check, REGEX_SIZE[name] ?? DEFAULT_REGEX_SIZE)) : Optional.none();
   });
   env.registerFunction('Format.validate(string): optional<list<string>>', (f: Format, s: string) => {
     const errs = f.check(s);

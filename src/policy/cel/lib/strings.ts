@@ -15,19 +15,32 @@ function charAt(s: string, i: bigint): string {
   return cps[n] ?? '';
 }
 
+/**
+ * Go's strings.Replace, in time linear in the input and the result (the
+ * previous slice-and-concatenate loop was quadratic: 131k replacements of one
+ * character took minutes). An empty `from` matches before every code point
+ * and at the end, as in Go.
+ */
 function replace(s: string, from: string, to: string, limit: number): string {
-  if (limit < 0) return s.split(from).join(to);
-  let out = s;
-  let count = 0;
-  let at = 0;
-  while (count < limit) {
-    const i = out.indexOf(from, at);
-    if (i < 0) break;
-    out = out.slice(0, i) + to + out.slice(i + from.length);
-    at = i + to.length + (from === '' ? 1 : 0);
-    count++;
+  if (limit === 0) return s;
+  if (from === '') {
+    const parts: string[] = [];
+    let count = 0;
+    const more = (): boolean => limit < 0 || count < limit;
+    for (const ch of s) {
+      if (more()) {
+        parts.push(to);
+        count++;
+      }
+      parts.push(ch);
+    }
+    if (more()) parts.push(to);
+    return parts.join('');
   }
-  return out;
+  // Native split and join: the first `limit` occurrences become `to`, the rest stay `from`.
+  const pieces = s.split(from);
+  if (limit < 0 || pieces.length - 1 <= limit) return pieces.join(to);
+  return `${pieces.slice(0, limit + 1).join(to)}${from}${pieces.slice(limit + 1).join(from)}`;
 }
 
 function quote(s: string): string {

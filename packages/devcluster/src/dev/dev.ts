@@ -1,0 +1,315 @@
+/**
+ * `portal dev` (DESIGN §6): the embedded API server on loopback, the CRDs,
+ * the rules, the webhook configuration (built from the chart's values by the
+ * same builder as the chart), and N `portal serve` replicas supervised like a
+ * Deployment, with a live status line and `.portal/dev/state.json`.
+ *
+ * kube-apiserver calls ONE endpoint per webhook; here the webhook is a
+ * service reference (`portal-webhook.portal-system.svc:443`, the name in the
+ * serving certificate) and the admission chain's `resolveService`
+ * round-robins over the ready replicas' webhook ports, like a Service's
+ * endpoints. With no replica ready it falls back to the running ones (which
+ * answer "not ready", i.e. deny: fail closed), then to any.
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { generateCA, generateServingCert } from '../../../../src/admission/certs.ts';
+import { buildValidatingWebhookConfiguration, loadChartWebhookValues, type WebhookValues } from '../../../../src/config/webhook-configuration.ts';
+import { RULE_FILE_LIMITS } from '../../../../src/config/manifests.ts';
+import { portalKindResources } from '../../../../src/policy/portal-kinds.ts';
+import { ErrorCode, isPortalError } from '../../../../src/observability/errors.ts';
+import { LogKey } from '../../../../src/observability/log-keys.ts';
+import { startApiServer, type ApiServer } from '../apiserver/index.ts';
+import { createWebhookAdmission, type WebhookAdmission } from '../webhook-admission.ts';
+import { DevApiClient } from './api-client.ts';
+import { rbacForReplicas } from './chart-rbac.ts';
+import { readManifests, type Manifest } from './manifests.ts';
+import { INSTALL_NAMESPACE, type DevOptions } from './options.ts';
+import { freePort } from './ports.ts';
+import { removeState, writeState, type DevState } from './state.ts';
+import { listRuleProblems, localProblems, mergeProblems, problemNote, problemReport, type RuleProblem } from './rule-problems.ts';
+import { formatStatus, probeReplica } from './status.ts';
+import { Supervisor, type ReplicaSpec, type ReplicaState } from './supervisor.ts';
+
+/** The Service name replicas are reached through (and the certificate's DNS name). */
+export const WEBHOOK_SERVICE = 'portal-webhook';
+/** Port of that Service, as in the chart (service.port). */
+const WEBHOOK_SERVICE_PORT = 443;
+const WEBHOOK_CONFIGURATION_NAME = 'portal';
+const NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease', INSTALL_NAMESPACE];
+const RULE_KINDS = ['PortalRule', 'PortalClusterRule'];
+/**
+ * ValidatingAdmissionPolicies (and their bindings) under --policies are not
+ * installed: the default policies/ holds the Pod Security Standards both as
+ * Portal rules and as VAPs (policies/pod-security-vap), and installing both
+ * would enforce every control twice, with the VAP's message first. The
+ * embedded API server enforces VAPs applied with kubectl (docs/vap.md).
+ */
+const VAP_KINDS = ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
+/** The status line refreshes this often. */
+const STATUS_INTERVAL_MS = 1000;
+
+export interface DevRuntime {
+  /** The Node binary (process.execPath). */
+  nodePath: string;
+  /** Its version (process.version), shown at start-up: npm scripts run node_modules/.bin/node, not the PATH's (ADR 0008). */
+  nodeVersion?: string;
+  /** bin/portal.js of this package. */
+  script: string;
+  /** Environment the replicas inherit (POD_NAME/POD_NAMESPACE are set on top). */
+  env: Record<string, string | undefined>;
+  /** Where human output and the status line go. */
+  out: { write(text: string): unknown; isTTY?: boolean };
+}
+
+export type DevResult = { code: 0 } | { code: 1 | 2; message: string };
+
+interface Prepared {
+  crds: Manifest[];
+  rules: Manifest[];
+  webhookValues: WebhookValues;
+}
+
+/** Everything that can be wrong in the inputs, found before anything starts. */
+async function prepare(o: DevOptions): Promise<Prepared | { problems: string[] }> {
+  const problems: string[] = [];
+  const read = await readManifests(o.policies, [...RULE_KINDS, ...VAP_KINDS], RULE_FILE_LIMITS);
+  // The directory itself is named as the flag it was given to; a file in it by its own path.
+  const flagged = (flag: string, dir: string) => (p: string) => (p.startsWith(`${dir}: `) ? `${flag} ${p}` : p);
+  problems.push(...read.problems.map(flagged('--policies', o.policies)));
+  const rules = { objects: read.objects.filter((x) => RULE_KINDS.includes(x.kind)) };
+  const crds: Manifest[] = [];
+  for (const dir of [join(o.chart, 'crds'), join(o.chart, 'files', 'crds')]) {
+    const r = await readManifests(dir, ['CustomResourceDefinition']);
+    crds.push(...r.objects);
+    problems.push(...r.problems.map(flagged('--chart', dir)));
+  }
+  let webhookValues: WebhookValues | undefined;
+  try {
+    webhookValues = await loadChartWebhookValues(o.chart);
+  } catch (err) {
+    problems.push(`--chart: ${(err as Error).message}`);
+  }
+  if (problems.length > 0 || !webhookValues) return { problems };
+  return { crds, rules: rules.objects, webhookValues };
+}
+
+export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortSignal): Promise<DevResult> {
+  const o: DevOptions = { ...options, stateDir: resolve(options.stateDir), policies: resolve(options.policies), chart: resolve(options.chart) };
+  const prepared = await prepare(o);
+  if ('problems' in prepared) return { code: 2, message: prepared.problems.join('\n') };
+
+  const dirs = { certs: join(o.stateDir, 'certs'), logs: join(o.stateDir, 'logs'), replicas: join(o.stateDir, 'replicas') };
+  await Promise.all(Object.values(dirs).map((d) => mkdir(d, { recursive: true })));
+  const logger: Logger = pino({ level: 'info', timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: join(dirs.logs, 'dev.log'), sync: true }));
+  const stateFile = join(o.stateDir, 'state.json');
+  const stop = new AbortController();
+  const onAbort = (): void => stop.abort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  let fatal: DevResult | undefined;
+
+  let api: ApiServer | undefined;
+  let admission: WebhookAdmission | undefined;
+  let statusTimer: NodeJS.Timeout | undefined;
+  const ready = new Set<string>();
+  // The admission chain is created before the supervisor it asks for endpoints.
+  const endpoints: { supervisor?: Supervisor } = {};
+  try {
+    // The API server's port first: a taken port is the commonest start-up
+    // failure, and it must be reported at once, before certificates or
+    // anything else is made (and with nothing left running).
+    let rr = 0;
+    admission = createWebhookAdmission({
+      logger: logger.child({ [LogKey.component]: 'admission-chain' }),
+      resolveService: (ns, name, port) => {
+        const states = endpoints.supervisor?.states() ?? [];
+        if (ns !== INSTALL_NAMESPACE || name !== WEBHOOK_SERVICE || states.length === 0) return `${name}.${ns}.svc:${port}`;
+        const running = states.filter((s) => s.running);
+        const healthy = running.filter((s) => ready.has(s.name));
+        const pool = healthy.length > 0 ? healthy : running.length > 0 ? running : states;
+        const pick = pool[rr++ % pool.length] as ReplicaState;
+        return `127.0.0.1:${pick.webhookPort}`;
+      },
+    });
+    api = await startApiServer({ port: o.port, plainHttp: false, admission, logger: logger.child({ [LogKey.component]: 'apiserver' }), namespaces: NAMESPACES, controllers: true, authorization: 'RBAC' });
+
+    // Certificates: a fresh CA per run; the serving cert names the Service
+    // (what the API server verifies) and loopback (for curl and tests).
+    const ca = await generateCA('portal-dev-ca');
+    const serving = await generateServingCert(ca, [`${WEBHOOK_SERVICE}.${INSTALL_NAMESPACE}.svc`, 'localhost'], ['127.0.0.1']);
+    const certs = { ca: join(dirs.certs, 'ca.crt'), cert: join(dirs.certs, 'tls.crt'), key: join(dirs.certs, 'tls.key') };
+    await writeFile(certs.ca, ca.cert);
+    await writeFile(certs.cert, serving.cert);
+    await writeFile(certs.key, serving.key, { mode: 0o600 });
+
+    const names = Array.from({ length: o.replicas }, (_, i) => `portal-${i}`);
+    const ports = await Promise.all(names.map(async () => ({ webhook: await freePort(), probes: await freePort() })));
+
+    const adminKubeconfig = join(o.stateDir, 'kubeconfig');
+    await writeFile(adminKubeconfig, api.kubeConfig('admin'), { mode: 0o600 });
+
+    const client = new DevApiClient(api.url, api.adminToken, api.caCert);
+    // The chart's ServiceAccount and RBAC: replicas get what production gives them, no more.
+    for (const obj of rbacForReplicas(names)) await client.apply(obj);
+    for (const crd of prepared.crds) await client.apply(crd);
+    const installed: Manifest[] = prepared.rules.map((rule) => (rule.kind === 'PortalRule' ? { ...rule, metadata: { ...rule.metadata, namespace: rule.metadata.namespace ?? 'default' } } : rule));
+    for (const rule of installed) await client.apply(rule);
+    await client.apply({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: WEBHOOK_SERVICE, namespace: INSTALL_NAMESPACE, labels: { 'app.kubernetes.io/name': 'portal' } },
+      spec: { type: 'ClusterIP', selector: { 'app.kubernetes.io/name': 'portal' }, ports: [{ name: 'webhook', port: WEBHOOK_SERVICE_PORT, targetPort: 'webhook', protocol: 'TCP' }] },
+    });
+    await client.apply(
+      buildValidatingWebhookConfiguration({
+        name: WEBHOOK_CONFIGURATION_NAME,
+        namespace: INSTALL_NAMESPACE,
+        caBundle: Buffer.from(ca.cert).toString('base64'),
+        clientConfig: { service: { name: WEBHOOK_SERVICE, namespace: INSTALL_NAMESPACE, port: WEBHOOK_SERVICE_PORT, path: prepared.webhookValues.path } },
+        values: prepared.webhookValues,
+        portalKindResources: portalKindResources(),
+      }),
+    );
+
+    const specs: ReplicaSpec[] = [];
+    for (const [i, name] of names.entries()) {
+      // One identity per replica, bound to the chart's roles (rbacForReplicas).
+      const user = `system:serviceaccount:${INSTALL_NAMESPACE}:${name}`;
+      api.addUser(user, ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated']);
+      const kubeconfig = join(dirs.replicas, `${name}.kubeconfig`);
+      await writeFile(kubeconfig, api.kubeConfig(user), { mode: 0o600 });
+      const p = ports[i] as { webhook: number; probes: number };
+      specs.push({
+        name,
+        webhookPort: p.webhook,
+        probesPort: p.probes,
+        logFile: join(dirs.logs, `${name}.log`),
+        env: { ...definedEnv(rt.env), POD_NAME: name, POD_NAMESPACE: INSTALL_NAMESPACE, KUBECONFIG: kubeconfig },
+        args: [
+          'serve',
+          '--kubeconfig', kubeconfig,
+          '--tls-cert-file', certs.cert,
+          '--tls-key-file', certs.key,
+          '--webhook-port', String(p.webhook),
+          '--probes-port', String(p.probes),
+          '--bind-address', '127.0.0.1',
+          '--install-namespace', INSTALL_NAMESPACE,
+          '--webhook-configuration', WEBHOOK_CONFIGURATION_NAME,
+          '--pod-name', name,
+          ...o.passthrough,
+        ],
+      });
+    }
+
+    const apiUrl = api.url;
+    let writing = Promise.resolve();
+    const saveState = (states: ReplicaState[]): void => {
+      const state: DevState = {
+        kubeconfig: adminKubeconfig,
+        apiserver: apiUrl,
+        replicas: states.map((s) => ({
+          name: s.name,
+          pid: s.pid ?? null,
+          webhook: `https://127.0.0.1:${s.webhookPort}${prepared.webhookValues.path}`,
+          probes: `http://127.0.0.1:${s.probesPort}`,
+        })),
+      };
+      writing = writing.then(() => (stop.signal.aborted ? undefined : writeState(stateFile, state))).catch((err: unknown) => {
+        logger.error({ [LogKey.error]: err }, 'cannot write state.json');
+      });
+    };
+    const supervisor = new Supervisor({
+      nodePath: rt.nodePath,
+      script: rt.script,
+      replicas: specs,
+      gracePeriodMs: o.gracePeriodMs,
+      logger: logger.child({ [LogKey.component]: 'supervisor' }),
+      onChange: (states) => {
+        for (const s of states) if (!s.running) ready.delete(s.name);
+        saveState(states);
+      },
+      onFatal: (name, tail) => {
+        fatal = { code: 2, message: `replica ${name} rejected its configuration (exit code 2); its log ends with:\n${tail}` };
+        stop.abort();
+      },
+    });
+
+    rt.out.write(
+      `portal dev: API server ${apiUrl}\n` +
+        (rt.nodeVersion !== undefined ? `portal dev: replicas run Node ${rt.nodeVersion} (${rt.nodePath})\n` : '') +
+        `portal dev: kubectl --kubeconfig ${adminKubeconfig} get pods -A\n` +
+        `portal dev: logs in ${dirs.logs}, state in ${stateFile}\n`,
+    );
+    endpoints.supervisor = supervisor;
+    const sup = supervisor;
+    let last = '';
+    // The rules from --policies that will not compile, known now (the RuleSet's own words): said at once,
+    // and standing in for each such rule until the leader has written its status.
+    const local = localProblems(installed);
+    let problems: RuleProblem[] = local;
+    const first = problemReport([], local);
+    if (first.length > 0) rt.out.write(`${first.join('\n')}\n`);
+    const tick = async (): Promise<void> => {
+      const [statuses, rules] = await Promise.all([
+        Promise.all(sup.states().map((s) => probeReplica({ name: s.name, probesPort: s.probesPort, running: s.running }))),
+        listRuleProblems(client),
+      ]);
+      if (stop.signal.aborted) return;
+      for (const s of statuses) {
+        if (s.ready) ready.add(s.name);
+        else ready.delete(s.name);
+      }
+      // Rules that are not Ready or not covered: listed whenever the set changes (the status line counts them).
+      const now = rules ? mergeProblems(rules, local) : undefined;
+      const report = now ? problemReport(problems, now) : [];
+      if (now) problems = now;
+      if (report.length > 0) rt.out.write(`${rt.out.isTTY ? '\r\x1b[2K' : ''}${report.join('\n')}\n`);
+      const line = formatStatus(apiUrl, statuses) + problemNote(problems);
+      if (rt.out.isTTY) rt.out.write(`\r\x1b[2K${line}`);
+      else if (line !== last) rt.out.write(`${line}\n`);
+      last = line;
+    };
+    const loop = (): void => {
+      statusTimer = setTimeout(() => {
+        tick().finally(() => {
+          if (!stop.signal.aborted) loop();
+        }).catch(() => undefined);
+      }, STATUS_INTERVAL_MS);
+    };
+    loop();
+    await supervisor.start(stop.signal);
+    await writing;
+    if (rt.out.isTTY) rt.out.write('\n');
+    return fatal ?? { code: 0 };
+  } catch (err) {
+    logger.error({ [LogKey.error]: err }, 'portal dev failed');
+    // A taken port is a usage problem (exit 2), like a bad flag.
+    if (isPortalError(err, ErrorCode.ConfigInvalid)) return fatal ?? { code: 2, message: err.message };
+    return fatal ?? { code: 1, message: (err as Error).message };
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    stop.abort();
+    if (statusTimer) clearTimeout(statusTimer);
+    admission?.close();
+    await api?.close();
+    await removeState(stateFile);
+    if (api) rt.out.write('portal dev: stopped\n');
+    logger.flush();
+  }
+}
+
+function definedEnv(env: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
+  return out;
+}
+
+/** For tests and tools: the state file of a running `portal dev`. */
+export async function readDevState(stateDir: string): Promise<DevState | undefined> {
+  try {
+    return JSON.parse(await readFile(join(stateDir, 'state.json'), 'utf8')) as DevState;
+  } catch {
+    return undefined;
+  }
+}

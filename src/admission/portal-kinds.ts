@@ -1,0 +1,66 @@
+/**
+ * `POST /validate-portal-kinds`: the second webhook of the chart's
+ * ValidatingWebhookConfiguration, for Portal's own kinds (issue 15 item 2,
+ * adr/0011). A PortalRule or PortalClusterRule that would not compile (a JSON
+ * Schema or CEL compile error, with line and column), a regex over the
+ * limits, an invalid match block or an unknown field is refused at apply —
+ * `kubectl apply` and `--dry-run=server` alike — in kube-apiserver's words
+ * for an invalid ValidatingAdmissionPolicy.
+ *
+ * Not gated on readiness: the answer depends on the object alone (no
+ * informer, no rule set), so a replica that is still syncing answers it.
+ * The webhook entry has failurePolicy Ignore, so a Portal that is down never
+ * blocks fixing or deleting a rule; what gets in meanwhile is handled at
+ * evaluation by the rule's failurePolicy and enforcement.
+ */
+import { PORTAL_KINDS_WEBHOOK_PATH } from '../config/webhook-configuration.ts';
+import type { AdmissionDecision, AdmissionMetrics } from '../observability/metrics.ts';
+import { invalidMessage, type PortalKind } from '../policy/portal-kinds.ts';
+import { decodeReview, encodeReview, type AdmissionResponseBody, type ReviewVersion } from './review.ts';
+
+/** The path of the webhook for Portal's own kinds (the chart's second webhook). */
+export const PORTAL_KINDS_PATH = PORTAL_KINDS_WEBHOOK_PATH;
+
+export interface PortalKindsAnswer {
+  status: number;
+  payload: string;
+}
+
+const PORTAL_GROUP = 'portal.dev';
+
+/** Decides on one raw body. Throws only on Portal's own errors (the server turns them into a 500 denial with the uid). */
+export function answerPortalKinds(body: unknown, kinds: Readonly<Record<string, PortalKind>>, metrics: AdmissionMetrics): PortalKindsAnswer {
+  const started = performance.now();
+  let parsed: unknown;
+  try {
+    parsed = typeof body === 'string' ? JSON.parse(body) : undefined;
+  } catch (err) {
+    return invalid(`malformed JSON: ${(err as Error).message}`, undefined, undefined, metrics, started);
+  }
+  const decoded = decodeReview(parsed);
+  if (!decoded.ok) return invalid(decoded.message, decoded.uid, decoded.apiVersion, metrics, started);
+  const { apiVersion, request } = decoded;
+  const kind = request.kind.group === PORTAL_GROUP && request.subResource === '' ? kinds[request.kind.kind] : undefined;
+  let response: AdmissionResponseBody = { uid: request.uid, allowed: true };
+  let decision: AdmissionDecision = 'allow';
+  // Only what the object says is checked: DELETE (and anything the configuration should not send) is allowed.
+  if (kind && (request.operation === 'CREATE' || request.operation === 'UPDATE') && request.object) {
+    const result = kind.validate(request.object);
+    if (!result.ok) {
+      decision = 'deny';
+      const name = request.name || request.object.metadata?.name || '(unnamed)';
+      response = { uid: request.uid, allowed: false, status: { code: 422, reason: 'Invalid', message: invalidMessage(request.kind.kind, name, result.problems) } };
+    }
+  }
+  metrics.answered(request.operation, request.kind.kind, decision, (performance.now() - started) / 1000);
+  return { status: 200, payload: JSON.stringify(encodeReview(apiVersion, response)) };
+}
+
+function invalid(message: string, uid: string | undefined, apiVersion: ReviewVersion | undefined, metrics: AdmissionMetrics, started: number): PortalKindsAnswer {
+  metrics.errors.inc({ reason: 'invalid_input' });
+  metrics.answered('', '', 'invalid', (performance.now() - started) / 1000);
+  return {
+    status: 400,
+    payload: JSON.stringify(encodeReview(apiVersion ?? 'admission.k8s.io/v1', { uid: uid ?? '', allowed: false, status: { code: 400, reason: 'BadRequest', message } })),
+  };
+}

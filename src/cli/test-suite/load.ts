@@ -1,0 +1,215 @@
+/**
+ * Everything a parsed suite names, read and checked before anything is
+ * evaluated: its policies (the loader of `portal serve --policies`), its
+ * resources, namespaces and old objects (the manifest reader of the ad-hoc
+ * mode), paths relative to the suite file. Every problem carries the line of
+ * the entry it comes from; a suite with problems is not run.
+ */
+import { dirname, isAbsolute, join } from 'node:path';
+import { readManifests, type ManifestDocument } from '../../config/manifests.ts';
+import type { KubeObject } from '../../policy/index.ts';
+import { OfflineEvaluator, describe, type OfflineRequest } from '../offline/evaluator.ts';
+import { loadPolicies } from '../offline/policies.ts';
+import { isPolicyObject, stringLabels, toResource, unsupported, type Resource } from '../offline/resources.ts';
+import type { SuiteProblem, SuiteSpec } from './format.ts';
+import { pathText, type Locator, type SuitePath } from './parse.ts';
+
+/** One expectation: a resource named by a results entry. */
+export interface PlannedExpectation {
+  /** Index of the results entry. */
+  entry: number;
+  /** Where the resource's name is written. */
+  line: number;
+  resource: Resource;
+}
+
+export interface LoadedSuite {
+  file: string;
+  name: string;
+  spec: SuiteSpec;
+  evaluator: OfflineEvaluator;
+  resources: Resource[];
+  /** UPDATE: each resource's old object, by resourceKey(). */
+  oldObjects: Map<string, KubeObject>;
+  request: Omit<OfflineRequest, 'oldObject'>;
+  expectations: PlannedExpectation[];
+}
+
+export function resourceKey(r: { kind: string; namespace: string; name: string }): string {
+  return `${r.kind}\u0000${r.namespace}\u0000${r.name}`;
+}
+
+/** Reads one entry's files; problems point at the entry. */
+async function read(path: string, at: SuitePath, file: string, locate: Locator, problems: SuiteProblem[]): Promise<ManifestDocument[]> {
+  const r = await readManifests([path]);
+  for (const e of r.errors) problems.push({ file, position: locate.at(at), message: `${pathText(at)}: ${e.source}: ${e.message}` });
+  return r.documents;
+}
+
+export async function loadSuite(file: string, spec: SuiteSpec, locate: Locator): Promise<{ ok: true; suite: LoadedSuite } | { ok: false; problems: SuiteProblem[] }> {
+  const base = dirname(file);
+  const abs = (p: string): string => (isAbsolute(p) ? p : join(base, p));
+  const problems: SuiteProblem[] = [];
+  const problem = (at: SuitePath, message: string): void => {
+    problems.push({ file, position: locate.at(at), message: `${pathText(at)}: ${message}` });
+  };
+
+  // Policies: one load, so names are checked across every entry.
+  const policyPaths = spec.policies.map(abs);
+  const policies = await loadPolicies(policyPaths, { across: "the suite's policies", takes: "a suite's policies entry" });
+  for (const p of policies.problems) {
+    const i = policyPaths.indexOf(p.path);
+    problem(['policies', i < 0 ? 0 : i], p.message);
+  }
+
+  // Resources: objects to evaluate, each named once.
+  const resources: Resource[] = [];
+  const where = new Map<string, string>();
+  const namespaceLabels = new Map<string, Record<string, string>>();
+  const namespaceSource = new Map<string, string>();
+  const params: { source: string; object: KubeObject }[] = [];
+  const paramKinds = new Set(policies.vap.policies.flatMap((p) => (p.policy.spec.paramKind ? [`${p.policy.spec.paramKind.apiVersion}/${p.policy.spec.paramKind.kind}`] : [])));
+  for (const [i, path] of spec.resources.map(abs).entries()) {
+    const at: SuitePath = ['resources', i];
+    const docs = await read(path, at, file, locate, problems);
+    for (const doc of docs) {
+      if (isPolicyObject(doc.object)) continue;
+      const why = unsupported(doc.object);
+      if (why) {
+        problem(at, `${doc.source}: object #${doc.index + 1}: ${why}`);
+        continue;
+      }
+      const r = toResource(doc.object);
+      const key = resourceKey(r.ref);
+      const other = where.get(key);
+      if (other !== undefined) {
+        problem(at, `${doc.source}: ${describe(r.ref)} is also defined in ${other}; a suite names its resources by kind, namespace and name, so each must be unique`);
+        continue;
+      }
+      where.set(key, doc.source);
+      resources.push(r);
+      if (r.ref.kind === 'Namespace') {
+        namespaceLabels.set(r.ref.name, stringLabels(doc.object));
+        namespaceSource.set(r.ref.name, doc.source);
+      }
+      if (paramKinds.has(`${r.ref.apiVersion}/${r.ref.kind}`)) params.push({ source: doc.source, object: doc.object as KubeObject });
+    }
+  }
+
+  // Namespaces: context only (labels), never evaluated.
+  for (const [i, n] of (spec.namespaces ?? []).entries()) {
+    const at: SuitePath = ['namespaces', i];
+    const found: { name: string; labels: Record<string, string>; source: string }[] = [];
+    if (typeof n === 'string') {
+      for (const doc of await read(abs(n), at, file, locate, problems)) {
+        const why = unsupported(doc.object);
+        if (why || doc.object['kind'] !== 'Namespace') {
+          problem(at, `${doc.source}: object #${doc.index + 1}: ${why ?? `is a ${String(doc.object['kind'])}; namespaces lists Namespace manifests only (resources are under resources)`}`);
+          continue;
+        }
+        found.push({ name: toResource(doc.object).ref.name, labels: stringLabels(doc.object), source: doc.source });
+      }
+    } else found.push({ name: n.name, labels: { ...(n.labels ?? {}) }, source: `namespaces[${i}]` });
+    for (const ns of found) {
+      const other = namespaceSource.get(ns.name);
+      if (other !== undefined) {
+        problem(at, `namespace "${ns.name}" is also given in ${other}; give each namespace's labels once`);
+        continue;
+      }
+      namespaceSource.set(ns.name, ns.source);
+      namespaceLabels.set(ns.name, ns.labels);
+    }
+  }
+
+  // Old objects (UPDATE): one per resource, matched by kind, namespace and name.
+  const oldObjects = new Map<string, KubeObject>();
+  for (const [i, path] of (spec.oldResources ?? []).map(abs).entries()) {
+    const at: SuitePath = ['oldResources', i];
+    for (const doc of await read(path, at, file, locate, problems)) {
+      const why = unsupported(doc.object);
+      if (why) {
+        problem(at, `${doc.source}: object #${doc.index + 1}: ${why}`);
+        continue;
+      }
+      const ref = toResource(doc.object).ref;
+      const key = resourceKey(ref);
+      if (!where.has(key)) problem(at, `${doc.source}: ${describe(ref)} is not among the resources; each old object is the earlier version of a resource`);
+      else if (oldObjects.has(key)) problem(at, `${doc.source}: ${describe(ref)} is given twice`);
+      else oldObjects.set(key, doc.object as KubeObject);
+    }
+  }
+  const operation = spec.operation ?? 'CREATE';
+  if (operation === 'UPDATE' && problems.length === 0) {
+    const missing = resources.filter((r) => !oldObjects.has(resourceKey(r.ref))).map((r) => describe(r.ref));
+    if (missing.length > 0) problem(['oldResources'], `no old object for ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''}; an UPDATE needs the object before the change for every resource`);
+  }
+  if (problems.length === 0 && resources.length === 0) problem(['resources'], 'holds no object to evaluate (rules and policies among the files are not resources)');
+
+  if (problems.length > 0) return { ok: false, problems };
+
+  // The results: every rule, binding and resource they name must exist.
+  const rules = new Map<string, string>();
+  for (const r of policies.rules) rules.set(r.kind === 'PortalRule' ? `${r.metadata.namespace ?? ''}/${r.metadata.name}` : r.metadata.name, r.kind);
+  const vapNames = new Set(policies.vap.policies.map((p) => p.policy.metadata.name));
+  const bindings = new Map<string, string[]>();
+  for (const { binding } of policies.vap.bindings) bindings.set(binding.spec.policyName, [...(bindings.get(binding.spec.policyName) ?? []), binding.metadata.name]);
+  const byKindName = new Map<string, Resource[]>();
+  for (const r of resources) {
+    const k = `${r.ref.kind}\u0000${r.ref.name}`;
+    byKindName.set(k, [...(byKindName.get(k) ?? []), r]);
+  }
+  const expectations: PlannedExpectation[] = [];
+  const named = new Map<string, number>();
+  for (const [i, e] of spec.results.entries()) {
+    const ruleKind = rules.get(e.rule);
+    const isVap = vapNames.has(e.rule);
+    if (ruleKind === undefined && !isVap) {
+      const known = [...rules.keys(), ...vapNames].sort();
+      problem(['results', i, 'rule'], `no rule or ValidatingAdmissionPolicy named "${e.rule}" among the suite's policies${known.length <= 30 ? ` (known: ${known.join(', ')})` : ''}`);
+      continue;
+    }
+    if (ruleKind !== undefined && isVap) {
+      problem(['results', i, 'rule'], `"${e.rule}" names both a ${ruleKind} and a ValidatingAdmissionPolicy among the suite's policies; test them in separate suites`);
+      continue;
+    }
+    if (e.binding !== undefined) {
+      if (!isVap) {
+        problem(['results', i, 'binding'], `binding is for ValidatingAdmissionPolicies; "${e.rule}" is a ${String(ruleKind)}`);
+        continue;
+      }
+      const names = bindings.get(e.rule) ?? [];
+      if (!names.includes(e.binding)) {
+        problem(['results', i, 'binding'], `ValidatingAdmissionPolicy "${e.rule}" has no binding "${e.binding}" (its bindings: ${names.join(', ') || 'none'})`);
+        continue;
+      }
+    }
+    for (const [j, name] of e.resources.entries()) {
+      const at: SuitePath = ['results', i, 'resources', j];
+      const candidates = (byKindName.get(`${e.kind}\u0000${name}`) ?? []).filter((r) => e.namespace === undefined || r.ref.namespace === e.namespace);
+      if (candidates.length === 0) {
+        problem(at, `no ${e.kind} named "${name}"${e.namespace !== undefined ? ` in namespace "${e.namespace}"` : ''} among the resources`);
+        continue;
+      }
+      if (candidates.length > 1) {
+        problem(at, `${e.kind} "${name}" exists in several namespaces (${candidates.map((r) => r.ref.namespace).sort().join(', ')}); set namespace in this entry`);
+        continue;
+      }
+      const resource = candidates[0] as Resource;
+      const key = `${e.rule}\u0000${e.binding ?? ''}\u0000${resourceKey(resource.ref)}`;
+      const first = named.get(key);
+      if (first !== undefined) {
+        problem(at, `${describe(resource.ref)} is already expected for ${e.rule}${e.binding ? ` (binding ${e.binding})` : ''} at line ${first}; name each resource once per rule`);
+        continue;
+      }
+      const line = locate.at(at).line;
+      named.set(key, line);
+      expectations.push({ entry: i, line, resource });
+    }
+  }
+  if (problems.length > 0) return { ok: false, problems };
+
+  const evaluator = new OfflineEvaluator({ rules: policies.rules, ruleSources: policies.ruleSources, vap: policies.vap }, { labels: namespaceLabels }, params);
+  const request: LoadedSuite['request'] = { operation };
+  if (spec.userInfo) request.userInfo = spec.userInfo;
+  return { ok: true, suite: { file, name: spec.metadata?.name ?? '', spec, evaluator, resources, oldObjects, request, expectations } };
+}

@@ -1,0 +1,172 @@
+/**
+ * YAML text to plain values, for every YAML file Portal reads (manifests,
+ * rule files, `--config`, the chart's values), bounded against hostile
+ * input:
+ *
+ * - Aliases: a "billion laughs" file expands nine aliases nine levels deep
+ *   into 9^9 strings. The `yaml` package counts alias expansions
+ *   (`maxAliasCount`) and throws a ReferenceError past the count; that throw
+ *   becomes a problem naming the document, never a crash (it used to end
+ *   `portal test` with exit 1 and a stack trace).
+ * - Nesting: `yaml` composes nodes recursively. Measured with yaml 2.9 on
+ *   Node 24: 800 nested flow sequences (`[[[…]]]`, 1.6 KB) overflow the
+ *   stack, and 5,000 (10 KB) abort the process outright (V8's regexp compiler
+ *   fails as "out of memory" near the stack limit, which no catch can stop).
+ *   Its CST parser is iterative but quadratic on deep flow nesting (400,000
+ *   levels: 7.6 s). So the depth is checked twice before any node is
+ *   composed: on the lexer's tokens (linear, stops at the first level past
+ *   the bound; flow collections and compact `- - -` sequences, the forms that
+ *   nest one level per two bytes), then exactly on the CST (block nesting by
+ *   indentation costs a line per level, so a file within its size bound
+ *   parses in time linear in its size).
+ */
+import { Composer, CST, Lexer, LineCounter, Parser } from 'yaml';
+
+/**
+ * Deepest nesting of collections accepted, in a document and in a JSON
+ * value. The deepest object in this repository is 18 levels (a CRD's
+ * schema); large third-party CRDs reach about 35. 200 leaves room for any
+ * real manifest and stays a quarter of the depth at which `yaml` overflows
+ * the stack (800, above).
+ */
+export const MAX_NESTING_DEPTH = 200;
+/** Alias expansions per document (the `yaml` package's own default). */
+export const MAX_YAML_ALIASES = 100;
+
+export type YamlDocument = { ok: true; value: unknown } | { ok: false; message: string };
+
+const tooDeep = (where: string): string =>
+  `nested deeper than ${MAX_NESTING_DEPTH} levels ${where}; no Kubernetes object is that deep (a hostile or generated file?)`;
+
+/** Lexer control tokens (document start, scalar marker, flow end): not part of the source text. */
+const CONTROL = new Set([CST.DOCUMENT, CST.FLOW_END, CST.SCALAR]);
+
+/**
+ * The line at which flow nesting or one line's compact block sequences pass
+ * MAX_NESTING_DEPTH, or undefined. Both are lower bounds of the real depth,
+ * so a file within the bound is never refused here.
+ */
+function lexicalDepthProblem(text: string): string | undefined {
+  let flow = 0;
+  let compact = 0;
+  let line = 1;
+  for (const token of new Lexer().lex(text)) {
+    if (CONTROL.has(token)) continue;
+    if (token === '[' || token === '{') flow++;
+    else if (token === ']' || token === '}') flow = Math.max(0, flow - 1);
+    else if ((token === '-' || token === '?') && flow === 0) compact++;
+    if (flow > MAX_NESTING_DEPTH || compact > MAX_NESTING_DEPTH) return tooDeep(`at line ${line}`);
+    for (let i = token.indexOf('\n'); i !== -1; i = token.indexOf('\n', i + 1)) {
+      line++;
+      compact = 0;
+    }
+  }
+  return undefined;
+}
+
+/** Depth of a CST document, walked with an explicit stack (the walk must not recurse either). */
+function cstDepth(document: CST.Document): number {
+  let max = 0;
+  const stack: [CST.Token | null | undefined, number][] = [[document.value, 1]];
+  for (let next = stack.pop(); next; next = stack.pop()) {
+    const [token, depth] = next;
+    if (!token) continue;
+    if (token.type !== 'block-map' && token.type !== 'block-seq' && token.type !== 'flow-collection') continue;
+    max = Math.max(max, depth);
+    if (max > MAX_NESTING_DEPTH) return max;
+    for (const item of token.items as CST.CollectionItem[]) {
+      stack.push([item.key, depth + 1]);
+      stack.push([item.value, depth + 1]);
+    }
+  }
+  return max;
+}
+
+/**
+ * Why a YAML text nests past MAX_NESTING_DEPTH, or undefined: for a reader
+ * that composes the documents itself (suites keep the nodes for positions).
+ */
+export function yamlNestingProblem(text: string): string | undefined {
+  const lexical = lexicalDepthProblem(text);
+  if (lexical) return lexical;
+  const lines = new LineCounter();
+  for (const token of new Parser(lines.addNewLine).parse(text)) {
+    if (token.type === 'document' && cstDepth(token) > MAX_NESTING_DEPTH) {
+      const pos = lines.linePos(token.offset);
+      return tooDeep(`in the document at line ${pos.line}, column ${pos.col}`);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Every document of a YAML stream, as a plain value or the problem that
+ * keeps it from being one ("invalid YAML at line 3, column 7: …"). Never
+ * throws. A stream nested past the bound yields that single problem.
+ */
+export function parseYamlDocuments(text: string): YamlDocument[] {
+  const lexical = lexicalDepthProblem(text);
+  if (lexical) return [{ ok: false, message: lexical }];
+  const lines = new LineCounter();
+  const tokens = Array.from(new Parser(lines.addNewLine).parse(text));
+  const at = (offset: number): string => {
+    const pos = lines.linePos(offset);
+    return `line ${pos.line}, column ${pos.col}`;
+  };
+  for (const token of tokens) {
+    if (token.type === 'document' && cstDepth(token) > MAX_NESTING_DEPTH) return [{ ok: false, message: tooDeep(`in the document at ${at(token.offset)}`) }];
+  }
+  const out: YamlDocument[] = [];
+  // Warnings (e.g. a collection used as a key) must not go to the process's stderr.
+  for (const doc of new Composer({ logLevel: 'error' }).compose(tokens)) {
+    const first = doc.errors[0];
+    if (first) {
+      out.push({ ok: false, message: `invalid YAML at ${at(first.pos[0])}: ${first.message.split('\n')[0] ?? first.message}` });
+      continue;
+    }
+    try {
+      out.push({ ok: true, value: doc.toJS({ maxAliasCount: MAX_YAML_ALIASES }) });
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      out.push({
+        ok: false,
+        message: /alias/i.test(message)
+          ? `YAML aliases expand past ${MAX_YAML_ALIASES} copies (an alias bomb?); write the values out or use fewer aliases`
+          : `cannot read the YAML: ${message}`,
+      });
+    }
+  }
+  return out;
+}
+
+/** A file that holds one YAML document (`--config`, a chart's values): its value, or the problem. */
+export function parseYamlDocument(text: string): YamlDocument {
+  const docs = parseYamlDocuments(text);
+  if (docs.length > 1 && docs.every((d) => d.ok)) return { ok: false, message: `holds ${docs.length} YAML documents; expected one` };
+  return docs.find((d) => !d.ok) ?? docs[0] ?? { ok: true, value: null };
+}
+
+/**
+ * Depth of a JSON text's nesting, from its brackets outside strings: checked
+ * before JSON.parse, since the value is then walked recursively (lists are
+ * flattened, rules validated and compiled). Linear, stops past the bound.
+ */
+export function jsonDepthProblem(text: string): string | undefined {
+  let depth = 0;
+  let line = 1;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_NESTING_DEPTH) return tooDeep(`at line ${line}`);
+    } else if (c === 0x5d || c === 0x7d) depth = Math.max(0, depth - 1);
+    else if (c === 0x0a) line++;
+  }
+  return undefined;
+}

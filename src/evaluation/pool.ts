@@ -1,0 +1,534 @@
+/**
+ * The evaluation pool (adr/0013): rules, and ValidatingAdmissionPolicies for
+ * the audit, evaluated in worker threads (piscina) so that a rule that takes
+ * too long costs one worker, never the event loop that answers probes and
+ * every other request.
+ *
+ * - Policies: each worker compiles its own copy (compiled code cannot cross
+ *   threads). The stores on the main thread (RuleSet, VapSet, ParamStore)
+ *   record their changes; the pool numbers them (`seq`) and broadcasts
+ *   them; each task carries the `seq` it must be evaluated at, and a worker
+ *   that has not applied it yet waits. A new worker (start-up, replacement)
+ *   asks for a snapshot of every store.
+ * - Deadline (`--evaluation-timeout`): the evaluator checks it between rules
+ *   and inside regex work (cooperative); a rule that is still running
+ *   `graceMs` after it is abandoned: the task's signal aborts, piscina
+ *   terminates the worker and starts another. The rule that was running
+ *   (read from shared memory) gets `error`; the input is evaluated again,
+ *   once, with that rule skipped and a fresh deadline, so every other rule
+ *   keeps its real verdict. If that attempt is abandoned too (a second slow
+ *   rule), every rule not decided gets `error` on the main thread, without
+ *   running any rule code. A task that never started before its deadline
+ *   (queued behind stuck workers) gets the same: `error` for every rule it
+ *   matches. Those verdicts go through failurePolicy and enforcement like
+ *   any other error.
+ * - Queue: bounded (`maxQueue`); past it a task is refused at once with a
+ *   QueueFull error (admission: a denial, code 500, naming the overload)
+ *   rather than waiting for a deadline it cannot meet.
+ *
+ * Built un-started: the threads start on `start()` or on the first task,
+ * whichever comes first; `close()` (idempotent) drains them.
+ */
+import { randomUUID } from 'node:crypto';
+import { BroadcastChannel } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import type { Logger } from 'pino';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { LogKey } from '../observability/log-keys.ts';
+import {
+  decideAdmission,
+  evaluate,
+  hasCandidates,
+  type AdmissionDecision,
+  type EvaluationBudget,
+  type EvaluationInput,
+  type KubeObject,
+  type Replicated,
+  type RuleSet,
+  type RuleVerdict,
+} from '../policy/index.ts';
+import type { BindingEvaluation, ParamStore, VapAttributes, VapSet } from '../policy/vap/index.ts';
+import { epochNow, SLOT_BYTES, SLOT_HEADER, type ChannelMessage, type StoreName, type Task, type TaskResults, type WorkerData } from './protocol.ts';
+
+/** Tasks waiting per worker before new ones are refused: at ~50 µs per typical evaluation, 64 is a few ms of work. */
+export const QUEUE_PER_WORKER = 64;
+/** The smallest queue bound, so that a burst of an API server's concurrent requests (it sends up to ~200) to a small pool is not refused. */
+export const MIN_QUEUE = 128;
+
+export interface EvaluationPoolConfig {
+  /** Names the pool in logs, metrics and errors (`admission`, `audit`). */
+  name: string;
+  /** Worker threads (`--evaluation-workers` for admission). */
+  workers: number;
+  /** The evaluation deadline, ms (`--evaluation-timeout`). */
+  timeoutMs: number;
+  /** Tasks that may wait for a worker. @default max(MIN_QUEUE, QUEUE_PER_WORKER × workers) */
+  maxQueue?: number;
+  /**
+   * How long past the deadline a running evaluation may take before its
+   * worker is terminated: the cooperative checks end most evaluations within
+   * one regex step of the deadline, and replacing a worker costs a thread
+   * start and a recompile of every rule. @default max(20, timeoutMs / 10)
+   */
+  graceMs?: number;
+}
+
+/** The stores the workers mirror; `rules` always, VAPs and params for the audit. */
+export interface PolicyStores {
+  rules: RuleSet;
+  vaps?: VapSet | undefined;
+  params?: ParamStore | undefined;
+}
+
+export interface EvaluationPoolDeps {
+  logger: Logger;
+  registry?: Registry | undefined;
+  /** Sees each rule's `error` verdict at admission (metrics, Events), on the main thread; must not throw. */
+  onRuleError?: ((verdict: RuleVerdict, input: EvaluationInput) => void) | undefined;
+}
+
+type Attempt<R> = { ok: true; value: R } | { ok: false; running: string | undefined };
+
+/**
+ * The abort signal of one task, as piscina reads it (`aborted`, one 'abort'
+ * listener): an AbortController and a timer per task cost more than the
+ * evaluation of a typical request, so tasks share one timer (#expire) and
+ * carry this instead.
+ */
+class TaskAbort {
+  aborted = false;
+  /** Hard deadline (epoch ms): past it the task is aborted. */
+  readonly hard: number;
+  settled = false;
+  #listener: (() => void) | undefined;
+
+  constructor(hard: number) {
+    this.hard = hard;
+  }
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    this.#listener = listener;
+  }
+
+  removeEventListener(): void {
+    this.#listener = undefined;
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const l = this.#listener;
+    this.#listener = undefined;
+    l?.();
+  }
+}
+
+type TaskBody = { kind: 'admission'; input: EvaluationInput; body?: string | undefined } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
+
+const ALLOW: AdmissionDecision = Object.freeze({ allowed: true, warnings: Object.freeze([]) as unknown as string[] }) as AdmissionDecision;
+
+/** The worker module: compiled `.js` beside this file, or the `.ts` source under tsx (which workers must load explicitly). */
+function workerModule(): { filename: string; execArgv: string[] | undefined } {
+  const source = import.meta.url.endsWith('.ts');
+  return {
+    filename: new URL(source ? './worker.ts' : './worker.js', import.meta.url).href,
+    execArgv: source ? ['--import', import.meta.resolve('tsx')] : undefined,
+  };
+}
+
+export class EvaluationPool {
+  readonly name: string;
+  readonly #config: Required<EvaluationPoolConfig>;
+  readonly #stores: PolicyStores;
+  readonly #log: Logger;
+  readonly #onRuleError: EvaluationPoolDeps['onRuleError'];
+  readonly #progress: SharedArrayBuffer;
+  readonly #progressWords: Int32Array;
+  readonly #progressBytes: Uint8Array;
+  readonly #freeSlots: number[];
+  readonly #metrics: { abandoned: Counter<'pool'>; rejected: Counter<'pool'> } | undefined;
+  readonly #decoder = new TextDecoder();
+  #piscina: Piscina | undefined;
+  #channel: BroadcastChannel | undefined;
+  #unsubscribe: (() => void)[] = [];
+  #seq = 0;
+  #ids = 0;
+  #snapshotQueued = false;
+  #closed: Promise<void> | undefined;
+  #abandoned = 0;
+  #rejected = 0;
+  /** Tasks submitted and not settled (running or waiting). */
+  #inFlight = 0;
+  /**
+   * Tasks in submission order. Every deadline is "now + timeoutMs" when the
+   * task is submitted, so this is also deadline order: one timer, armed for
+   * the oldest unsettled task, serves them all.
+   */
+  #timeline: TaskAbort[] = [];
+  #timelineHead = 0;
+  #timer: NodeJS.Timeout | undefined;
+  /** Threads that have held a snapshot (ever), and those of them that were destroyed since. */
+  readonly #synced = new Set<number>();
+  readonly #destroyed = new Set<number>();
+  #ready = false;
+  #syncWaiters: (() => void)[] = [];
+
+  constructor(config: EvaluationPoolConfig, stores: PolicyStores, deps: EvaluationPoolDeps) {
+    if (!Number.isInteger(config.workers) || config.workers < 1) {
+      throw new PortalError(ErrorCode.ConfigInvalid, `evaluation pool ${config.name}: workers must be a positive integer, got ${config.workers}`);
+    }
+    this.name = config.name;
+    this.#config = {
+      maxQueue: Math.max(MIN_QUEUE, QUEUE_PER_WORKER * config.workers),
+      graceMs: Math.max(20, Math.round(config.timeoutMs / 10)),
+      ...config,
+    };
+    this.#stores = stores;
+    this.#log = deps.logger.child({ [LogKey.subcomponent]: `evaluation-${config.name}` });
+    this.#onRuleError = deps.onRuleError;
+    // One slot per task that can exist at once: queued, running, and the spare a retry takes.
+    const slots = this.#config.maxQueue + 2 * this.#config.workers + 1;
+    this.#progress = new SharedArrayBuffer(slots * SLOT_BYTES);
+    this.#progressWords = new Int32Array(this.#progress);
+    this.#progressBytes = new Uint8Array(this.#progress);
+    this.#freeSlots = Array.from({ length: slots }, (_, i) => slots - 1 - i);
+    if (deps.registry) {
+      const r = deps.registry;
+      const counter = (name: string, help: string): Counter<'pool'> =>
+        (r.getSingleMetric(name) as Counter<'pool'> | undefined) ?? new Counter({ name, help, labelNames: ['pool'], registers: [r] });
+      this.#metrics = {
+        abandoned: counter('portal_evaluation_abandoned_total', 'Evaluations abandoned at the deadline (their worker, if running, was replaced), by pool.'),
+        rejected: counter('portal_evaluation_rejected_total', 'Evaluations refused because the pool queue was full, by pool.'),
+      };
+      const pools = new Map<string, () => { threads: number; queued: number }>();
+      const existing = r.getSingleMetric('portal_evaluation_queue_depth') as (Gauge<'pool'> & { pools?: typeof pools }) | undefined;
+      const gaugePools = existing?.pools ?? pools;
+      gaugePools.set(this.name, () => ({ threads: this.#piscina?.threads.length ?? 0, queued: this.#piscina?.queueSize ?? 0 }));
+      if (!existing) {
+        const depth = new Gauge<'pool'>({
+          name: 'portal_evaluation_queue_depth',
+          help: 'Evaluations waiting for a worker, by pool.',
+          labelNames: ['pool'],
+          registers: [r],
+          collect(this: Gauge<'pool'>) {
+            for (const [pool, read] of gaugePools) this.set({ pool }, read().queued);
+          },
+        });
+        (depth as Gauge<'pool'> & { pools?: typeof pools }).pools = gaugePools;
+        new Gauge<'pool'>({
+          name: 'portal_evaluation_workers',
+          help: 'Evaluation worker threads alive, by pool.',
+          labelNames: ['pool'],
+          registers: [r],
+          collect(this: Gauge<'pool'>) {
+            for (const [pool, read] of gaugePools) this.set({ pool }, read().threads);
+          },
+        });
+      }
+    } else this.#metrics = undefined;
+  }
+
+  // ---- lifecycle -----------------------------------------------------------
+
+  /** Runnable: starts the workers, runs until `signal` aborts, then drains them. */
+  async start(signal: AbortSignal): Promise<void> {
+    this.#ensure();
+    if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    await this.close();
+  }
+
+  /** Idempotent: refuses new tasks, lets running ones finish, stops the threads. */
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      for (const u of this.#unsubscribe) u();
+      this.#unsubscribe = [];
+      const piscina = this.#piscina;
+      this.#piscina = undefined;
+      try {
+        await piscina?.close();
+      } catch (err) {
+        this.#log.warn({ [LogKey.error]: err }, 'evaluation workers did not drain in time; terminated');
+        await piscina?.destroy();
+      }
+      this.#channel?.close();
+    })();
+    return this.#closed;
+  }
+
+  /**
+   * True once every worker of the pool holds the policies (latches: a
+   * replacement starting later does not make the replica unready). Until
+   * then tasks would spend their deadline waiting for threads to start, and
+   * one stuck rule could hold the only worker started so far, so the
+   * replica is not ready: admission denies "not ready" instead, as while
+   * informers sync.
+   */
+  ready(): boolean {
+    this.#ensure();
+    this.#ready ||= this.#synced.size >= this.#config.workers;
+    return this.#ready;
+  }
+
+  notReadyReason(): string {
+    return `the ${this.name} evaluation workers are starting`;
+  }
+
+  /** Resolves once `threads` distinct workers (default: the pool's size) have held a snapshot. */
+  async whenReady(threads = this.#config.workers): Promise<void> {
+    this.#ensure();
+    while (this.#synced.size < threads) await new Promise<void>((resolve) => this.#syncWaiters.push(resolve));
+  }
+
+  #ensure(): Piscina {
+    if (this.#closed) throw new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`);
+    if (this.#piscina) return this.#piscina;
+    const channelName = `portal-evaluation-${this.name}-${randomUUID()}`;
+    const channel = new BroadcastChannel(channelName);
+    channel.unref();
+    channel.onmessage = (event: unknown) => {
+      const m = (event as { data: ChannelMessage }).data;
+      if (m?.type === 'hello') this.#queueSnapshot();
+      else if (m?.type === 'synced') {
+        this.#synced.add(m.thread);
+        for (const w of this.#syncWaiters.splice(0)) w();
+      }
+    };
+    this.#channel = channel;
+    const subscribe = <C>(store: StoreName, s: Replicated<C> | undefined): void => {
+      if (s) this.#unsubscribe.push(s.onChange((change) => this.#publish(store, change)));
+    };
+    subscribe('rules', this.#stores.rules);
+    subscribe('vaps', this.#stores.vaps);
+    subscribe('params', this.#stores.params);
+    const { filename, execArgv } = workerModule();
+    const workerData: WorkerData = { channel: channelName, progress: this.#progress };
+    this.#piscina = new Piscina({
+      filename,
+      ...(execArgv ? { execArgv } : {}),
+      minThreads: this.#config.workers,
+      maxThreads: this.#config.workers,
+      // The bound is ours (#attempt): piscina does not count tasks that carry an abort signal against its maxQueue.
+      maxQueue: Number.MAX_SAFE_INTEGER,
+      // One task per worker: a task stuck in a rule must not hold others hostage on the same thread.
+      concurrentTasksPerWorker: 1,
+      idleTimeout: Number.MAX_SAFE_INTEGER,
+      recordTiming: false,
+      workerData,
+    });
+    this.#piscina.on('error', (err: unknown) => this.#log.error({ [LogKey.error]: err }, 'evaluation worker failed'));
+    this.#piscina.on('workerDestroy', (worker: { id: number }) => {
+      if (worker.id >= 0) this.#destroyed.add(worker.id);
+    });
+    return this.#piscina;
+  }
+
+  #publish(store: StoreName, change: unknown): void {
+    const channel = this.#channel;
+    if (!channel) return;
+    const seq = this.#seq + 1;
+    channel.postMessage({ type: 'change', seq, store, change } satisfies ChannelMessage);
+    this.#seq = seq;
+  }
+
+  /** Several workers starting at once say hello together: one snapshot answers them all. */
+  #queueSnapshot(): void {
+    if (this.#snapshotQueued) return;
+    this.#snapshotQueued = true;
+    setImmediate(() => {
+      this.#snapshotQueued = false;
+      const changes: { store: StoreName; change: unknown }[] = [];
+      const add = <C>(store: StoreName, s: Replicated<C> | undefined): void => {
+        for (const change of s?.snapshot() ?? []) changes.push({ store, change });
+      };
+      add('rules', this.#stores.rules);
+      add('vaps', this.#stores.vaps);
+      add('params', this.#stores.params);
+      this.#channel?.postMessage({ type: 'snapshot', seq: this.#seq, changes } satisfies ChannelMessage);
+    });
+  }
+
+  // ---- evaluations -----------------------------------------------------------
+
+  /**
+   * The admission answer (a Decide): `decide(evaluate(rules, input))`. A kind no
+   * rule matches is answered here without a task.
+   */
+  decide(input: EvaluationInput, body?: string): AdmissionDecision | Promise<AdmissionDecision> {
+    if (!hasCandidates(this.#stores.rules, input.kind.group, input.kind.kind)) return ALLOW;
+    // With the review's text, the objects travel as that text (see Task).
+    const task: TaskBody =
+      body === undefined
+        ? { kind: 'admission', input }
+        : {
+            kind: 'admission',
+            input: { ...input, object: null, oldObject: null, ...(input.request ? { request: { ...input.request, object: null, oldObject: null } } : {}) },
+            body,
+          };
+    const settled = this.#evaluate(task as TaskBody & { kind: 'admission' }, input, (budget) => {
+      let errors: RuleVerdict[] | undefined;
+      const decision = decideAdmission(this.#stores.rules, input, budget, (v) => (errors ??= []).push(v));
+      return errors === undefined ? { decision } : { decision, errors };
+    });
+    return settled.then((r) => {
+      const report = this.#onRuleError;
+      if (r.errors !== undefined && report !== undefined) for (const v of r.errors) report(v, input);
+      return r.decision;
+    });
+  }
+
+  /** Every rule's verdict for an existing object (the audit). */
+  audit(input: EvaluationInput): Promise<RuleVerdict[]> {
+    return this.#evaluate({ kind: 'audit', input }, input, (budget) => evaluate(this.#stores.rules, input, budget));
+  }
+
+  /** Every bound ValidatingAdmissionPolicy's evaluation for an existing object (the audit). */
+  vap(attrs: VapAttributes, namespaceObject: KubeObject | null): Promise<BindingEvaluation[]> {
+    const input = { kind: attrs.kind, namespace: attrs.namespace, name: attrs.name };
+    return this.#evaluate({ kind: 'vap', attrs, namespaceObject }, input, (budget) => {
+      const vaps = this.#stores.vaps;
+      const params = this.#stores.params;
+      if (!vaps || !params) return [];
+      return vaps.evaluate(attrs, { namespaceObject, params }, { deadline: { at: budget.deadline, now: budget.now, ms: budget.ms, abandoned: budget.abandoned } });
+    });
+  }
+
+  /**
+   * Runs a task to its deadline; when it is abandoned, evaluates again with the
+   * rule that was running skipped, and after a second abandon settles every
+   * rule left as `error` on this thread (`settle`, with a passed deadline: no
+   * rule code runs).
+   */
+  async #evaluate<K extends TaskBody['kind']>(
+    body: TaskBody & { kind: K },
+    what: Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>,
+    settle: (budget: EvaluationBudget) => TaskResults[K],
+  ): Promise<TaskResults[K]> {
+    const ms = this.#config.timeoutMs;
+    const first = await this.#attempt<K>(body, epochNow() + ms, undefined, true);
+    if (first.ok) return first.value;
+    this.#noteAbandoned(what, first.running);
+    const abandoned: string[] = [];
+    if (first.running !== undefined) {
+      abandoned.push(first.running);
+      // A retry is not refused: it replaces the attempt that was abandoned.
+      const second = await this.#attempt<K>(body, epochNow() + ms, abandoned, false);
+      if (second.ok) return second.value;
+      this.#noteAbandoned(what, second.running);
+      if (second.running !== undefined) abandoned.push(second.running);
+    }
+    return settle({ deadline: Number.NEGATIVE_INFINITY, now: epochNow, ms, abandoned: new Set(abandoned) });
+  }
+
+  #noteAbandoned(what: Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>, running: string | undefined): void {
+    this.#abandoned++;
+    this.#metrics?.abandoned.inc({ pool: this.name });
+    this.#log.warn(
+      {
+        [LogKey.kind]: what.kind.kind,
+        [LogKey.namespace]: what.namespace,
+        [LogKey.name]: what.name,
+        rule: running,
+        deadlineMs: this.#config.timeoutMs,
+      },
+      running === undefined ? 'evaluation deadline passed before it started' : 'evaluation deadline passed while a rule ran: abandoned, worker replaced',
+    );
+  }
+
+  async #attempt<K extends TaskBody['kind']>(body: TaskBody, deadline: number, abandoned: string[] | undefined, bounded: boolean): Promise<Attempt<TaskResults[K]>> {
+    const piscina = this.#ensure();
+    if (bounded && this.#inFlight >= this.#config.maxQueue + this.#config.workers) throw this.#overloaded();
+    const slot = this.#freeSlots.pop();
+    if (slot === undefined) throw this.#overloaded();
+    this.#inFlight++;
+    const id = (this.#ids = (this.#ids % 0x7fffffff) + 1);
+    const words = (slot * SLOT_BYTES) / 4;
+    this.#progressWords[words] = 0;
+    this.#progressWords[words + 1] = 0;
+    const task = { ...body, seq: this.#seq, deadline, ms: this.#config.timeoutMs, abandoned, slot, id } as Task;
+    const controller = new TaskAbort(deadline + this.#config.graceMs);
+    this.#timeline.push(controller);
+    if (this.#timer === undefined) this.#arm();
+    try {
+      return { ok: true, value: (await piscina.run(task, { signal: controller as unknown as AbortSignal })) as TaskResults[K] };
+    } catch (err) {
+      if (err instanceof Error && err.message === 'Task queue is at limit') throw this.#overloaded();
+      if (this.#closed) throw new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`, { cause: err });
+      // Aborted at the deadline (a running worker was terminated), or the worker died under the task
+      // (e.g. out of memory): either way the rule that was running is the one to abandon.
+      if (!controller.aborted) this.#log.warn({ [LogKey.error]: err }, 'evaluation worker lost during a task');
+      return { ok: false, running: this.#running(slot, id) };
+    } finally {
+      this.#inFlight--;
+      controller.settled = true;
+      this.#freeSlots.push(slot);
+    }
+  }
+
+  /** Arms the one timer for the oldest unsettled task's hard deadline (none left: disarmed). */
+  #arm(): void {
+    const t = this.#timeline;
+    while (this.#timelineHead < t.length && t[this.#timelineHead]!.settled) this.#timelineHead++;
+    if (this.#timelineHead > 1024 && this.#timelineHead * 2 > t.length) {
+      this.#timeline = t.slice(this.#timelineHead);
+      this.#timelineHead = 0;
+    }
+    const head = this.#timeline[this.#timelineHead];
+    if (head === undefined) {
+      this.#timer = undefined;
+      return;
+    }
+    this.#timer = setTimeout(() => this.#expire(), Math.max(0, head.hard - epochNow()));
+    this.#timer.unref();
+  }
+
+  /** Aborts every task past its hard deadline (piscina terminates the worker of a running one). */
+  #expire(): void {
+    const now = epochNow();
+    const t = this.#timeline;
+    while (this.#timelineHead < t.length) {
+      const head = t[this.#timelineHead]!;
+      if (!head.settled && head.hard > now) break;
+      this.#timelineHead++;
+      if (!head.settled) head.abort();
+    }
+    this.#arm();
+  }
+
+  /** The key the worker wrote into the slot for task `id`, if it started it. */
+  #running(slot: number, id: number): string | undefined {
+    const words = (slot * SLOT_BYTES) / 4;
+    if (this.#progressWords[words] !== id) return undefined;
+    const n = this.#progressWords[words + 1] ?? 0;
+    if (n <= 0 || n > SLOT_BYTES - SLOT_HEADER) return undefined;
+    const start = slot * SLOT_BYTES + SLOT_HEADER;
+    // Copy out of shared memory before decoding (TextDecoder refuses shared views).
+    return this.#decoder.decode(this.#progressBytes.slice(start, start + n));
+  }
+
+  #overloaded(): PortalError {
+    this.#rejected++;
+    this.#metrics?.rejected.inc({ pool: this.name });
+    return new PortalError(
+      ErrorCode.QueueFull,
+      `portal is overloaded: ${this.#config.maxQueue} evaluations are already waiting for the ${this.#config.workers} ${this.name} evaluation worker${this.#config.workers === 1 ? '' : 's'}; refused rather than queued`,
+    );
+  }
+
+  /** For /debug/vars. */
+  stats(): Record<string, unknown> {
+    return {
+      workers: this.#config.workers,
+      threads: this.#piscina?.threads.length ?? 0,
+      queued: this.#piscina?.queueSize ?? 0,
+      maxQueue: this.#config.maxQueue,
+      /** Workers holding the policies now (a replacement counts once it has its snapshot). */
+      readyThreads: [...this.#synced].filter((id) => !this.#destroyed.has(id)).length,
+      completed: this.#piscina?.completed ?? 0,
+      abandoned: this.#abandoned,
+      rejected: this.#rejected,
+      policyRevision: this.#seq,
+      deadlineMs: this.#config.timeoutMs,
+    };
+  }
+}

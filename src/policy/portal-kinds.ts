@@ -1,0 +1,40 @@
+/**
+ * Portal's own kinds, as the webhook for them checks them on CREATE and UPDATE
+ * (issue 15 item 2; adr/0011): the same validation the RuleSet and `portal
+ * test` use, so what is refused at apply is exactly what would not compile.
+ *
+ * A new kind plugs in with one entry here (its plural resource, for the
+ * webhook configuration, and its validation); the chart's webhook template
+ * lists the same resources (test/chart/webhook-parity.test.ts keeps them in
+ * step).
+ */
+import { validateRule } from './validate-rule.ts';
+
+export type KindValidation = { ok: true } | { ok: false; problems: string[] };
+
+export interface PortalKind {
+  /** Plural resource name (what a webhook rule names). */
+  readonly resource: string;
+  /** Every problem at once, each naming the field and saying what to change. */
+  validate(obj: unknown): KindValidation;
+}
+
+export const PORTAL_KINDS: Readonly<Record<string, PortalKind>> = Object.freeze({
+  PortalRule: { resource: 'portalrules', validate: validateRule },
+  PortalClusterRule: { resource: 'portalclusterrules', validate: validateRule },
+});
+
+/** The resources of {@link PORTAL_KINDS}, in a stable order. */
+export function portalKindResources(): string[] {
+  return Object.values(PORTAL_KINDS).map((k) => k.resource);
+}
+
+/**
+ * The refusal in kube-apiserver's words for an invalid object (as for a
+ * ValidatingAdmissionPolicy): `PortalClusterRule "x" is invalid: <problem>`,
+ * or a bracketed list when there are several.
+ */
+export function invalidMessage(kind: string, name: string, problems: readonly string[]): string {
+  const list = problems.length === 1 ? problems[0] : `[${problems.join(', ')}]`;
+  return `${kind} "${name}" is invalid: ${list}`;
+}
