@@ -5,10 +5,12 @@
  * Security rules (policies/pod-security) and `--pods` realistic Pods (the
  * ~3 KB Deployment replica of bench/realistic-pod.ts) spread over
  * `--namespaces` namespaces (round robin), every 50th Pod of each namespace
- * violating (privileged, host network: 2%, in every namespace). This process is one replica: the real audit (informers,
- * evaluation, actuator, report flusher and writer), so its RSS is the
- * replica's. It evaluates everything as a follower first (a warm standby),
- * then takes the Lease (a term is granted), and measures:
+ * violating (privileged, host network: 2%, in every namespace). This process
+ * is one replica: the real audit (informers, its one-thread evaluation pool
+ * as in cluster mode, actuator, report flusher and writer), so its RSS is the
+ * replica's (less the admission pool). It evaluates everything as a
+ * follower first (a warm standby), then takes the Lease (a term is granted),
+ * and measures:
  * - report objects and their total bytes as stored (the sum of the
  *   serialized objects the API server returns);
  * - report writes of the first full pass (from the takeover until every
@@ -31,6 +33,7 @@ import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
 import { buildAudit } from '../src/audit/audit.ts';
 import { DEFAULTS } from '../src/config/options.ts';
+import { EvaluationPool } from '../src/evaluation/pool.ts';
 import { DevApiClient } from '../packages/devcluster/src/dev/api-client.ts';
 import { readManifests } from '../packages/devcluster/src/dev/manifests.ts';
 import { createKubeClient } from '../src/kube/client.ts';
@@ -154,6 +157,9 @@ async function run(): Promise<Record<string, unknown>> {
     const logger = silentLogger();
     const source = new ClusterRuleSource({ client, logger });
     const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: 'portal-bench' });
+    const registry = new Registry();
+    // As in cluster mode: the audit evaluates in its own one-thread pool (adr/0013), so its RSS is in the figure.
+    const pool = new EvaluationPool({ name: 'audit', workers: 1, timeoutMs: DEFAULTS.evaluationTimeout }, { rules: source.ruleSet }, { logger, registry });
     const { evaluator, actuator } = buildAudit(
       {
         installNamespace: 'portal-system',
@@ -165,11 +171,12 @@ async function run(): Promise<Record<string, unknown>> {
         alertResendIntervalMs: 3_600_000,
         reports: { api: API, granularity: GRANULARITY, flushMs: FLUSH_MS, qps: QPS, maxResults: DEFAULTS.reportMaxResults, statusFilter: DEFAULTS.reportStatusFilter },
       },
-      { client, writer, ruleSet: source.ruleSet, namespaceLabels: (ns) => source.namespaceLabels(ns), logger, registry: new Registry() },
+      { client, writer, ruleSet: source.ruleSet, evaluate: (input) => pool.audit(input), namespaceLabels: (ns) => source.namespaceLabels(ns), logger, registry },
     );
     const ac = new AbortController();
     const t0 = performance.now();
     const sourceDone = source.start(ac.signal);
+    const poolDone = pool.start(ac.signal);
     await source.rules.waitForSync(ac.signal);
     const done = evaluator.start(ac.signal);
     while (!(evaluator.passes > 0 && evaluator.idle())) await sleep(50);
@@ -217,7 +224,7 @@ async function run(): Promise<Record<string, unknown>> {
     const stored = await storedReports(server.admin);
     term.end('bench over');
     ac.abort();
-    await Promise.allSettled([acting, done, sourceDone]);
+    await Promise.allSettled([acting, done, sourceDone, poolDone]);
     await writer.close();
     const defaultQps = DEFAULTS.reportQps;
     return {

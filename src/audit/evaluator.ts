@@ -164,6 +164,44 @@ function sameVerdicts(a: readonly RuleVerdict[], b: readonly RuleVerdict[]): boo
 }
 
 /**
+ * One shared, frozen copy of each verdict that carries no violations (every
+ * `pass`, most `skip`s): the audit keeps every object's verdicts, and the
+ * evaluation pool hands back a fresh clone for each object, so at 50,000
+ * Pods × 19 rules identical verdicts would hold ~140 MB (issue 20). Bounded:
+ * the table starts over past {@link INTERNED_MAX} distinct verdicts.
+ */
+class VerdictInterner {
+  readonly #table = new Map<string, RuleVerdict>();
+
+  intern(v: RuleVerdict): RuleVerdict {
+    if (v.violations.length > 0 || v.error !== undefined || v.result === 'fail' || v.result === 'warn') return v;
+    // Every field but the two excluded above: a field added to RuleVerdict fails to typecheck here until it is keyed.
+    const fields: Record<Exclude<keyof RuleVerdict, 'violations' | 'error'>, string | undefined> = {
+      result: v.result,
+      rule: v.rule,
+      reportRule: v.reportRule,
+      ruleKind: v.ruleKind,
+      enforcement: v.enforcement,
+      failurePolicy: v.failurePolicy,
+      severity: v.severity,
+      category: v.category,
+      message: v.message,
+    };
+    const key = JSON.stringify(Object.values(fields));
+    const known = this.#table.get(key);
+    if (known) return known;
+    if (this.#table.size >= INTERNED_MAX) this.#table.clear();
+    const frozen = Object.freeze({ ...v, violations: NO_VIOLATIONS });
+    this.#table.set(key, frozen);
+    return frozen;
+  }
+}
+
+/** Distinct pass/skip verdicts kept: rules × kinds × (for skips) namespaces, with room. */
+const INTERNED_MAX = 50_000;
+const NO_VIOLATIONS = Object.freeze([]) as unknown as RuleVerdict['violations'];
+
+/**
  * Most keys the audit queue holds. The evaluation work queue's own default
  * (50,000) is the 10,000-Pod sizing of issue 5 with room; issue 20 measures
  * 50,000 Pods, whose first pass enqueues every one of them plus their
@@ -185,6 +223,7 @@ export class AuditEvaluator {
   readonly #ledger: ResilientInformer<KubeObject>;
   readonly #exempt: ReadonlySet<string>;
   readonly #objects = new Map<string, ObjectState>();
+  readonly #verdicts = new VerdictInterner();
   /** Namespace ("" = cluster-scoped) → keys of the objects held in it (namespace reports read it). */
   readonly #byNamespace = new Map<string, Set<string>>();
   /** Rule display key → keys of objects violating it. */
@@ -622,6 +661,7 @@ export class AuditEvaluator {
       const onError = this.#deps.onRuleError;
       if (onError) for (const v of verdicts) if (v.result === 'error') onError(v, { kind, namespace, name });
       for (const p of this.#deps.policies ?? []) verdicts.push(...(await p.evaluate(request)));
+      verdicts = verdicts.map((v) => this.#verdicts.intern(v));
     }
     const prev = this.#objects.get(key);
     const violating = new Set(verdicts.filter(isViolation).map((v) => v.rule));

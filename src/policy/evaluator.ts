@@ -85,24 +85,6 @@ function verdict(entry: RuleEntry, result: Verdict, message: string, violations:
   };
 }
 
-/**
- * One frozen `pass` verdict per candidate (rule × kind, per rule-set
- * revision), shared by every object that passes: the audit keeps every
- * object's verdicts, and at 50,000 Pods × 19 rules a fresh pass verdict each
- * (~150 bytes) would be ~140 MB of identical objects (issue 20).
- */
-const passVerdicts = new WeakMap<Candidate, RuleVerdict>();
-const NO_VIOLATIONS = Object.freeze([]) as unknown as SchemaViolation[];
-
-function passVerdict(c: Candidate): RuleVerdict {
-  let v = passVerdicts.get(c);
-  if (!v) {
-    v = Object.freeze(verdict(c.entry, 'pass', c.passMessage, NO_VIOLATIONS));
-    passVerdicts.set(c, v);
-  }
-  return v;
-}
-
 function skip(entry: RuleEntry, why: string): RuleVerdict {
   return verdict(entry, 'skip', `${entry.display}: skipped: ${why}`);
 }
@@ -242,7 +224,7 @@ function evaluateOne(
     return errorVerdict(entry, `its schema failed on this object (${err instanceof Error ? err.message : String(err)})`, SCHEMA_ERROR);
   }
   if (celViolations.length > 0) violations = violations.length > 0 ? [...violations, ...celViolations] : celViolations;
-  if (violations.length === 0) return all ? passVerdict(c) : undefined;
+  if (violations.length === 0) return all ? verdict(entry, 'pass', c.passMessage) : undefined;
   return verdict(
     entry,
     entry.enforcement === 'Deny' ? 'fail' : 'warn',
