@@ -102,7 +102,7 @@ describe('a tenant PortalRule using functions that used to cost nothing', () => 
     const state = rs.upsert(rule);
     assert.equal(state.ready, false);
     assert.equal(state.reason, 'CompileError');
-    assert.match(state.message, /spec\.validate\.cel\.expressions\[0\]\.expression \(line 1, column \d+\): regular expression .* compiles to \d+ instructions, more than the 2000 allowed/);
+    assert.match(state.message, /spec\.validate\.cel\.expressions\[0\]\.expression: compilation failed: line 1, column \d+: regular expression .* compiles to \d+ instructions, more than the 2000 allowed/);
     assert.equal(evaluate(rs, input(pod({ namespace: 'tenant' })))[0]?.result, 'error');
   });
 });
@@ -195,7 +195,7 @@ spec:
     const dir = await mkdtemp(join(tmpdir(), 'portal-cel-cost-'));
     t.after(() => rm(dir, { recursive: true, force: true }));
     await writeFile(join(dir, 'rules.yaml'), RULES);
-    const s = await startServe(t, ['--policies', dir], { POD_NAME: 'portal-cel-cost' });
+    const s = await startServe(t, ['--policies', dir], { POD_NAME: 'portal-cel-cost' }, { ready: true });
     const ca = await readFile(s.caFile);
 
     // Hostile reviews and ordinary ones from another namespace, interleaved, two rounds.

@@ -157,7 +157,7 @@ async function pool<T, R>(items: readonly T[], n: number, fn: (item: T) => Promi
 }
 
 test('100 reviews nested 100,000 deep: each a 400 naming the bound, none an internal error, /readyz stays 200', { timeout: 180_000 }, async (t) => {
-  const s = await startServe(t, ['--policies', await rulesDir(t)], { POD_NAME: 'portal-deep' });
+  const s = await startServe(t, ['--policies', await rulesDir(t)], { POD_NAME: 'portal-deep' }, { ready: true });
   const ca = await readFile(s.caFile);
   const deep = nested(100_000);
   const answers = await pool(
@@ -220,7 +220,7 @@ function idleClients(port: number, peer: string, count: number, maxReconnects: n
 }
 
 test('520 idle TCP connections that reconnect when dropped: real reviews and /healthz are answered', { timeout: 180_000 }, async (t) => {
-  const s = await startServe(t, ['--policies', await rulesDir(t)], { POD_NAME: 'portal-idle' });
+  const s = await startServe(t, ['--policies', await rulesDir(t)], { POD_NAME: 'portal-idle' }, { ready: true });
   const ca = await readFile(s.caFile);
   const port = Number(new URL(s.webhook).port);
   // 4 peers × 130: each under the per-peer limit (256), together over the cap (512).
@@ -246,7 +246,7 @@ test('520 idle TCP connections that reconnect when dropped: real reviews and /he
 });
 
 test('one remote address cannot open more than --webhook-max-connections-per-peer; others are served', { timeout: 60_000 }, async (t) => {
-  const s = await startServe(t, ['--policies', await rulesDir(t), '--webhook-max-connections-per-peer', '8'], { POD_NAME: 'portal-peer' });
+  const s = await startServe(t, ['--policies', await rulesDir(t), '--webhook-max-connections-per-peer', '8'], { POD_NAME: 'portal-peer' }, { ready: true });
   const ca = await readFile(s.caFile);
   const port = Number(new URL(s.webhook).port);
   const connect = (): Promise<Socket> =>
@@ -275,7 +275,7 @@ test('one remote address cannot open more than --webhook-max-connections-per-pee
 });
 
 test('3,000 reviews with distinct 1,000-character kinds: /metrics stays under 2 MB, the kinds are counted as `other`', { timeout: 180_000 }, async (t) => {
-  const s = await startServe(t, ['--policies', await rulesDir(t)], { POD_NAME: 'portal-kinds' });
+  const s = await startServe(t, ['--policies', await rulesDir(t)], { POD_NAME: 'portal-kinds' }, { ready: true });
   const ca = await readFile(s.caFile);
   const agent = new Agent({ keepAlive: true, maxSockets: 8 });
   t.after(() => agent.destroy());
@@ -318,7 +318,7 @@ test('--client-ca-file: peers without a certificate that CA signed are refused a
   const [trusted, other] = await Promise.all([clientPki(dir, 'trusted'), clientPki(dir, 'other')]);
   const bundle = join(dir, 'client-ca.crt');
   await writeFile(bundle, await readFile(trusted.caFile));
-  const s = await startServe(t, ['--policies', await rulesDir(t), '--client-ca-file', bundle], { POD_NAME: 'portal-mtls' });
+  const s = await startServe(t, ['--policies', await rulesDir(t), '--client-ca-file', bundle], { POD_NAME: 'portal-mtls' }, { ready: true });
   const ca = await readFile(s.caFile);
 
   const refused = /certificate|unknown ca|alert|ECONNRESET|socket hang up|EPIPE/i;

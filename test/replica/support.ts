@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
-import { until } from '../support/until.ts';
+import { until, untilReady } from '../support/until.ts';
 
-export { until };
+export { until, untilReady };
 
 export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const bin = join(root, 'bin', 'portal.js');
@@ -49,8 +49,19 @@ export interface Serve extends Child {
   caFile: string;
 }
 
-/** Starts `portal serve` on free ports with a self-signed certificate and waits for "webhook listening". */
-export async function startServe(t: TestContext, args: string[], env: Record<string, string>, listenTimeoutMs = 30_000): Promise<Serve> {
+export interface StartServeOptions {
+  /** Deadline for the "webhook listening" line. @default 30_000 */
+  listenTimeoutMs?: number;
+  /** Also wait for /readyz 200 (file mode: the evaluation workers have started). @default false */
+  ready?: boolean;
+}
+
+/**
+ * Starts `portal serve` on free ports with a self-signed certificate and
+ * waits for "webhook listening" (and, with `ready`, for /readyz 200).
+ */
+export async function startServe(t: TestContext, args: string[], env: Record<string, string>, options: StartServeOptions = {}): Promise<Serve> {
+  const listenTimeoutMs = options.listenTimeoutMs ?? 30_000;
   const c = spawnPortal(t, ['serve', '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--self-signed', ...args], env);
   const found = { probes: '', webhook: '', caFile: '' };
   await until('portal serve to listen', listenTimeoutMs, () => {
@@ -68,6 +79,7 @@ export async function startServe(t: TestContext, args: string[], env: Record<str
     if (c.child.exitCode !== null) throw new Error(`portal serve exited ${c.child.exitCode}: ${c.stderr()}\n${c.lines.join('\n')}`);
     return found.webhook !== '' ? true : undefined;
   });
+  if (options.ready) await untilReady(found.probes, listenTimeoutMs);
   return { ...c, ...found };
 }
 

@@ -19,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { untilReady } from '../support/until.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -194,7 +195,8 @@ void describe('the runtime image, assembled from the Dockerfile', () => {
         if (rec.msg === 'webhook listening') resolve(new URL(rec.url ?? ''));
       });
     });
-    assert.equal((await fetch(`${probes}/readyz`)).status, 200);
+    // The kubelet's view: ready once the evaluation workers have started.
+    await untilReady(probes);
     const body = JSON.stringify({
       apiVersion: 'admission.k8s.io/v1',
       kind: 'AdmissionReview',

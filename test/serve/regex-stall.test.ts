@@ -42,7 +42,7 @@ test('portal serve: 1 MiB values against the issue 9 patterns are decided, and p
   const dir = await mkdtemp(join(tmpdir(), 'portal-regex-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   await writeFile(join(dir, 'rules.yaml'), RULES);
-  const s = await startServe(t, ['--policies', dir], { POD_NAME: 'portal-regex' });
+  const s = await startServe(t, ['--policies', dir], { POD_NAME: 'portal-regex' }, { ready: true });
   const ca = await readFile(s.caFile);
 
   // The load: 4 clients, 8 reviews each, one after the other.

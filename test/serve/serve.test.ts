@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
+import { untilReady } from '../support/until.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const bin = join(root, 'bin', 'portal.js');
@@ -43,7 +44,7 @@ function run(args: string[]): { child: ChildProcess; exited: Promise<number | nu
   return { child, exited, stdout: () => out, stderr: () => err };
 }
 
-/** Starts a replica and waits (event-driven, with a deadline) for its "webhook listening" log line. */
+/** Starts a replica and waits (with deadlines) for its "webhook listening" log line, then for /readyz 200. */
 async function start(args: string[]): Promise<Running> {
   const r = run(['--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', ...args]);
   const lines = createInterface({ input: r.child.stdout! });
@@ -62,6 +63,7 @@ async function start(args: string[]): Promise<Running> {
       }
     });
   });
+  await untilReady(probes);
   return { child: r.child, webhook, probes, caFile, exited: r.exited, stderr: r.stderr };
 }
 

@@ -29,3 +29,13 @@ export async function until<T>(what: string, ms: number, check: Check<T>, option
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 20));
   }
 }
+
+/**
+ * Waits until `probes`/readyz answers 200, as the kubelet does before it
+ * sends a replica traffic: a replica listens before it is ready (its
+ * evaluation workers start, its informers sync) and denies "not ready" until
+ * then, so a test that expects rule decisions waits for this first.
+ */
+export function untilReady(probes: string, ms = 30_000): Promise<true> {
+  return until(`${probes}/readyz to answer 200`, ms, async () => (await fetch(`${probes}/readyz`)).status === 200 || undefined, { ignoreErrors: true });
+}
