@@ -40,7 +40,8 @@ import { createKubeClient } from '../src/kube/client.ts';
 import { ClusterRuleSource } from '../src/kube/cluster-rule-source.ts';
 import { FencedWriter } from '../src/kube/fenced-writer.ts';
 import { Term } from '../src/leader/term.ts';
-import { silentLogger } from '../src/observability/logger.ts';
+import { createLogger, silentLogger, type LogLevel } from '../src/observability/logger.ts';
+import { pino } from 'pino';
 import { REPORT_API_INFO, type ReportApi, type ReportGranularity } from '../src/policy/report.ts';
 import type { KubeObject } from '../src/policy/types.ts';
 import { realisticPod } from './realistic-pod.ts';
@@ -154,7 +155,9 @@ async function run(): Promise<Record<string, unknown>> {
     globalThis.gc?.();
     const rssBaseline = process.memoryUsage().rss;
     const client = createKubeClient({ kubeconfigYaml: server.kubeconfig, qps: DEFAULTS.kubeApiQps, burst: DEFAULTS.kubeApiBurst, userAgent: 'portal-bench' });
-    const logger = silentLogger();
+    // `--log-level info` shows the replica's log on stderr (why a run stalls).
+    const level = arg('log-level') as LogLevel | undefined;
+    const logger = level ? createLogger({ level, destination: pino.destination(2) }) : silentLogger();
     const source = new ClusterRuleSource({ client, logger });
     const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: 'portal-bench' });
     const registry = new Registry();
@@ -179,7 +182,8 @@ async function run(): Promise<Record<string, unknown>> {
     const poolDone = pool.start(ac.signal);
     await source.rules.waitForSync(ac.signal);
     const done = evaluator.start(ac.signal);
-    while (!(evaluator.passes > 0 && evaluator.idle())) await sleep(50);
+    // A complete pass: the first one may start before the Pods are listed (kind informers are not awaited).
+    while (!(evaluator.completePasses > 0 && evaluator.idle())) await sleep(50);
     const followerPassMs = performance.now() - t0;
     globalThis.gc?.();
     const rssFollower = process.memoryUsage().rss;

@@ -178,8 +178,8 @@ export class AuditActuator implements Runnable {
     const purging = this.#purgeOtherApi(acting);
     try {
       await this.#takeoverScan(acting);
-      // A cold leader (no full pass yet) compares at the end of its first pass instead.
-      if (this.#evaluator.passes > 0) await this.#reconcileReports(acting);
+      // A cold leader (no complete pass yet) compares at the end of its next pass instead.
+      if (this.#evaluator.completePasses > 0) await this.#reconcileReports(acting);
       await aborted(termSignal);
     } finally {
       if (this.#acting === acting) this.#acting = undefined;

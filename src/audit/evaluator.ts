@@ -246,6 +246,9 @@ export class AuditEvaluator {
   #coverage = new Map<string, Coverage>();
   #coverageSignature = '';
   #passes = 0;
+  #completePasses = 0;
+  /** The running pass began with every audited kind listed or forbidden (see {@link completePasses}). */
+  #passComplete = false;
   #unresolved: string[] = [];
   #step: AuditStep | undefined;
   /** `act` calls in flight: detaching waits for them. */
@@ -508,6 +511,7 @@ export class AuditEvaluator {
     if (this.#passPending.size > 0) return 0; // the previous pass is still running
     this.#passAgain = false;
     this.#passStartedAt = performance.now();
+    this.#passComplete = this.#informers.all().every(({ resource }) => this.#informers.access(resource.group, resource.kind).state !== 'pending');
     this.#passRules = this.#evaluableRules();
     const n = this.#enqueueAll(true);
     if (n === 0) this.#finishPass();
@@ -567,6 +571,7 @@ export class AuditEvaluator {
 
   #finishPass(): void {
     this.#passes++;
+    if (this.#passComplete) this.#completePasses++;
     const at = new Date();
     this.#lastPassTime = at;
     const rules = this.#passRules;
@@ -703,6 +708,16 @@ export class AuditEvaluator {
     return this.#passes;
   }
 
+  /**
+   * Full passes that began with every audited kind listed (or forbidden).
+   * The first pass can start before a kind's first list (kind informers are
+   * not awaited) and so evaluate nothing of it; a namespace report, which
+   * sums up every object, waits for a complete pass.
+   */
+  get completePasses(): number {
+    return this.#completePasses;
+  }
+
   /** Every informer (kinds, reports, ledger) has listed once. */
   synced(): boolean {
     return this.#informers.synced() && this.observedSynced();
@@ -720,6 +735,7 @@ export class AuditEvaluator {
       unresolvedKinds: this.#unresolved,
       queue: { waiting: this.#queue.length, processing: this.#queue.processing, delayed: this.#queue.delayed },
       passes: this.#passes,
+      completePasses: this.#completePasses,
       acting: this.#step !== undefined,
       idempotencyKeys: this.store.size,
       reportWrites: { ...this.reports.writes },

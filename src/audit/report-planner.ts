@@ -119,10 +119,11 @@ export class ReportPlanner implements ReportSource {
   /**
    * ReportSource: writes may start once the stored reports have been listed
    * and, for namespace reports (which sum up every object), once a full pass
-   * has evaluated everything, so no report is written from half a namespace.
+   * has evaluated every audited kind, so no report is written from half a
+   * namespace.
    */
   ready(): boolean {
-    return this.#evaluator.observedSynced() && (this.#config.granularity === 'resource' || this.#evaluator.passes > 0);
+    return this.#evaluator.observedSynced() && (this.#config.granularity === 'resource' || this.#evaluator.completePasses > 0);
   }
 
   /**

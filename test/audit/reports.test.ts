@@ -213,3 +213,24 @@ void test('switching the report API or granularity removes what Portal wrote in 
     'one namespace report created, the two resource reports deleted',
   );
 });
+
+void test('a namespace report waits for a pass over every audited kind: a leader whose Pods are not listed yet writes no report from half a namespace', async (t) => {
+  const { api: server, admin } = await clusterWithCrds(t);
+  await admin.apply(privilegedRule('no-privileged'));
+  const pods = 12;
+  for (let i = 0; i < pods; i++) await createPod(admin, `bad-${i}`, true);
+  // The replica's list (and watch) of Pods is held until the fault is cleared: its first pass evaluates no Pod.
+  server.faults.setLatency(600_000, { user: 'replica-a', path: '/api/v1/pods', methods: ['GET'] });
+  const a = await startReplica(t, server, 'replica-a', { reports: reportConfig({ api: 'openreports', granularity: 'namespace' }, { flushMs: 60_000 }) });
+  a.grant();
+  await until('a first pass while the Pod list is held', 15_000, () => a.controller.passes > 0 && server.faults.delayed('replica-a').some((r) => r.includes('/api/v1/pods')));
+  assert.equal(a.controller.completePasses, 0, 'a pass that began before the Pods were listed is not complete');
+
+  server.faults.clear();
+  await until('the namespace report with every Pod', 20_000, async () => (await listReports(admin, 'openreports', APP_NS))[0]?.summary.fail === pods);
+  // One write: a report written from the first Pods evaluated would be rewritten within the flush interval (60 s here) — or, before this, at once.
+  assert.deepEqual(
+    reportWrites(server, 'replica-a', 'openreports').map((e) => `${e.verb} ${e.namespace}/${e.name}`),
+    [`create ${APP_NS}/portal`],
+  );
+});
