@@ -150,7 +150,7 @@ for (const shape of REPORT_SHAPES) {
     a.grant();
     const expected = perNamespace ? 2 : 5;
     await until('reports by a', 15_000, async () => (await allReports(admin, api)).length === expected && a.actuator.flusher.backlog === 0);
-    await until('b saw them', 10_000, () => b.controller.reports.size === expected && b.controller.idle() && b.controller.passes > 0);
+    await until('b saw them', 10_000, () => b.controller.reports.size === expected && b.controller.idle() && b.controller.completePasses > 0);
     await a.revoke();
 
     b.grant();
