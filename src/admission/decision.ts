@@ -5,9 +5,23 @@
  */
 import type { EvaluationInput } from '../policy/types.ts';
 
+/** A rule a PortalException exempted the request from. */
+export interface Exemption {
+  rule: string;
+  /** `namespace/name` of the PortalException. */
+  exception: string;
+}
+
 export type Decision =
-  | { allowed: true; warnings: string[] }
-  | { allowed: false; code: number; message: string; warnings: string[] };
+  | { allowed: true; warnings: string[]; exempted?: Exemption[] }
+  | { allowed: false; code: number; message: string; warnings: string[]; exempted?: Exemption[] };
+
+/**
+ * The AdmissionResponse `auditAnnotations` key naming the exceptions that
+ * exempted a request (comma-joined): the API server records it, prefixed
+ * with the webhook's name, in the request's audit event.
+ */
+export const EXCEPTION_AUDIT_ANNOTATION = 'portal.dev/exception';
 
 /**
  * `body` is the AdmissionReview's JSON text, which holds `input.object` and

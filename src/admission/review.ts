@@ -35,6 +35,8 @@ export interface AdmissionResponseBody {
   allowed: boolean;
   status?: { code: number; message: string; reason?: string };
   warnings?: string[];
+  /** Recorded by the API server in the request's audit event (keys prefixed with the webhook's name). */
+  auditAnnotations?: Record<string, string>;
 }
 
 export interface AdmissionReviewResponse {

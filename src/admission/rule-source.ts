@@ -7,7 +7,7 @@
  *   informers, namespace labels from a Namespace informer) implements the same
  *   interface; `ready()` stays false until every informer has synced.
  */
-import { RuleSet, type PortalRuleObject } from '../policy/index.ts';
+import { RuleSet, type ExceptionOptions, type PortalExceptionObject, type PortalRuleObject } from '../policy/index.ts';
 import { nameOnlyNamespaceLabels, type NamespaceLabels } from './decision.ts';
 
 export interface RuleSource {
@@ -23,6 +23,8 @@ export interface RuleSource {
 
 export interface LoadedRules {
   rules: PortalRuleObject[];
+  /** PortalExceptions found beside the rules (validated). */
+  exceptions?: PortalExceptionObject[];
   errors: { source: string; message: string }[];
   /**
    * ValidatingAdmissionPolicies found beside the rules: validated (an invalid
@@ -35,15 +37,16 @@ export interface LoadedRules {
 export type RuleLoader = (dir: string) => Promise<LoadedRules>;
 
 export class FileRuleSource implements RuleSource {
-  readonly ruleSet = new RuleSet();
+  readonly ruleSet: RuleSet;
   readonly namespaceLabels = nameOnlyNamespaceLabels;
   readonly #dir: string;
   readonly #loader: RuleLoader;
   #loaded = false;
 
-  constructor(dir: string, loader: RuleLoader) {
+  constructor(dir: string, loader: RuleLoader, exceptions: ExceptionOptions = {}) {
     this.#dir = dir;
     this.#loader = loader;
+    this.ruleSet = new RuleSet(exceptions);
   }
 
   /**
@@ -51,11 +54,15 @@ export class FileRuleSource implements RuleSource {
    * uncompilable rules); the source is ready only when there are none.
    */
   async load(): Promise<{ source: string; message: string }[]> {
-    const { rules, errors, vap } = await this.#loader(this.#dir);
+    const { rules, exceptions, errors, vap } = await this.#loader(this.#dir);
     const problems = [...errors];
     for (const rule of rules) {
       const state = this.ruleSet.upsert(rule);
       if (!state.ready) problems.push({ source: state.key, message: state.message });
+    }
+    for (const ex of exceptions ?? []) {
+      const state = this.ruleSet.upsertException(ex);
+      if (!state.valid) problems.push({ source: state.key, message: state.message });
     }
     if (rules.length === 0 && errors.length === 0) {
       problems.push({

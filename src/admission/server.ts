@@ -13,7 +13,7 @@ import type { EvaluationInput } from '../policy/types.ts';
 import { clipText, MAX_WARNING_LENGTH } from '../policy/decision.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { AdmissionDecision, AdmissionMetrics } from '../observability/metrics.ts';
-import { type Decide, type Decision, type NamespaceLabels } from './decision.ts';
+import { EXCEPTION_AUDIT_ANNOTATION, type Decide, type Decision, type NamespaceLabels } from './decision.ts';
 import { guardConnections } from './connection-guard.ts';
 import { exemption } from './exemptions.ts';
 import { PORTAL_KINDS, type PortalKind } from '../policy/portal-kinds.ts';
@@ -400,7 +400,8 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     if (decision === null || typeof decision !== 'object' || typeof decision.allowed !== 'boolean' || !Array.isArray(decision.warnings)) {
       return failed(apiVersion, request, new TypeError('the engine returned no decision'));
     }
-    if (decision.allowed && decision.warnings.length === 0) {
+    const exempted = decision.exempted;
+    if (decision.allowed && decision.warnings.length === 0 && (exempted === undefined || exempted.length === 0)) {
       gate.record(false);
       return { httpStatus: 200, apiVersion, request, decision: 'allow', response: { uid: request.uid, allowed: true } };
     }
@@ -413,6 +414,11 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
           status: { code: decision.code, reason: decision.code === 403 ? 'Forbidden' : 'InternalError', message: decision.message },
         };
     if (warnings.length > 0) response.warnings = warnings;
+    if (exempted !== undefined && exempted.length > 0) {
+      // Who was exempted and by what, in the API server's audit log (issue 18).
+      response.auditAnnotations = { [EXCEPTION_AUDIT_ANNOTATION]: [...new Set(exempted.map((e) => e.exception))].join(',') };
+      for (const e of exempted) metrics.exceptionsApplied.inc({ exception: e.exception, rule: e.rule });
+    }
     gate.record(false);
     return { httpStatus: 200, apiVersion, request, response, decision: !decision.allowed ? 'deny' : warnings.length > 0 ? 'warn' : 'allow' };
   }
@@ -507,7 +513,7 @@ function reviewIdentity(body: unknown): { uid: string; apiVersion: ReviewVersion
  * without building and walking the envelope objects on every request.
  */
 function serializeReview(apiVersion: ReviewVersion, response: AdmissionResponseBody): string {
-  if (response.allowed && response.status === undefined && response.warnings === undefined) {
+  if (response.allowed && response.status === undefined && response.warnings === undefined && response.auditAnnotations === undefined) {
     return `{"apiVersion":"${apiVersion}","kind":"AdmissionReview","response":{"uid":${JSON.stringify(response.uid)},"allowed":true}}`;
   }
   return JSON.stringify(encodeReview(apiVersion, response));

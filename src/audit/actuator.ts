@@ -29,7 +29,8 @@ import type { LeaderTerm } from '../leader/term.ts';
 import type { Runnable } from '../manager/runnable.ts';
 import { ErrorCode, isPortalError, PortalError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
-import type { RuleSet, RuleState } from '../policy/index.ts';
+import type { ExceptionState, RuleSet, RuleState } from '../policy/index.ts';
+import { ExceptionStatusWriter } from './exception-status.ts';
 import type { KubeObject } from '../policy/types.ts';
 import { ActionExecutor, type ActionOutcome, type ActionTarget } from './actions.ts';
 import { decideAlert } from './alert-scheduler.ts';
@@ -68,6 +69,8 @@ export interface AuditActuatorDeps {
   evaluator: AuditEvaluator;
   /** The stored rule object of a RuleSet entry (for status comparisons). */
   ruleObject?: (state: RuleState) => KubeObject | undefined;
+  /** The stored PortalException of a RuleSet entry (its status is written against it). */
+  exceptionObject?: (state: ExceptionState) => KubeObject | undefined;
   logger: Logger;
   registry: Registry;
 }
@@ -98,6 +101,7 @@ interface Acting {
 export class AuditActuator implements Runnable {
   readonly name = 'audit-actuator';
   readonly status: StatusWriter;
+  readonly exceptionStatus: ExceptionStatusWriter;
   readonly #config: Readonly<AuditActuatorConfig>;
   readonly #evaluator: AuditEvaluator;
   readonly #log: Logger;
@@ -152,6 +156,18 @@ export class AuditActuator implements Runnable {
       this.#log,
       config.statusDebounceMs !== undefined ? { debounceMs: config.statusDebounceMs } : {},
     );
+    this.exceptionStatus = new ExceptionStatusWriter(
+      client,
+      writer,
+      {
+        states: () => deps.ruleSet.exceptionStates(),
+        exempted: (display) => this.#evaluator.exempted(display),
+        exceptionObject: (s) => deps.exceptionObject?.(s),
+        maxLifetimeMs: deps.ruleSet.options.maxLifetimeMs,
+      },
+      this.#log,
+      config.statusDebounceMs !== undefined ? { debounceMs: config.statusDebounceMs } : {},
+    );
   }
 
   needLeaderElection(): boolean {
@@ -171,8 +187,9 @@ export class AuditActuator implements Runnable {
     this.termStartedAt = Date.now();
     this.firstSideEffectAt = undefined;
     const detach = this.#evaluator.attach(this.#step(acting));
-    // A new leader writes every rule's status it finds wrong at once; followers kept no dirty set.
+    // A new leader writes every rule's and exception's status it finds wrong at once; followers kept no dirty set.
     this.status.markDirty();
+    this.exceptionStatus.markDirty();
     this.#scheduleStatus(acting);
     const flushing = this.flusher.run(term, termSignal, () => this.#sideEffect());
     const purging = this.#purgeOtherApi(acting);
@@ -185,7 +202,7 @@ export class AuditActuator implements Runnable {
       if (this.#acting === acting) this.#acting = undefined;
       await detach();
       await Promise.allSettled([flushing, purging]);
-      await this.status.close();
+      await Promise.all([this.status.close(), this.exceptionStatus.close()]);
       this.#running = false;
       this.#log.info({ epoch: term.epochString }, 'audit actuation stopped');
     }
@@ -204,6 +221,12 @@ export class AuditActuator implements Runnable {
       passEnded: (at, rules) => this.#passEnded(acting, at, rules),
       rulesChanged: () => {
         this.status.markDirty();
+        // An exception added, edited or removed: its status (Ready, message) may change.
+        this.exceptionStatus.markDirty();
+        this.#scheduleStatus(acting);
+      },
+      exceptionsChanged: (displays) => {
+        this.exceptionStatus.markDirty(displays);
         this.#scheduleStatus(acting);
       },
       coverageChanged: (ruleKeys) => {
@@ -214,7 +237,9 @@ export class AuditActuator implements Runnable {
   }
 
   #scheduleStatus(acting: Acting): void {
-    this.status.schedule(() => (this.#acting === acting ? acting.term : undefined), acting.signal);
+    const termOf = (): LeaderTerm | undefined => (this.#acting === acting ? acting.term : undefined);
+    this.status.schedule(termOf, acting.signal);
+    this.exceptionStatus.schedule(termOf, acting.signal);
   }
 
   // ---- takeover ------------------------------------------------------------
@@ -439,6 +464,7 @@ export class AuditActuator implements Runnable {
       lastAuditTime: Object.fromEntries([...this.#lastAuditTime].map(([k, d]) => [k, d.toISOString()])),
       statusWrites: this.status.writes,
       reports: { ...this.flusher.stats(), reconciled: this.reportsReconciled, purgedOtherApi: this.#evaluator.reports.purged },
+      exceptionStatusWrites: this.exceptionStatus.writes,
     };
   }
 }

@@ -8,7 +8,8 @@ import type { Registry } from 'prom-client';
 import type { KubeClient } from '../kube/client.ts';
 import type { WebhookConfigurationView } from '../kube/webhook-config-source.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
-import type { RuleSet, RuleState } from '../policy/index.ts';
+import type { ExceptionState, RuleSet, RuleState } from '../policy/index.ts';
+import type { ExemptionTransition } from './exception-events.ts';
 import type { KubeObject, RuleVerdict } from '../policy/types.ts';
 import { AuditActuator, type AuditActuatorConfig } from './actuator.ts';
 import { AuditEvaluator, type AuditEvaluatorConfig, type AuditEvaluatorDeps, type AuditPolicySource } from './evaluator.ts';
@@ -28,6 +29,10 @@ export interface AuditDeps {
   policies?: readonly AuditPolicySource[];
   namespaceLabels: (namespace: string) => Record<string, string> | undefined;
   ruleObject?: (state: RuleState) => KubeObject | undefined;
+  /** The stored PortalException of a RuleSet entry (for its status). */
+  exceptionObject?: (state: ExceptionState) => KubeObject | undefined;
+  /** Exemptions starting and ending (every replica), for their Events. */
+  onExemption?: (t: ExemptionTransition) => void;
   onNamespaceChange?: (handler: (namespace: string) => void) => () => void;
   /** The webhook configuration Portal is served through, for the rules' coverage. */
   webhookConfiguration?: () => WebhookConfigurationView | 'unchecked';

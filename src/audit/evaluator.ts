@@ -28,7 +28,8 @@ import type { KubeClient } from '../kube/client.ts';
 import { ResilientInformer, type InformerEvent } from '../kube/informer.ts';
 import { ErrorCode, isPortalError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
-import { evaluate, type RuleSet, type RuleState } from '../policy/index.ts';
+import { evaluate, exemptVerdicts, type RuleSet, type RuleState } from '../policy/index.ts';
+import type { ExemptionTransition } from './exception-events.ts';
 import type { EvaluationInput, GroupVersionKind, KubeObject, RuleAction, RuleVerdict } from '../policy/types.ts';
 import { actionKey, IdempotencyStore } from './idempotency.ts';
 import type { WebhookConfigurationView } from '../kube/webhook-config-source.ts';
@@ -86,6 +87,8 @@ export interface AuditEvaluatorDeps {
   onNamespaceChange?: (handler: (namespace: string) => void) => () => void;
   /** Stored reports: watched here; written only by the actuator (through the FencedWriter). */
   reports: ReportWriter;
+  /** An object started or stopped being exempted by a PortalException (every replica; Events are written by the leader). */
+  onExemption?: (t: ExemptionTransition) => void;
   /** Sees each `error` verdict of a Portal rule (metric, Events); must not throw. */
   onRuleError?: (verdict: RuleVerdict, object: { kind: string; namespace: string; name: string }) => void;
   /** The webhook configuration Portal is served through, for the rules' coverage ('unchecked' when none is named). */
@@ -114,6 +117,8 @@ export interface ObjectState {
   reportChanged: boolean;
   /** The uid of the object this one replaced under the same name (its resource report goes). */
   replacedUid?: string | undefined;
+  /** PortalExceptions (`namespace/name`) exempting it now, with the rules each exempts it from. */
+  exempted?: ReadonlyMap<string, readonly string[]>;
 }
 
 /**
@@ -137,7 +142,26 @@ export interface AuditStep {
   coverageChanged?(ruleKeys: string[]): void;
   /** The rule set changed. */
   rulesChanged?(): void;
+  /** Exceptions (`namespace/name`) whose exempted count or expiry changed. */
+  exceptionsChanged?(displays: string[]): void;
 }
+
+/** The exceptions in a verdict list, with the rules each exempts. */
+function exemptionsOf(verdicts: readonly RuleVerdict[]): Map<string, string[]> | undefined {
+  let out: Map<string, string[]> | undefined;
+  for (const v of verdicts) {
+    if (v.exception === undefined) continue;
+    out ??= new Map();
+    const rules = out.get(v.exception);
+    const name = v.reportRule && v.reportRule !== v.rule ? `${v.rule}/${v.reportRule}` : v.rule;
+    if (rules) rules.push(name);
+    else out.set(v.exception, [name]);
+  }
+  return out;
+}
+
+/** The longest a timer can wait (setTimeout's 32-bit bound); a later expiry re-arms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const isViolation = (v: RuleVerdict): boolean => v.result === 'fail' || v.result === 'warn';
 
@@ -155,7 +179,8 @@ function sameVerdicts(a: readonly RuleVerdict[], b: readonly RuleVerdict[]): boo
       x.severity !== y.severity ||
       x.category !== y.category ||
       x.enforcement !== y.enforcement ||
-      x.ruleKind !== y.ruleKind
+      x.ruleKind !== y.ruleKind ||
+      x.exception !== y.exception
     ) {
       return false;
     }
@@ -186,6 +211,8 @@ class VerdictInterner {
       severity: v.severity,
       category: v.category,
       message: v.message,
+      // A skip names the PortalException that exempted the object: skips by different exceptions are different verdicts.
+      exception: v.exception,
     };
     const key = JSON.stringify(Object.values(fields));
     const known = this.#table.get(key);
@@ -228,6 +255,9 @@ export class AuditEvaluator {
   readonly #byNamespace = new Map<string, Set<string>>();
   /** Rule display key → keys of objects violating it. */
   readonly #violators = new Map<string, Set<string>>();
+  /** Exception `namespace/name` → keys of objects it exempts now. */
+  readonly #exempting = new Map<string, Set<string>>();
+  #expiryTimer: NodeJS.Timeout | undefined;
   readonly #passPending = new Set<string>();
   readonly #gauges: { objects: Gauge; violating: Gauge<'rule'>; passSeconds: Gauge };
   #signal: AbortSignal | undefined;
@@ -304,6 +334,7 @@ export class AuditEvaluator {
     const unsubscribe = this.#deps.onNamespaceChange?.((ns) => this.#enqueueNamespace(ns));
     const interval = setInterval(() => this.fullPass(), this.#config.auditIntervalMs);
     const poll = setInterval(() => void this.#tick(), this.#config.rulePollMs ?? 100);
+    this.#armExpiry();
     try {
       await this.#tick();
       // Kind informers are not awaited: one that RBAC forbids would never sync. Each kind's
@@ -315,6 +346,7 @@ export class AuditEvaluator {
     } finally {
       clearInterval(interval);
       clearInterval(poll);
+      clearTimeout(this.#expiryTimer);
       unsubscribe?.();
       this.#queue.destroy();
       await Promise.allSettled([...background, this.#informers.stopAll()]);
@@ -470,6 +502,7 @@ export class AuditEvaluator {
         this.#revision = revision;
         await this.#syncKinds(signal);
         this.#step?.rulesChanged?.();
+        this.#armExpiry();
         this.#requestPass();
       }
       this.#updateCoverage();
@@ -504,6 +537,45 @@ export class AuditEvaluator {
       // Objects of a kind no rule matches any more: their reports go (nothing applies).
       for (const [key, st] of this.#objects) if (st.gvk.group === r.group && st.gvk.kind === r.kind) this.enqueue(key);
     }
+  }
+
+  /**
+   * An exemption ends at its exception's expiresAt, on every replica, by a
+   * timer rather than at the next pass: the objects it exempts are enqueued
+   * then (the evaluation judges them at that time, so without it), and the
+   * step learns it (the exception's status: Expired). Re-armed on every
+   * rule-set change and after each expiry.
+   */
+  #armExpiry(): void {
+    clearTimeout(this.#expiryTimer);
+    this.#expiryTimer = undefined;
+    if (this.#signal?.aborted) return;
+    const now = Date.now();
+    const next = this.#deps.ruleSet.nextExpiry(now);
+    if (next === undefined) return;
+    // +1: at `expiresAt` itself the exemption has ended (now >= expiresAt).
+    this.#expiryTimer = setTimeout(() => this.#expired(), Math.min(next - now + 1, MAX_TIMER_MS));
+    this.#expiryTimer.unref?.();
+  }
+
+  #expired(): void {
+    const now = Date.now();
+    const changed: string[] = [];
+    for (const s of this.#deps.ruleSet.exceptionStates()) {
+      if (s.expiresAt === undefined || s.expiresAt > now) continue;
+      changed.push(s.display);
+      for (const key of this.#exempting.get(s.display) ?? []) this.enqueue(key);
+    }
+    if (changed.length > 0) {
+      this.#log.info({ exceptions: changed }, 'exceptions expired: their objects are evaluated again');
+      this.#step?.exceptionsChanged?.(changed);
+    }
+    this.#armExpiry();
+  }
+
+  /** Objects the exception (`namespace/name`) exempts right now, as computed on this replica. */
+  exempted(display: string): number {
+    return this.#exempting.get(display)?.size ?? 0;
   }
 
   /** Enqueues every object of every audited kind (a full pass). Returns how many. */
@@ -661,14 +733,19 @@ export class AuditEvaluator {
         object,
         oldObject: null,
         namespaceLabels: group === '' && kind === 'Namespace' ? (object.metadata?.labels ?? {}) : namespace ? this.#deps.namespaceLabels(namespace) : undefined,
+        // One instant for every verdict of this object (expiry).
+        now: Date.now(),
       };
       verdicts = [...(await (this.#deps.evaluate ?? ((i: EvaluationInput) => evaluate(this.#deps.ruleSet, i)))(request))];
       const onError = this.#deps.onRuleError;
       if (onError) for (const v of verdicts) if (v.result === 'error') onError(v, { kind, namespace, name });
-      for (const p of this.#deps.policies ?? []) verdicts.push(...(await p.evaluate(request)));
+      // Other policy kinds (VAPs) go through the same exceptions as the rules.
+      for (const p of this.#deps.policies ?? []) verdicts.push(...exemptVerdicts(this.#deps.ruleSet, request, await p.evaluate(request)));
       verdicts = verdicts.map((v) => this.#verdicts.intern(v));
     }
     const prev = this.#objects.get(key);
+    const exempted = exemptionsOf(verdicts);
+    this.#trackExemptions(key, prev, exempted, object && resource ? object : undefined, resource?.version ?? prev?.gvk.version ?? '');
     const violating = new Set(verdicts.filter(isViolation).map((v) => v.rule));
     const changed = new Set<string>();
     for (const r of prev?.violating ?? []) if (!violating.has(r)) changed.add(r);
@@ -690,11 +767,63 @@ export class AuditEvaluator {
       const uid = object.metadata?.uid;
       const reportChanged = !prev || prev.deleted || prev.uid !== uid || !sameVerdicts(prev.verdicts, verdicts);
       const replacedUid = prev?.uid !== undefined && prev.uid !== uid ? prev.uid : undefined;
-      this.#hold(key, { gvk: { group, version: resource.version, kind }, object, uid, verdicts, violating, seen, deleted: false, reportChanged, replacedUid });
+      this.#hold(key, { gvk: { group, version: resource.version, kind }, object, uid, verdicts, violating, seen, deleted: false, reportChanged, replacedUid, ...(exempted ? { exempted } : {}) });
     } else if (prev) {
       // Gone: keep it until its leader-only clean-up (alert resolution) is done.
-      this.#hold(key, { ...prev, verdicts: [], violating: new Set(), seen, deleted: true, reportChanged: !prev.deleted });
+      const { exempted: _gone, ...rest } = prev;
+      this.#hold(key, { ...rest, verdicts: [], violating: new Set(), seen, deleted: true, reportChanged: !prev.deleted });
     }
+  }
+
+  /**
+   * Keeps exception → exempted objects current, tells the step whose count
+   * changed, and reports each start and end of an exemption (not the end
+   * that comes from the object's deletion).
+   */
+  #trackExemptions(key: string, prev: ObjectState | undefined, now: ReadonlyMap<string, readonly string[]> | undefined, object: KubeObject | undefined, version: string): void {
+    const before = prev?.exempted;
+    if (!before && !now) return;
+    const changed: string[] = [];
+    const ruleSet = this.#deps.ruleSet;
+    const target = object ?? prev?.object;
+    const { group, kind, namespace, name } = parseObjectKey(key);
+    const transition = (display: string, rules: readonly string[], started: boolean, why?: string): void => {
+      if (!this.#deps.onExemption || !target) return;
+      const st = ruleSet.exceptionState(`PortalException/${display}`);
+      const slash = display.indexOf('/');
+      this.#deps.onExemption({
+        exception: { namespace: display.slice(0, slash), name: display.slice(slash + 1), uid: st?.uid, generation: st?.generation ?? 0 },
+        object: { gvk: { group, version, kind }, namespace, name, uid: target.metadata?.uid },
+        rules,
+        started,
+        ...(why ? { why } : {}),
+      });
+    };
+    for (const [display, rules] of now ?? []) {
+      if (before?.has(display)) continue;
+      let set = this.#exempting.get(display);
+      if (!set) this.#exempting.set(display, (set = new Set()));
+      set.add(key);
+      changed.push(display);
+      transition(display, rules, true);
+    }
+    for (const [display, rules] of before ?? []) {
+      if (now?.has(display)) continue;
+      const set = this.#exempting.get(display);
+      set?.delete(key);
+      if (set?.size === 0) this.#exempting.delete(display);
+      changed.push(display);
+      if (object) transition(display, rules, false, this.#endReason(display));
+    }
+    if (changed.length > 0) this.#step?.exceptionsChanged?.(changed);
+  }
+
+  #endReason(display: string): string {
+    const st = this.#deps.ruleSet.exceptionState(`PortalException/${display}`);
+    if (!st) return 'the exception was deleted';
+    if (!st.valid) return 'the exception is invalid';
+    if (st.expiresAt !== undefined && st.expiresAt <= Date.now()) return `the exception expired at ${new Date(st.expiresAt).toISOString()}`;
+    return 'the exception or the object changed and it no longer applies';
   }
 
   // ---- introspection -------------------------------------------------------

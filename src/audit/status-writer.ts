@@ -75,7 +75,7 @@ export function desiredStatus(state: RuleState, object: KubeObject | undefined, 
 }
 
 /** resourceVersions are opaque, but every real server uses integers: `a` is newer than `b` when both are and a > b. */
-function newerRv(a: string | undefined, b: string | undefined): boolean {
+export function newerRv(a: string | undefined, b: string | undefined): boolean {
   if (a === undefined || b === undefined || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
   return BigInt(a) > BigInt(b);
 }

@@ -20,8 +20,9 @@ import { editDistance, parseArgs, type FlagDef } from './args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { readManifests } from '../config/manifests.ts';
 import { isVapDocument, type VapDocuments } from '../config/vap-manifests.ts';
-import { podSecurityVersionProblem, type KubeObject, type PortalRuleObject } from '../policy/index.ts';
-import { OfflineEvaluator } from './offline/evaluator.ts';
+import { parseDuration } from '../config/duration.ts';
+import { parseRfc3339, podSecurityVersionProblem, type KubeObject, type PortalExceptionObject, type PortalRuleObject } from '../policy/index.ts';
+import { DEFAULT_EXCEPTION_NAMESPACE, OfflineEvaluator, type OfflineJudging } from './offline/evaluator.ts';
 import { loadPolicies } from './offline/policies.ts';
 import { isRuleObject, stringLabels, toResource, unsupported, type Resource } from './offline/resources.ts';
 import {
@@ -35,7 +36,8 @@ import {
 } from '../policy/report-format.ts';
 
 const HELP = `Usage: portal test --policies DIR [--policies DIR...] [--output table|json|policyreport|openreports]
-                   [--pod-security-version VERSION] FILE...
+                   [--pod-security-version VERSION] [--now RFC3339] [--exception-namespaces NS,...]
+                   [--max-exception-lifetime DUR] FILE...
 
 Evaluates Kubernetes manifests against Portal rules and ValidatingAdmissionPolicies
 offline, as the webhook, the API server and the audit would (operation AUDIT: every
@@ -50,8 +52,8 @@ Arguments:
                           most 16 MiB, rule files at most 1 MiB.
 Flags:
   --policies, -p DIR      rules to apply: a directory or file of PortalRule /
-                          PortalClusterRule objects, ValidatingAdmissionPolicies with
-                          their bindings, and the param objects of their paramKind
+                          PortalClusterRule objects, PortalExceptions, ValidatingAdmissionPolicies
+                          with their bindings, and the param objects of their paramKind
                           (repeatable, required)
   --output, -o FORMAT     table (default), json, policyreport (a YAML stream of
                           wgpolicyk8s.io PolicyReport / ClusterPolicyReport, one per
@@ -61,6 +63,13 @@ Flags:
                           evaluate Pod Security rules at VERSION (latest or v1.N): every
                           namespace gets the label pod-security.kubernetes.io/enforce-version
                           unless its Namespace among the FILE arguments sets it
+  --now RFC3339           judge PortalExceptions' expiry at this instant (default: now)
+  --exception-namespaces NS,...
+                          namespaces whose exceptions may exempt objects anywhere, as
+                          portal serve's flag (default: portal-system, the chart's)
+  --max-exception-lifetime DUR
+                          refuse exceptions that never expire or live longer, as
+                          portal serve's flag (default: no limit)
   --help, -h              show this help
 
 Namespaces: a namespaced object without metadata.namespace is evaluated in
@@ -74,6 +83,11 @@ Audit binding reports it, skip = not selected or a matchCondition is false, erro
 an evaluation error (handled by the policy's failurePolicy in a cluster). Param
 objects among the FILE arguments are params too.
 
+PortalExceptions among the policies apply exactly as in the cluster (the same
+function decides): an exempted rule's row is skip, naming the exception (JSON:
+an "exception" field). An exception without metadata.namespace is in "default";
+one in another namespace does not exempt, one past --now has expired.
+
 Exit codes: 0 nothing failed (warn is not a failure), 1 a rule failed or could
 not be evaluated, 2 bad input (flags, files, YAML, objects, rules or policies:
 a CEL expression that does not compile is reported with its file, rule or
@@ -84,6 +98,9 @@ const FLAGS: readonly FlagDef[] = [
   { flag: 'policies', type: 'value', short: 'p' },
   { flag: 'output', type: 'value', short: 'o' },
   { flag: 'pod-security-version', type: 'value' },
+  { flag: 'now', type: 'value' },
+  { flag: 'exception-namespaces', type: 'value' },
+  { flag: 'max-exception-lifetime', type: 'value' },
   { flag: 'help', type: 'bool', short: 'h' },
 ];
 
@@ -97,6 +114,9 @@ interface Inputs {
   namespaceLabels: Map<string, Record<string, string>>;
   /** --pod-security-version: the enforce-version label of namespaces that do not set one. */
   podSecurityVersion: string | undefined;
+  exceptions: PortalExceptionObject[];
+  /** How exceptions are judged (--now, --exception-namespaces, --max-exception-lifetime). */
+  judging: OfflineJudging;
 }
 
 /** Reads and checks everything; returns the problems instead when there are any. */
@@ -115,13 +135,31 @@ async function load(argv: string[], io: CommandIO): Promise<{ help: true } | { p
     const p = podSecurityVersionProblem(podSecurityVersion);
     if (p) problems.push(`--pod-security-version: ${p}`);
   }
+  const nowFlag = args.values.get('now')?.at(-1);
+  let now = Date.now();
+  if (nowFlag !== undefined) {
+    const parsed = parseRfc3339(nowFlag);
+    if (parsed === undefined) problems.push(`--now "${nowFlag}" is not an RFC 3339 date-time; write it like 2026-12-31T00:00:00Z`);
+    else now = parsed;
+  }
+  const exceptionNamespaces = (args.values.get('exception-namespaces') ?? []).flatMap((v) => v.split(',')).filter((v) => v !== '');
+  for (const ns of exceptionNamespaces) {
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(ns) || ns.length > 63) problems.push(`--exception-namespaces: "${ns}" is not a valid namespace name`);
+  }
+  const lifetimeFlag = args.values.get('max-exception-lifetime')?.at(-1);
+  let maxLifetimeMs: number | undefined;
+  if (lifetimeFlag !== undefined) {
+    const ms = parseDuration(lifetimeFlag);
+    if (ms === undefined) problems.push(`--max-exception-lifetime "${lifetimeFlag}" is not a duration; write it like 720h`);
+    else if (ms > 0) maxLifetimeMs = ms;
+  }
   const policyDirs = args.values.get('policies') ?? [];
   if (policyDirs.length === 0) problems.push('--policies DIR is required: the directory (or file) holding the rules to apply');
   if (args.positionals.length === 0) problems.push('no FILE given: name the manifest files or directories to evaluate');
 
   // Rules: every document must be a valid rule, names unique across directories.
   // A path that cannot be read is named with the flag it was given to.
-  const { rules, ruleSources, vap, problems: policyProblems } = await loadPolicies(policyDirs, { across: '--policies', takes: '--policies', flag: '--policies' });
+  const { rules, ruleSources, exceptions, vap, problems: policyProblems } = await loadPolicies(policyDirs, { across: '--policies', takes: '--policies', flag: '--policies' });
   problems.push(...policyProblems.map((p) => p.message));
 
   // Resources: every document must be an object we can evaluate; rules are skipped.
@@ -159,7 +197,11 @@ async function load(argv: string[], io: CommandIO): Promise<{ help: true } | { p
     }
   }
   if (problems.length > 0) return { problems };
-  return { format: output as OutputFormat, rules, ruleSources, vap, resources, namespaceLabels, podSecurityVersion };
+  const judging: OfflineJudging = {
+    exceptions: { exceptionNamespaces: exceptionNamespaces.length > 0 ? exceptionNamespaces : [DEFAULT_EXCEPTION_NAMESPACE], maxLifetimeMs },
+    now,
+  };
+  return { format: output as OutputFormat, rules, ruleSources, exceptions, judging, vap, resources, namespaceLabels, podSecurityVersion };
 }
 
 export async function runTest(argv: string[], io: CommandIO): Promise<number> {
@@ -173,7 +215,7 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
   if ('problems' in loaded) return reportProblems(loaded.problems, io, 'Nothing was evaluated.');
 
   // The one offline evaluation, shared with the suites (src/cli/offline).
-  const evaluator = new OfflineEvaluator(loaded, { labels: loaded.namespaceLabels, podSecurityVersion: loaded.podSecurityVersion });
+  const evaluator = new OfflineEvaluator(loaded, { labels: loaded.namespaceLabels, podSecurityVersion: loaded.podSecurityVersion }, [], loaded.judging);
   const overruns: string[] = [];
   const vapProblems: string[] = [];
   const evaluated: EvaluatedResource[] = loaded.resources.map((resource) => {

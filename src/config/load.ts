@@ -49,6 +49,7 @@ export function loadServeConfig(src: ConfigSources): ConfigResult {
   values.exemptNamespaces = [...DEFAULTS.exemptNamespaces];
   values.alertmanagerUrl = [...DEFAULTS.alertmanagerUrl];
   values.reportStatusFilter = [...DEFAULTS.reportStatusFilter];
+  values.exceptionNamespaces = [...DEFAULTS.exceptionNamespaces];
 
   // Environment (lowest precedence after the defaults).
   if (src.env.POD_NAMESPACE) values.installNamespace = src.env.POD_NAMESPACE;
@@ -85,11 +86,13 @@ export function loadServeConfig(src: ConfigSources): ConfigResult {
   if (config.leaseNamespace === '') config.leaseNamespace = config.installNamespace;
   if (config.webhookMaxConnectionsPerPeer === 0) config.webhookMaxConnectionsPerPeer = Math.ceil(config.webhookMaxConnections / 2);
   if (!config.exemptNamespaces.includes(config.installNamespace)) config.exemptNamespaces.push(config.installNamespace);
+  if (config.exceptionNamespaces.length === 0) config.exceptionNamespaces = [config.installNamespace];
   validate(config, invalid, problems, (src.env.KUBERNETES_SERVICE_HOST ?? '') !== '', src.deferred ?? new Set());
   if (problems.length > 0) return { ok: false, problems };
   Object.freeze(config.exemptNamespaces);
   Object.freeze(config.alertmanagerUrl);
   Object.freeze(config.reportStatusFilter);
+  Object.freeze(config.exceptionNamespaces);
   return { ok: true, config: Object.freeze(config) };
 }
 
@@ -221,7 +224,7 @@ function validate(
   if (!deferred.has('ruleSource')) checkRuleSource(c, problems, inCluster);
 
   const dns1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-  for (const ns of [...c.exemptNamespaces, c.installNamespace, c.leaseNamespace]) {
+  for (const ns of [...c.exemptNamespaces, ...c.exceptionNamespaces, c.installNamespace, c.leaseNamespace]) {
     if (!dns1123.test(ns) || ns.length > 63) {
       problems.push(`"${ns}" is not a valid namespace name (lowercase letters, digits and '-', at most 63)`);
     }
@@ -352,7 +355,10 @@ function describeDefault(o: OptionSpec): string {
     case 'podName':
       return '$POD_NAME or the host name';
     case 'leaseNamespace':
+    case 'exceptionNamespaces':
       return 'the install namespace';
+    case 'maxExceptionLifetime':
+      return 'none';
     case 'webhookMaxConnectionsPerPeer':
       return `half of --webhook-max-connections, ${Math.ceil(DEFAULTS.webhookMaxConnections / 2)}`;
   }

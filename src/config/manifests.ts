@@ -8,7 +8,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { readBoundedFile, readBoundedStream, mib, type ReadResult } from './read-file.ts';
 import { jsonDepthProblem, parseYamlDocuments } from './yaml.ts';
-import { ruleKey, validateRule, type PortalRuleObject } from '../policy/index.ts';
+import { exceptionKey, ruleKey, validateExceptionShape, validateRule, type PortalExceptionObject, type PortalRuleObject } from '../policy/index.ts';
 import { loadVapDocuments, type VapDocuments } from './vap-manifests.ts';
 
 export interface ManifestDocument {
@@ -345,21 +345,47 @@ export async function readManifests(paths: readonly string[], limits: Readonly<R
   return result;
 }
 
+/** Namespace of a namespaced manifest without one, as `kubectl apply` would create it. */
+const DEFAULT_NAMESPACE = 'default';
+
 /**
  * Rules from a directory (or file): every document must be a valid
  * PortalRule / PortalClusterRule (validateRule, schema compiled), a valid
+ * PortalException (in "default" when it names no namespace), a valid
  * ValidatingAdmissionPolicy or binding, or a param object of some policy's
- * paramKind; rule keys must be unique. Invalid documents are reported, not
- * returned.
+ * paramKind; rule and exception keys must be unique. Invalid documents are
+ * reported, not returned.
  */
-export async function loadRulesFromDirectory(dir: string): Promise<{ rules: PortalRuleObject[]; errors: ManifestError[]; vap: VapDocuments }> {
+export async function loadRulesFromDirectory(dir: string): Promise<{ rules: PortalRuleObject[]; exceptions: PortalExceptionObject[]; errors: ManifestError[]; vap: VapDocuments }> {
   const read = await readManifests([dir], RULE_FILE_LIMITS);
   const errors = [...read.errors];
   const rules: PortalRuleObject[] = [];
+  const exceptions: PortalExceptionObject[] = [];
   const seen = new Map<string, string>();
   const others: ManifestDocument[] = [];
   for (const doc of read.documents) {
     const kind = doc.object['kind'];
+    if (kind === 'PortalException') {
+      const meta = isObject(doc.object['metadata']) ? doc.object['metadata'] : {};
+      const name = meta['name'];
+      const label = `PortalException ${typeof name === 'string' ? `"${name}"` : `#${doc.index + 1}`}`;
+      const object = { ...doc.object, metadata: { ...meta, namespace: typeof meta['namespace'] === 'string' && meta['namespace'] !== '' ? meta['namespace'] : DEFAULT_NAMESPACE } };
+      // The lifetime is judged where the exception is used (it depends on --max-exception-lifetime and the time).
+      const checked = validateExceptionShape(object);
+      if (!checked.ok) {
+        errors.push({ source: doc.source, message: `${label} is invalid:\n  - ${checked.problems.join('\n  - ')}` });
+        continue;
+      }
+      const key = exceptionKey(checked.exception);
+      const where = seen.get(key);
+      if (where !== undefined) {
+        errors.push({ source: doc.source, message: `${label}: duplicate of the exception already defined in ${where}; names must be unique in a namespace` });
+        continue;
+      }
+      seen.set(key, doc.source);
+      exceptions.push(checked.exception);
+      continue;
+    }
     if (kind !== 'PortalRule' && kind !== 'PortalClusterRule') {
       others.push(doc);
       continue;
@@ -388,10 +414,10 @@ export async function loadRulesFromDirectory(dir: string): Promise<{ rules: Port
     const label = `${String(kind ?? 'object')} ${typeof name === 'string' ? `"${name}"` : `#${doc.index + 1}`}`;
     errors.push({
       source: doc.source,
-      message: `${label}: unexpected kind; a policy directory holds PortalRule, PortalClusterRule, ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding objects, and the param objects of a policy's paramKind`,
+      message: `${label}: unexpected kind; a policy directory holds PortalRule, PortalClusterRule, PortalException, ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding objects, and the param objects of a policy's paramKind`,
     });
   }
   // Files were read in order: report problems in file order too (the sort is stable).
   errors.sort((a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : 0));
-  return { rules, errors, vap: { policies: vap.policies, bindings: vap.bindings, params: vap.params } };
+  return { rules, exceptions, errors, vap: { policies: vap.policies, bindings: vap.bindings, params: vap.params } };
 }

@@ -89,6 +89,14 @@ export interface ServeConfig {
   evaluationTimeout: number;
   /** Open webhook connections per replica; at the cap an idle one is closed to make room, else the new one is. @default 512 */
   webhookMaxConnections: number;
+  /**
+   * Namespaces whose PortalExceptions may exempt objects in any namespace and
+   * cluster-scoped objects (others exempt only objects in their own
+   * namespace). @default the install namespace
+   */
+  exceptionNamespaces: string[];
+  /** PortalExceptions that never expire, or expire longer than this after their creation, are refused; 0 = no limit. @default 0 */
+  maxExceptionLifetime: number;
   /** Open webhook connections from one remote address; more are closed at once. 0 when given: half of `webhookMaxConnections`. @default half of webhookMaxConnections (256) */
   webhookMaxConnectionsPerPeer: number;
   /** CA bundle (PEM) that signs the API server's client certificate; when set, clients without one are refused at the TLS handshake. Reloaded when it changes. @default "" */
@@ -186,6 +194,9 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   // (--max-mutating-requests-inflight), each holding one connection to the
   // webhook, plus client-go's 25 idle keep-alive connections (2 × 225 < 512).
   webhookMaxConnections: 512,
+  // Empty: the install namespace (resolved in load.ts), where only Portal's administrators write.
+  exceptionNamespaces: Object.freeze([]) as unknown as string[],
+  maxExceptionLifetime: 0,
   // 0 = half of webhookMaxConnections (resolved in load.ts): one API server
   // needs at most ~225 (above), and half the cap leaves the other half to
   // the other API servers whatever one peer does.
@@ -236,7 +247,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'webhookMaxConnectionsPerPeer', flag: 'webhook-max-connections-per-peer', type: 'int', min: 0, max: 65_535, arg: 'N', help: 'open webhook connections from one remote address (more are closed at once)' },
   { key: 'clientCaFile', flag: 'client-ca-file', type: 'string', arg: 'FILE', help: 'require API server client certificates signed by this CA (reloaded on change)' },
   { key: 'readinessErrorMaxAge', flag: 'readiness-error-max-age', type: 'duration', arg: 'DUR', help: 'internal errors older than this stop counting against /readyz' },
-  { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'time budget of one admission evaluation (past it: denied)' },
+  { key: 'exceptionNamespaces', flag: 'exception-namespaces', type: 'list', arg: 'NS', help: 'namespaces whose PortalExceptions may exempt objects anywhere (repeatable or comma-separated)' },
+  { key: 'maxExceptionLifetime', flag: 'max-exception-lifetime', type: 'duration', arg: 'DUR', help: 'refuse PortalExceptions that never expire or live longer (0: no limit)' },
   { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'deadline of one evaluation: past it the rules not decided give error (a rule still running is abandoned)' },
   { key: 'evaluationWorkers', flag: 'evaluation-workers', type: 'int', min: 1, max: 64, arg: 'N', help: 'worker threads evaluating admission requests (default: cores, 2 to 8)' },
 ];

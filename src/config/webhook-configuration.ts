@@ -99,6 +99,7 @@ export const FORBIDDEN_WEBHOOK_RESOURCES: readonly string[] = [
   'localsubjectaccessreviews',
   'portalrules',
   'portalclusterrules',
+  'portalexceptions',
   'validatingwebhookconfigurations',
   'mutatingwebhookconfigurations',
 ];

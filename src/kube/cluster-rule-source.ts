@@ -12,7 +12,7 @@
 import type { Logger } from 'pino';
 import type { Gauge } from 'prom-client';
 import { LogKey } from '../observability/log-keys.ts';
-import { RuleSet, ruleKey, type PortalRuleObject, type RuleState } from '../policy/index.ts';
+import { RuleSet, ruleKey, type ExceptionOptions, type KubeObject, type PortalRuleObject, type RuleState } from '../policy/index.ts';
 import type { KubeClient } from './client.ts';
 import { NamespaceLabelCache } from './namespace-labels.ts';
 import { RuleInformerSource, type RuleSink } from './rule-source.ts';
@@ -33,19 +33,21 @@ export interface ClusterRuleSourceDeps {
   logger: Logger;
   /** `portal_rules_loaded`, kept equal to the number of rules held. */
   rulesLoaded?: Gauge;
+  /** How PortalExceptions are judged (`--exception-namespaces`, `--max-exception-lifetime`). */
+  exceptions?: ExceptionOptions;
   /** Sees every rule version with what the RuleSet made of it (e.g. to report a compile error). */
   onRule?: (rule: PortalRuleObject, state: RuleState) => void;
 }
 
 export class ClusterRuleSource {
-  readonly ruleSet = new RuleSet();
+  readonly ruleSet: RuleSet;
   readonly rules: RuleInformerSource;
   readonly namespaces: NamespaceLabelCache;
   readonly namespaceLabels: (namespace: string) => Record<string, string> | undefined;
 
   constructor(deps: ClusterRuleSourceDeps) {
     const log = deps.logger;
-    const ruleSet = this.ruleSet;
+    const ruleSet = (this.ruleSet = new RuleSet(deps.exceptions ?? {}));
     // A sink that reports what the RuleSet decided: a rule that fails
     // validation or compilation is logged (the RuleSet keeps its last good
     // version, or denies what it matches if it never compiled).
@@ -71,6 +73,17 @@ export class ClusterRuleSource {
         deps.rulesLoaded?.set(ruleSet.size);
         return removed;
       },
+      upsertException(exception: KubeObject) {
+        const state = ruleSet.upsertException(exception);
+        if (state.valid) log.info({ [LogKey.name]: state.display, generation: state.generation }, 'exception in force');
+        else log.error({ [LogKey.name]: state.display, generation: state.generation, [LogKey.reason]: state.message }, 'exception rejected: it exempts nothing until it is fixed');
+        return state;
+      },
+      removeException(key: string) {
+        const removed = ruleSet.removeException(key);
+        if (removed) log.info({ [LogKey.name]: key }, 'exception removed');
+        return removed;
+      },
     };
     this.rules = new RuleInformerSource(deps.client, sink, log, { ruleKey });
     this.namespaces = new NamespaceLabelCache(deps.client, log);
@@ -86,6 +99,8 @@ export class ClusterRuleSource {
     const waiting = [
       ...(this.rules.clusterRules.hasSynced() ? [] : ['portalclusterrules']),
       ...(this.rules.namespacedRules.hasSynced() ? [] : ['portalrules']),
+      // Also when the PortalException CRD is missing (a Helm upgrade does not install new CRDs: docs/installation.md).
+      ...(this.rules.exceptions.hasSynced() ? [] : ['portalexceptions']),
       ...(this.namespaces.hasSynced() ? [] : ['namespaces']),
     ];
     return `waiting for the ${waiting.join(', ')} informer${waiting.length === 1 ? '' : 's'} to sync`;
@@ -108,6 +123,7 @@ export class ClusterRuleSource {
     return {
       portalclusterrules: { synced: this.rules.clusterRules.hasSynced(), stale: this.rules.clusterRules.isStale(), ...this.rules.clusterRules.stats() },
       portalrules: { synced: this.rules.namespacedRules.hasSynced(), stale: this.rules.namespacedRules.isStale(), ...this.rules.namespacedRules.stats() },
+      portalexceptions: { synced: this.rules.exceptions.hasSynced(), stale: this.rules.exceptions.isStale(), ...this.rules.exceptions.stats() },
       namespaces: { synced: this.namespaces.informer.hasSynced(), stale: this.namespaces.informer.isStale(), ...this.namespaces.informer.stats() },
     };
   }

@@ -1,11 +1,14 @@
 /**
- * Feeds PortalClusterRule (cluster) and PortalRule (all namespaces) objects
- * from two ResilientInformers into a rule set. Ready only once both informers
- * have synced, so admission never evaluates against a partial rule list.
+ * Feeds PortalClusterRule (cluster), PortalRule and PortalException (all
+ * namespaces) objects from three ResilientInformers into a rule set. Ready
+ * only once all three have synced, so admission never evaluates against a
+ * partial rule list, and the audit never acts on an object whose exception
+ * it has not read yet.
  */
 import type { Logger } from 'pino';
-import { RULE_API_VERSION, RULE_GROUP, RULE_VERSION, type KubeObject, type PortalRuleObject } from '../policy/types.ts';
+import { EXCEPTION_KIND, RULE_API_VERSION, RULE_GROUP, RULE_VERSION, type KubeObject, type PortalRuleObject } from '../policy/types.ts';
 import { ruleKey as policyRuleKey } from '../policy/rule-set.ts';
+import { exceptionKey } from '../policy/exceptions.ts';
 import type { KubeClient } from './client.ts';
 import { ResilientInformer, type InformerConfig, type InformerEvent } from './informer.ts';
 
@@ -13,6 +16,9 @@ import { ResilientInformer, type InformerConfig, type InformerEvent } from './in
 export interface RuleSink {
   upsert(rule: PortalRuleObject): unknown;
   remove(key: string): unknown;
+  /** A PortalException, raw (the sink validates it). */
+  upsertException(exception: KubeObject): unknown;
+  removeException(key: string): unknown;
 }
 
 export interface RuleInformerSourceOptions extends Pick<InformerConfig, 'staleAfterMs' | 'backoff' | 'watchTimeoutSeconds'> {
@@ -23,6 +29,7 @@ export interface RuleInformerSourceOptions extends Pick<InformerConfig, 'staleAf
 export class RuleInformerSource {
   readonly clusterRules: ResilientInformer<KubeObject>;
   readonly namespacedRules: ResilientInformer<KubeObject>;
+  readonly exceptions: ResilientInformer<KubeObject>;
   readonly #sink: RuleSink;
   readonly #key: (rule: PortalRuleObject) => string;
   readonly #logger: Logger;
@@ -43,8 +50,21 @@ export class RuleInformerSource {
       { name: 'portalrules', path: `${base}/portalrules`, apiVersion: RULE_API_VERSION, kind: 'PortalRule', ...informerOptions },
       logger,
     );
+    this.exceptions = new ResilientInformer(
+      client,
+      { name: 'portalexceptions', path: `${base}/portalexceptions`, apiVersion: RULE_API_VERSION, kind: EXCEPTION_KIND, ...informerOptions },
+      logger,
+    );
     this.clusterRules.onEvent((e) => this.#apply(e));
     this.namespacedRules.onEvent((e) => this.#apply(e));
+    this.exceptions.onEvent((e) => {
+      try {
+        if (e.type === 'delete') this.#sink.removeException(exceptionKey(e.object));
+        else this.#sink.upsertException(e.object);
+      } catch (err) {
+        this.#logger.error({ err, exception: exceptionKey(e.object) }, 'rule set rejected exception');
+      }
+    });
   }
 
   #apply(event: InformerEvent<KubeObject>): void {
@@ -59,19 +79,19 @@ export class RuleInformerSource {
   }
 
   async start(signal: AbortSignal): Promise<void> {
-    await Promise.all([this.clusterRules.start(signal), this.namespacedRules.start(signal)]);
+    await Promise.all([this.clusterRules.start(signal), this.namespacedRules.start(signal), this.exceptions.start(signal)]);
   }
 
   async waitForSync(signal?: AbortSignal): Promise<void> {
-    await Promise.all([this.clusterRules.waitForSync(signal), this.namespacedRules.waitForSync(signal)]);
+    await Promise.all([this.clusterRules.waitForSync(signal), this.namespacedRules.waitForSync(signal), this.exceptions.waitForSync(signal)]);
   }
 
-  /** Both informers have listed at least once (latches). */
+  /** All three informers have listed at least once (latches). */
   hasSynced(): boolean {
-    return this.clusterRules.hasSynced() && this.namespacedRules.hasSynced();
+    return this.clusterRules.hasSynced() && this.namespacedRules.hasSynced() && this.exceptions.hasSynced();
   }
 
   ready(): boolean {
-    return this.clusterRules.ready() && this.namespacedRules.ready();
+    return this.clusterRules.ready() && this.namespacedRules.ready() && this.exceptions.ready();
   }
 }

@@ -17,6 +17,7 @@ import { ClusterRuleSource } from '../kube/cluster-rule-source.ts';
 import { VapInformerSource } from '../kube/vap-source.ts';
 import { WebhookConfigSource } from '../kube/webhook-config-source.ts';
 import { VapAuditPolicySource } from '../audit/vap-policy-source.ts';
+import { ExceptionEvents } from '../audit/exception-events.ts';
 import { ProblemEvents } from '../audit/problem-events.ts';
 import { RuleProblems } from '../audit/rule-problems.ts';
 import { compileProblems, VapProblems } from '../audit/vap-events.ts';
@@ -27,7 +28,7 @@ import type { DebugVars } from '../observability/debug-vars.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import type { KubeObject } from '../policy/types.ts';
-import type { BuildProblems, Mode } from './mode.ts';
+import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
 
 export const VERSION = '0.1.0';
 
@@ -62,6 +63,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     client,
     logger: componentLogger(root, 'rules'),
     rulesLoaded: deps.rulesLoaded,
+    exceptions: exceptionOptions(config),
     onRule: (rule, state) => ruleProblemSink.problems?.ruleState(rule, state),
   });
   // ValidatingAdmissionPolicies are audited, never enforced here (the API server does): DESIGN §8.
@@ -91,6 +93,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: client.userAgent });
   const problemEvents = new ProblemEvents({ writer, logger: componentLogger(root, 'audit'), identity });
   const vapProblems = new VapProblems({ events: problemEvents, registry });
+  // Exemptions starting and ending: noted on every replica, Normal Events on the exception written by the leader only.
+  const exceptionEvents = new ExceptionEvents({ writer, logger: componentLogger(root, 'audit'), identity, writeLimiter: client.writeLimiter });
   vaps.onCompileErrors((policy, errors) => {
     for (const problem of compileProblems(errors)) vapProblems.note(policy, problem);
   });
@@ -140,6 +144,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       webhookConfiguration: () => webhookConfig?.view() ?? 'unchecked',
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
+      exceptionObject: (s) => source.rules.exceptions.get(s.name, s.namespace),
+      onExemption: (t) => exceptionEvents.note(t),
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
       logger: componentLogger(root, 'audit'),
       registry,
@@ -150,6 +156,10 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), events: problemEvents.stats() }));
   debugVars.register('problem_events', () => problemEvents.stats());
   if (webhookConfig) debugVars.register('webhook_configuration', () => webhookConfig.stats());
+  debugVars.register('exceptions', () => ({
+    loaded: source.ruleSet.exceptionStates().map((s) => ({ exception: s.display, valid: s.valid, message: s.message, exempted: evaluator.exempted(s.display), expiresAt: s.expiresAt !== undefined ? new Date(s.expiresAt).toISOString() : null })),
+    events: exceptionEvents.stats(),
+  }));
   // A VAP the API server accepted can still fail to compile in Portal's CEL engine (a
   // stricter type check): every request it matches is then an audit `error` (DESIGN §8).
   new Gauge({
@@ -183,6 +193,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       // ... and only the leader acts: started by the Manager with each term.
       { runnable: actuator, group: 'others' },
       { runnable: problemEvents, group: 'others' },
+      { runnable: exceptionEvents, group: 'others' },
     ],
     close: () => writer.close(),
   };

@@ -6,10 +6,11 @@ import { FileRuleSource } from '../admission/rule-source.ts';
 import { loadRulesFromDirectory } from '../config/manifests.ts';
 import type { Registry } from 'prom-client';
 import { RuleProblems } from '../audit/rule-problems.ts';
+import type { ExceptionOptions } from '../policy/index.ts';
 import type { BuildProblems, Mode } from './mode.ts';
 
-export async function fileMode(dir: string, registry: Registry): Promise<Mode | BuildProblems> {
-  const source = new FileRuleSource(dir, loadRulesFromDirectory);
+export async function fileMode(dir: string, registry: Registry, exceptions: ExceptionOptions = {}): Promise<Mode | BuildProblems> {
+  const source = new FileRuleSource(dir, loadRulesFromDirectory, exceptions);
   const problems = await source.load();
   if (problems.length > 0) return { title: 'invalid rules', problems: problems.map((p) => `${p.source}: ${p.message}`) };
   return {

@@ -5,6 +5,8 @@
  */
 import type { RuleSource } from '../admission/rule-source.ts';
 import type { RuleProblems } from '../audit/rule-problems.ts';
+import type { ServeConfig } from '../config/options.ts';
+import type { ExceptionOptions } from '../policy/index.ts';
 import type { Election } from './manager.ts';
 import type { Runnable, RunnableGroup } from './runnable.ts';
 
@@ -29,4 +31,9 @@ export interface Mode {
 export interface BuildProblems {
   title: string;
   problems: string[];
+}
+
+/** How the RuleSet judges PortalExceptions, from `--exception-namespaces` and `--max-exception-lifetime` (0: no limit). */
+export function exceptionOptions(config: Readonly<Pick<ServeConfig, 'exceptionNamespaces' | 'maxExceptionLifetime'>>): ExceptionOptions {
+  return { exceptionNamespaces: config.exceptionNamespaces, maxLifetimeMs: config.maxExceptionLifetime > 0 ? config.maxExceptionLifetime : undefined };
 }

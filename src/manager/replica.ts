@@ -31,13 +31,14 @@ import { readTlsFiles, watchTlsFiles, type TlsFiles } from '../admission/tls-rel
 import type { ServeConfig } from '../config/options.ts';
 import { EvaluationPool } from '../evaluation/pool.ts';
 import { DebugVars } from '../observability/debug-vars.ts';
+import { portalKinds } from '../policy/portal-kinds.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import { createAdmissionMetrics, registerRulesNotReady } from '../observability/metrics.ts';
 import { clusterMode } from './cluster-mode.ts';
 import { fileMode } from './file-mode.ts';
 import { Manager } from './manager.ts';
-import type { BuildProblems, Mode } from './mode.ts';
+import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
 import type { Runnable } from './runnable.ts';
 
 export interface ReplicaDeps {
@@ -92,7 +93,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   const metrics = createAdmissionMetrics(registry);
   const mode =
     config.policies !== ''
-      ? await fileMode(config.policies, registry)
+      ? await fileMode(config.policies, registry, exceptionOptions(config))
       : clusterMode(config, { root, env: deps.env, registry, liveness, debugVars, rulesLoaded: metrics.rulesLoaded });
   if (!('kind' in mode)) return { ok: false, ...mode };
   const { source } = mode;
@@ -139,6 +140,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
       namespaceLabels: source.namespaceLabels,
       metrics,
       kindLabel: kindLabeler(source.ruleSet),
+      portalKinds: portalKinds(exceptionOptions(config)),
       logger: componentLogger(root, 'admission'),
     });
   } catch (err) {

@@ -39,6 +39,8 @@ export interface AdmissionMetrics {
   errors: Counter<'reason'>;
   inFlight: Gauge;
   rulesLoaded: Gauge;
+  /** Admission requests in which a PortalException exempted a rule (docs/exceptions.md). */
+  exceptionsApplied: Counter<'exception' | 'rule'>;
   /** Open webhook connections. */
   connections: Gauge;
   connectionsClosed: Counter<'reason'>;
@@ -181,6 +183,13 @@ export function createAdmissionMetrics(registry: Registry): AdmissionMetrics {
     rulesLoaded: new Gauge({
       name: 'portal_rules_loaded',
       help: 'Rules currently loaded into the engine.',
+      registers: [registry],
+    }),
+    // Bounded: one series per (exception, rule) pair that ever applied; both are objects an administrator created.
+    exceptionsApplied: new Counter({
+      name: 'portal_exceptions_applied_total',
+      help: 'Admission requests in which a PortalException (namespace/name) exempted a rule, by exception and rule.',
+      labelNames: ['exception', 'rule'] as const,
       registers: [registry],
     }),
     connections: new Gauge({

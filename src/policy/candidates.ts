@@ -39,9 +39,9 @@ const NO_SUBRESOURCES: ReadonlySet<string> = new Set();
  * Pod write, and so must every rule that matches Pod, or a privileged debug
  * container walks past rules that check `spec.ephemeralContainers`.
  */
-const IMPLIED_SUBRESOURCES: ReadonlyMap<string, readonly string[]> = new Map([['/Pod', ['ephemeralcontainers']]]);
+export const IMPLIED_SUBRESOURCES: ReadonlyMap<string, readonly string[]> = new Map([['/Pod', ['ephemeralcontainers']]]);
 
-function kindMatches(k: KindMatch, group: string, kind: string): boolean {
+export function kindMatches(k: KindMatch, group: string, kind: string): boolean {
   return (k.apiGroups.includes('*') || k.apiGroups.includes(group)) && (k.kinds.includes('*') || k.kinds.includes(kind));
 }
 

@@ -115,7 +115,7 @@ function namespaceObject(input: EvaluationInput): KubeObject | null {
  */
 const activations = new WeakMap<EvaluationInput, Map<string, Activation>>();
 
-function activationFor(input: EvaluationInput, template: { path: readonly string[]; prefix: string } | undefined): Activation {
+export function activationFor(input: EvaluationInput, template: { path: readonly string[]; prefix: string } | undefined): Activation {
   let byTemplate = activations.get(input);
   if (!byTemplate) {
     byTemplate = new Map();

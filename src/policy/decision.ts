@@ -8,9 +8,15 @@
  */
 import type { RuleVerdict } from './types.ts';
 
+/** A rule a PortalException exempted the request from (recorded as the audit annotation `portal.dev/exception`). */
+export interface Exempted {
+  rule: string;
+  exception: string;
+}
+
 export type AdmissionDecision =
-  | { allowed: true; warnings: string[] }
-  | { allowed: false; code: 403 | 500; message: string; warnings: string[] };
+  | { allowed: true; warnings: string[]; exempted?: Exempted[] }
+  | { allowed: false; code: 403 | 500; message: string; warnings: string[]; exempted?: Exempted[] };
 
 /** Each warning stays under 120 characters: the apiserver cuts long ones, and
  * kubectl prints each on one line (FACTS.md, AdmissionReview). */
@@ -44,10 +50,14 @@ export function blocks(v: RuleVerdict): boolean {
 export function decide(verdicts: readonly RuleVerdict[]): AdmissionDecision {
   const warnings = verdicts.filter(warns).map((v) => (v.result === 'error' ? clipText(v.message, MAX_WARNING_LENGTH) : warningFor(v)));
   const blocking = verdicts.filter(blocks);
-  if (blocking.length === 0) return { allowed: true, warnings };
+  // An exempted rule neither denies nor warns (its verdict is skip); it is only recorded.
+  let exempted: Exempted[] | undefined;
+  for (const v of verdicts) if (v.exception !== undefined) (exempted ??= []).push({ rule: v.rule, exception: v.exception });
+  const extra = exempted ? { exempted } : {};
+  if (blocking.length === 0) return { allowed: true, warnings, ...extra };
   const message =
     blocking.length === 1
       ? (blocking[0] as RuleVerdict).message
       : `denied by ${blocking.length} rules: ${blocking.map((v) => v.message).join('; ')}`;
-  return { allowed: false, code: 403, message, warnings };
+  return { allowed: false, code: 403, message, warnings, ...extra };
 }

@@ -14,6 +14,9 @@
  * - Pod templates: only rules that name `Pod` explicitly (not kind "*") check
  *   workload templates; a rule that names the workload kind itself validates
  *   the workload directly instead.
+ * - Exceptions: a rule that applies to the input (every filter above passed)
+ *   and that a PortalException covers (exceptions.ts, exceptionCovers) gives
+ *   `skip` naming the exception, before it runs.
  * - Pod Security version: a rule whose schema uses `minPodSecurityVersion`
  *   is evaluated at the namespace's `pod-security.kubernetes.io/enforce-version`
  *   label, else its `spec.podSecurity.version`, else latest; an invalid label
@@ -26,6 +29,7 @@ import { decide, type AdmissionDecision } from './decision.ts';
 import { templatePod } from './pod-templates.ts';
 import { LATEST, POD_SECURITY_VERSION_LABEL, resolvePodSecurityVersion } from './pod-security-version.ts';
 import { evaluateCelRule } from './cel-rule.ts';
+import { Exemptions, exemptedVerdict } from './exemption.ts';
 import { newBudget, type Budget } from './cel/index.ts';
 import { enterDeadline, leaveDeadline, RegexLimitError } from './re2.ts';
 import type { RuleEntry, RuleSet } from './rule-set.ts';
@@ -121,6 +125,7 @@ function evaluateOne(
   all: boolean,
   celBudget: () => Budget,
   timeBudget: EvaluationBudget | undefined,
+  exemptions: Exemptions | undefined,
 ): RuleVerdict | undefined {
   const { entry } = c;
   const m = entry.match;
@@ -163,6 +168,14 @@ function evaluateOne(
       (input.object !== null && selectorMatches(m.objectSelector, labelsOf(input.object))) ||
       (input.oldObject !== null && selectorMatches(m.objectSelector, labelsOf(input.oldObject)));
     if (!ok) return all ? skip(entry, 'the object does not match objectSelector') : undefined;
+  }
+
+  // The rule applies to this object: a PortalException may exempt it. Built
+  // on the admission path too, since the exemption is reported (the audit
+  // annotation) even though a skip decides nothing.
+  if (exemptions) {
+    const ex = exemptions.find(entry.exceptionRef, templatePath ? { path: templatePath, prefix: c.templatePrefix } : undefined);
+    if (ex) return exemptedVerdict(verdict(entry, 'skip', ''), ex);
   }
 
   if (!entry.validate) return errorVerdict(entry, entry.failure, COMPILE_ERROR);
@@ -241,8 +254,9 @@ export function evaluate(rules: RuleSet, input: EvaluationInput, budget?: Evalua
   const out: RuleVerdict[] = [];
   let celBudget: Budget | undefined;
   const requestBudget = (): Budget => (celBudget ??= newBudget());
+  const exemptions = rules.mayExempt(input.namespace) ? new Exemptions(rules, input, budget) : undefined;
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
-    const v = evaluateOne(c, input, true, requestBudget, budget);
+    const v = evaluateOne(c, input, true, requestBudget, budget, exemptions);
     if (v) out.push(v);
   }
   return out;
@@ -260,8 +274,9 @@ export function decideAdmission(rules: RuleSet, input: EvaluationInput, budget?:
   // One CEL cost budget per request, shared by every CEL rule (as the API server does).
   let celBudget: Budget | undefined;
   const requestBudget = (): Budget => (celBudget ??= newBudget());
+  const exemptions = rules.mayExempt(input.namespace) ? new Exemptions(rules, input, budget) : undefined;
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
-    const v = evaluateOne(c, input, false, requestBudget, budget);
+    const v = evaluateOne(c, input, false, requestBudget, budget, exemptions);
     if (v) {
       (out ??= []).push(v);
       if (onError !== undefined && v.result === 'error') onError(v);

@@ -1,9 +1,25 @@
 /** The public API of the rule engine (no I/O, no Kubernetes client). */
 export * from './types.ts';
-export { RuleSet, ruleKey, type PreparedMatch, type RuleState, type RuleSetChange } from './rule-set.ts';
+export { RuleSet, ruleKey, type PreparedMatch, type RuleState, type RuleSetChange, type ExceptionState } from './rule-set.ts';
 export { ChangeFeed, type Replicated } from './replicated.ts';
+export {
+  exceptionCovers,
+  exceptionKey,
+  validateExceptionShape,
+  exceptionShapeProblems,
+  lifetimeProblem,
+  parseRfc3339,
+  type CompiledException,
+  type Coverage,
+  type CoverageContext,
+  type ExceptionOptions,
+  type ExceptionValidation,
+  type RuleRef,
+} from './exceptions.ts';
+export { exemptVerdicts } from './exemption.ts';
+export { EXCEPTION_CRD_OPENAPI_SCHEMA } from './exception-crd-schema.generated.ts';
 export { evaluate, decideAdmission, violationMessage, abandonedMessage, MESSAGE_VIOLATIONS, type EvaluationBudget } from './evaluator.ts';
-export { decide, MAX_WARNING_LENGTH, type AdmissionDecision } from './decision.ts';
+export { decide, MAX_WARNING_LENGTH, type AdmissionDecision, type Exempted } from './decision.ts';
 export { validateRule, validateRuleShape, matchesPods, type RuleValidation } from './validate-rule.ts';
 export { compileSchema, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, type CompileResult, type Validator } from './compiler.ts';
 export { MAX_EXPANDED_SCHEMA, MAX_UNIQUE_ITEMS, schemaExpandedSize } from './schema-bounds.ts';

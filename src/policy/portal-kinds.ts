@@ -8,6 +8,7 @@
  * lists the same resources (test/chart/webhook-parity.test.ts keeps them in
  * step).
  */
+import { validateExceptionShape, type ExceptionOptions } from './exceptions.ts';
 import { validateRule } from './validate-rule.ts';
 
 export type KindValidation = { ok: true } | { ok: false; problems: string[] };
@@ -19,10 +20,28 @@ export interface PortalKind {
   validate(obj: unknown): KindValidation;
 }
 
-export const PORTAL_KINDS: Readonly<Record<string, PortalKind>> = Object.freeze({
-  PortalRule: { resource: 'portalrules', validate: validateRule },
-  PortalClusterRule: { resource: 'portalclusterrules', validate: validateRule },
-});
+export const PORTAL_KINDS: Readonly<Record<string, PortalKind>> = portalKinds();
+
+/**
+ * The registry as a replica serves it: a PortalException is also refused
+ * when it outlives `--max-exception-lifetime` (judged now, from its
+ * creationTimestamp, which the API server sets before admission), the same
+ * judgement that would otherwise leave it in force as `LifetimeExceeded`.
+ */
+export function portalKinds(exceptions: Pick<ExceptionOptions, 'maxLifetimeMs'> = {}): Readonly<Record<string, PortalKind>> {
+  const maxLifetimeMs = exceptions.maxLifetimeMs;
+  return Object.freeze({
+    PortalRule: { resource: 'portalrules', validate: validateRule },
+    PortalClusterRule: { resource: 'portalclusterrules', validate: validateRule },
+    PortalException: {
+      resource: 'portalexceptions',
+      validate: (obj: unknown): KindValidation => {
+        const r = validateExceptionShape(obj, { maxLifetimeMs });
+        return r.ok ? { ok: true } : r;
+      },
+    },
+  });
+}
 
 /** The resources of {@link PORTAL_KINDS}, in a stable order. */
 export function portalKindResources(): string[] {

@@ -26,7 +26,7 @@ export interface EvaluatedResource {
   verdicts: readonly RuleVerdict[];
 }
 
-/** One line of `portal test --output json`, exactly the DESIGN §6 fields. */
+/** One line of `portal test --output json`: the DESIGN §6 fields, plus `exception` on exempted rows. */
 export interface TestResult {
   rule: string;
   kind: string;
@@ -34,6 +34,8 @@ export interface TestResult {
   name: string;
   result: Verdict;
   message: string;
+  /** Only on rows a PortalException exempted (result skip): its `namespace/name`. */
+  exception?: string;
 }
 
 export type Summary = Record<Verdict, number>;
@@ -53,6 +55,7 @@ export function toResults(evaluated: readonly EvaluatedResource[]): TestResult[]
       name: resource.name,
       result: v.result,
       message: v.message,
+      ...(v.exception !== undefined ? { exception: v.exception } : {}),
     })),
   );
 }

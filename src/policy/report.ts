@@ -248,6 +248,8 @@ function resultKey(r: { policy: string; rule?: string; resources?: ObjectReferen
 function toResult(v: RuleVerdict, opts: BuildOptions, ts: { seconds: number; nanos: number }, resource: ObjectReference | undefined): ReportResult {
   const properties: Record<string, string> = { enforcement: v.enforcement, ruleKind: v.ruleKind };
   if (opts.epoch !== undefined) properties['epoch'] = opts.epoch;
+  // An exempted object: `skip`, naming the PortalException `namespace/name` (issue 18, adr/0014).
+  if (v.exception !== undefined) properties['exception'] = v.exception;
   const result: ReportResult = {
     // One Portal rule is one policy with one rule, so both carry its name; a VAP's result names its binding as the rule (DESIGN §8).
     policy: v.rule,

@@ -7,6 +7,16 @@
 import { createHash } from 'node:crypto';
 import { compileCelRule, type CelRule } from './cel-rule.ts';
 import { compileSchema, type Validator } from './compiler.ts';
+import {
+  compileException,
+  exceptionKey,
+  exceptionShapeProblems,
+  parseRfc3339,
+  ruleRef,
+  type CompiledException,
+  type ExceptionOptions,
+  type RuleRef,
+} from './exceptions.ts';
 import { isEmptySelector } from './label-selector.ts';
 import { POD_TEMPLATE_KINDS } from './pod-templates.ts';
 import { usesVersionKeyword } from './pod-security-version.ts';
@@ -62,6 +72,8 @@ export interface RuleEntry {
   readonly key: string;
   /** `name`, or `namespace/name` for a PortalRule. */
   readonly display: string;
+  /** How PortalExceptions name it (lookup keys computed once). */
+  readonly exceptionRef: RuleRef;
   readonly ruleKind: RuleKind;
   readonly ruleNamespace: string | undefined;
   readonly enforcement: Enforcement;
@@ -100,11 +112,63 @@ interface Slot {
   latest: PortalRuleObject;
 }
 
+/** What the RuleSet knows about one PortalException (its status is derived from it). */
+export interface ExceptionState {
+  key: string;
+  /** `namespace/name`. */
+  display: string;
+  namespace: string;
+  name: string;
+  uid: string | undefined;
+  generation: number;
+  /** It validated and compiled (it is considered; expiry and lifetime are judged at `now`). */
+  valid: boolean;
+  /** Why it is invalid, or "" when valid. */
+  message: string;
+  /** spec.expiresAt in ms, when valid and set. */
+  expiresAt: number | undefined;
+  /** metadata.creationTimestamp in ms, when set. */
+  createdAt: number | undefined;
+  /** In one of the privileged namespaces. */
+  privileged: boolean;
+  /** The raw spec.rules, for status and docs. */
+  rules: readonly string[];
+}
+
+interface ExceptionSlot {
+  hash: string;
+  state: ExceptionState;
+  compiled: CompiledException | undefined;
+  /** The object as given to upsertException (for snapshot() and a change of options). */
+  source: unknown;
+}
+
+/**
+ * Exceptions by where they may exempt: an exception exempts only objects of
+ * its own namespace unless it is privileged, so a request looks at its
+ * namespace's exceptions and the privileged ones, never at the rest.
+ */
+interface ExceptionIndex {
+  revision: number;
+  /** Non-privileged exceptions by namespace, in key order. */
+  byNamespace: Map<string, CompiledException[]>;
+  /** Privileged exceptions, in key order. */
+  privileged: CompiledException[];
+}
+
 /**
  * A change of the RuleSet, as worker threads replay it (replicated.ts).
- * New object kinds kept in the RuleSet add their operation here.
+ * Exceptions travel as their raw objects, like rules, and the copy compiles
+ * them itself; `options` (first in every snapshot) gives the copy the same
+ * `--exception-namespaces` and `--max-exception-lifetime`, so it judges
+ * every exception exactly as this instance does.
  */
-export type RuleSetChange = { op: 'upsert'; rule: PortalRuleObject } | { op: 'remove'; key: string };
+export type RuleSetChange =
+  | { op: 'upsert'; rule: PortalRuleObject }
+  | { op: 'remove'; key: string }
+  | { op: 'options'; options: ExceptionOptions }
+  | { op: 'upsertException'; exception: unknown }
+  | { op: 'removeException'; key: string };
 
 const DEFAULT_OPERATIONS: readonly Operation[] = ['CREATE', 'UPDATE'];
 
@@ -150,6 +214,7 @@ function usableMatch(spec: unknown): spec is RuleSpec {
 }
 
 const ACCEPT_ALL: Validator = () => [];
+const NO_EXCEPTIONS: readonly CompiledException[] = Object.freeze([]);
 
 /** Compiles `validate.schema` and `validate.cel` (whichever are given). */
 function compileValidation(
@@ -194,11 +259,48 @@ function specDefaults(spec: Partial<RuleSpec> | undefined): {
   };
 }
 
+function frozenOptions(options: ExceptionOptions): Readonly<{ exceptionNamespaces: readonly string[]; maxLifetimeMs: number | undefined }> {
+  return Object.freeze({ exceptionNamespaces: Object.freeze([...(options.exceptionNamespaces ?? [])]), maxLifetimeMs: options.maxLifetimeMs });
+}
+
 export class RuleSet implements Replicated<RuleSetChange> {
   readonly #slots = new Map<string, Slot>();
+  readonly #exceptions = new Map<string, ExceptionSlot>();
+  #options: Readonly<{ exceptionNamespaces: readonly string[]; maxLifetimeMs: number | undefined }>;
+  #privileged: ReadonlySet<string>;
   readonly #feed = new ChangeFeed<RuleSetChange>();
   #revision = 0;
   #index: { revision: number; byKind: Map<string, IndexedEntry[]>; wildcard: IndexedEntry[] } | undefined;
+  #exceptionIndex: ExceptionIndex | undefined;
+
+  /**
+   * `options` say how exceptions are judged (`--exception-namespaces`,
+   * `--max-exception-lifetime`); a copy of a RuleSet (another thread) is
+   * built with the same {@link options} and fed the same raw objects.
+   */
+  constructor(options: ExceptionOptions = {}) {
+    this.#options = frozenOptions(options);
+    this.#privileged = new Set(this.#options.exceptionNamespaces);
+  }
+
+  /**
+   * A copy's options, from the original's snapshot (a worker's RuleSet is
+   * built before it knows them). Exceptions already held are compiled
+   * again, since whether one is privileged depends on them.
+   */
+  #configure(options: ExceptionOptions): void {
+    this.#options = frozenOptions(options);
+    this.#privileged = new Set(this.#options.exceptionNamespaces);
+    const held = [...this.#exceptions.values()].map((slot) => slot.source);
+    this.#exceptions.clear();
+    this.#revision++;
+    this.#feed.emit({ op: 'options', options: { exceptionNamespaces: [...this.#options.exceptionNamespaces], maxLifetimeMs: this.#options.maxLifetimeMs } });
+    for (const o of held) this.upsertException(o);
+  }
+
+  get options(): Readonly<{ exceptionNamespaces: readonly string[]; maxLifetimeMs: number | undefined }> {
+    return this.#options;
+  }
 
   /** Bumps on every change that can alter a verdict. */
   get revision(): number {
@@ -255,6 +357,7 @@ export class RuleSet implements Replicated<RuleSetChange> {
       const entry: RuleEntry = {
         key,
         display,
+        exceptionRef: ruleRef(display),
         ruleKind: rule.kind,
         ruleNamespace: namespace,
         ...d,
@@ -313,6 +416,7 @@ export class RuleSet implements Replicated<RuleSetChange> {
           ? {
               key,
               display,
+              exceptionRef: ruleRef(display),
               ruleKind: rule.kind,
               ruleNamespace: namespace,
               ...d,
@@ -352,6 +456,129 @@ export class RuleSet implements Replicated<RuleSetChange> {
     return true;
   }
 
+  // ---- exceptions ----------------------------------------------------------
+
+  /**
+   * Adds or replaces a PortalException (raw object, as the informer or a
+   * file gives it). An invalid one is held with its problems and exempts
+   * nothing: unlike a rule, it keeps no last good version, since an
+   * exemption that outlives its own (broken) edit would fail open. Same
+   * spec and metadata that matter: nothing changes, revision kept.
+   */
+  upsertException(obj: unknown): ExceptionState {
+    const o = (obj ?? {}) as { metadata?: Record<string, unknown>; spec?: unknown };
+    const meta = o.metadata !== null && typeof o.metadata === 'object' ? o.metadata : {};
+    const namespace = typeof meta['namespace'] === 'string' ? meta['namespace'] : '';
+    const name = typeof meta['name'] === 'string' ? meta['name'] : '';
+    const key = exceptionKey({ metadata: { namespace, name } });
+    const generation = typeof meta['generation'] === 'number' ? meta['generation'] : 0;
+    const uid = typeof meta['uid'] === 'string' ? meta['uid'] : undefined;
+    const created = typeof meta['creationTimestamp'] === 'string' ? meta['creationTimestamp'] : undefined;
+    const hash = createHash('sha256').update(JSON.stringify([o.spec ?? null, generation, uid ?? null, created ?? null, (obj as { apiVersion?: unknown })?.apiVersion ?? null, (obj as { kind?: unknown })?.kind ?? null])).digest('hex');
+    const previous = this.#exceptions.get(key);
+    if (previous && previous.hash === hash) return previous.state;
+    const problems = exceptionShapeProblems(obj);
+    let compiled: CompiledException | undefined;
+    if (problems.length === 0) compiled = compileException(obj as Parameters<typeof compileException>[0], this.#privileged);
+    const state: ExceptionState = {
+      key,
+      display: `${namespace}/${name}`,
+      namespace,
+      name,
+      uid,
+      generation,
+      valid: compiled !== undefined,
+      message: problems.length > 0 ? `invalid exception: ${problems.join('; ')}` : '',
+      expiresAt: compiled?.expiresAt,
+      createdAt: created !== undefined ? parseRfc3339(created) : undefined,
+      privileged: this.#privileged.has(namespace),
+      rules: Array.isArray((o.spec as { rules?: unknown } | undefined)?.rules) ? ((o.spec as { rules: unknown[] }).rules.filter((r) => typeof r === 'string') as string[]) : [],
+    };
+    this.#exceptions.set(key, { hash, state, compiled, source: obj });
+    this.#revision++;
+    this.#feed.emit({ op: 'upsertException', exception: obj });
+    return state;
+  }
+
+  removeException(key: string): boolean {
+    if (!this.#exceptions.delete(key)) return false;
+    this.#revision++;
+    this.#feed.emit({ op: 'removeException', key });
+    return true;
+  }
+
+  get exceptionCount(): number {
+    return this.#exceptions.size;
+  }
+
+  exceptionState(key: string): ExceptionState | undefined {
+    return this.#exceptions.get(key)?.state;
+  }
+
+  exceptionStates(): ExceptionState[] {
+    return [...this.#exceptions.values()].map((s) => s.state).sort((a, b) => a.key.localeCompare(b.key));
+  }
+
+  /** The compiled exception named `namespace/name`, when it is valid. */
+  exception(display: string): CompiledException | undefined {
+    const slash = display.indexOf('/');
+    return this.#exceptions.get(exceptionKey({ metadata: { namespace: display.slice(0, slash), name: display.slice(slash + 1) } }))?.compiled;
+  }
+
+  /** The earliest expiresAt after `now` among valid exceptions (when an exemption next ends by itself). */
+  nextExpiry(now: number): number | undefined {
+    let next: number | undefined;
+    for (const { compiled } of this.#exceptions.values()) {
+      const at = compiled?.expiresAt;
+      if (at !== undefined && at > now && (next === undefined || at < next)) next = at;
+    }
+    return next;
+  }
+
+  /**
+   * Whether any exception could exempt an object in `namespace` (one of that
+   * namespace, or a privileged one): when not, a request costs this one
+   * lookup and no exception is consulted, however many are loaded.
+   */
+  mayExempt(namespace: string): boolean {
+    if (this.#exceptions.size === 0) return false;
+    const index = this.#buildExceptionIndex();
+    return index.privileged.length > 0 || (namespace !== '' && index.byNamespace.has(namespace));
+  }
+
+  /**
+   * @internal Every exception that may exempt an object in `namespace` (its
+   * own, then the privileged ones), whatever rules they name; key order
+   * within each group.
+   */
+  exceptionsIn(namespace: string): readonly CompiledException[] {
+    if (this.#exceptions.size === 0) return NO_EXCEPTIONS;
+    const index = this.#buildExceptionIndex();
+    const own = namespace === '' ? undefined : index.byNamespace.get(namespace);
+    if (index.privileged.length === 0) return own ?? NO_EXCEPTIONS;
+    return own ? [...own, ...index.privileged] : index.privileged;
+  }
+
+  #buildExceptionIndex(): ExceptionIndex {
+    if (this.#exceptionIndex?.revision === this.#revision) return this.#exceptionIndex;
+    const byNamespace = new Map<string, CompiledException[]>();
+    const privileged: CompiledException[] = [];
+    const compiled = [...this.#exceptions.values()]
+      .map((s) => s.compiled)
+      .filter((c): c is CompiledException => c !== undefined)
+      .sort((a, b) => a.key.localeCompare(b.key));
+    for (const ex of compiled) {
+      if (ex.privileged) privileged.push(ex);
+      else {
+        const list = byNamespace.get(ex.namespace);
+        if (list) list.push(ex);
+        else byNamespace.set(ex.namespace, [ex]);
+      }
+    }
+    this.#exceptionIndex = { revision: this.#revision, byNamespace, privileged };
+    return this.#exceptionIndex;
+  }
+
   onChange(listener: (change: RuleSetChange) => void): () => void {
     return this.#feed.subscribe(listener);
   }
@@ -362,17 +589,23 @@ export class RuleSet implements Replicated<RuleSetChange> {
    * version in force.
    */
   snapshot(): RuleSetChange[] {
-    const out: RuleSetChange[] = [];
+    const out: RuleSetChange[] = [{ op: 'options', options: { exceptionNamespaces: [...this.#options.exceptionNamespaces], maxLifetimeMs: this.#options.maxLifetimeMs } }];
     for (const slot of this.#slots.values()) {
       if (slot.good && slot.good.source !== slot.latest) out.push({ op: 'upsert', rule: slot.good.source });
       out.push({ op: 'upsert', rule: slot.latest });
     }
+    for (const slot of this.#exceptions.values()) out.push({ op: 'upsertException', exception: slot.source });
     return out;
   }
 
   apply(change: RuleSetChange): void {
-    if (change.op === 'upsert') this.upsert(change.rule);
-    else this.remove(change.key);
+    switch (change.op) {
+      case 'upsert': this.upsert(change.rule); break;
+      case 'remove': this.remove(change.key); break;
+      case 'options': this.#configure(change.options); break;
+      case 'upsertException': this.upsertException(change.exception); break;
+      case 'removeException': this.removeException(change.key); break;
+    }
   }
 
   /** The match and enforcement in force for a rule; undefined when it has none (its match is unusable). */

@@ -16,6 +16,7 @@ export const RULE_VERSION = 'v1alpha1';
 export const RULE_API_VERSION = `${RULE_GROUP}/${RULE_VERSION}` as const;
 
 export type RuleKind = 'PortalRule' | 'PortalClusterRule';
+export const EXCEPTION_KIND = 'PortalException';
 export type Enforcement = 'Deny' | 'Warn' | 'Audit';
 /** Whether a rule's error is a failure (then its enforcement decides) or is dropped (VAP's failurePolicy). */
 export type FailurePolicy = 'Fail' | 'Ignore';
@@ -168,6 +169,13 @@ export interface EvaluationInput {
    * sees a request built from the fields above.
    */
   request?: Readonly<Record<string, unknown>>;
+  /**
+   * When the input is judged (wall clock, ms since the epoch): exceptions
+   * whose `expiresAt` is not after it no longer apply. Admission and the
+   * audit leave it unset (the clock when evaluated); `portal test --now`
+   * and tests set it.
+   */
+  now?: number;
 }
 
 export type Verdict = 'pass' | 'fail' | 'warn' | 'skip' | 'error';
@@ -211,6 +219,50 @@ export interface RuleVerdict {
   /** Human message naming the rule, its message and the first schema errors. */
   message: string;
   violations: SchemaViolation[];
+  /** The PortalException (`namespace/name`) that exempted the object from this rule; the result is then `skip`. */
+  exception?: string;
   /** Set on `error` verdicts of Portal rules: why (see RuleError). */
   error?: RuleError;
+}
+
+/** `spec.match` of a PortalException: a rule's match, plus names. */
+export interface ExceptionMatch extends Omit<RuleMatch, 'operations'> {
+  /** @default every operation */
+  operations?: Operation[];
+  /** Only objects with these names; a trailing `*` is a prefix glob. */
+  names?: string[];
+}
+
+/** `portal.dev/v1alpha1` PortalException spec (docs/exceptions.md). */
+export interface ExceptionSpec {
+  /**
+   * The rules exempted: `NAME` (a PortalClusterRule, a PortalRule in the
+   * exception's namespace, or a VAP with any binding) or `NAMESPACE/NAME`
+   * (a PortalRule in NAMESPACE, or a VAP `POLICY/BINDING`).
+   */
+  rules: string[];
+  match: ExceptionMatch;
+  /** @default true (only meaningful when match names Pod) */
+  podTemplates?: boolean;
+  /** CEL, VAP syntax; all must be true for the exception to apply. */
+  matchConditions?: { name: string; expression: string }[];
+  /** RFC 3339; absent: never expires (unless --max-exception-lifetime refuses it). */
+  expiresAt?: string;
+  /** Why (free text, e.g. a ticket). */
+  reason: string;
+}
+
+export interface ExceptionStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  /** Objects the exception exempts now (from the audit). */
+  exempted?: number;
+}
+
+export interface PortalExceptionObject {
+  apiVersion: typeof RULE_API_VERSION;
+  kind: typeof EXCEPTION_KIND;
+  metadata: ObjectMeta;
+  spec: ExceptionSpec;
+  status?: ExceptionStatus;
 }

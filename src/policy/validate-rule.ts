@@ -22,7 +22,7 @@ export type RuleValidation = { ok: true; rule: PortalRuleObject } | { ok: false;
  * so a misspelt field (`enforcment`) is reported instead of silently pruned as
  * the API server would do.
  */
-function closeObjects(schema: unknown): unknown {
+export function closeObjects(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(closeObjects);
   if (schema === null || typeof schema !== 'object') return schema;
   const out: Record<string, unknown> = {};
@@ -44,7 +44,7 @@ const validateCrd = crdAjv.compile(crdSchema);
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const WORKLOAD_HINT = 'list {apiGroups: [""], kinds: ["Pod"]} in match.kinds';
 
-function nameProblem(name: unknown, what: string): string | undefined {
+export function nameProblem(name: unknown, what: string): string | undefined {
   if (typeof name !== 'string' || name === '') return `${what} is required`;
   if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
     return `${what} "${name}" is not a valid name: use lowercase letters, digits, "-" and ".", at most 253 characters`;

@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import { generateCA, generateServingCert, type PemPair } from '../../src/admission/certs.ts';
 import { nameOnlyNamespaceLabels, type Decide } from '../../src/admission/decision.ts';
 import { ReadinessGate } from '../../src/admission/readiness.ts';
-import { buildAdmissionServer, type AdmissionServer, type ConnectionLimits } from '../../src/admission/server.ts';
+import { buildAdmissionServer, type AdmissionServer, type AdmissionServerOptions, type ConnectionLimits } from '../../src/admission/server.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { createAdmissionMetrics, type AdmissionMetrics } from '../../src/observability/metrics.ts';
 
@@ -27,7 +27,7 @@ export interface TestServer {
 export function makeServer(
   pki: TestPki,
   decide: Decide,
-  extra: { bodyLimit?: number; metrics?: (m: AdmissionMetrics) => AdmissionMetrics; limits?: Partial<ConnectionLimits>; gate?: ReadinessGate } = {},
+  extra: { bodyLimit?: number; metrics?: (m: AdmissionMetrics) => AdmissionMetrics; limits?: Partial<ConnectionLimits>; gate?: ReadinessGate; portalKinds?: AdmissionServerOptions['portalKinds'] } = {},
 ): TestServer {
   const registry = new Registry();
   const gate = extra.gate ?? new ReadinessGate();
@@ -47,6 +47,7 @@ export function makeServer(
     logger: silentLogger(),
     ...(extra.bodyLimit !== undefined ? { bodyLimit: extra.bodyLimit } : {}),
     ...(extra.limits !== undefined ? { limits: extra.limits } : {}),
+    ...(extra.portalKinds !== undefined ? { portalKinds: extra.portalKinds } : {}),
   });
   return t;
 }

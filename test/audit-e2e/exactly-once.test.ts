@@ -16,7 +16,10 @@
  *   that held the Lease at that moment (the last successful Lease write before
  *   it, in log order, is its own);
  * - the paused leader says it is not the leader the moment it wakes, and
- *   neither writes nor alerts after the takeover Lease write that ended its term.
+ *   neither writes nor alerts after the takeover Lease write that ended its term;
+ * - a PortalException (issue 18) exempts five pods (reported skip, no action)
+ *   and expires while the leader is dead: they are then reported, alerted and
+ *   annotated once each, like every other pod, by whichever leader saw it.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -86,6 +89,17 @@ spec:
       - { type: annotate, key: portal.dev/violation, value: e2e-require-audited }
       - { type: alert }
 `;
+
+/** Pods the exception exempts until it expires during the first crash. */
+const EXEMPT = ['x-0', 'x-1', 'x-2', 'x-3', 'x-4'];
+function exception(expiresAt: Date): Record<string, unknown> {
+  return {
+    apiVersion: 'portal.dev/v1alpha1',
+    kind: 'PortalException',
+    metadata: { name: 'x-pods', namespace: NS },
+    spec: { rules: [RULE_NAME], match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }], names: ['x-*'] }, expiresAt: expiresAt.toISOString(), reason: 'e2e: expires during a leader change' },
+  };
+}
 
 async function leaseHolder(kube: KubeClient): Promise<string | undefined> {
   const lease = await kube.coordination.readNamespacedLease({ name: 'portal-leader', namespace: 'portal-system' });
@@ -170,13 +184,48 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
     await until('a leader', 60_000, () => leaseHolder(kube));
     await createPods(30);
 
+    // Five pods exempted by an exception (its expiry is moved into the first crash below).
+    const exceptionApi = { group: 'portal.dev', version: 'v1alpha1', namespace: NS, plural: 'portalexceptions' };
+    await kube.customObjects.createNamespacedCustomObject({ ...exceptionApi, body: exception(new Date(Date.now() + 3_600_000)) });
+    for (const name of EXEMPT) {
+      await until(`pod ${name} created`, 30_000, async () => {
+        try {
+          await kube.core.createNamespacedPod({ namespace: NS, body: { metadata: { name, namespace: NS }, spec: { containers: [{ name: 'c', image: 'nginx:1.27' }] } } });
+          return true;
+        } catch (err) {
+          if ((err as { code?: number }).code === 409) return true;
+          throw err;
+        }
+      });
+    }
+    const exemptReports = async () => {
+      const list = (await kube.customObjects.listNamespacedCustomObject({ group: 'openreports.io', version: 'v1alpha1', namespace: NS, plural: 'reports' })) as { items: Array<{ scope: { name: string }; results: { result: string; properties?: Record<string, string> }[] }> };
+      return list.items.filter((r) => EXEMPT.includes(r.scope.name));
+    };
+    await until('the exempted pods reported skip with the exception', 30_000, async () => {
+      const rs = await exemptReports();
+      return rs.length === EXEMPT.length && rs.every((r) => r.results[0]?.result === 'skip' && r.results[0]?.properties?.['exception'] === `${NS}/x-pods`) ? true : undefined;
+    });
+    const exemptPods = (await kube.core.listNamespacedPod({ namespace: NS })).items.filter((p) => EXEMPT.includes(p.metadata?.name ?? ''));
+    assert.deepEqual(exemptPods.filter((p) => p.metadata?.annotations?.[ANNOTATION]).map((p) => p.metadata?.name), [], 'no action on an exempted pod');
+    let expiresAt = 0;
+
     for (let crash = 0; crash < 3; crash++) {
       const { holder, replica } = await currentLeader();
+      if (crash === 0) {
+        // The exception now ends 1.5 s from here: after the leader's death, before
+        // anyone can take over (the lease lasts 3 s), so the followers' timers see it.
+        expiresAt = Date.now() + 1500;
+        const current = (await kube.customObjects.getNamespacedCustomObject({ ...exceptionApi, name: 'x-pods' })) as { metadata: { resourceVersion: string } };
+        const edited = exception(new Date(expiresAt));
+        await kube.customObjects.replaceNamespacedCustomObject({ ...exceptionApi, name: 'x-pods', body: { ...edited, metadata: { ...(edited['metadata'] as object), resourceVersion: current.metadata.resourceVersion } } });
+      }
       const killedAt = Date.now() - 5; // the API server's clock is this machine's
       process.kill(replica.pid, 'SIGKILL');
       await createPods(10);
       const next = await newLeader(holder, 20_000);
       timeline.push(`SIGKILL ${holder} +${killedAt - wall0} ms -> ${next}`);
+      if (crash === 0) figures.push(`exception expired ${expiresAt - killedAt} ms after the leader's SIGKILL`);
       await acting(next, killedAt);
     }
 
@@ -236,7 +285,7 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
     assert.equal(created, 75);
     const log = await auditLog();
     const pods = (await kube.core.listNamespacedPod({ namespace: NS })).items;
-    assert.equal(pods.length, created);
+    assert.equal(pods.length, created + EXEMPT.length);
 
     // Alerts: no firing alert (same labels) twice; the resend interval (1 h default) is far beyond this test.
     const firing = new Map<string, number>();
@@ -246,7 +295,7 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
       posts: am.alerts.filter((a) => JSON.stringify(a.labels) === labels).map((a) => `+${a.at - wall0} ms epoch ${a.annotations?.epoch ?? '?'}`),
     }));
     assert.deepEqual(twice, [], `firing alerts sent more than once; leaders: ${timeline.join(', ')}`);
-    assert.equal(firing.size, created);
+    assert.equal(firing.size, created + EXEMPT.length);
 
     // Annotate: exactly one merge patch per pod across all leader changes, and
     // it is the write that left the pod as it is (its resourceVersion).
@@ -267,12 +316,15 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
     // report is still the object its create returned.
     const reports = (await kube.customObjects.listNamespacedCustomObject({ group: 'openreports.io', version: 'v1alpha1', namespace: NS, plural: 'reports' })) as { items: Array<{ metadata: { name: string; resourceVersion: string } }> };
     const rw = reportWrites(log, NS);
+    // The exempted pods' reports change once, at the expiry (skip -> warn); nothing else changes.
+    const exemptUids = new Set(pods.filter((p) => EXEMPT.includes(p.metadata?.name ?? '')).map((p) => p.metadata?.uid ?? ''));
     assert.deepEqual(rw.deletes, [], 'no report deleted');
-    assert.deepEqual(rw.rewrites, [], 'no report rewritten (its content never changed)');
-    assert.equal(reports.items.length, created, 'one report per pod');
+    assert.deepEqual(rw.rewrites.filter((e) => !exemptUids.has(e.name)), [], 'no other report rewritten (its content never changed)');
+    assert.deepEqual([...exemptUids].map((uid) => rw.rewrites.filter((e) => e.name === uid).length), EXEMPT.map(() => 1), 'each exempted pod report rewritten once, at the expiry');
+    assert.equal(reports.items.length, created + EXEMPT.length, 'one report per pod');
     assert.equal(rw.creates.length, reports.items.length, 'one report create per report');
-    const createdRvs = new Set(rw.creates.map((e) => e.resourceVersion));
-    assert.deepEqual(reports.items.filter((r) => !createdRvs.has(r.metadata.resourceVersion)).map((r) => r.metadata.name), [], 'reports not as their create left them');
+    const createdRvs = new Set([...rw.creates, ...rw.rewrites].map((e) => e.resourceVersion));
+    assert.deepEqual(reports.items.filter((r) => !createdRvs.has(r.metadata.resourceVersion)).map((r) => r.metadata.name), [], 'reports not as their last write left them');
 
     // The paused leader: its term ended with the successor's takeover Lease write.
     const takeover = takeoverAfter(log, pausedUser, pausedAt);

@@ -80,9 +80,11 @@ const ok = (e: AuditEntry): boolean => e.code < 300;
 const byReplica = (e: AuditEntry): boolean => e.user.startsWith(REPLICA_USER_PREFIX);
 
 /**
- * Writes only the leader may make: reports, rule status, pod patches
- * (annotate), the ledger. Replicas write ConfigMaps only for the ledger, and a
- * create's log entry has no name, so every ConfigMap write by a replica counts.
+ * Writes only the leader may make: reports, rule and exception status, pod
+ * patches (annotate), the ledger, Events on PortalExceptions (in their
+ * namespace; leadership Events go to the Lease's). Replicas write ConfigMaps
+ * only for the ledger, and a create's log entry has no name, so every
+ * ConfigMap write by a replica counts.
  */
 export function isLeaderOnly(e: AuditEntry): boolean {
   return (
@@ -90,6 +92,8 @@ export function isLeaderOnly(e: AuditEntry): boolean {
     byReplica(e) &&
     (REPORT_RESOURCES.has(e.resource) ||
       (e.resource === 'portalclusterrules' && e.subresource === 'status') ||
+      (e.resource === 'portalexceptions' && e.subresource === 'status') ||
+      (e.resource === 'events' && e.namespace !== 'portal-system') ||
       (e.resource === 'pods' && e.verb === 'patch') ||
       e.resource === 'configmaps')
   );

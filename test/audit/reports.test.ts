@@ -170,6 +170,42 @@ for (const shape of REPORT_SHAPES) {
     assert.equal(afterTakeover[0]?.namespace, OTHER_NS);
     await allReports(admin, api);
   });
+
+  void test(`${api}/${granularity}: an exempted object's result is skip and names its PortalException; another exception, another skip; the exception's removal is a content change`, async (t) => {
+    const { api: server, admin } = await clusterWithCrds(t);
+    await admin.apply(privilegedRule('no-privileged'));
+    for (const [name, prefix] of [['agent', 'agent-*'], ['batch', 'batch-*']] as const) {
+      await admin.apply({
+        apiVersion: 'portal.dev/v1alpha1',
+        kind: 'PortalException',
+        metadata: { name, namespace: APP_NS },
+        spec: { rules: ['no-privileged'], match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }], names: [prefix] }, reason: 'reports test' },
+      });
+    }
+    for (const name of ['agent-1', 'batch-1', 'bad-1']) await createPod(admin, name, true);
+    // Namespace reports list skips only when the status filter asks for them.
+    const leader = await startReplica(t, server, 'replica-a', { reports: reportConfig(shape, { statusFilter: ['fail', 'warn', 'error', 'skip'] }) });
+    leader.grant();
+
+    const exemptions = async (): Promise<Record<string, string>> => {
+      const out: Record<string, string> = {};
+      for (const name of ['agent-1', 'batch-1', 'bad-1']) {
+        for (const r of await reportOf(admin, api, granularity, name)) {
+          assertValidReport(r);
+          for (const x of r.results.filter((y) => (y.resources?.[0]?.name ?? r.scope?.name) === name)) out[name] = `${x.result} ${x.properties['exception'] ?? '-'}`;
+        }
+      }
+      return out;
+    };
+    const expected = { 'agent-1': `skip ${APP_NS}/agent`, 'batch-1': `skip ${APP_NS}/batch`, 'bad-1': 'fail -' };
+    await until('skips naming each exception', 15_000, async () => JSON.stringify(await exemptions()) === JSON.stringify(expected));
+
+    // The exception goes: batch-1 is judged again and its report rewritten (fail, no exception).
+    const res = await admin.request('DELETE', `/apis/portal.dev/v1alpha1/namespaces/${APP_NS}/portalexceptions/batch`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const after = { ...expected, 'batch-1': 'fail -' };
+    await until('batch-1 fails without an exception', 15_000, async () => JSON.stringify(await exemptions()) === JSON.stringify(after));
+  });
 }
 
 void test('switching the report API or granularity removes what Portal wrote in the other shape, never other engines\' reports', async (t) => {

@@ -127,6 +127,7 @@ void test('kubectl apply of the rendered chart succeeds and creates every object
   assert.deepEqual(crds.map((m) => m.metadata.name).sort(), [
     'clusterreports.openreports.io',
     'portalclusterrules.portal.dev',
+    'portalexceptions.portal.dev',
     'portalrules.portal.dev',
     'reports.openreports.io',
   ]);

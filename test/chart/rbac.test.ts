@@ -68,9 +68,14 @@ void test('RBAC: no wildcards, and exactly the verbs each resource needs', async
   const expectCluster: [string, string, string[]][] = [
     ['portal.dev', 'portalrules', read],
     ['portal.dev', 'portalclusterrules', read],
+    ['portal.dev', 'portalexceptions', read],
     // Status is written with a merge patch (src/audit/status-writer.ts), never replaced.
     ['portal.dev', 'portalrules/status', ['patch']],
     ['portal.dev', 'portalclusterrules/status', ['patch']],
+    ['portal.dev', 'portalexceptions/status', ['patch']],
+    // Events on PortalExceptions, in the exception's namespace (create only).
+    ['', 'events', ['create']],
+    ['events.k8s.io', 'events', ['create']],
     ['', 'namespaces', read],
     ['', 'pods/eviction', ['create']],
     // Both report APIs: reports.api is written; the other one's reports (after a switch) are deleted (adr/0012).
@@ -111,6 +116,9 @@ void test('RBAC: no wildcards, and exactly the verbs each resource needs', async
   for (const [group, resource, name, verbs] of expectRole) assert.deepEqual(verbsFor(role, group, resource, name), verbs, `Role ${group}/${resource} ${name}`);
   const named = role.filter((r) => r.resourceNames);
   assert.deepEqual(named.map((r) => [...r.resourceNames!].sort()), [allLedgerShardNames().sort()]);
+
+  // No PortalException permission reaches the built-in admin/edit roles (docs/exceptions.md: granting it is a decision).
+  for (const m of ms) assert.ok(!JSON.stringify(m).includes('aggregate-to-'), `${m.kind} ${m.metadata.name} aggregates into a built-in role`);
 
   const binding = find(ms, 'ClusterRoleBinding') as Manifest & { subjects: { name: string; namespace: string }[] };
   assert.deepEqual(binding.subjects.map((s) => [s.name, s.namespace]), [['portal', NAMESPACE]]);

@@ -127,7 +127,7 @@ void test('webhook: fail closed, no side effects, short timeout, self-lockout ex
   for (const kind of ['pods', 'deployments', 'statefulsets', 'daemonsets', 'replicasets', 'replicationcontrollers', 'jobs', 'cronjobs']) {
     assert.ok(resources.includes(kind), `webhook matches ${kind}`);
   }
-  for (const never of ['leases', 'events', 'nodes', 'tokenreviews', 'subjectaccessreviews', 'portalrules', 'portalclusterrules', '*']) {
+  for (const never of ['leases', 'events', 'nodes', 'tokenreviews', 'subjectaccessreviews', 'portalrules', 'portalclusterrules', 'portalexceptions', '*']) {
     assert.ok(!resources.includes(never), `webhook never matches ${never}`);
   }
   assert.ok(!hook.rules.some((r) => r.apiGroups.includes('*') || r.apiGroups.includes('portal.dev')));

@@ -476,7 +476,7 @@ void describe('portal test with malformed suites: exit 2, file and line', { conc
     );
   });
 
-  void it('paths that do not exist, UPDATE without old objects, reserved exceptions', async () => {
+  void it('paths that do not exist, UPDATE without old objects', async () => {
     await bad(
       'paths',
       `apiVersion: cli.portal.dev/v1alpha1
@@ -484,12 +484,10 @@ kind: Test
 policies: [../rules, ../no-such-rules]
 resources: [../manifests/pods.yaml]
 operation: UPDATE
-exceptions: [exceptions/]
 results:
   - {rule: no-privileged, kind: Pod, resources: [bad], result: fail}
 `,
       /:5:12: operation UPDATE needs oldResources/,
-      /:6:13: exceptions is reserved for PortalException files/,
     );
     await bad(
       'missing-path',

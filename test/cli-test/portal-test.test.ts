@@ -276,7 +276,7 @@ void describe('portal test', { concurrency: 3 }, () => {
     assert.equal(run.code, 2);
     assert.equal(run.stdout, '', 'nothing is evaluated');
     const expected: [string, RegExp][] = [
-      ['a non-rule in --policies', /ConfigMap "stray": unexpected kind; a policy directory holds PortalRule, PortalClusterRule, ValidatingAdmissionPolicy/],
+      ['a non-rule in --policies', /ConfigMap "stray": unexpected kind; a policy directory holds PortalRule, PortalClusterRule, PortalException, ValidatingAdmissionPolicy/],
       ['an invalid rule', /PortalClusterRule "typo" is invalid:\n\s+- spec\.enforcement: must be one of "Deny", "Warn", "Audit"/],
       ['a rule whose schema does not compile', /PortalClusterRule "lookahead" is invalid:\n\s+- .*lookahead and lookbehind .* not supported \(RE2/],
       ['a duplicate rule', /rule PortalClusterRule\/good-one is also defined in .*more-policies; rule names must be unique/],

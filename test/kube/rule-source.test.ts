@@ -1,4 +1,4 @@
-/** RuleInformerSource feeds both rule kinds into a real RuleSet, ready only after both synced. */
+/** RuleInformerSource feeds both rule kinds and PortalExceptions into a real RuleSet, ready only after all three synced. */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
@@ -8,7 +8,7 @@ import { RuleSet, ruleKey } from '../../src/policy/rule-set.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { apiServer, clientFor, until } from '../leader/cluster.ts';
 
-const CRDS = ['portal.dev_portalclusterrules.yaml', 'portal.dev_portalrules.yaml'].map((f) =>
+const CRDS = ['portal.dev_portalclusterrules.yaml', 'portal.dev_portalrules.yaml', 'portal.dev_portalexceptions.yaml'].map((f) =>
   YAML.parse(readFileSync(new URL(`../../charts/portal/crds/${f}`, import.meta.url), 'utf8')),
 );
 
@@ -47,4 +47,13 @@ test('cluster and namespaced rules reach the rule set; deletes remove them', asy
   await until('the namespaced rule', 2000, () => rules.state(nsKey) !== undefined);
   await admin.customObjects.deleteClusterCustomObject({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name: 'c1' });
   await until('the cluster rule to be removed', 2000, () => rules.size === 1);
+
+  // PortalExceptions: added, validated by the RuleSet, removed on delete.
+  await admin.customObjects.createNamespacedCustomObject({
+    group: 'portal.dev', version: 'v1alpha1', namespace: 'default', plural: 'portalexceptions',
+    body: { apiVersion: 'portal.dev/v1alpha1', kind: 'PortalException', metadata: { name: 'x1', namespace: 'default' }, spec: { rules: ['c1'], match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] }, reason: 'test' } },
+  });
+  await until('the exception', 2000, () => rules.exceptionState('PortalException/default/x1')?.valid === true);
+  await admin.customObjects.deleteNamespacedCustomObject({ group: 'portal.dev', version: 'v1alpha1', namespace: 'default', plural: 'portalexceptions', name: 'x1' });
+  await until('the exception to be removed', 2000, () => rules.exceptionCount === 0);
 });

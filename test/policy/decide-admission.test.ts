@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { decide, decideAdmission, evaluate, RuleSet, type EvaluationInput, type KindMatch, type Operation, type PortalRuleObject, type RuleSpec } from '../../src/policy/index.ts';
-import { clusterRule, namespacedRule, NO_PRIVILEGED_SCHEMA } from './support.ts';
+import { decide, decideAdmission, evaluate, exceptionKey, RuleSet, type EvaluationInput, type KindMatch, type Operation, type PortalRuleObject, type RuleSpec } from '../../src/policy/index.ts';
+import { clusterRule, exception, namespacedRule, NO_PRIVILEGED_SCHEMA } from './support.ts';
 
 const KINDS = [
   { group: '', kind: 'Pod' },
@@ -109,7 +109,133 @@ function toInput(i: Generated<typeof inputArb>): EvaluationInput {
   };
 }
 
+// PortalExceptions (issue 18): every field that changes coverage, in the
+// namespaces the inputs use and in the privileged one.
+const NOW = Date.parse('2026-06-01T00:00:00Z');
+const exceptionArb = fc.record({
+  namespace: fc.constantFrom('default', 'default', 'prod-eu', 'portal-system'),
+  rules: fc.constantFrom(['a', 'b', 'c', 'd', 'default/a', 'default/b', 'default/c', 'default/d'], ['a', 'b', 'c', 'd'], ['a'], ['b', 'c'], ['default/a'], ['d', 'default/b']),
+  kinds: fc.constantFrom(['Pod'], ['Pod'], ['*'], ['Deployment']),
+  apiGroups: fc.constantFrom([''], ['*']),
+  // Each narrowing field is mostly absent, so that some exceptions cover.
+  operations: fc.constantFrom(undefined, undefined, ['CREATE' as const], ['DELETE' as const]),
+  names: fc.constantFrom(undefined, undefined, ['o'], ['x*']),
+  namespaces: fc.constantFrom(undefined, undefined, undefined, ['prod-*']),
+  namespaceSelector: fc.constantFrom(undefined, undefined, undefined, { matchLabels: { env: 'prod' } }),
+  objectSelector: fc.constantFrom(undefined, undefined, undefined, { matchLabels: { app: 'web' } }),
+  podTemplates: fc.constantFrom(undefined, false),
+  condition: fc.constantFrom(undefined, undefined, 'true', 'false', 'object.spec.nope.size() == 0'),
+  expires: fc.constantFrom(undefined, undefined, -1000, 1000, 1000),
+});
+
+function toException(e: Generated<typeof exceptionArb>, i: number) {
+  return exception(e.namespace, `e${i}`, {
+    rules: [...e.rules],
+    match: {
+      kinds: [{ apiGroups: [...e.apiGroups], kinds: [...e.kinds] }],
+      ...(e.operations ? { operations: [...e.operations] } : {}),
+      ...(e.names ? { names: [...e.names] } : {}),
+      ...(e.namespaces ? { namespaces: [...e.namespaces] } : {}),
+      ...(e.namespaceSelector ? { namespaceSelector: { matchLabels: { ...e.namespaceSelector.matchLabels } } } : {}),
+      ...(e.objectSelector ? { objectSelector: { matchLabels: { ...e.objectSelector.matchLabels } } } : {}),
+    },
+    ...(e.podTemplates === false ? { podTemplates: false } : {}),
+    ...(e.condition ? { matchConditions: [{ name: 'c', expression: e.condition }] } : {}),
+    ...(e.expires !== undefined ? { expiresAt: new Date(NOW + e.expires).toISOString() } : {}),
+  });
+}
+
+// Rules and requests that match more often than ruleArb's and inputArb's, so exemptions are frequent.
+const matchedRuleArb: typeof ruleArb = fc.record({
+  name: fc.constantFrom('a', 'b', 'c', 'd'),
+  namespaced: fc.boolean(),
+  enforcement,
+  failurePolicy: fc.constantFrom(undefined, 'Fail' as const, 'Ignore' as const),
+  kinds: fc.constantFrom(['Pod'], ['*'], ['Deployment'], ['Pod', 'Namespace']),
+  apiGroups: fc.constantFrom([''], ['*'], ['apps']),
+  subresources: fc.constantFrom(undefined, ['*']),
+  operations: fc.constantFrom(undefined, undefined, ['DELETE' as const]),
+  namespaces: fc.constantFrom(undefined, undefined, ['default']),
+  namespaceSelector: fc.constantFrom(undefined, undefined, { matchLabels: { env: 'prod' } }),
+  objectSelector: fc.constantFrom(undefined, undefined, { matchLabels: { app: 'web' } }),
+  broken: fc.constantFrom(false, false, true),
+  versioned: fc.constantFrom(false, false, true),
+  pinned: fc.constantFrom(undefined, 'latest', 'v1.29'),
+  validation: fc.constantFrom('schema', 'cel', 'both', 'cel-skip', 'cel-error'),
+});
+const matchedInputArb = fc.record({
+  kind: fc.constantFrom(KINDS[0]!, KINDS[0]!, KINDS[1]!, KINDS[4]!),
+  operation: fc.constantFrom<Operation | 'AUDIT'>('CREATE', 'UPDATE', 'DELETE', 'AUDIT'),
+  subResource: fc.constantFrom('', '', '', 'status'),
+  namespace: fc.constantFrom('', 'default', 'default', 'prod-eu'),
+  privileged: fc.constantFrom(true, true, false),
+  labelled: fc.boolean(),
+  namespaceLabels: fc.constantFrom(undefined, { env: 'prod' }, {}),
+  hasObject: fc.constantFrom(true, true, true, false),
+});
+
 void describe('decideAdmission', () => {
+  void it('a replica built from snapshot() (as an evaluation worker builds it, adr/0013) judges exceptions exactly as the original', () => {
+    fc.assert(
+      fc.property(
+        fc.array(matchedRuleArb, { minLength: 1, maxLength: 6 }),
+        fc.array(exceptionArb, { minLength: 1, maxLength: 8 }),
+        fc.array(matchedInputArb, { minLength: 1, maxLength: 4 }),
+        fc.nat({ max: 7 }),
+        (rules, exceptions, inputs, removed) => {
+          const original = new RuleSet({ exceptionNamespaces: ['portal-system'] });
+          for (const r of rules) original.upsert(toRule(r));
+          exceptions.forEach((e, i) => original.upsertException(toException(e, i)));
+          // A worker that started now (the snapshot), and one that started empty and followed every change.
+          const snapshotted = new RuleSet();
+          for (const c of structuredClone(original.snapshot())) snapshotted.apply(c);
+          const source = new RuleSet({ exceptionNamespaces: ['portal-system'] });
+          const follower = new RuleSet();
+          for (const c of structuredClone(source.snapshot())) follower.apply(c);
+          source.onChange((c) => follower.apply(structuredClone(c)));
+          for (const r of rules) source.upsert(toRule(r));
+          exceptions.forEach((e, i) => source.upsertException(toException(e, i)));
+          // A deletion reaches both ways too.
+          const k = removed % exceptions.length;
+          const gone = exceptionKey(toException(exceptions[k]!, k));
+          for (const rs of [original, snapshotted, source]) rs.removeException(gone);
+          for (const i of inputs) {
+            const input = { ...toInput(i), now: NOW };
+            const expected = evaluate(original, input);
+            assert.deepEqual(evaluate(snapshotted, input), expected);
+            assert.deepEqual(evaluate(follower, input), expected);
+            assert.deepEqual(decideAdmission(snapshotted, input), decideAdmission(original, input));
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  void it('gives exactly decide(evaluate(...)) with PortalExceptions loaded, exemptions included', () => {
+    let exemptions = 0;
+    fc.assert(
+      fc.property(fc.array(matchedRuleArb, { minLength: 1, maxLength: 6 }), fc.array(exceptionArb, { minLength: 1, maxLength: 8 }), fc.array(matchedInputArb, { minLength: 1, maxLength: 4 }), (rules, exceptions, inputs) => {
+        const rs = new RuleSet({ exceptionNamespaces: ['portal-system'] });
+        for (const r of rules) rs.upsert(toRule(r));
+        exceptions.forEach((e, i) => rs.upsertException(toException(e, i)));
+        for (const i of inputs) {
+          const input = { ...toInput(i), now: NOW };
+          const verdicts = evaluate(rs, input);
+          const d = decideAdmission(rs, input);
+          assert.deepEqual(d, decide(verdicts));
+          // An exempted rule is skip, and neither denies nor warns.
+          for (const v of verdicts.filter((x) => x.exception !== undefined)) {
+            assert.equal(v.result, 'skip');
+            exemptions++;
+          }
+        }
+      }),
+      { numRuns: 500 },
+    );
+    assert.ok(exemptions > 10, `the generator exercises exemptions (${exemptions})`);
+  });
+
   void it('gives exactly decide(evaluate(...)) for random rules and requests', () => {
     fc.assert(
       fc.property(fc.array(ruleArb, { maxLength: 6 }), fc.array(inputArb, { minLength: 1, maxLength: 4 }), (rules, inputs) => {

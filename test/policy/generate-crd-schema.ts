@@ -1,8 +1,9 @@
 /**
- * Regenerates src/policy/crd-schema.generated.ts from the CRD manifest, the
+ * Regenerates src/policy/crd-schema.generated.ts and
+ * src/policy/exception-crd-schema.generated.ts from the CRD manifests, the
  * single source of truth (src/policy does no file I/O, so it embeds a copy).
  * Run: node --import tsx test/policy/generate-crd-schema.ts
- * test/policy/crd.test.ts fails when the copy and the manifests drift apart.
+ * test/policy/crd.test.ts fails when the copies and the manifests drift apart.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +14,9 @@ export const CRD_FILES = {
   PortalRule: `${root}charts/portal/crds/portal.dev_portalrules.yaml`,
   PortalClusterRule: `${root}charts/portal/crds/portal.dev_portalclusterrules.yaml`,
 } as const;
+export const EXCEPTION_CRD_FILE = `${root}charts/portal/crds/portal.dev_portalexceptions.yaml`;
 export const GENERATED_FILE = `${root}src/policy/crd-schema.generated.ts`;
+export const EXCEPTION_GENERATED_FILE = `${root}src/policy/exception-crd-schema.generated.ts`;
 
 export function crdSchema(file: string): unknown {
   const crd = parse(readFileSync(file, 'utf8')) as {
@@ -37,7 +40,21 @@ export function renderGenerated(): string {
   ].join('\n');
 }
 
+export function renderExceptionGenerated(): string {
+  const schema = crdSchema(EXCEPTION_CRD_FILE);
+  return [
+    '// GENERATED from charts/portal/crds/portal.dev_portalexceptions.yaml by',
+    '// `node --import tsx test/policy/generate-crd-schema.ts`. Do not edit by hand:',
+    '// edit the CRD manifest and regenerate.',
+    '',
+    '/** The openAPIV3Schema of PortalException. */',
+    `export const EXCEPTION_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = ${JSON.stringify(schema, null, 2)};`,
+    '',
+  ].join('\n');
+}
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   writeFileSync(GENERATED_FILE, renderGenerated());
-  console.log(`wrote ${GENERATED_FILE}`);
+  writeFileSync(EXCEPTION_GENERATED_FILE, renderExceptionGenerated());
+  console.log(`wrote ${GENERATED_FILE} and ${EXCEPTION_GENERATED_FILE}`);
 }

@@ -91,7 +91,7 @@ void describe('loadRulesFromDirectory', () => {
     const messages = r.errors.map((e) => `${e.source.slice(root.length + 1)}: ${e.message}`);
     assert.deepEqual(messages, [
       'invalid.yaml: PortalClusterRule "c" is invalid:\n  - spec.match.kinds: must NOT have fewer than 1 items',
-      'other.yaml: ConfigMap "x": unexpected kind; a policy directory holds PortalRule, PortalClusterRule, ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding objects, and the param objects of a policy\'s paramKind',
+      'other.yaml: ConfigMap "x": unexpected kind; a policy directory holds PortalRule, PortalClusterRule, PortalException, ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding objects, and the param objects of a policy\'s paramKind',
       `zz-dup.yaml: PortalClusterRule "a": duplicate of the rule already defined in ${join(root, 'good.yaml')}; rule names must be unique`,
     ]);
   });

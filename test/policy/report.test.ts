@@ -193,6 +193,27 @@ void test('property: summary matches results, every report validates, and rebuil
   );
 });
 
+void test('an exempted object: its skip result names the PortalException in both APIs and both granularities; another exception is a content change', () => {
+  const ref = resourceReference(pod)!;
+  const skip = (exception: string): RuleVerdict => verdict('no-privileged', 'skip', { exception, message: `no-privileged: skipped: exempted by PortalException ${exception}` });
+  for (const api of REPORT_APIS) {
+    const own = buildResourceReport({ ref, verdicts: [skip('team-a/agent'), verdict('other', 'fail')] }, { api, now })!;
+    assert.deepEqual(
+      own.results.map((r) => [r.policy, r.result, r.properties['exception']]),
+      [
+        ['no-privileged', 'skip', 'team-a/agent'],
+        ['other', 'fail', undefined],
+      ],
+    );
+    assertValidReport(own);
+    const moved = buildResourceReport({ ref, verdicts: [skip('team-a/batch'), verdict('other', 'fail')] }, { api, now, previous: own })!;
+    assert.equal(reportContentEqual(own, moved), false, 'another exception is another result');
+    const perNs = buildNamespaceReport('team-a', [{ ref, verdicts: [skip('team-a/agent')] }], { api, now, limits: { maxResults: 10, statusFilter: ['skip'] } })!;
+    assert.equal(perNs.results[0]!.properties['exception'], 'team-a/agent');
+    assertValidReport(perNs);
+  }
+});
+
 void test('a changed result is a content change; only that result gets the new timestamp and epoch', () => {
   const ref = resourceReference(pod)!;
   const first = buildResourceReport({ ref, verdicts: [verdict('a', 'pass'), verdict('b', 'pass')] }, { api: 'openreports', epoch: 'u/1', now })!;

@@ -1,5 +1,5 @@
 /** Small builders for the engine tests: inline rules and evaluation inputs. */
-import type { EvaluationInput, KubeObject, PortalRuleObject, RuleSpec } from '../../src/policy/index.ts';
+import type { EvaluationInput, KubeObject, PortalExceptionObject, PortalRuleObject, RuleSpec } from '../../src/policy/index.ts';
 
 type SpecOverrides = Partial<Omit<RuleSpec, 'match'>> & { match?: Partial<RuleSpec['match']> };
 
@@ -72,3 +72,14 @@ export function input(object: KubeObject | null, overrides: Partial<EvaluationIn
     ...overrides,
   };
 }
+
+/** A PortalException exempting Pods from `no-priv` (override anything). */
+export function exception(namespace: string, name: string, spec: Partial<PortalExceptionObject['spec']> = {}, meta: Record<string, unknown> = {}): PortalExceptionObject {
+  return {
+    apiVersion: 'portal.dev/v1alpha1',
+    kind: 'PortalException',
+    metadata: { name, namespace, generation: 1, ...meta },
+    spec: { rules: ['no-priv'], match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] }, reason: 'node agent; ticket OPS-123', ...spec },
+  };
+}
+

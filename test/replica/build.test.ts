@@ -40,7 +40,7 @@ test('cluster mode: built un-started (no request to the API server); the actuato
   assert.equal(replica.mode, 'cluster');
   assert.deepEqual(replica.manager.describe(), {
     groups: { probes: ['probes', 'evaluation-admission'], webhook: ['webhook'], informers: ['rule-informers', 'namespace-informer', 'evaluation-audit'], others: ['vap-informers', 'audit-evaluation'] },
-    leaderOnly: ['audit-actuator', 'problem-events'],
+    leaderOnly: ['audit-actuator', 'problem-events', 'exception-events'],
     leading: null,
   });
   assert.deepEqual(api.auditLog().filter((e) => e.user === 'portal-0'), [], 'building sends nothing');
@@ -54,7 +54,7 @@ test('cluster mode: built un-started (no request to the API server); the actuato
   });
   await until('the leader-only group to run', 15_000, () => (replica.manager.describe().leading !== null ? true : undefined));
   const vars = (await (await fetch(`${urls.probes}/debug/vars`)).json()) as { manager: { leaderOnly: string[]; leading: string | null } };
-  assert.deepEqual(vars.manager.leaderOnly, ['audit-actuator', 'problem-events']);
+  assert.deepEqual(vars.manager.leaderOnly, ['audit-actuator', 'problem-events', 'exception-events']);
   assert.equal(vars.manager.leading, replica.manager.describe().leading);
   stop.abort();
   await running;

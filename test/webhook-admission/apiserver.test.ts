@@ -20,9 +20,10 @@ before(async () => {
     const obj = req['object'] as { metadata?: { labels?: Record<string, string> } } | null;
     const labels = obj?.metadata?.labels ?? {};
     if (labels['verdict'] === 'deny') {
-      return { response: { uid: req.uid, allowed: false, status: { code: 403, message: 'pods labelled verdict=deny are not allowed' }, warnings: ['first warning'] } };
+      return { response: { uid: req.uid, allowed: false, status: { code: 403, message: 'pods labelled verdict=deny are not allowed' }, warnings: ['first warning'], auditAnnotations: { why: 'denied' } } };
     }
-    return { response: { uid: req.uid, allowed: true, warnings: labels['verdict'] === 'warn' ? ['mind the gap', 'second one'] : [] } };
+    const audit = labels['verdict'] === 'exempt' ? { auditAnnotations: { 'portal.dev/exception': 'default/agent' } } : {};
+    return { response: { uid: req.uid, allowed: true, warnings: labels['verdict'] === 'warn' ? ['mind the gap', 'second one'] : [], ...audit } };
   });
 });
 after(async () => {
@@ -70,6 +71,16 @@ void test('denials, warnings and call failures as an API client sees them', asyn
   assert.equal(warned.status, 201);
   assert.match(warned.warnings.join(','), /299 - "mind the gap"/);
   assert.match(warned.warnings.join(','), /299 - "second one"/);
+
+  // auditAnnotations reach the audit log with the webhook's name as prefix, as
+  // kube-apiserver records them (allowed or denied); none when there are none.
+  assert.equal((await call('POST', '/api/v1/namespaces/default/pods', pod('exempt', { verdict: 'exempt' }))).status, 201);
+  const audit = await call('GET', '/_portal/audit');
+  const entries = audit.body as unknown as { verb: string; resource: string; name: string; code: number; annotations?: Record<string, string> }[];
+  const entry = (name: string) => entries.find((e) => e.resource === 'pods' && e.verb === 'create' && e.name === name);
+  assert.deepEqual(entry('exempt')?.annotations, { 'pods.portal.test/portal.dev/exception': 'default/agent' });
+  assert.deepEqual(entries.find((e) => e.resource === 'pods' && e.verb === 'create' && e.code === 403)?.annotations, { 'pods.portal.test/why': 'denied' });
+  assert.equal(entry('warned')?.annotations, undefined);
 
   // An excluded namespace is not sent to the webhook.
   const before = webhook.received.length;

@@ -64,7 +64,7 @@ Resources the webhook must never intercept (DESIGN.md §3, self-lockout):
 the control plane and Portal itself must always be able to recover.
 */}}
 {{- define "portal.forbiddenWebhookResources" -}}
-leases events nodes tokenreviews subjectaccessreviews selfsubjectaccessreviews localsubjectaccessreviews portalrules portalclusterrules validatingwebhookconfigurations mutatingwebhookconfigurations
+leases events nodes tokenreviews subjectaccessreviews selfsubjectaccessreviews localsubjectaccessreviews portalrules portalclusterrules portalexceptions validatingwebhookconfigurations mutatingwebhookconfigurations
 {{- end }}
 
 {{/*

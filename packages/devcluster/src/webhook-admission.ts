@@ -10,7 +10,10 @@
  * - a call failure (connection, TLS, timeout, non-2xx, undecodable or invalid
  *   response) rejects with 500 `Internal error occurred: failed calling webhook
  *   "<name>": <reason>` under failurePolicy Fail and is skipped under Ignore;
- * - warnings of every webhook are returned for `Warning` headers.
+ * - warnings of every webhook are returned for `Warning` headers;
+ * - auditAnnotations of every webhook that answered are returned for the
+ *   audit log, each key prefixed with `<webhook name>/` (the dispatcher's
+ *   `AddAnnotation(h.Name + "/" + k, v)`), also when the request is denied.
  *
  * Differences from upstream, on purpose: when several webhooks reject, the
  * first in configuration order wins (upstream: the first to finish), so the
@@ -49,7 +52,7 @@ export interface WebhookAdmission extends AdmissionHook {
 }
 
 type Status = { code: number; reason: string; message: string };
-type CallResult = { kind: 'allow'; warnings: string[] } | { kind: 'reject'; warnings: string[]; status: Status };
+type CallResult = { kind: 'allow'; warnings: string[]; annotations?: Record<string, string> } | { kind: 'reject'; warnings: string[]; status: Status; annotations?: Record<string, string> };
 
 /** Resources kube-apiserver never sends to webhooks, so a broken configuration can always be fixed. */
 const NEVER_ADMITTED = new Set([
@@ -104,8 +107,9 @@ export function createWebhookAdmission(opts: WebhookAdmissionOptions = {}): Webh
         throw new WebhookCallError(`received invalid webhook response: ${(err as Error).message}`);
       }
       warnings = result.warnings;
-      if (result.allowed) return { kind: 'allow', warnings };
-      return { kind: 'reject', warnings, status: rejectionStatus(hook.name, result.status) };
+      const annotations = Object.fromEntries(Object.entries(result.auditAnnotations).map(([k, v]) => [`${hook.name}/${k}`, v]));
+      if (result.allowed) return { kind: 'allow', warnings, annotations };
+      return { kind: 'reject', warnings, status: rejectionStatus(hook.name, result.status), annotations };
     } catch (err) {
       const reason = err instanceof WebhookCallError ? err.message : `failed to call webhook: ${(err as Error).message}`;
       const message = `failed calling webhook "${hook.name}": ${reason}`;
@@ -138,8 +142,10 @@ export function createWebhookAdmission(opts: WebhookAdmissionOptions = {}): Webh
       if (selected.length === 0) return { allowed: true, warnings: [] };
       const results = await Promise.all(selected.map((hook) => call(hook, a, ctx.signal)));
       const warnings = results.flatMap((r) => r.warnings);
+      const annotations = Object.assign({}, ...results.map((r) => r.annotations ?? {})) as Record<string, string>;
+      const audit = Object.keys(annotations).length > 0 ? { auditAnnotations: annotations } : {};
       const rejected = results.find((r) => r.kind === 'reject');
-      return rejected?.kind === 'reject' ? { allowed: false, warnings, status: rejected.status } : { allowed: true, warnings };
+      return rejected?.kind === 'reject' ? { allowed: false, warnings, status: rejected.status, ...audit } : { allowed: true, warnings, ...audit };
     },
     close(): void {
       agent?.destroy();

@@ -8,12 +8,15 @@
 import type { VapDocuments } from '../../config/vap-manifests.ts';
 import {
   evaluate,
+  exemptVerdicts,
   isCostOverrun,
   POD_SECURITY_VERSION_LABEL,
   RuleSet,
   type EvaluationInput,
   type KubeObject,
   type Operation,
+  type ExceptionOptions,
+  type PortalExceptionObject,
   type PortalRuleObject,
   type RuleVerdict,
 } from '../../policy/index.ts';
@@ -70,7 +73,20 @@ export interface OfflinePolicySet {
   rules: readonly PortalRuleObject[];
   /** Rule key (`Kind/name`) → where it came from, for problems. */
   ruleSources: ReadonlyMap<string, string>;
+  /** PortalExceptions, judged exactly as `portal serve` judges them (the RuleSet holds them). */
+  exceptions?: readonly PortalExceptionObject[];
   vap: VapDocuments;
+}
+
+/** The chart's install namespace: what `portal serve --exception-namespaces` defaults to there. */
+export const DEFAULT_EXCEPTION_NAMESPACE = 'portal-system';
+
+/** How exceptions are judged offline: `portal serve`'s options, and the instant expiry is judged at. */
+export interface OfflineJudging {
+  /** @default { exceptionNamespaces: [DEFAULT_EXCEPTION_NAMESPACE] } */
+  exceptions?: ExceptionOptions;
+  /** Milliseconds since the epoch. @default the clock, read once when the evaluator is built */
+  now?: number;
 }
 
 export interface NamespaceContext {
@@ -81,8 +97,11 @@ export interface NamespaceContext {
 }
 
 export class OfflineEvaluator {
-  private readonly rules: RuleSet = new RuleSet();
+  private readonly rules: RuleSet;
   private readonly ruleList: readonly PortalRuleObject[];
+  private readonly exceptionList: readonly PortalExceptionObject[];
+  /** One instant for every verdict of the run, as the audit fixes one per object. */
+  private readonly now: number;
   private readonly ruleSources: ReadonlyMap<string, string>;
   private readonly vaps = new VapSet();
   private readonly vapByName: ReadonlyMap<string, ValidatingAdmissionPolicy>;
@@ -91,10 +110,14 @@ export class OfflineEvaluator {
   private readonly namespaces: NamespaceContext;
 
   /** `params`: the param objects besides those among the policies (objects of a paramKind among the resources). */
-  constructor(policies: OfflinePolicySet, namespaces: NamespaceContext, params: readonly { source: string; object: KubeObject }[] = []) {
+  constructor(policies: OfflinePolicySet, namespaces: NamespaceContext, params: readonly { source: string; object: KubeObject }[] = [], judging: OfflineJudging = {}) {
+    this.rules = new RuleSet(judging.exceptions ?? { exceptionNamespaces: [DEFAULT_EXCEPTION_NAMESPACE] });
+    this.now = judging.now ?? Date.now();
     this.ruleList = policies.rules;
+    this.exceptionList = policies.exceptions ?? [];
     this.ruleSources = policies.ruleSources;
     for (const rule of policies.rules) this.rules.upsert(rule);
+    for (const ex of this.exceptionList) this.rules.upsertException(ex);
     for (const { policy } of policies.vap.policies) this.vaps.upsertPolicy(policy);
     for (const { binding } of policies.vap.bindings) this.vaps.upsertBinding(binding);
     this.vapByName = new Map(policies.vap.policies.map((p) => [p.policy.metadata.name, p.policy]));
@@ -129,9 +152,9 @@ export class OfflineEvaluator {
     const nsName = ref.kind === 'Namespace' ? ref.name : ref.namespace;
     const resource = { group: input.kind.group, version: input.kind.version, resource: guessResource(input.kind.kind) };
     const admission = request.operation === 'AUDIT' && request.userInfo === undefined ? undefined : admissionRequest(ref, input, resource, request, object, oldObject);
-    const portalInput: EvaluationInput = { ...input, operation: request.operation, object, oldObject, namespaceLabels: this.labelsOf(nsName) };
+    const portalInput: EvaluationInput = { ...input, operation: request.operation, object, oldObject, namespaceLabels: this.labelsOf(nsName), now: this.now };
     if (admission) portalInput.request = admission;
-    const verdicts = safeEvaluate(this.rules, this.ruleList, portalInput);
+    const verdicts = safeEvaluate(this.rules, this.ruleList, this.exceptionList, portalInput);
     for (const v of verdicts) {
       if (v.result === 'error' && isCostOverrun(v.message)) {
         overruns.push(`${this.ruleSources.get(`${v.ruleKind}/${v.rule}`) ?? '?'}: ${v.ruleKind} "${v.rule}" on ${describe(ref)}: ${v.message}`);
@@ -158,7 +181,8 @@ export class OfflineEvaluator {
           problems.push(`${this.vapSource.get(r.policy) ?? '?'}: ValidatingAdmissionPolicy "${r.policy}"${binding} on ${describe(ref)}: ${p.message}`);
         }
       }
-      verdicts.push(...vapVerdicts(results, this.vapByName));
+      // VAP verdicts go through the same exceptions (the audit does the same).
+      verdicts.push(...exemptVerdicts(this.rules, portalInput, vapVerdicts(results, this.vapByName)));
     }
     verdicts.sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0));
     return { verdicts, overruns, problems };
@@ -222,13 +246,14 @@ function fileParams(objects: readonly KubeObject[]): ParamProvider {
  * verdict for that rule instead of ending the run. Only after a throw are the
  * rules evaluated one by one, to find which one it was.
  */
-function safeEvaluate(set: RuleSet, rules: readonly PortalRuleObject[], input: EvaluationInput): RuleVerdict[] {
+function safeEvaluate(set: RuleSet, rules: readonly PortalRuleObject[], exceptions: readonly PortalExceptionObject[], input: EvaluationInput): RuleVerdict[] {
   try {
     return evaluate(set, input);
   } catch {
     const out: RuleVerdict[] = [];
     for (const rule of rules) {
-      const single = new RuleSet();
+      const single = new RuleSet(set.options);
+      for (const ex of exceptions) single.upsertException(ex);
       const state = single.upsert(rule);
       const display = state.namespace === undefined ? state.name : `${state.namespace}/${state.name}`;
       try {

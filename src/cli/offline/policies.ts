@@ -1,18 +1,19 @@
 /**
  * The policies `portal test` applies, from several files or directories:
- * Portal rules, ValidatingAdmissionPolicies with their bindings, and param
- * objects, each directory read by loadRulesFromDirectory (the loader of
+ * Portal rules, PortalExceptions, ValidatingAdmissionPolicies with their
+ * bindings, and param objects, each directory read by loadRulesFromDirectory (the loader of
  * `portal serve --policies`), names unique across all of them. Problems are
  * collected, never thrown.
  */
 import { loadRulesFromDirectory } from '../../config/manifests.ts';
 import type { VapDocuments } from '../../config/vap-manifests.ts';
-import { ruleKey, type PortalRuleObject } from '../../policy/index.ts';
+import { exceptionKey, ruleKey, type PortalExceptionObject, type PortalRuleObject } from '../../policy/index.ts';
 
 export interface LoadedPolicies {
   rules: PortalRuleObject[];
   /** Rule key (`Kind/name`) → the path it was loaded from. */
   ruleSources: Map<string, string>;
+  exceptions: PortalExceptionObject[];
   vap: VapDocuments;
 }
 
@@ -38,12 +39,24 @@ export async function loadPolicies(paths: readonly string[], naming: PolicyNamin
   const problems: PolicyProblem[] = [];
   const rules: PortalRuleObject[] = [];
   const ruleSources = new Map<string, string>();
+  const exceptions: PortalExceptionObject[] = [];
+  const exceptionSources = new Map<string, string>();
   const vap: VapDocuments = { policies: [], bindings: [], params: [] };
   const vapSources = new Map<string, string>();
   for (const dir of paths) {
     const loaded = await loadRulesFromDirectory(dir);
     for (const e of loaded.errors) problems.push({ path: dir, message: `${e.source === dir && naming.flag ? `${naming.flag} ` : ''}${e.source}: ${e.message}` });
-    if (loaded.errors.length === 0 && loaded.rules.length === 0 && loaded.vap.policies.length === 0) {
+    for (const ex of loaded.exceptions) {
+      const key = exceptionKey(ex);
+      const other = exceptionSources.get(key);
+      if (other !== undefined) {
+        problems.push({ path: dir, message: `${dir}: PortalException ${ex.metadata.namespace ?? ''}/${ex.metadata.name} is also defined in ${other}; names must be unique across ${across}` });
+        continue;
+      }
+      exceptionSources.set(key, dir);
+      exceptions.push(ex);
+    }
+    if (loaded.errors.length === 0 && loaded.rules.length === 0 && loaded.vap.policies.length === 0 && loaded.exceptions.length === 0) {
       problems.push({ path: dir, message: `${dir}: holds no rules; ${naming.takes} takes a directory of PortalRule / PortalClusterRule or ValidatingAdmissionPolicy manifests` });
     }
     for (const [kind, list] of [
@@ -71,5 +84,5 @@ export async function loadPolicies(paths: readonly string[], naming: PolicyNamin
       rules.push(rule);
     }
   }
-  return { rules, ruleSources, vap, problems };
+  return { rules, ruleSources, exceptions, vap, problems };
 }

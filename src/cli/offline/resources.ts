@@ -62,7 +62,7 @@ export function isObject(v: unknown): v is Record<string, unknown> {
 
 export function isRuleObject(o: Record<string, unknown>): boolean {
   const apiVersion = o['apiVersion'];
-  return typeof apiVersion === 'string' && apiVersion.startsWith(`${RULE_GROUP}/`) && (o['kind'] === 'PortalRule' || o['kind'] === 'PortalClusterRule');
+  return typeof apiVersion === 'string' && apiVersion.startsWith(`${RULE_GROUP}/`) && (o['kind'] === 'PortalRule' || o['kind'] === 'PortalClusterRule' || o['kind'] === 'PortalException');
 }
 
 /** Rules and policies among resource files are not evaluated as resources. */

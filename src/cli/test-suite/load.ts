@@ -6,8 +6,8 @@
  * the entry it comes from; a suite with problems is not run.
  */
 import { dirname, isAbsolute, join } from 'node:path';
-import { readManifests, type ManifestDocument } from '../../config/manifests.ts';
-import type { KubeObject } from '../../policy/index.ts';
+import { loadRulesFromDirectory, readManifests, type ManifestDocument } from '../../config/manifests.ts';
+import { exceptionKey, parseRfc3339, type KubeObject, type PortalExceptionObject } from '../../policy/index.ts';
 import { OfflineEvaluator, describe, type OfflineRequest } from '../offline/evaluator.ts';
 import { loadPolicies } from '../offline/policies.ts';
 import { isPolicyObject, stringLabels, toResource, unsupported, type Resource } from '../offline/resources.ts';
@@ -60,6 +60,30 @@ export async function loadSuite(file: string, spec: SuiteSpec, locate: Locator):
   for (const p of policies.problems) {
     const i = policyPaths.indexOf(p.path);
     problem(['policies', i < 0 ? 0 : i], p.message);
+  }
+
+  // Exceptions: those among the policies, and the PortalException files of `exceptions:`,
+  // judged as `portal serve` judges them with the chart's defaults (OfflineEvaluator).
+  const exceptions: PortalExceptionObject[] = [...policies.exceptions];
+  const exceptionSource = new Map<string, string>(exceptions.map((e) => [exceptionKey(e), "the suite's policies"]));
+  for (const [i, path] of (spec.exceptions ?? []).map(abs).entries()) {
+    const at: SuitePath = ['exceptions', i];
+    const loaded = await loadRulesFromDirectory(path);
+    for (const e of loaded.errors) problem(at, `${e.source}: ${e.message}`);
+    if (loaded.rules.length > 0 || loaded.vap.policies.length > 0 || loaded.vap.bindings.length > 0) {
+      problem(at, `${path}: holds rules or policies; exceptions lists PortalException manifests only (rules and policies go under policies)`);
+    }
+    if (loaded.errors.length === 0 && loaded.exceptions.length === 0) problem(at, `${path}: holds no PortalException`);
+    for (const ex of loaded.exceptions) {
+      const key = exceptionKey(ex);
+      const other = exceptionSource.get(key);
+      if (other !== undefined) {
+        problem(at, `PortalException ${ex.metadata.namespace ?? ''}/${ex.metadata.name} is also defined in ${other}; names must be unique in a namespace`);
+        continue;
+      }
+      exceptionSource.set(key, path);
+      exceptions.push(ex);
+    }
   }
 
   // Resources: objects to evaluate, each named once.
@@ -208,7 +232,14 @@ export async function loadSuite(file: string, spec: SuiteSpec, locate: Locator):
   }
   if (problems.length > 0) return { ok: false, problems };
 
-  const evaluator = new OfflineEvaluator({ rules: policies.rules, ruleSources: policies.ruleSources, vap: policies.vap }, { labels: namespaceLabels }, params);
+  // `now` is when expiry is judged; checked (a real date) by parse.ts.
+  const now = spec.now !== undefined ? parseRfc3339(spec.now) : undefined;
+  const evaluator = new OfflineEvaluator(
+    { rules: policies.rules, ruleSources: policies.ruleSources, exceptions, vap: policies.vap },
+    { labels: namespaceLabels },
+    params,
+    now !== undefined ? { now } : {},
+  );
   const request: LoadedSuite['request'] = { operation };
   if (spec.userInfo) request.userInfo = spec.userInfo;
   return { ok: true, suite: { file, name: spec.metadata?.name ?? '', spec, evaluator, resources, oldObjects, request, expectations } };

@@ -11,6 +11,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
 import { yamlNestingProblem } from '../../config/yaml.ts';
 import { SUITE_API_VERSION, SUITE_KIND, type Position, type SuiteProblem, type SuiteSpec } from './format.ts';
+import { parseRfc3339 } from '../../policy/index.ts';
 
 /** The schema ships in the repository and the image (schemas/), three levels above src/cli/test-suite and dist/cli/test-suite. */
 export const SCHEMA_URL = new URL('../../../schemas/portal-test.schema.json', import.meta.url);
@@ -265,7 +266,7 @@ export async function parseSuite(file: string, text: string): Promise<ParseResul
   return { ok: true, suite: value as SuiteSpec, locate };
 }
 
-/** What the schema cannot say: fields that go together, reserved fields, real dates. */
+/** What the schema cannot say: fields that go together, real dates. */
 function checkSemantics(file: string, s: SuiteSpec, locate: Locator): SuiteProblem[] {
   const out: SuiteProblem[] = [];
   const op = s.operation ?? 'CREATE';
@@ -275,15 +276,9 @@ function checkSemantics(file: string, s: SuiteSpec, locate: Locator): SuiteProbl
   if (op !== 'UPDATE' && s.oldResources !== undefined) {
     out.push({ file, position: locate.at(['oldResources']), message: `oldResources is only for operation UPDATE (this suite's operation is ${op})` });
   }
-  if ((s.exceptions ?? []).length > 0) {
-    out.push({
-      file,
-      position: locate.at(['exceptions']),
-      message: 'exceptions is reserved for PortalException files, which this version of portal does not read yet; leave it empty or remove it',
-    });
-  }
-  if (s.now !== undefined && Number.isNaN(Date.parse(s.now))) {
-    out.push({ file, position: locate.at(['now']), message: `now is not a valid time: ${JSON.stringify(s.now)}` });
+  // The schema checks the shape; this the date itself (2026-02-30 is not one), as exceptions' expiresAt is parsed.
+  if (s.now !== undefined && parseRfc3339(s.now) === undefined) {
+    out.push({ file, position: locate.at(['now']), message: `now is not a valid RFC 3339 time: ${JSON.stringify(s.now)}; write it like 2026-12-31T00:00:00Z` });
   }
   const namespaces = new Map<string, number>();
   (s.namespaces ?? []).forEach((n, i) => {

@@ -14,6 +14,7 @@ import { ClusterRuleSource } from '../../../src/kube/cluster-rule-source.ts';
 import type { AuditActuator } from '../../../src/audit/actuator.ts';
 import { buildAudit, type AuditConfig, type AuditDeps } from '../../../src/audit/audit.ts';
 import type { AuditEvaluator } from '../../../src/audit/evaluator.ts';
+import { ExceptionEvents } from '../../../src/audit/exception-events.ts';
 import { startApiServer, type ApiServer } from '../../../packages/devcluster/src/apiserver/index.ts';
 import { DevApiClient } from '../../../packages/devcluster/src/dev/api-client.ts';
 import { readManifests } from '../../../packages/devcluster/src/dev/manifests.ts';
@@ -23,6 +24,7 @@ import { Term } from '../../../src/leader/term.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import type { ReportApi, ReportGranularity } from '../../../src/policy/report.ts';
 import type { ReportConfig } from '../../../src/audit/report-planner.ts';
+import type { ExceptionOptions } from '../../../src/policy/index.ts';
 export { until } from '../../support/until.ts';
 
 /**
@@ -63,6 +65,8 @@ export interface Replica {
   /** Resolves when the actuator of the last granted term has stopped. */
   acting: Promise<void>;
   source: ClusterRuleSource;
+  /** Events on PortalExceptions (leader-only: started with the actuator). */
+  exceptionEvents: ExceptionEvents;
   /** Makes this replica the leader with a fresh epoch (validity 60 s). */
   grant(transitions?: number): Term;
   /** Ends the term; resolves once the actuator has stopped (what the Manager awaits before the next term). */
@@ -78,12 +82,14 @@ export async function startReplica(
   name: string,
   config: Partial<AuditConfig> = {},
   deps: Partial<Pick<AuditDeps, 'onRuleError' | 'webhookConfiguration' | 'registry'>> = {},
+  exceptions: ExceptionOptions = {},
 ): Promise<Replica> {
   const client = createKubeClient({ kubeconfigYaml: api.kubeConfig(name), qps: 50, burst: 100, userAgent: `portal-test (${name})` });
   const logger = silentLogger();
-  const source = new ClusterRuleSource({ client, logger });
+  const source = new ClusterRuleSource({ client, logger, exceptions });
   const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: `portal-test (${name})` });
   t.after(() => writer.close());
+  const exceptionEvents = new ExceptionEvents({ writer, logger, identity: name });
   let term: Term | undefined;
   let running = false;
   const { evaluator: controller, actuator } = buildAudit(
@@ -106,6 +112,8 @@ export async function startReplica(
       ruleSet: source.ruleSet,
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
+      exceptionObject: (s) => source.rules.exceptions.get(s.name, s.namespace),
+      onExemption: (e) => exceptionEvents.note(e),
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
       logger,
       registry: new Registry(),
@@ -124,6 +132,7 @@ export async function startReplica(
     actuator,
     acting: Promise.resolve(),
     source,
+    exceptionEvents,
     grant(transitions = ++epochCounter) {
       term?.end('replaced');
       const granted = new Term({ leaseUid: 'test-lease', transitions }, performance.now(), 60_000);
@@ -132,7 +141,7 @@ export async function startReplica(
       // from the elector's event), once the previous term's actuator has stopped.
       const run = () => {
         running = true;
-        return actuator.start(ac.signal, granted).finally(() => (running = false));
+        return Promise.all([actuator.start(ac.signal, granted), exceptionEvents.start(ac.signal, granted)]).then(() => undefined).finally(() => (running = false));
       };
       r.acting = running ? r.acting.then(run) : run();
       return granted;

@@ -19,9 +19,14 @@ export interface AdmissionAttributes {
   dryRun: boolean;
   options: Record<string, unknown> | null;   // CreateOptions/UpdateOptions/DeleteOptions
 }
+/**
+ * `auditAnnotations`: what the admission chain asks the API server to record
+ * in the request's audit event, keys already prefixed (`<webhook name>/<key>`),
+ * as kube-apiserver does with a webhook's AdmissionResponse.auditAnnotations.
+ */
 export type AdmissionOutcome =
-  | { allowed: true; warnings: string[] }
-  | { allowed: false; warnings: string[]; status: { code: number; reason: string; message: string } };
+  | { allowed: true; warnings: string[]; auditAnnotations?: Record<string, string> }
+  | { allowed: false; warnings: string[]; status: { code: number; reason: string; message: string }; auditAnnotations?: Record<string, string> };
 export interface AdmissionContext {
   /** Labels of namespace `name`, undefined if it doesn't exist. */
   namespaceLabels(name: string): Record<string, string> | undefined;

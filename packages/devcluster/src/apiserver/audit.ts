@@ -9,6 +9,8 @@ export interface AuditEntry {
   resourceVersion: string;
   code: number;
   time: string;
+  /** Audit annotations of the request (admission webhooks' `<webhook>/<key>`, VAPs'), when there are any. */
+  annotations?: Record<string, string>;
 }
 
 /** 100,000 entries of ~200 bytes is ~20 MB: enough for any test, bounded for a dev session. */

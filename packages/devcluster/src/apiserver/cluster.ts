@@ -30,6 +30,8 @@ export interface RequestScope {
   query: URLSearchParams;
   /** Admission warnings collected for the response. */
   warnings: string[];
+  /** Audit annotations the admission chain asked to record (VAP, webhooks), for the audit log. */
+  auditAnnotations?: Record<string, string>;
   /** The request's User-Agent ('' when absent): the default field manager. Unset for writes from inside the server. */
   userAgent?: string;
   /** Duplicate keys the body decoder found, in kube's wording (strict decoding errors). */
@@ -195,6 +197,7 @@ export class Cluster {
     // kube-apiserver's plugin order: ValidatingAdmissionPolicy, then ValidatingAdmissionWebhook.
     const vap = this.vap.admit(attrs);
     s.warnings.push(...vap.warnings);
+    if (Object.keys(vap.auditAnnotations).length > 0) s.auditAnnotations = { ...s.auditAnnotations, ...vap.auditAnnotations };
     if (!this.admission) return;
     const out = await this.admission.admit(attrs, {
       namespaceLabels: (n) => this.namespaceLabels(n),
@@ -203,6 +206,7 @@ export class Cluster {
       signal: this.signal,
     });
     s.warnings.push(...out.warnings);
+    if (out.auditAnnotations) s.auditAnnotations = { ...s.auditAnnotations, ...out.auditAnnotations };
     if (!out.allowed) {
       const reason = out.status.reason || (out.status.code === 403 ? 'Forbidden' : '');
       throw new ApiError(out.status.code, reason, out.status.message);

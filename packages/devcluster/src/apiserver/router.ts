@@ -312,6 +312,7 @@ export class Router {
     this.d.audit.record({
       verb, resource: s.def.resource, subresource: s.subresource, namespace: s.def.namespaced ? s.namespace : '', name,
       user: s.user.username, resourceVersion: rv, code, time: new Date().toISOString(),
+      ...(s.auditAnnotations ? { annotations: { ...s.auditAnnotations } } : {}),
     });
   }
 

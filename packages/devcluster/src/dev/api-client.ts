@@ -15,6 +15,7 @@ const RESOURCES: Record<string, { prefix: string; plural: string; namespaced: bo
   ValidatingWebhookConfiguration: { prefix: '/apis/admissionregistration.k8s.io/v1', plural: 'validatingwebhookconfigurations', namespaced: false },
   PortalRule: { prefix: '/apis/portal.dev/v1alpha1', plural: 'portalrules', namespaced: true },
   PortalClusterRule: { prefix: '/apis/portal.dev/v1alpha1', plural: 'portalclusterrules', namespaced: false },
+  PortalException: { prefix: '/apis/portal.dev/v1alpha1', plural: 'portalexceptions', namespaced: true },
   // The chart's RBAC (chart-rbac.ts).
   ServiceAccount: { prefix: '/api/v1', plural: 'serviceaccounts', namespaced: true },
   ClusterRole: { prefix: '/apis/rbac.authorization.k8s.io/v1', plural: 'clusterroles', namespaced: false },

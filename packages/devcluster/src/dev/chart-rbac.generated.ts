@@ -40,7 +40,8 @@ export const CHART_RBAC: readonly RbacObject[] = [
         ],
         "resources": [
           "portalrules",
-          "portalclusterrules"
+          "portalclusterrules",
+          "portalexceptions"
         ],
         "verbs": [
           "get",
@@ -54,10 +55,23 @@ export const CHART_RBAC: readonly RbacObject[] = [
         ],
         "resources": [
           "portalrules/status",
-          "portalclusterrules/status"
+          "portalclusterrules/status",
+          "portalexceptions/status"
         ],
         "verbs": [
           "patch"
+        ]
+      },
+      {
+        "apiGroups": [
+          "",
+          "events.k8s.io"
+        ],
+        "resources": [
+          "events"
+        ],
+        "verbs": [
+          "create"
         ]
       },
       {

@@ -47,6 +47,8 @@ export interface ReviewResult {
   allowed: boolean;
   status?: { code?: number; reason?: string; message?: string };
   warnings: string[];
+  /** response.auditAnnotations (string values only), for the audit log. */
+  auditAnnotations: Record<string, string>;
 }
 
 /**
@@ -72,9 +74,14 @@ export function verifyAdmissionResponse(body: unknown, version: ReviewVersion, u
   if ((typeof r['patch'] === 'string' && r['patch'] !== '') || r['patchType'] != null) {
     throw new Error('validating webhook may not return response.patch or response.patchType');
   }
+  const annotations = r['auditAnnotations'];
   const result: ReviewResult = {
     allowed: r['allowed'] === true,
     warnings: Array.isArray(r['warnings']) ? r['warnings'].filter((w): w is string => typeof w === 'string') : [],
+    auditAnnotations:
+      typeof annotations === 'object' && annotations !== null && !Array.isArray(annotations)
+        ? Object.fromEntries(Object.entries(annotations).filter((e): e is [string, string] => typeof e[1] === 'string'))
+        : {},
   };
   const status = r['status'];
   if (typeof status === 'object' && status !== null) {

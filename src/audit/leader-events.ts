@@ -1,0 +1,136 @@
+/**
+ * Kubernetes Events written by the leader only, fenced and deduplicated: the
+ * one implementation behind the Events on ValidatingAdmissionPolicies
+ * (vap-events.ts) and on PortalExceptions (exception-events.ts).
+ *
+ * Every replica queues what it would record ({@link LeaderEvents.enqueue});
+ * only a replica running {@link LeaderEvents.run} with a leader term writes,
+ * through the replica's one FencedWriter (each create checked against the
+ * term at the socket). Deduplication is by name: the caller derives the
+ * Event's name from a deterministic key, so a second create of the same
+ * Event — by this leader after a restart, or by the next leader, whose
+ * follower time queued the same Events — answers 409 and writes nothing.
+ *
+ * Bounded: at most `maxPending` Events wait (the oldest are dropped, and
+ * counted); entries queued more than `maxAgeMs` before this replica starts
+ * leading are dropped then (a live leader has written them; Events are a
+ * record for people, not side effects owed exactly once).
+ */
+import type { CoreV1Event } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { apiStatusCode, describeApiError } from '../kube/client.ts';
+import type { FencedWriter } from '../kube/fenced-writer.ts';
+import type { LeaderTerm } from '../leader/term.ts';
+import { ErrorCode, isPortalError } from '../observability/errors.ts';
+
+export interface QueuedEvent {
+  /** Deterministic: the same fact always gives the same key (and Event name). */
+  key: string;
+  namespace: string;
+  /** The Event; its metadata.name must derive from `key`. */
+  body: CoreV1Event;
+}
+
+export interface LeaderEventsOptions {
+  writer: FencedWriter;
+  logger: Logger;
+  /** Paces the creates with the other leader writes. */
+  writeLimiter?: { take(signal?: AbortSignal): Promise<void> };
+  /** @default 10000 */
+  maxPending?: number;
+  /** Queued longer than this before the term starts: dropped then (undefined: kept). */
+  maxAgeMs?: number;
+  /** Called once an Event exists (created, or found created by an earlier leader). */
+  onRecorded?: (key: string) => void;
+}
+
+const RETRY_MS = 5000;
+
+export class LeaderEvents {
+  readonly #o: LeaderEventsOptions;
+  readonly #log: Logger;
+  readonly #pending = new Map<string, QueuedEvent & { at: number }>();
+  #wake: (() => void) | undefined;
+  /** Events created by this replica. */
+  written = 0;
+  /** Events dropped because the queue was full or they were too old when leadership began. */
+  dropped = 0;
+
+  constructor(o: LeaderEventsOptions) {
+    this.#o = o;
+    this.#log = o.logger;
+  }
+
+  has(key: string): boolean {
+    return this.#pending.has(key);
+  }
+
+  get pending(): number {
+    return this.#pending.size;
+  }
+
+  /** Queues an Event (every replica); a key already queued is kept as it is. */
+  enqueue(e: QueuedEvent): void {
+    if (this.#pending.has(e.key)) return;
+    const max = this.#o.maxPending ?? 10_000;
+    if (this.#pending.size >= max) {
+      const oldest = this.#pending.keys().next();
+      if (!oldest.done) this.#pending.delete(oldest.value);
+      this.dropped++;
+    }
+    this.#pending.set(e.key, { ...e, at: Date.now() });
+    this.#wake?.();
+  }
+
+  /** Writes the queue under `term` until the term (or `signal`) ends. */
+  async run(signal: AbortSignal, term: LeaderTerm): Promise<void> {
+    const termSignal = AbortSignal.any([signal, term.signal]);
+    if (this.#o.maxAgeMs !== undefined) {
+      const oldest = Date.now() - this.#o.maxAgeMs;
+      for (const [k, p] of this.#pending) {
+        if (p.at < oldest) {
+          this.#pending.delete(k);
+          this.dropped++;
+        }
+      }
+    }
+    while (!termSignal.aborted) {
+      let retry = false;
+      for (const p of [...this.#pending.values()]) {
+        if (termSignal.aborted) return;
+        if (await this.#write(p, term, termSignal)) {
+          // Only if not re-queued meanwhile (same key: same Event, so delete either way).
+          this.#pending.delete(p.key);
+          this.#o.onRecorded?.(p.key);
+        } else retry = true;
+      }
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          termSignal.removeEventListener('abort', done);
+          this.#wake = undefined;
+          resolve();
+        };
+        const timer = retry ? setTimeout(done, RETRY_MS) : undefined;
+        termSignal.addEventListener('abort', done, { once: true });
+        this.#wake = done;
+        if (this.#pending.size > 0 && !retry) done();
+      });
+    }
+  }
+
+  /** true when the Event exists now (created, or already created by an earlier leader). */
+  async #write(p: QueuedEvent, term: LeaderTerm, signal: AbortSignal): Promise<boolean> {
+    try {
+      await this.#o.writeLimiter?.take(signal);
+      await this.#o.writer.core.createNamespacedEvent({ namespace: p.namespace, body: p.body }, this.#o.writer.options(term, { signal, timeoutMs: 10_000 }));
+      this.written++;
+      return true;
+    } catch (err) {
+      if (apiStatusCode(err) === 409) return true;
+      if (isPortalError(err, ErrorCode.TermExpired) || signal.aborted) return false;
+      this.#log.warn({ err: describeApiError(err), event: p.body.metadata?.name, reason: p.body.reason }, 'could not record an event; retrying');
+      return false;
+    }
+  }
+}

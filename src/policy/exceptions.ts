@@ -1,0 +1,562 @@
+/**
+ * PortalException (`portal.dev/v1alpha1`, DESIGN §9, docs/exceptions.md):
+ * validation, compilation, and THE function that decides whether an exception
+ * covers an (object, rule) pair — {@link exceptionCovers}. Admission
+ * (decideAdmission), the audit (evaluate, exemptVerdicts) and `portal test`
+ * all reach it through the RuleSet, so the three paths cannot disagree.
+ *
+ * Decisions:
+ * - Rule names: `NAME` is a PortalClusterRule, a PortalRule in the
+ *   exception's own namespace, or a ValidatingAdmissionPolicy (every
+ *   binding); `NAMESPACE/NAME` is a PortalRule in NAMESPACE or a VAP
+ *   `POLICY/BINDING`. Names are looked up in two spaces (Portal rules, VAPs)
+ *   so `a/b` never confuses a PortalRule with a binding.
+ * - Scope: an exception in namespace N exempts only objects in N, never a
+ *   cluster-scoped object (a Namespace included). Only exceptions in one of
+ *   the privileged namespaces (`--exception-namespaces`, default the install
+ *   namespace) may exempt objects anywhere and cluster-scoped ones; their
+ *   `match.namespaces` narrows that.
+ * - Operations: every operation unless `match.operations` narrows it (the
+ *   audit is always covered): an exempted object stays exempted when it is
+ *   updated or deleted.
+ * - Pod templates: an exception that names Pod also covers the pod-template
+ *   verdicts of workloads (a Pod rule checking a Deployment), matched on the
+ *   workload's name and labels, unless `podTemplates: false`; `object` in its
+ *   matchConditions is then the template's Pod, as for CEL rules.
+ * - Names: `match.names` with a trailing `*` glob. A CREATE with only
+ *   `generateName` has no name yet: it is matched on its generateName (so
+ *   `agent-*` covers the pods a controller creates as `agent-…`).
+ * - Expiry: covered only while `now < expiresAt`, `now` injected by the
+ *   caller (EvaluationInput.now, else the clock when judged).
+ * - `--max-exception-lifetime`: an exception that never expires, or expires
+ *   more than that after its creation (metadata.creationTimestamp; the
+ *   moment judged when absent, as at apply or in files), is refused: it
+ *   covers nothing and its status says why.
+ * - Fail closed: an exception that does not validate or compile, a
+ *   matchCondition that errs or runs out of cost, unknown namespace labels
+ *   for a namespaceSelector, an evaluation past its time budget: each means
+ *   "not exempted", never "exempted".
+ *
+ * Pure: no I/O; time comes in as `now`.
+ */
+import { Ajv } from 'ajv';
+import type { ErrorObject } from 'ajv';
+import { activationFor } from './cel-rule.ts';
+import { compileComposition, evaluateComposition, newBudget, type Composition } from './cel/index.ts';
+import { IMPLIED_SUBRESOURCES, kindMatches } from './candidates.ts';
+import { EXCEPTION_CRD_OPENAPI_SCHEMA } from './exception-crd-schema.generated.ts';
+import { isEmptySelector, selectorMatches, selectorProblems } from './label-selector.ts';
+import { anyNamespaceGlobMatches, namespaceGlobProblem } from './namespace-glob.ts';
+import { toViolations } from './schema-errors.ts';
+import {
+  EXCEPTION_KIND,
+  RULE_API_VERSION,
+  type EvaluationInput,
+  type KindMatch,
+  type KubeObject,
+  type LabelSelector,
+  type PortalExceptionObject,
+} from './types.ts';
+import { closeObjects, nameProblem } from './validate-rule.ts';
+
+/** How a RuleSet judges exceptions (mirrors `--exception-namespaces` and `--max-exception-lifetime`). */
+export interface ExceptionOptions {
+  /**
+   * Namespaces whose exceptions may exempt objects in every namespace and
+   * cluster-scoped objects. @default [] (the CLI passes the install namespace)
+   */
+  exceptionNamespaces?: readonly string[];
+  /** Longest lifetime (expiresAt − creation) accepted, in ms; undefined: no limit. @default undefined */
+  maxLifetimeMs?: number | undefined;
+}
+
+/**
+ * A rule as exceptions name it: a Portal rule by its display name, or a VAP
+ * and binding. `keys` are its lookup keys (refKeys), precomputed once for a
+ * rule that is judged on every request.
+ */
+export type RuleRef = ({ kind: 'rule'; display: string } | { kind: 'vap'; policy: string; binding: string }) & { readonly keys?: readonly string[] };
+
+export interface CompiledException {
+  /** `PortalException/NAMESPACE/NAME` (the RuleSet key). */
+  readonly key: string;
+  /** `NAMESPACE/NAME`: what verdicts, reports and audit annotations show. */
+  readonly display: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string | undefined;
+  readonly generation: number;
+  /** Lookup keys of the rules it names (`rule:…`, `vap:…`). */
+  readonly ruleKeys: ReadonlySet<string>;
+  /** Its namespace is privileged: it may exempt objects anywhere. */
+  readonly privileged: boolean;
+  readonly kinds: readonly KindMatch[];
+  /** undefined: every operation. */
+  readonly operations: ReadonlySet<string> | undefined;
+  readonly names: readonly string[];
+  readonly namespaces: readonly string[];
+  readonly excludedNamespaces: readonly string[];
+  readonly namespaceSelector: LabelSelector | undefined;
+  readonly objectSelector: LabelSelector | undefined;
+  /** Names Pod and did not opt out: covers workloads' pod-template verdicts. */
+  readonly podTemplates: boolean;
+  readonly conditions: Composition | undefined;
+  /** ms since the epoch; undefined: never expires. */
+  readonly expiresAt: number | undefined;
+  /** metadata.creationTimestamp in ms, when set. */
+  readonly createdAt: number | undefined;
+  readonly reason: string;
+}
+
+export type ExceptionValidation = { ok: true; exception: PortalExceptionObject } | { ok: false; problems: string[] };
+
+export type Coverage = { covers: true } | { covers: false; why: string };
+
+/** What one judgement needs besides the exception and the pair. */
+export interface CoverageContext {
+  /** Wall clock, ms since the epoch. */
+  now: number;
+  /** `--max-exception-lifetime` in ms. */
+  maxLifetimeMs: number | undefined;
+  /** Past this (monotonic) deadline no matchCondition starts: not exempted. */
+  deadline?: { deadline: number; now: () => number } | undefined;
+}
+
+export function exceptionKey(o: { metadata?: { namespace?: string | undefined; name?: string | undefined } | undefined }): string {
+  return `${EXCEPTION_KIND}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+}
+
+// ---- RFC 3339 -----------------------------------------------------------------
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|([+-])(\d{2}):(\d{2}))$/;
+
+/** Milliseconds since the epoch of an RFC 3339 date-time (as Go's time.RFC3339 parses it), or undefined. */
+export function parseRfc3339(s: string): number | undefined {
+  const m = RFC3339.exec(s);
+  if (!m) return undefined;
+  const [y, mo, d, h, mi, se] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i]));
+  if (mo === undefined || d === undefined || h === undefined || mi === undefined || se === undefined || y === undefined) return undefined;
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || se > 59) return undefined;
+  const base = Date.UTC(y, mo - 1, d, h, mi, se);
+  // Date.UTC rolls 30 February over into March: reject what does not round-trip.
+  if (new Date(base).getUTCDate() !== d) return undefined;
+  const fraction = m[7] ? Math.floor(Number(`0${m[7]}`) * 1000) : 0;
+  let offset = 0;
+  if (m[9]) {
+    const oh = Number(m[10]);
+    const om = Number(m[11]);
+    if (oh > 23 || om > 59) return undefined;
+    offset = (m[9] === '-' ? -1 : 1) * (oh * 60 + om) * 60_000;
+  }
+  return base + fraction - offset;
+}
+
+// ---- validation -----------------------------------------------------------------
+
+const crdAjv = new Ajv({ strict: false, allErrors: true, validateFormats: false, logger: false });
+const crdSchema = closeObjects(EXCEPTION_CRD_OPENAPI_SCHEMA) as Record<string, unknown>;
+// metadata is validated by hand (the API server owns ObjectMeta).
+(crdSchema['properties'] as Record<string, unknown>)['metadata'] = { type: 'object' };
+const validateCrd = crdAjv.compile(crdSchema);
+
+/** A rule reference: a DNS subdomain, or two of them joined by "/". */
+const RULE_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$/;
+/** An object name glob: a name, or a prefix and one trailing `*`. */
+const NAME_GLOB = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?|[a-z0-9][-a-z0-9.]*\*|\*)$/;
+
+function compileConditions(spec: PortalExceptionObject['spec']): { ok: true; conditions: Composition | undefined } | { ok: false; problems: string[] } {
+  const mcs = spec.matchConditions ?? [];
+  if (mcs.length === 0) return { ok: true, conditions: undefined };
+  const c = compileComposition({ matchConditions: mcs, validations: [] });
+  if (!c.ok) return { ok: false, problems: c.errors.map((e) => `spec.${e.field} (line ${e.position.line}, column ${e.position.column}): ${e.message}`) };
+  return { ok: true, conditions: c };
+}
+
+function semanticProblems(o: PortalExceptionObject): string[] {
+  const problems: string[] = [];
+  const spec = o.spec;
+  const m = spec.match;
+  spec.rules.forEach((r, i) => {
+    if (!RULE_NAME.test(r)) problems.push(`spec.rules[${i}]: "${r}" is not a rule name: write NAME (a PortalClusterRule, a PortalRule in this namespace, a ValidatingAdmissionPolicy) or NAMESPACE/NAME (a PortalRule, or POLICY/BINDING)`);
+  });
+  (m.names ?? []).forEach((n, i) => {
+    if (!NAME_GLOB.test(n)) problems.push(`spec.match.names[${i}]: "${n}" is not a name or a prefix glob (lowercase letters, digits, "-" and ".", one trailing * at most)`);
+  });
+  for (const field of ['namespaces', 'excludedNamespaces'] as const) {
+    (m[field] ?? []).forEach((glob, i) => {
+      const p = namespaceGlobProblem(glob);
+      if (p) problems.push(`spec.match.${field}[${i}]: ${p}`);
+    });
+  }
+  if (m.namespaceSelector) problems.push(...selectorProblems(m.namespaceSelector, 'spec.match.namespaceSelector'));
+  if (m.objectSelector) problems.push(...selectorProblems(m.objectSelector, 'spec.match.objectSelector'));
+  m.kinds.forEach((k, i) => {
+    if (k.apiGroups.includes('*') && k.apiGroups.length > 1) problems.push(`spec.match.kinds[${i}].apiGroups: "*" already means every group; remove the other entries`);
+  });
+  if (spec.reason.trim() === '') problems.push('spec.reason: say why the exemption is needed (e.g. a ticket); it must not be blank');
+  if (spec.expiresAt !== undefined && parseRfc3339(spec.expiresAt) === undefined) {
+    problems.push(`spec.expiresAt: "${spec.expiresAt}" is not an RFC 3339 date-time; write it like 2026-12-31T00:00:00Z`);
+  }
+  const seen = new Set<string>();
+  (spec.matchConditions ?? []).forEach((c, i) => {
+    if (seen.has(c.name)) problems.push(`spec.matchConditions[${i}].name: "${c.name}" is used twice; names must be unique`);
+    seen.add(c.name);
+  });
+  return problems;
+}
+
+/** Structure and semantics, CEL compiled; not the lifetime (see {@link lifetimeProblem}). */
+export function exceptionShapeProblems(obj: unknown): string[] {
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return ['a PortalException must be an object with apiVersion, kind, metadata and spec'];
+  const o = obj as Record<string, unknown>;
+  const problems: string[] = [];
+  if (o['apiVersion'] !== RULE_API_VERSION) problems.push(`apiVersion: must be "${RULE_API_VERSION}" (got ${JSON.stringify(o['apiVersion'] ?? null)})`);
+  if (o['kind'] !== EXCEPTION_KIND) problems.push(`kind: must be ${EXCEPTION_KIND} (got ${JSON.stringify(o['kind'] ?? null)})`);
+  const meta = o['metadata'];
+  if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) problems.push('metadata: must be an object with a name and a namespace');
+  else {
+    const md = meta as Record<string, unknown>;
+    const np = nameProblem(md['name'], 'metadata.name');
+    if (np) problems.push(np);
+    const nsp = nameProblem(md['namespace'], 'metadata.namespace');
+    if (nsp) problems.push(`${nsp} (a PortalException is namespaced: it exempts objects in its own namespace)`);
+  }
+  const structural = validateCrd(obj)
+    ? []
+    : toViolations((validateCrd.errors ?? []) as ErrorObject[]).map((v) =>
+        v.message === 'is not allowed' ? `${v.path}: unknown field; check its spelling against the PortalException API` : `${v.path}: ${v.message}`,
+      );
+  problems.push(...structural);
+  if (structural.length === 0 && problems.length === 0) {
+    const ex = obj as PortalExceptionObject;
+    problems.push(...semanticProblems(ex));
+    const c = compileConditions(ex.spec);
+    if (!c.ok) problems.push(...c.problems);
+  }
+  return problems;
+}
+
+/** Go-style duration for messages (`720h`, `1h30m`, `90s`). */
+function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  return `${h ? `${h}h` : ''}${m ? `${m}m` : ''}${sec || (!h && !m) ? `${sec}s` : ''}`;
+}
+
+/**
+ * Why `--max-exception-lifetime` refuses the exception, or undefined. The
+ * lifetime runs from creation (the moment judged when it has no
+ * creationTimestamp yet: at apply, in files), or from now when the
+ * creationTimestamp lies in the future: a forged or skewed timestamp must not
+ * buy an exemption longer than the cap from the moment it is judged.
+ */
+export function lifetimeProblem(
+  ex: { expiresAt: number | undefined; createdAt: number | undefined },
+  maxLifetimeMs: number | undefined,
+  now: number,
+): string | undefined {
+  if (maxLifetimeMs === undefined) return undefined;
+  if (ex.expiresAt === undefined) return `it never expires, and --max-exception-lifetime is ${duration(maxLifetimeMs)}: set spec.expiresAt`;
+  const from = Math.min(ex.createdAt ?? now, now);
+  const lifetime = ex.expiresAt - from;
+  if (lifetime > maxLifetimeMs) {
+    return `it expires ${duration(lifetime)} after its creation, more than --max-exception-lifetime (${duration(maxLifetimeMs)}): set spec.expiresAt to ${new Date(from + maxLifetimeMs).toISOString()} or earlier`;
+  }
+  return undefined;
+}
+
+/**
+ * Everything a PortalException must satisfy to be in force, as the
+ * apply-time webhook and `portal test` check it: shape, CEL, and (with
+ * `maxLifetimeMs`) the lifetime at `now`.
+ */
+export function validateExceptionShape(obj: unknown, opts: { maxLifetimeMs?: number | undefined; now?: number } = {}): ExceptionValidation {
+  const problems = exceptionShapeProblems(obj);
+  if (problems.length > 0) return { ok: false, problems };
+  const ex = obj as PortalExceptionObject;
+  const lifetime = lifetimeProblem(
+    { expiresAt: ex.spec.expiresAt !== undefined ? parseRfc3339(ex.spec.expiresAt) : undefined, createdAt: createdAt(ex) },
+    opts.maxLifetimeMs,
+    opts.now ?? Date.now(),
+  );
+  if (lifetime) return { ok: false, problems: [`spec.expiresAt: ${lifetime}`] };
+  return { ok: true, exception: ex };
+}
+
+function createdAt(ex: PortalExceptionObject): number | undefined {
+  const ts = ex.metadata.creationTimestamp;
+  return typeof ts === 'string' ? parseRfc3339(ts) : undefined;
+}
+
+// ---- compilation ----------------------------------------------------------------
+
+function namesPod(kinds: readonly KindMatch[]): boolean {
+  return kinds.some((k) => (k.apiGroups.includes('') || k.apiGroups.includes('*')) && k.kinds.includes('Pod'));
+}
+
+/** The lookup keys of a rule reference as written in an exception in `namespace`. */
+function ruleKeysOf(refs: readonly string[], namespace: string): Set<string> {
+  const keys = new Set<string>();
+  for (const r of refs) {
+    keys.add(`rule:${r}`);
+    keys.add(`vap:${r}`);
+    // A bare name also means the PortalRule of that name in the exception's namespace.
+    if (!r.includes('/')) keys.add(`rule:${namespace}/${r}`);
+  }
+  return keys;
+}
+
+/** The lookup keys of one rule, in the spaces of {@link ruleKeysOf}. */
+export function refKeys(ref: RuleRef): readonly string[] {
+  if (ref.keys) return ref.keys;
+  return ref.kind === 'rule' ? [`rule:${ref.display}`] : ref.binding ? [`vap:${ref.policy}`, `vap:${ref.policy}/${ref.binding}`] : [`vap:${ref.policy}`];
+}
+
+/** A Portal rule's reference with its keys computed once (kept on the compiled rule). */
+export function ruleRef(display: string): RuleRef {
+  return Object.freeze({ kind: 'rule' as const, display, keys: Object.freeze([`rule:${display}`]) });
+}
+
+function namesRule(ex: CompiledException, rule: RuleRef): boolean {
+  for (const k of refKeys(rule)) if (ex.ruleKeys.has(k)) return true;
+  return false;
+}
+
+/** Compiles a validated exception (see {@link exceptionShapeProblems}). */
+export function compileException(ex: PortalExceptionObject, privilegedNamespaces: ReadonlySet<string>): CompiledException {
+  const spec = ex.spec;
+  const m = spec.match;
+  const namespace = ex.metadata.namespace ?? '';
+  const c = compileConditions(spec);
+  if (!c.ok) throw new Error(`compileException: invalid exception ${namespace}/${ex.metadata.name}: ${c.problems.join('; ')}`);
+  return Object.freeze({
+    key: exceptionKey(ex),
+    display: `${namespace}/${ex.metadata.name}`,
+    namespace,
+    name: ex.metadata.name,
+    uid: ex.metadata.uid,
+    generation: typeof ex.metadata.generation === 'number' ? ex.metadata.generation : 0,
+    ruleKeys: ruleKeysOf(spec.rules, namespace),
+    privileged: privilegedNamespaces.has(namespace),
+    kinds: m.kinds,
+    operations: m.operations && m.operations.length > 0 ? new Set(m.operations) : undefined,
+    names: m.names ?? [],
+    namespaces: m.namespaces ?? [],
+    excludedNamespaces: m.excludedNamespaces ?? [],
+    namespaceSelector: isEmptySelector(m.namespaceSelector) ? undefined : m.namespaceSelector,
+    objectSelector: isEmptySelector(m.objectSelector) ? undefined : m.objectSelector,
+    podTemplates: spec.podTemplates !== false && namesPod(m.kinds),
+    conditions: c.conditions,
+    expiresAt: spec.expiresAt !== undefined ? parseRfc3339(spec.expiresAt) : undefined,
+    createdAt: createdAt(ex),
+    reason: spec.reason,
+  });
+}
+
+// ---- the judgement ------------------------------------------------------------
+
+function labelsOf(obj: KubeObject | null): Record<string, string> | undefined {
+  const labels = obj?.metadata?.labels;
+  return labels !== null && typeof labels === 'object' ? labels : undefined;
+}
+
+function nameMatches(globs: readonly string[], input: EvaluationInput): boolean {
+  let name = input.name;
+  let prefixOnly = false;
+  if (name === '') {
+    // A CREATE with generateName: the API server names the object after admission.
+    const g = (input.object ?? input.oldObject)?.metadata?.generateName;
+    if (typeof g !== 'string' || g === '') return false;
+    name = g;
+    prefixOnly = true;
+  }
+  for (const glob of globs) {
+    if (glob.endsWith('*')) {
+      if (name.startsWith(glob.slice(0, -1))) return true;
+    } else if (!prefixOnly && glob === name) return true;
+  }
+  return false;
+}
+
+function kindCovered(ex: CompiledException, input: EvaluationInput, template: boolean): boolean {
+  const { group, kind } = input.kind;
+  if (template && ex.podTemplates) return true;
+  const sub = input.subResource ?? '';
+  let matched = false;
+  for (const k of ex.kinds) {
+    if (!kindMatches(k, group, kind)) continue;
+    if (sub === '') return true;
+    matched = true;
+    if (k.subresources?.includes('*') || k.subresources?.includes(sub)) return true;
+  }
+  return matched && (IMPLIED_SUBRESOURCES.get(`${group}/${kind}`)?.includes(sub) ?? false);
+}
+
+/**
+ * Why an exception does not cover a pair ({@link judge}): a constant, so the
+ * request path allocates nothing to reject one; the text is built only when
+ * asked for ({@link exceptionCovers}).
+ */
+export type Miss =
+  | 'rule'
+  | 'expired'
+  | 'lifetime'
+  | 'cluster-scoped'
+  | 'other-namespace'
+  | 'kind'
+  | 'operation'
+  | 'name'
+  | 'namespaces'
+  | 'excluded-namespaces'
+  | 'namespace-labels-unknown'
+  | 'namespace-selector'
+  | 'namespace-criteria'
+  | 'object-selector'
+  | 'deadline'
+  | { condition: string; error?: string };
+
+/**
+ * THE judgement: whether exception `ex` covers the pair (`input`, `rule`),
+ * shared by admission, the audit and `portal test` (through the RuleSet).
+ * `template` is the pod template's place when the rule's verdict is a Pod
+ * rule's check of a workload's template. Returns `'covers'` or why not. Pure
+ * and bounded: every check is linear in the exception and the object, the
+ * cheap and discriminating ones first, and CEL runs last under its limits.
+ */
+export function judge(
+  ex: CompiledException,
+  rule: RuleRef,
+  input: EvaluationInput,
+  template: { path: readonly string[]; prefix: string } | undefined,
+  ctx: CoverageContext,
+): 'covers' | Miss {
+  return namesRule(ex, rule) ? judgeObject(ex, input, template, ctx) : 'rule';
+}
+
+/**
+ * The part of {@link judge} that does not depend on the rule: whether the
+ * exception is in force and selects the object. A caller judging several
+ * rules of one input may keep its answer per exception (and template).
+ */
+export function judgeObject(
+  ex: CompiledException,
+  input: EvaluationInput,
+  template: { path: readonly string[]; prefix: string } | undefined,
+  ctx: CoverageContext,
+): 'covers' | Exclude<Miss, 'rule'> {
+  if (ex.expiresAt !== undefined && ctx.now >= ex.expiresAt) return 'expired';
+  if (ctx.maxLifetimeMs !== undefined && lifetimeProblem(ex, ctx.maxLifetimeMs, ctx.now) !== undefined) return 'lifetime';
+
+  // Scope: who may exempt what.
+  const isNamespace = input.kind.group === '' && input.kind.kind === 'Namespace';
+  if (!ex.privileged) {
+    if (input.namespace === '' || isNamespace) return 'cluster-scoped';
+    if (input.namespace !== ex.namespace) return 'other-namespace';
+  }
+
+  if (!kindCovered(ex, input, template !== undefined)) return 'kind';
+  if (ex.operations && input.operation !== 'AUDIT' && !ex.operations.has(input.operation)) return 'operation';
+  if (ex.names.length > 0 && !nameMatches(ex.names, input)) return 'name';
+  const nsName = isNamespace ? input.name : input.namespace;
+  if (nsName !== '') {
+    if (ex.namespaces.length > 0 && !anyNamespaceGlobMatches(ex.namespaces, nsName)) return 'namespaces';
+    if (ex.excludedNamespaces.length > 0 && anyNamespaceGlobMatches(ex.excludedNamespaces, nsName)) return 'excluded-namespaces';
+    if (ex.namespaceSelector) {
+      const labels = input.namespaceLabels ?? (isNamespace ? labelsOf(input.object ?? input.oldObject) : undefined);
+      if (labels === undefined) return 'namespace-labels-unknown';
+      if (!selectorMatches(ex.namespaceSelector, labels)) return 'namespace-selector';
+    }
+  } else if (ex.namespaces.length > 0 || ex.namespaceSelector) {
+    // As for rules: namespace criteria do not apply to cluster-scoped objects, so they cannot be met.
+    return 'namespace-criteria';
+  }
+  if (ex.objectSelector) {
+    const ok =
+      (input.object !== null && selectorMatches(ex.objectSelector, labelsOf(input.object))) ||
+      (input.oldObject !== null && selectorMatches(ex.objectSelector, labelsOf(input.oldObject)));
+    if (!ok) return 'object-selector';
+  }
+  if (ex.conditions) {
+    if (ctx.deadline && ctx.deadline.now() > ctx.deadline.deadline) return 'deadline';
+    // Its own budget: an exception's CEL neither eats nor depends on the rules' per-request budget.
+    const out = evaluateComposition(ex.conditions, activationFor(input, template), newBudget());
+    if (out.matched === false) return { condition: out.condition };
+    if (out.matched === 'error') return { condition: out.condition, error: out.message };
+  }
+  return 'covers';
+}
+
+/** {@link judge}, with the reason in words (for tests, tools, messages). */
+export function exceptionCovers(
+  ex: CompiledException,
+  rule: RuleRef,
+  input: EvaluationInput,
+  template: { path: readonly string[]; prefix: string } | undefined,
+  ctx: CoverageContext,
+): Coverage {
+  const j = judge(ex, rule, input, template, ctx);
+  if (j === 'covers') return { covers: true };
+  const nsName = input.kind.group === '' && input.kind.kind === 'Namespace' ? input.name : input.namespace;
+  let why: string;
+  if (typeof j === 'object') why = j.error === undefined ? `matchCondition "${j.condition}" is false` : `matchCondition "${j.condition}" failed: ${j.error}`;
+  else {
+    switch (j) {
+      case 'rule': why = 'it does not name this rule'; break;
+      case 'expired': why = `it expired at ${new Date(ex.expiresAt as number).toISOString()}`; break;
+      case 'lifetime': why = `it is refused: ${lifetimeProblem(ex, ctx.maxLifetimeMs, ctx.now) ?? ''}`; break;
+      case 'cluster-scoped': why = 'a cluster-scoped object is exempted only by an exception in one of --exception-namespaces'; break;
+      case 'other-namespace': why = `an exception in namespace ${ex.namespace} exempts only objects in ${ex.namespace}`; break;
+      case 'kind': why = `its match.kinds do not cover ${input.kind.kind}${input.subResource ? `/${input.subResource}` : ''}`; break;
+      case 'operation': why = `operation ${input.operation} is not in its match.operations`; break;
+      case 'name': why = 'the name is not in its match.names'; break;
+      case 'namespaces': why = `namespace ${nsName} is not in its match.namespaces`; break;
+      case 'excluded-namespaces': why = `namespace ${nsName} is in its match.excludedNamespaces`; break;
+      case 'namespace-labels-unknown': why = `the labels of namespace ${nsName} are unknown, so its match.namespaceSelector cannot be decided`; break;
+      case 'namespace-selector': why = `namespace ${nsName} does not match its match.namespaceSelector`; break;
+      case 'namespace-criteria': why = 'its namespace criteria cannot match a cluster-scoped object'; break;
+      case 'object-selector': why = 'the object does not match its match.objectSelector'; break;
+      case 'deadline': why = 'the evaluation time budget ran out before its matchConditions ran'; break;
+    }
+  }
+  return { covers: false, why };
+}
+
+// ---- status ---------------------------------------------------------------------
+
+export interface ExceptionCondition {
+  type: 'Ready' | 'Expired';
+  status: 'True' | 'False';
+  reason: string;
+  message: string;
+}
+
+/**
+ * The Ready and Expired conditions of an exception at `now` (what the
+ * leader writes into its status). Ready: True (Active) while it exempts;
+ * False with Invalid, Expired or LifetimeExceeded otherwise.
+ */
+export function exceptionConditions(
+  s: { valid: boolean; message: string; expiresAt: number | undefined; createdAt: number | undefined },
+  now: number,
+  maxLifetimeMs: number | undefined,
+): ExceptionCondition[] {
+  const at = (ms: number): string => new Date(ms).toISOString();
+  const expired: ExceptionCondition =
+    s.expiresAt === undefined
+      ? { type: 'Expired', status: 'False', reason: 'NoExpiry', message: 'it has no spec.expiresAt' }
+      : now >= s.expiresAt
+        ? { type: 'Expired', status: 'True', reason: 'Expired', message: `expired at ${at(s.expiresAt)}` }
+        : { type: 'Expired', status: 'False', reason: 'NotExpired', message: `expires at ${at(s.expiresAt)}` };
+  let ready: ExceptionCondition;
+  if (!s.valid) ready = { type: 'Ready', status: 'False', reason: 'Invalid', message: s.message };
+  else if (expired.status === 'True') ready = { type: 'Ready', status: 'False', reason: 'Expired', message: `it exempts nothing since it expired at ${at(s.expiresAt as number)}` };
+  else {
+    const refused = lifetimeProblem(s, maxLifetimeMs, now);
+    ready = refused
+      ? { type: 'Ready', status: 'False', reason: 'LifetimeExceeded', message: `refused: ${refused}` }
+      : { type: 'Ready', status: 'True', reason: 'Active', message: s.expiresAt === undefined ? 'in force, with no expiry' : `in force until ${at(s.expiresAt)}` };
+  }
+  return [ready, expired];
+}
