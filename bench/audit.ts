@@ -134,6 +134,7 @@ async function replicaBench() {
         maxEvictionsPerMinute: 0,
         alertmanagerUrls: [],
         alertResendIntervalMs: 3_600_000,
+        reports: { api: DEFAULTS.reportApi, granularity: 'resource', flushMs: DEFAULTS.reportFlush, qps: DEFAULTS.kubeApiQps, maxResults: DEFAULTS.reportMaxResults, statusFilter: DEFAULTS.reportStatusFilter },
       },
       { client, writer: new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: 'portal-bench' }), ruleSet: source.ruleSet, namespaceLabels: (ns) => source.namespaceLabels(ns), logger, registry: new Registry() },
     );

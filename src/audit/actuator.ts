@@ -4,17 +4,20 @@
  * The Manager starts it with the term when this replica wins the Lease and
  * aborts its signal when the term ends; nothing here asks whether it leads.
  * While it runs it is the worker pool's side-effecting step (attached to the
- * {@link AuditEvaluator}): for each evaluated object it writes the
- * PolicyReport, dispatches label/annotate/evict/alert and keeps the rules'
+ * {@link AuditEvaluator}): for each evaluated object it marks the object's
+ * report dirty (written by the {@link ReportFlusher}: coalesced, paced by
+ * `--report-qps`), dispatches label/annotate/evict/alert and keeps the rules'
  * `.status` current — each write behind `term.assertValid()` right before it
  * is sent and carrying the epoch.
  *
  * On start it first does the takeover scan: it compares, from memory, what
  * evaluation computed as a follower with what it observed the previous leader
- * do, and enqueues only the objects whose side effects are missing — no
- * re-list. On stop it detaches and resolves only after its in-flight writes
- * have returned (the term's signal aborts them), so when the Manager's
- * leader group has stopped no write of the old term is still running here.
+ * do, and enqueues only the objects whose actions are missing and marks only
+ * the reports that differ — no re-list. After a switch of `--report-api` it
+ * deletes the reports Portal wrote in the other API. On stop it detaches and
+ * resolves only after its in-flight writes have returned (the term's signal
+ * aborts them), so when the Manager's leader group has stopped no write of
+ * the old term is still running here.
  */
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
@@ -35,7 +38,9 @@ import { AlertmanagerClient } from './alertmanager.ts';
 import { aborted, type AuditEvaluator, type AuditStep, type ObjectState } from './evaluator.ts';
 import { actionKey } from './idempotency.ts';
 import { LedgerWriter } from './ledger-writer.ts';
-import { buildPolicyReport, reportContentEqual, reportIdentity, resourceReference } from './policy-report.ts';
+import { ReportFlusher } from './report-flusher.ts';
+import { ReportPlanner, type ReportConfig } from './report-planner.ts';
+import { sleep } from '../kube/backoff.ts';
 import { StatusWriter } from './status-writer.ts';
 import type { HandlerResult } from './worker-pool.ts';
 
@@ -52,6 +57,8 @@ export interface AuditActuatorConfig {
   alertResendIntervalMs: number;
   /** Status write debounce. @default 1000 */
   statusDebounceMs?: number;
+  /** Reports: API, granularity, flush interval, write budget, limits (adr/0012). */
+  reports: ReportConfig;
 }
 
 export interface AuditActuatorDeps {
@@ -78,12 +85,17 @@ interface Takeover {
   passRules: Set<string>;
 }
 
+/** Backoff of the other-API clean-up after a failure (it is retried for the whole term). */
+const PURGE_RETRY_MS = [1000, 5000, 30_000] as const;
+
 /** The term a running actuator acts under. */
 interface Acting {
   term: LeaderTerm;
   /** The runnable's signal (term end or shutdown): every write listens on it. */
   signal: AbortSignal;
   takeover: Takeover | undefined;
+  /** The reports were compared with evaluation once in this term (takeover, or the first full pass). */
+  reconciled: boolean;
 }
 
 export class AuditActuator implements Runnable {
@@ -95,6 +107,8 @@ export class AuditActuator implements Runnable {
   readonly #log: Logger;
   readonly #executor: ActionExecutor;
   readonly #alertmanager: AlertmanagerClient;
+  readonly #planner: ReportPlanner;
+  readonly flusher: ReportFlusher;
   #acting: Acting | undefined;
   /** Per rule (RuleState key): the end of the last pass that evaluated it and ended while leading. */
   readonly #lastAuditTime = new Map<string, Date>();
@@ -122,6 +136,12 @@ export class AuditActuator implements Runnable {
       logger: this.#log,
       registry: deps.registry,
     });
+    this.#planner = new ReportPlanner(config.reports, { evaluator: this.#evaluator, writer: this.#evaluator.reports });
+    this.flusher = new ReportFlusher(
+      { flushMs: config.reports.flushMs, qps: config.reports.qps },
+      { writer: this.#evaluator.reports, source: this.#planner, logger: this.#log, registry: deps.registry },
+    );
+    this.#planner.attach(this.flusher);
     this.status = new StatusWriter(
       client,
       writer,
@@ -162,7 +182,7 @@ export class AuditActuator implements Runnable {
     const termSignal = AbortSignal.any([signal, term.signal]);
     // Each in-flight write (limiter wait, HTTP request) adds a listener; workers × writes exceeds Node's default of 10.
     setMaxListeners(0, termSignal);
-    const acting: Acting = { term, signal: termSignal, takeover: { keys: new Set(), scanned: false, passRules: new Set() } };
+    const acting: Acting = { term, signal: termSignal, takeover: { keys: new Set(), scanned: false, passRules: new Set() }, reconciled: false };
     this.#acting = acting;
     this.termStartedAt = Date.now();
     this.firstSideEffectAt = undefined;
@@ -171,12 +191,17 @@ export class AuditActuator implements Runnable {
     this.status.markDirty();
     this.exceptionStatus.markDirty();
     this.#scheduleStatus(acting);
+    const flushing = this.flusher.run(term, termSignal, () => this.#sideEffect());
+    const purging = this.#purgeOtherApi(acting);
     try {
       await this.#takeoverScan(acting);
+      // A cold leader (no complete pass yet) compares at the end of its next pass instead.
+      if (this.#evaluator.completePasses > 0) await this.#reconcileReports(acting);
       await aborted(termSignal);
     } finally {
       if (this.#acting === acting) this.#acting = undefined;
       await detach();
+      await Promise.allSettled([flushing, purging]);
       await Promise.all([this.status.close(), this.exceptionStatus.close()]);
       this.#running = false;
       this.#log.info({ epoch: term.epochString }, 'audit actuation stopped');
@@ -234,7 +259,7 @@ export class AuditActuator implements Runnable {
     const objects = this.#evaluator.objects();
     for (const [key, st] of objects) {
       if (acting.signal.aborted) return;
-      if (this.#pending(key, st, term)) {
+      if (this.#pending(key, st)) {
         takeover?.keys.add(key);
         this.#evaluator.enqueue(key);
         pending++;
@@ -272,6 +297,8 @@ export class AuditActuator implements Runnable {
    */
   #passEnded(acting: Acting, at: Date, rules: ReadonlySet<string>): void {
     if (!acting.term.isValid()) return;
+    // Every pass ends with the reports compared with evaluation: a write dropped after its retries is found again.
+    void this.#reconcileReports(acting);
     if (acting.takeover) for (const key of rules) acting.takeover.passRules.add(key);
     else this.#setLastAuditTime(acting, at, rules);
     // lastPassTime moved either way.
@@ -286,16 +313,9 @@ export class AuditActuator implements Runnable {
     this.#scheduleStatus(acting);
   }
 
-  /** Does this object still need a side effect (as far as this replica has observed)? */
-  #pending(key: string, st: ObjectState, term: LeaderTerm): boolean {
-    const reports = this.#evaluator.reports;
+  /** Does this object still need an action (as far as this replica has observed)? Reports: {@link #reconcileReports}. */
+  #pending(key: string, st: ObjectState): boolean {
     const store = this.#evaluator.store;
-    const ref = st.deleted ? undefined : resourceReference(st.object);
-    if (ref) {
-      const id = reportIdentity(ref);
-      const desired = buildPolicyReport(ref, st.verdicts, { epoch: term.epochString, now: new Date() });
-      if (!reportContentEqual(reports.observed(id.namespace, id.name), desired)) return true;
-    }
     const now = Date.now();
     for (const rule of this.#evaluator.rulesOf(st)) {
       const violating = st.violating.has(rule.display);
@@ -319,6 +339,42 @@ export class AuditActuator implements Runnable {
     return false;
   }
 
+  /** Compares every report with evaluation and marks those that differ (once per term, then after each pass). */
+  async #reconcileReports(acting: Acting): Promise<void> {
+    if (acting.signal.aborted) return;
+    let marked: number;
+    try {
+      marked = await this.#planner.reconcile(acting.term.epochString, acting.signal);
+    } catch (err) {
+      this.#log.error({ err: (err as Error).message }, 'comparing the reports with evaluation failed; the next full pass compares again');
+      return;
+    }
+    if (!acting.reconciled) {
+      acting.reconciled = true;
+      this.#log.info({ epoch: acting.term.epochString, reports: this.#evaluator.reports.size, marked }, 'leading: reports that differ from evaluation marked for writing');
+    }
+  }
+
+  /**
+   * Deletes the reports Portal wrote in the other report API (after a switch
+   * of `--report-api`), paced by the report budget; retried with backoff
+   * until it succeeds once in this term.
+   */
+  async #purgeOtherApi(acting: Acting): Promise<void> {
+    const reports = this.#evaluator.reports;
+    for (let attempt = 0; !acting.signal.aborted; attempt++) {
+      try {
+        const n = await reports.purgeOtherApi(acting.term, acting.signal, (s) => this.flusher.budget.take(s));
+        if (n > 0) this.#sideEffect();
+        return;
+      } catch (err) {
+        if (acting.signal.aborted || isPortalError(err, ErrorCode.TermExpired)) return;
+        this.#log.warn({ err: (err as Error).message, attempt }, 'deleting the reports of the other report API failed; retrying');
+        await sleep(PURGE_RETRY_MS[Math.min(attempt, PURGE_RETRY_MS.length - 1)]!, acting.signal).catch(() => {});
+      }
+    }
+  }
+
   // ---- the side-effecting step -------------------------------------------------
 
   /** Leader-only side effects for one freshly evaluated object. */
@@ -326,20 +382,11 @@ export class AuditActuator implements Runnable {
     const { term, signal } = acting;
     if (signal.aborted) return;
     if (!this.#evaluator.observedSynced()) return { requeueAfterMs: 500 };
-    const reports = this.#evaluator.reports;
     const store = this.#evaluator.store;
     const outcomes: ActionOutcome[] = [];
     try {
-      // 1. The report (desired vs observed; GC removes it with the object too).
-      const ref = resourceReference(st.object);
-      if (ref) {
-        const id = reportIdentity(ref);
-        const desired = st.deleted ? undefined : buildPolicyReport(ref, st.verdicts, { epoch: term.epochString, now: new Date(), previous: reports.observed(id.namespace, id.name) });
-        if (!(st.deleted && !reports.observed(id.namespace, id.name))) {
-          const w = await reports.apply(id, desired, term, signal);
-          if (w !== 'unchanged') this.#sideEffect();
-        }
-      }
+      // 1. The report: marked dirty when what it says about the object changed (the flusher writes it).
+      this.#planner.touch(key, st);
       // 2. Actions of every rule the object violates; alert resolution for the others.
       const target: ActionTarget = { gvk: st.gvk, object: st.object };
       const states = this.#evaluator.ruleStates();
@@ -406,11 +453,17 @@ export class AuditActuator implements Runnable {
     return this.#acting?.term.epochString;
   }
 
+  /** This term compared every report with evaluation once (what differed is marked for the flusher). */
+  get reportsReconciled(): boolean {
+    return this.#acting?.reconciled ?? false;
+  }
+
   stats(): Record<string, unknown> {
     return {
       leading: this.leading ?? null,
       lastAuditTime: Object.fromEntries([...this.#lastAuditTime].map(([k, d]) => [k, d.toISOString()])),
       statusWrites: this.status.writes,
+      reports: { ...this.flusher.stats(), reconciled: this.reportsReconciled, purgedOtherApi: this.#evaluator.reports.purged },
       exceptionStatusWrites: this.exceptionStatus.writes,
     };
   }

@@ -14,6 +14,7 @@ import type { KubeObject, RuleVerdict } from '../policy/types.ts';
 import { AuditActuator, type AuditActuatorConfig } from './actuator.ts';
 import { AuditEvaluator, type AuditEvaluatorConfig, type AuditEvaluatorDeps, type AuditPolicySource } from './evaluator.ts';
 import { ReportWriter } from './report-writer.ts';
+export type { ReportConfig } from './report-planner.ts';
 
 export type AuditConfig = AuditEvaluatorConfig & AuditActuatorConfig;
 
@@ -48,7 +49,7 @@ export interface Audit {
 
 export function buildAudit(config: AuditConfig, deps: AuditDeps): Audit {
   // Stored reports are watched on every replica (evaluation compares against them); only the actuator writes through it.
-  const reports = new ReportWriter(deps.client, deps.writer, deps.logger, config.staleAfterMs !== undefined ? { staleAfterMs: config.staleAfterMs } : {});
+  const reports = new ReportWriter(deps.client, deps.writer, deps.logger, { api: config.reports.api, ...(config.staleAfterMs !== undefined ? { staleAfterMs: config.staleAfterMs } : {}) });
   const evaluator = new AuditEvaluator(config, { ...deps, reports });
   const actuator = new AuditActuator(config, { ...deps, evaluator });
   return { evaluator, actuator };

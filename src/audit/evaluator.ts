@@ -7,7 +7,7 @@
  * (`--audit-workers`) evaluates each object with the RuleSet (operation
  * `AUDIT`) and keeps the desired state warm: per-object verdicts and per-rule
  * violating objects. It also learns what the leader did (provenance
- * annotations, the ledger ConfigMaps, the stored PolicyReports) into the
+ * annotations, the ledger ConfigMaps, the stored reports) into the
  * idempotency store.
  *
  * The pool's side-effecting step is not here: it is an {@link AuditStep} that
@@ -19,7 +19,7 @@
  * Another kind of policy (e.g. ValidatingAdmissionPolicy) plugs in as an
  * {@link AuditPolicySource}: its verdicts join the RuleSet's in
  * `ObjectState.verdicts`, its kinds join the informers, and the actuator
- * writes them into the same PolicyReports without knowing where they came from.
+ * writes them into the same reports without knowing where they came from.
  */
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
@@ -85,7 +85,7 @@ export interface AuditEvaluatorDeps {
   namespaceLabels: (namespace: string) => Record<string, string> | undefined;
   /** Subscribes to namespace changes (labels drive namespaceSelector); returns unsubscribe. */
   onNamespaceChange?: (handler: (namespace: string) => void) => () => void;
-  /** Stored PolicyReports: watched here; written only by the actuator (through the FencedWriter). */
+  /** Stored reports: watched here; written only by the actuator (through the FencedWriter). */
   reports: ReportWriter;
   /** An object started or stopped being exempted by a PortalException (every replica; Events are written by the leader). */
   onExemption?: (t: ExemptionTransition) => void;
@@ -109,6 +109,14 @@ export interface ObjectState {
   /** Rules the object violated at some point and whose alert may still need resolving. */
   seen: Set<string>;
   deleted: boolean;
+  /**
+   * What a report says about it changed with the last evaluation (verdicts,
+   * uid, or it went away): the leader marks its report dirty. Unchanged
+   * objects (most of a full pass) cost their report nothing.
+   */
+  reportChanged: boolean;
+  /** The uid of the object this one replaced under the same name (its resource report goes). */
+  replacedUid?: string | undefined;
   /** PortalExceptions (`namespace/name`) exempting it now, with the rules each exempts it from. */
   exempted?: ReadonlyMap<string, readonly string[]>;
 }
@@ -157,10 +165,81 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const isViolation = (v: RuleVerdict): boolean => v.result === 'fail' || v.result === 'warn';
 
+/** Same report content: the verdict fields a report carries, in the same order (evaluation order is deterministic). */
+function sameVerdicts(a: readonly RuleVerdict[], b: readonly RuleVerdict[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (
+      x.rule !== y.rule ||
+      x.reportRule !== y.reportRule ||
+      x.result !== y.result ||
+      x.message !== y.message ||
+      x.severity !== y.severity ||
+      x.category !== y.category ||
+      x.enforcement !== y.enforcement ||
+      x.ruleKind !== y.ruleKind ||
+      x.exception !== y.exception
+    ) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * One shared, frozen copy of each verdict that carries no violations (every
+ * `pass`, most `skip`s): the audit keeps every object's verdicts, and the
+ * evaluation pool hands back a fresh clone for each object, so at 50,000
+ * Pods × 19 rules identical verdicts would hold ~140 MB (issue 20). Bounded:
+ * the table starts over past {@link INTERNED_MAX} distinct verdicts.
+ */
+class VerdictInterner {
+  readonly #table = new Map<string, RuleVerdict>();
+
+  intern(v: RuleVerdict): RuleVerdict {
+    if (v.violations.length > 0 || v.error !== undefined || v.result === 'fail' || v.result === 'warn') return v;
+    // Every field but the two excluded above: a field added to RuleVerdict fails to typecheck here until it is keyed.
+    const fields: Record<Exclude<keyof RuleVerdict, 'violations' | 'error'>, string | undefined> = {
+      result: v.result,
+      rule: v.rule,
+      reportRule: v.reportRule,
+      ruleKind: v.ruleKind,
+      enforcement: v.enforcement,
+      failurePolicy: v.failurePolicy,
+      severity: v.severity,
+      category: v.category,
+      message: v.message,
+      // A skip names the PortalException that exempted the object: skips by different exceptions are different verdicts.
+      exception: v.exception,
+    };
+    const key = JSON.stringify(Object.values(fields));
+    const known = this.#table.get(key);
+    if (known) return known;
+    if (this.#table.size >= INTERNED_MAX) this.#table.clear();
+    const frozen = Object.freeze({ ...v, violations: NO_VIOLATIONS });
+    this.#table.set(key, frozen);
+    return frozen;
+  }
+}
+
+/** Distinct pass/skip verdicts kept: rules × kinds × (for skips) namespaces, with room. */
+const INTERNED_MAX = 50_000;
+const NO_VIOLATIONS = Object.freeze([]) as unknown as RuleVerdict['violations'];
+
+/**
+ * Most keys the audit queue holds. The evaluation work queue's own default
+ * (50,000) is the 10,000-Pod sizing of issue 5 with room; issue 20 measures
+ * 50,000 Pods, whose first pass enqueues every one of them plus their
+ * owners (ReplicaSets, Deployments): four times that.
+ */
+const AUDIT_QUEUE_MAX = 200_000;
+
 export class AuditEvaluator {
   readonly name = 'audit-evaluation';
   readonly store = new IdempotencyStore();
-  /** Stored PolicyReports (watched on every replica); the actuator writes through it. */
+  /** Stored reports (watched on every replica); the actuator writes through it. */
   readonly reports: ReportWriter;
   readonly #config: Readonly<AuditEvaluatorConfig>;
   readonly #deps: AuditEvaluatorDeps;
@@ -171,6 +250,9 @@ export class AuditEvaluator {
   readonly #ledger: ResilientInformer<KubeObject>;
   readonly #exempt: ReadonlySet<string>;
   readonly #objects = new Map<string, ObjectState>();
+  readonly #verdicts = new VerdictInterner();
+  /** Namespace ("" = cluster-scoped) → keys of the objects held in it (namespace reports read it). */
+  readonly #byNamespace = new Map<string, Set<string>>();
   /** Rule display key → keys of objects violating it. */
   readonly #violators = new Map<string, Set<string>>();
   /** Exception `namespace/name` → keys of objects it exempts now. */
@@ -194,6 +276,9 @@ export class AuditEvaluator {
   #coverage = new Map<string, Coverage>();
   #coverageSignature = '';
   #passes = 0;
+  #completePasses = 0;
+  /** The running pass began with every audited kind listed or forbidden (see {@link completePasses}). */
+  #passComplete = false;
   #unresolved: string[] = [];
   #step: AuditStep | undefined;
   /** `act` calls in flight: detaching waits for them. */
@@ -205,7 +290,7 @@ export class AuditEvaluator {
     this.#log = deps.logger.child({ [LogKey.subcomponent]: 'audit' });
     const { client } = deps;
     this.#exempt = new Set([...config.exemptNamespaces, config.installNamespace]);
-    this.#queue = new WorkQueue({ name: 'audit', logger: this.#log, registry: deps.registry });
+    this.#queue = new WorkQueue({ name: 'audit', maxSize: AUDIT_QUEUE_MAX, logger: this.#log, registry: deps.registry });
     const staleOpt = config.staleAfterMs !== undefined ? { staleAfterMs: config.staleAfterMs } : {};
     // A kind that lists for the first time (start-up, or RBAC granted later) is audited by a pass of its own.
     this.#informers = new KindInformers(client, this.#log, (r, e) => this.#onObjectEvent(r, e), { ...staleOpt, onSynced: () => this.#requestPass() });
@@ -292,6 +377,19 @@ export class AuditEvaluator {
     return this.#objects.size;
   }
 
+  /** What evaluation holds about one object. */
+  objectState(key: string): ObjectState | undefined {
+    return this.#objects.get(key);
+  }
+
+  /** The objects held in `namespace` ("" = cluster-scoped ones). */
+  *objectsIn(namespace: string): Iterable<ObjectState> {
+    for (const key of this.#byNamespace.get(namespace) ?? []) {
+      const st = this.#objects.get(key);
+      if (st) yield st;
+    }
+  }
+
   enqueue(key: string): void {
     try {
       this.#queue.add(key);
@@ -344,7 +442,25 @@ export class AuditEvaluator {
       const k = actionKey({ rule: display, gvk: st.gvk, namespace: st.object.metadata?.namespace ?? '', name: st.object.metadata?.name ?? '', actionType: 'alert' });
       if (!this.store.has(k)) st.seen.delete(display);
     }
-    if (st.deleted && st.seen.size === 0 && this.#objects.get(key) === st) this.#objects.delete(key);
+    if (st.deleted && st.seen.size === 0 && this.#objects.get(key) === st) this.#forget(key);
+  }
+
+  #hold(key: string, st: ObjectState): void {
+    if (!this.#objects.has(key)) {
+      const ns = parseObjectKey(key).namespace;
+      let set = this.#byNamespace.get(ns);
+      if (!set) this.#byNamespace.set(ns, (set = new Set()));
+      set.add(key);
+    }
+    this.#objects.set(key, st);
+  }
+
+  #forget(key: string): void {
+    if (!this.#objects.delete(key)) return;
+    const ns = parseObjectKey(key).namespace;
+    const set = this.#byNamespace.get(ns);
+    set?.delete(key);
+    if (set?.size === 0) this.#byNamespace.delete(ns);
   }
 
   /** Reports and ledger have listed once (the actuator compares against them). */
@@ -467,6 +583,7 @@ export class AuditEvaluator {
     if (this.#passPending.size > 0) return 0; // the previous pass is still running
     this.#passAgain = false;
     this.#passStartedAt = performance.now();
+    this.#passComplete = this.#informers.all().every(({ resource }) => this.#informers.access(resource.group, resource.kind).state !== 'pending');
     this.#passRules = this.#evaluableRules();
     const n = this.#enqueueAll(true);
     if (n === 0) this.#finishPass();
@@ -526,6 +643,7 @@ export class AuditEvaluator {
 
   #finishPass(): void {
     this.#passes++;
+    if (this.#passComplete) this.#completePasses++;
     const at = new Date();
     this.#lastPassTime = at;
     const rules = this.#passRules;
@@ -623,6 +741,7 @@ export class AuditEvaluator {
       if (onError) for (const v of verdicts) if (v.result === 'error') onError(v, { kind, namespace, name });
       // Other policy kinds (VAPs) go through the same exceptions as the rules.
       for (const p of this.#deps.policies ?? []) verdicts.push(...exemptVerdicts(this.#deps.ruleSet, request, await p.evaluate(request)));
+      verdicts = verdicts.map((v) => this.#verdicts.intern(v));
     }
     const prev = this.#objects.get(key);
     const exempted = exemptionsOf(verdicts);
@@ -645,11 +764,14 @@ export class AuditEvaluator {
     }
     const seen = new Set([...(prev?.seen ?? []), ...violating]);
     if (object && resource) {
-      this.#objects.set(key, { gvk: { group, version: resource.version, kind }, object, uid: object.metadata?.uid, verdicts, violating, seen, deleted: false, ...(exempted ? { exempted } : {}) });
+      const uid = object.metadata?.uid;
+      const reportChanged = !prev || prev.deleted || prev.uid !== uid || !sameVerdicts(prev.verdicts, verdicts);
+      const replacedUid = prev?.uid !== undefined && prev.uid !== uid ? prev.uid : undefined;
+      this.#hold(key, { gvk: { group, version: resource.version, kind }, object, uid, verdicts, violating, seen, deleted: false, reportChanged, replacedUid, ...(exempted ? { exempted } : {}) });
     } else if (prev) {
       // Gone: keep it until its leader-only clean-up (alert resolution) is done.
       const { exempted: _gone, ...rest } = prev;
-      this.#objects.set(key, { ...rest, verdicts: [], violating: new Set(), seen, deleted: true });
+      this.#hold(key, { ...rest, verdicts: [], violating: new Set(), seen, deleted: true, reportChanged: !prev.deleted });
     }
   }
 
@@ -715,6 +837,16 @@ export class AuditEvaluator {
     return this.#passes;
   }
 
+  /**
+   * Full passes that began with every audited kind listed (or forbidden).
+   * The first pass can start before a kind's first list (kind informers are
+   * not awaited) and so evaluate nothing of it; a namespace report, which
+   * sums up every object, waits for a complete pass.
+   */
+  get completePasses(): number {
+    return this.#completePasses;
+  }
+
   /** Every informer (kinds, reports, ledger) has listed once. */
   synced(): boolean {
     return this.#informers.synced() && this.observedSynced();
@@ -732,6 +864,7 @@ export class AuditEvaluator {
       unresolvedKinds: this.#unresolved,
       queue: { waiting: this.#queue.length, processing: this.#queue.processing, delayed: this.#queue.delayed },
       passes: this.#passes,
+      completePasses: this.#completePasses,
       acting: this.#step !== undefined,
       idempotencyKeys: this.store.size,
       reportWrites: { ...this.reports.writes },

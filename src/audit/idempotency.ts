@@ -22,7 +22,7 @@
  *     action-annotation.ts). Followers feed every informer object to
  *     {@link IdempotencyStore.observeObject}. One atomic patch carries effect
  *     and record, so there is no crash window at all.
- * (b) PolicyReports are NOT keyed here: a report is idempotent by content.
+ * (b) Reports are NOT keyed here: a report is idempotent by content.
  *     Every replica watches the reports, and the writer compares the desired
  *     report with the observed one (`reportContentEqual`), ignoring
  *     timestamps and the epoch, so a new leader rewrites nothing that is

@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { KubeClient } from '../kube/client.ts';
-import { ResilientInformer, type InformerEvent } from '../kube/informer.ts';
+import { ResilientInformer, stripManagedFields, type InformerEvent } from '../kube/informer.ts';
 import type { KubeObject } from '../policy/types.ts';
 import { apiVersionOf, collectionPath, type KindResource } from './kind-resources.ts';
 
@@ -70,6 +70,8 @@ export class KindInformers {
           path: collectionPath(resource),
           apiVersion: apiVersionOf(resource),
           kind: resource.kind,
+          // The audit holds every object of every matched kind; managedFields are half of a Pod's bytes (issue 20).
+          transform: stripManagedFields,
           ...(this.#staleAfterMs !== undefined ? { staleAfterMs: this.#staleAfterMs } : {}),
         },
         this.#logger,

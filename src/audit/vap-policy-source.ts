@@ -2,7 +2,7 @@
  * ValidatingAdmissionPolicies in the audit (DESIGN §8): an
  * {@link AuditPolicySource} over the VapInformerSource, so every replica
  * evaluates existing objects against every bound policy and the actuator
- * writes the results into the same PolicyReports as the Portal rules
+ * writes the results into the same reports as the Portal rules
  * (`policy` = the VAP name, `rule` = the binding name, `source: portal`).
  *
  * Kinds: the audit watches the built-in kinds a policy's resourceRules name

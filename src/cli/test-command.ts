@@ -1,5 +1,5 @@
 /**
- * `portal test --policies DIR [--output table|json|policyreport] FILE...`
+ * `portal test --policies DIR [--output table|json|policyreport|openreports] FILE...`
  * (DESIGN §6): offline evaluation of manifests against rules, like
  * `kyverno test` / `gator`.
  *
@@ -27,7 +27,7 @@ import { loadPolicies } from './offline/policies.ts';
 import { isRuleObject, stringLabels, toResource, unsupported, type Resource } from './offline/resources.ts';
 import {
   formatJson,
-  formatPolicyReports,
+  formatReports,
   formatTable,
   OUTPUT_FORMATS,
   toResults,
@@ -35,7 +35,7 @@ import {
   type OutputFormat,
 } from '../policy/report-format.ts';
 
-const HELP = `Usage: portal test --policies DIR [--policies DIR...] [--output table|json|policyreport]
+const HELP = `Usage: portal test --policies DIR [--policies DIR...] [--output table|json|policyreport|openreports]
                    [--pod-security-version VERSION] [--now RFC3339] [--exception-namespaces NS,...]
                    [--max-exception-lifetime DUR] FILE...
 
@@ -55,8 +55,10 @@ Flags:
                           PortalClusterRule objects, PortalExceptions, ValidatingAdmissionPolicies
                           with their bindings, and the param objects of their paramKind
                           (repeatable, required)
-  --output, -o FORMAT     table (default), json, or policyreport (a YAML stream of
-                          PolicyReport / ClusterPolicyReport, one per resource)
+  --output, -o FORMAT     table (default), json, policyreport (a YAML stream of
+                          wgpolicyk8s.io PolicyReport / ClusterPolicyReport, one per
+                          resource) or openreports (the same as openreports.io
+                          Report / ClusterReport)
   --pod-security-version VERSION
                           evaluate Pod Security rules at VERSION (latest or v1.N): every
                           namespace gets the label pod-security.kubernetes.io/enforce-version
@@ -239,7 +241,8 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
       io.stdout.write(formatJson(results));
       break;
     case 'policyreport':
-      io.stdout.write(formatPolicyReports(evaluated, new Date()));
+    case 'openreports':
+      io.stdout.write(formatReports(evaluated, new Date(), loaded.format));
       break;
     case 'table':
       io.stdout.write(formatTable(results, { rules: loaded.rules.length, policies: loaded.vap.policies.length, resources: loaded.resources.length }));

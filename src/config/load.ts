@@ -10,6 +10,7 @@ import { createSecureContext } from 'node:tls';
 import { caBundleProblem } from './ca-bundle.ts';
 import { formatDuration, parseDuration } from './duration.ts';
 import { DEFAULTS, SERVE_OPTIONS, type OptionSpec, type ServeConfig } from './options.ts';
+import { VERDICTS } from '../policy/report.ts';
 import { readBoundedFileSync } from './read-file.ts';
 import { parseYamlDocument } from './yaml.ts';
 
@@ -47,6 +48,7 @@ export function loadServeConfig(src: ConfigSources): ConfigResult {
   const values: Record<string, unknown> = { ...DEFAULTS };
   values.exemptNamespaces = [...DEFAULTS.exemptNamespaces];
   values.alertmanagerUrl = [...DEFAULTS.alertmanagerUrl];
+  values.reportStatusFilter = [...DEFAULTS.reportStatusFilter];
   values.exceptionNamespaces = [...DEFAULTS.exceptionNamespaces];
 
   // Environment (lowest precedence after the defaults).
@@ -89,6 +91,7 @@ export function loadServeConfig(src: ConfigSources): ConfigResult {
   if (problems.length > 0) return { ok: false, problems };
   Object.freeze(config.exemptNamespaces);
   Object.freeze(config.alertmanagerUrl);
+  Object.freeze(config.reportStatusFilter);
   Object.freeze(config.exceptionNamespaces);
   return { ok: true, config: Object.freeze(config) };
 }
@@ -190,6 +193,12 @@ function validate(
   }
   if (c.auditInterval <= 0) problems.push('--audit-interval must be greater than 0 (e.g. 1h)');
   if (c.alertResendInterval <= 0) problems.push('--alert-resend-interval must be greater than 0 (e.g. 1h)');
+  if (!invalid.has('reportFlush') && c.reportFlush <= 0) problems.push('--report-flush must be greater than 0 (e.g. 10s)');
+  if (!invalid.has('reportStatusFilter')) {
+    const unknown = c.reportStatusFilter.filter((s) => !(VERDICTS as readonly string[]).includes(s));
+    if (unknown.length > 0) problems.push(`--report-status-filter: ${unknown.map((s) => JSON.stringify(s)).join(', ')} is not a result; use some of ${VERDICTS.join(', ')}`);
+    else c.reportStatusFilter = VERDICTS.filter((v) => c.reportStatusFilter.includes(v));
+  }
   // The API server waits at most 30 s for a webhook (timeoutSeconds ≤ 30):
   // an evaluation allowed to run longer would answer nobody.
   if (!invalid.has('evaluationTimeout') && (c.evaluationTimeout <= 0 || c.evaluationTimeout > MAX_WEBHOOK_TIMEOUT_MS)) {

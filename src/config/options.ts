@@ -8,6 +8,8 @@
  */
 import { availableParallelism } from 'node:os';
 import type { LogLevel } from '../observability/logger.ts';
+import { REPORT_APIS, REPORT_GRANULARITIES, type ReportApi, type ReportGranularity } from '../policy/report.ts';
+import type { Verdict } from '../policy/types.ts';
 
 /** Namespaces the webhook never matches and the server never evaluates, so the control plane can always recover (DESIGN.md §3). */
 export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
@@ -69,6 +71,18 @@ export interface ServeConfig {
   kubeApiQps: number;
   /** Burst of Kubernetes API writes. @default 40 */
   kubeApiBurst: number;
+  /** API of the reports the leader writes (adr/0012). @default "openreports" */
+  reportApi: ReportApi;
+  /** One report per object, or one per namespace plus one for the cluster (adr/0012). @default "namespace" */
+  reportGranularity: ReportGranularity;
+  /** Coalescing window: each report is written at most once per interval. @default 10s */
+  reportFlush: number;
+  /** Write budget of the reports (writes per second, separate from --kube-api-qps). @default 10 */
+  reportQps: number;
+  /** Namespace granularity: most results a report lists. @default 100 */
+  reportMaxResults: number;
+  /** Namespace granularity: the results a report lists (the summary counts all). @default ["fail","warn","error"] */
+  reportStatusFilter: Verdict[];
   /** Bound on graceful shutdown before the process stops anyway. @default 20s */
   shutdownGracePeriod: number;
   /** Time budget of one admission evaluation; past it the remaining matched rules give `error` (a denial). @default 2s */
@@ -153,6 +167,21 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   // the apiserver's default max-mutating-requests-inflight of 200.
   kubeApiQps: 20,
   kubeApiBurst: 40,
+  reportApi: 'openreports',
+  reportGranularity: 'namespace',
+  // Coalescing: a namespace report takes every change of its objects in one
+  // write per 10 s (a Deployment rollout is one or two writes, not one per
+  // Pod), and a changed object shows in its report within 10 s.
+  reportFlush: 10_000,
+  // Half of --kube-api-qps, on a budget of its own: a first pass of 100
+  // namespace reports takes ~10 s, and a report backlog never takes tokens
+  // from status, labels, evictions or the ledger (adr/0012).
+  reportQps: 10,
+  // 100 results of ≤ ~1.5 KiB (message clipped to 1 KiB) stay below 150 KiB
+  // per report, a tenth of etcd's 1.5 MiB object limit, and fit a screen of
+  // \`kubectl get\` output an operator actually reads.
+  reportMaxResults: 100,
+  reportStatusFilter: Object.freeze(['fail', 'warn', 'error']) as unknown as Verdict[],
   // A Pod's default terminationGracePeriodSeconds is 30 s; 20 s leaves 10 s
   // for the kubelet's SIGKILL margin and log flushing.
   shutdownGracePeriod: 20_000,
@@ -207,6 +236,12 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'alertResendInterval', flag: 'alert-resend-interval', type: 'duration', arg: 'DUR', help: 're-send interval of a firing alert' },
   { key: 'kubeApiQps', flag: 'kube-api-qps', type: 'number', min: 0.001, max: 100_000, arg: 'QPS', help: 'sustained Kubernetes API write rate' },
   { key: 'kubeApiBurst', flag: 'kube-api-burst', type: 'int', min: 1, max: 100_000, arg: 'N', help: 'burst of Kubernetes API writes' },
+  { key: 'reportApi', flag: 'report-api', type: 'enum', values: REPORT_APIS, arg: 'API', help: 'report API: openreports (openreports.io) or wgpolicyk8s (wgpolicyk8s.io)' },
+  { key: 'reportGranularity', flag: 'report-granularity', type: 'enum', values: REPORT_GRANULARITIES, arg: 'G', help: 'one report per resource, or per namespace (+ one cluster report)' },
+  { key: 'reportFlush', flag: 'report-flush', type: 'duration', arg: 'DUR', help: 'each report is written at most once per interval (coalescing)' },
+  { key: 'reportQps', flag: 'report-qps', type: 'number', min: 0.01, max: 100_000, arg: 'QPS', help: 'write budget of the reports (separate from --kube-api-qps)' },
+  { key: 'reportMaxResults', flag: 'report-max-results', type: 'int', min: 0, max: 1000, arg: 'N', help: 'namespace granularity: most results listed per report' },
+  { key: 'reportStatusFilter', flag: 'report-status-filter', type: 'list', arg: 'RESULTS', help: 'namespace granularity: results listed (pass,fail,warn,error,skip)' },
   { key: 'shutdownGracePeriod', flag: 'shutdown-grace-period', type: 'duration', arg: 'DUR', help: 'bound on graceful shutdown' },
   { key: 'webhookMaxConnections', flag: 'webhook-max-connections', type: 'int', min: 1, max: 65_535, arg: 'N', help: 'open webhook connections per replica (more are closed at once)' },
   { key: 'webhookMaxConnectionsPerPeer', flag: 'webhook-max-connections-per-peer', type: 'int', min: 0, max: 65_535, arg: 'N', help: 'open webhook connections from one remote address (more are closed at once)' },

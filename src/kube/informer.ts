@@ -50,6 +50,23 @@ export interface InformerConfig {
   pageSize?: number;
   /** Restart pacing after errors. @default { initialMs: 200, maxMs: 30000 } */
   backoff?: BackoffOptions;
+  /**
+   * Applied to every object (list items and watch events) before it is
+   * cached or handed to handlers, e.g. {@link stripManagedFields}.
+   */
+  transform?: <O extends KubeObject>(object: O) => O;
+}
+
+/**
+ * Drops `metadata.managedFields` (server-side apply bookkeeping): about half
+ * of a typical Pod as the API server returns it, and nothing a policy reads.
+ * controller-runtime offers the same transform for its caches.
+ */
+export function stripManagedFields<T extends KubeObject>(object: T): T {
+  const meta = object.metadata as (Record<string, unknown> & { managedFields?: unknown }) | undefined;
+  if (!meta || meta.managedFields === undefined) return object;
+  const { managedFields: _dropped, ...rest } = meta;
+  return { ...object, metadata: rest };
 }
 
 export type InformerEvent<T> =
@@ -90,7 +107,7 @@ function isExpired(err: unknown): boolean {
 export class ResilientInformer<T extends KubeObject = KubeObject> {
   readonly name: string;
   readonly #client: KubeClient;
-  readonly #config: Required<Omit<InformerConfig, 'labelSelector' | 'fieldSelector' | 'backoff'>> & InformerConfig;
+  readonly #config: Required<Omit<InformerConfig, 'labelSelector' | 'fieldSelector' | 'backoff' | 'transform'>> & InformerConfig;
   readonly #logger: Logger;
   readonly #cache = new Map<string, T>();
   readonly #handlers = new Set<InformerHandler<T>>();
@@ -249,7 +266,8 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
 
   /** List items lack kind/apiVersion for built-in types; watch objects have them. */
   #normalise(item: T): T {
-    return { apiVersion: this.#config.apiVersion, kind: this.#config.kind, ...item };
+    const stamped = { apiVersion: this.#config.apiVersion, kind: this.#config.kind, ...item };
+    return this.#config.transform ? this.#config.transform(stamped) : stamped;
   }
 
   /** Replaces the cache with a fresh list, emitting the differences. */
@@ -328,6 +346,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
           this.#stats.bookmarks++;
           return;
         }
+        if (this.#config.transform) obj = this.#config.transform(obj);
         const key = objectKey(obj);
         if (type === 'DELETED') {
           const old = this.#cache.get(key);

@@ -125,6 +125,14 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       maxEvictionsPerMinute: config.maxEvictionsPerMinute,
       alertmanagerUrls: config.alertmanagerUrl,
       alertResendIntervalMs: config.alertResendInterval,
+      reports: {
+        api: config.reportApi,
+        granularity: config.reportGranularity,
+        flushMs: config.reportFlush,
+        qps: config.reportQps,
+        maxResults: config.reportMaxResults,
+        statusFilter: config.reportStatusFilter,
+      },
     },
     {
       client,

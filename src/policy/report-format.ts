@@ -1,13 +1,15 @@
 /**
  * Output formats of `portal test` (DESIGN §6): a JSON array of results, an
- * aligned table with a summary line, and `wgpolicyk8s.io/v1alpha2`
- * PolicyReports (FACTS.md), one per resource. Pure functions: no I/O, so the
- * audit can build its reports with the same code.
+ * aligned table with a summary line, and reports, one per resource:
+ * `wgpolicyk8s.io/v1alpha2` PolicyReports (`policyreport`) or
+ * `openreports.io/v1alpha1` Reports (`openreports`), built by the audit's own
+ * builder (policy/report.ts). Pure functions: no I/O.
  */
 import { stringify } from 'yaml';
-import type { RuleVerdict, Severity, Verdict } from './types.ts';
+import { buildResourceReport, type ObjectReference, type ReportApi } from './report.ts';
+import type { RuleVerdict, Verdict } from './types.ts';
 
-export const OUTPUT_FORMATS = ['table', 'json', 'policyreport'] as const;
+export const OUTPUT_FORMATS = ['table', 'json', 'policyreport', 'openreports'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 /** The object a verdict is about. `namespace` is "" for cluster-scoped objects. */
@@ -91,100 +93,31 @@ function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
-export interface PolicyReportResult {
-  policy: string;
-  rule: string;
-  category?: string;
-  severity: Severity;
-  result: Verdict;
-  scored: boolean;
-  message: string;
-  source: string;
-  timestamp: { seconds: number; nanos: number };
-  resources: ObjectReference[];
-  /** `exception: namespace/name` when a PortalException exempted the object (as the audit's reports). */
-  properties?: Record<string, string>;
-}
+/** The API of the reports `--output policyreport` and `--output openreports` print. */
+const REPORT_OUTPUT_API: Readonly<Record<'policyreport' | 'openreports', ReportApi>> = { policyreport: 'wgpolicyk8s', openreports: 'openreports' };
 
-export interface ObjectReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  namespace?: string;
-  uid?: string;
-}
-
-export interface PolicyReport {
-  apiVersion: 'wgpolicyk8s.io/v1alpha2';
-  kind: 'PolicyReport' | 'ClusterPolicyReport';
-  metadata: { name: string; namespace?: string; labels: Record<string, string> };
-  scope: ObjectReference;
-  summary: Summary;
-  results: PolicyReportResult[];
-}
-
-/** Longest object name Kubernetes accepts (a DNS subdomain). */
-const MAX_NAME_LENGTH = 253;
-
-/**
- * The report's name: the resource's UID when it has one (DESIGN §5: one report
- * per resource, named after its UID), else `<kind>-<name>` made DNS-safe, as
- * for manifests evaluated offline that were never created.
- */
-export function reportName(resource: ResourceRef): string {
-  if (resource.uid) return resource.uid;
-  const raw = `${resource.kind}-${resource.name}`.toLowerCase().replace(/[^a-z0-9.-]+/g, '-');
-  return raw.slice(0, MAX_NAME_LENGTH).replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '') || 'resource';
-}
-
-/** A PolicyReport (namespaced resources) or ClusterPolicyReport (cluster-scoped ones). */
-export function buildPolicyReport(evaluated: EvaluatedResource, now: Date): PolicyReport {
-  const { resource, verdicts } = evaluated;
-  const scope: ObjectReference = { apiVersion: resource.apiVersion, kind: resource.kind, name: resource.name };
-  if (resource.namespace) scope.namespace = resource.namespace;
-  if (resource.uid) scope.uid = resource.uid;
-  const ms = now.getTime();
-  const timestamp = { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1_000_000 };
-  const results = verdicts.map((v): PolicyReportResult => {
-    const r: PolicyReportResult = {
-      // One Portal rule is one policy with a single rule, so both carry its
-      // name; a VAP's result names the binding as the rule (DESIGN §8).
-      policy: v.rule,
-      rule: v.reportRule ?? v.rule,
-      severity: v.severity,
-      result: v.result,
-      scored: true,
-      message: v.message,
-      source: 'portal',
-      timestamp,
-      resources: [scope],
-    };
-    if (v.category) r.category = v.category;
-    if (v.exception !== undefined) r.properties = { exception: v.exception };
-    return r;
-  });
-  const metadata: PolicyReport['metadata'] = {
-    name: reportName(resource),
-    labels: { 'app.kubernetes.io/managed-by': 'portal' },
-  };
-  if (resource.namespace) metadata.namespace = resource.namespace;
-  return {
-    apiVersion: 'wgpolicyk8s.io/v1alpha2',
-    kind: resource.namespace ? 'PolicyReport' : 'ClusterPolicyReport',
-    metadata,
-    scope,
-    summary: summarize(verdicts),
-    results,
-  };
+export function isReportFormat(format: OutputFormat): format is 'policyreport' | 'openreports' {
+  return format === 'policyreport' || format === 'openreports';
 }
 
 /**
- * A multi-document YAML stream of reports, ready for `kubectl apply -f -`.
- * Without anchors or aliases: results of one report share objects (the
- * resource reference, timestamps), which `yaml` would otherwise write once
- * with `&a1` and refer to as `*a1`, and many YAML consumers reject or
- * mishandle aliases.
+ * A multi-document YAML stream of reports, one per resource, ready for
+ * `kubectl apply -f -`: the audit's own builder (policy/report.ts), in the
+ * API the format names. Without anchors or aliases: results of one report
+ * share objects (the timestamp), which `yaml` would otherwise write once with
+ * `&a1` and refer to as `*a1`, and many YAML consumers reject or mishandle
+ * aliases.
  */
-export function formatPolicyReports(evaluated: readonly EvaluatedResource[], now: Date): string {
-  return evaluated.map((e) => `---\n${stringify(buildPolicyReport(e, now), { lineWidth: 0, aliasDuplicateObjects: false })}`).join('');
+export function formatReports(evaluated: readonly EvaluatedResource[], now: Date, format: 'policyreport' | 'openreports'): string {
+  const api = REPORT_OUTPUT_API[format];
+  return evaluated
+    .map(({ resource, verdicts }) => {
+      const ref: ObjectReference = { apiVersion: resource.apiVersion, kind: resource.kind, name: resource.name };
+      if (resource.namespace) ref.namespace = resource.namespace;
+      if (resource.uid) ref.uid = resource.uid;
+      return buildResourceReport({ ref, verdicts }, { api, now });
+    })
+    .filter((r) => r !== undefined)
+    .map((r) => `---\n${stringify(r, { lineWidth: 0, aliasDuplicateObjects: false })}`)
+    .join('');
 }

@@ -208,7 +208,7 @@ export interface RuleVerdict {
   /** `name` for cluster rules, `namespace/name` for namespaced rules; a VAP's name. */
   rule: string;
   ruleKind: RuleKind | 'ValidatingAdmissionPolicy';
-  /** The PolicyReport result's `rule` when it is not `rule`: a VAP's binding name (DESIGN §8). */
+  /** The report result's `rule` when it is not `rule`: a VAP's binding name (DESIGN §8). */
   reportRule?: string;
   enforcement: Enforcement;
   /** How an `error` result is treated at admission. @default "Fail" */

@@ -8,7 +8,10 @@
  * - every pod is reported, alerted and annotated;
  * - each side effect happened once: one firing alert per pod, one annotate
  *   patch per pod (a repeated identical patch is a repeated side effect too),
- *   one PolicyReport create per pod and no rewrite (the content never changes);
+ *   one report create per pod and no rewrite (the content never changes) —
+ *   with `--report-granularity resource`, the shape where every object has
+ *   a report of its own (the namespace granularity's adoption by a new
+ *   leader is covered in test/audit/reports.test.ts);
  * - every leader-only write in the API server's log comes from the replica
  *   that held the Lease at that moment (the last successful Lease write before
  *   it, in log order, is its own);
@@ -48,6 +51,8 @@ const RETRY_MS = 500;
 const WAKE_WINDOW_MS = 4 * RETRY_MS;
 /** --audit-workers below: each worker has at most one write in flight, the status writer one more. */
 const WORKERS = 4;
+/** The report flusher's writes in flight at most (ReportFlusher's default concurrency). */
+const REPORT_WRITERS = 4;
 /**
  * A request that passed `term.assertValid()` just before SIGSTOP is sent
  * when the process wakes: a pause can land between any check and the socket
@@ -122,7 +127,7 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
         join(root, 'bin', 'portal.js'), 'dev', '--replicas', '3', '--port', '0', '--state-dir', join(dir, 'state'), '--policies', join(dir, 'policies'),
         '--grace-period', '2s', '--log-level', 'warn',
         '--lease-duration', `${LEASE_MS}ms`, '--renew-deadline', '2s', '--retry-period', `${RETRY_MS}ms`, '--audit-interval', '10s', '--audit-workers', String(WORKERS),
-        '--alertmanager-url', am.url,
+        '--alertmanager-url', am.url, '--report-granularity', 'resource',
       ],
       { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -194,7 +199,7 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
       });
     }
     const exemptReports = async () => {
-      const list = (await kube.customObjects.listNamespacedCustomObject({ group: 'wgpolicyk8s.io', version: 'v1alpha2', namespace: NS, plural: 'policyreports' })) as { items: Array<{ scope: { name: string }; results: { result: string; properties?: Record<string, string> }[] }> };
+      const list = (await kube.customObjects.listNamespacedCustomObject({ group: 'openreports.io', version: 'v1alpha1', namespace: NS, plural: 'reports' })) as { items: Array<{ scope: { name: string }; results: { result: string; properties?: Record<string, string> }[] }> };
       return list.items.filter((r) => EXEMPT.includes(r.scope.name));
     };
     await until('the exempted pods reported skip with the exception', 30_000, async () => {
@@ -257,7 +262,7 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
 
     const pending = async () => {
       const pods = (await kube.core.listNamespacedPod({ namespace: NS })).items;
-      const reports = (await kube.customObjects.listNamespacedCustomObject({ group: 'wgpolicyk8s.io', version: 'v1alpha2', namespace: NS, plural: 'policyreports' })) as { items: Array<{ metadata: { name: string }; summary: { warn: number } }> };
+      const reports = (await kube.customObjects.listNamespacedCustomObject({ group: 'openreports.io', version: 'v1alpha1', namespace: NS, plural: 'reports' })) as { items: Array<{ metadata: { name: string }; summary: { warn: number } }> };
       const reported = new Set(reports.items.filter((r) => r.summary.warn === 1).map((r) => r.metadata.name));
       const alerted = new Set(am.alerts.filter((a) => a.labels.rule === RULE_NAME).map((a) => a.labels.name));
       return pods
@@ -304,20 +309,20 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
     assert.deepEqual(annotateProblems, [], 'pods not annotated by exactly one patch');
     assert.deepEqual([...patches.keys()].filter((n) => !pods.some((p) => p.metadata?.name === n)), [], 'patches of unknown pods');
 
-    // PolicyReports: the log names no object on create, but a create of an
+    // Reports: the log names no object on create, but a create of an
     // existing name is a 409, so with no delete every successful create is a
     // distinct report; one per pod means exactly one create per report name.
     // The content never changes here, so there is no rewrite at all, and each
     // report is still the object its create returned.
-    const reports = (await kube.customObjects.listNamespacedCustomObject({ group: 'wgpolicyk8s.io', version: 'v1alpha2', namespace: NS, plural: 'policyreports' })) as { items: Array<{ metadata: { name: string; resourceVersion: string } }> };
+    const reports = (await kube.customObjects.listNamespacedCustomObject({ group: 'openreports.io', version: 'v1alpha1', namespace: NS, plural: 'reports' })) as { items: Array<{ metadata: { name: string; resourceVersion: string } }> };
     const rw = reportWrites(log, NS);
     // The exempted pods' reports change once, at the expiry (skip -> warn); nothing else changes.
     const exemptUids = new Set(pods.filter((p) => EXEMPT.includes(p.metadata?.name ?? '')).map((p) => p.metadata?.uid ?? ''));
-    assert.deepEqual(rw.deletes, [], 'no PolicyReport deleted');
-    assert.deepEqual(rw.rewrites.filter((e) => !exemptUids.has(e.name)), [], 'no other PolicyReport rewritten (its content never changed)');
+    assert.deepEqual(rw.deletes, [], 'no report deleted');
+    assert.deepEqual(rw.rewrites.filter((e) => !exemptUids.has(e.name)), [], 'no other report rewritten (its content never changed)');
     assert.deepEqual([...exemptUids].map((uid) => rw.rewrites.filter((e) => e.name === uid).length), EXEMPT.map(() => 1), 'each exempted pod report rewritten once, at the expiry');
-    assert.equal(reports.items.length, created + EXEMPT.length, 'one PolicyReport per pod');
-    assert.equal(rw.creates.length, reports.items.length, 'one PolicyReport create per report');
+    assert.equal(reports.items.length, created + EXEMPT.length, 'one report per pod');
+    assert.equal(rw.creates.length, reports.items.length, 'one report create per report');
     const createdRvs = new Set([...rw.creates, ...rw.rewrites].map((e) => e.resourceVersion));
     assert.deepEqual(reports.items.filter((r) => !createdRvs.has(r.metadata.resourceVersion)).map((r) => r.metadata.name), [], 'reports not as their last write left them');
 
@@ -334,7 +339,7 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
     const late = writesAfter(log, pausedUser, takeover.index);
     const inFlight = late.filter((e) => isLeaderOnly(e) && Date.parse(e.time) >= contAt && Date.parse(e.time) <= contAt + IN_FLIGHT_MS);
     assert.deepEqual(late.filter((e) => !inFlight.includes(e)), [], 'writes by the paused leader after its term ended');
-    assert.ok(inFlight.length <= WORKERS + 1, `${inFlight.length} requests in flight at the pause (at most one per worker and the status writer)`);
+    assert.ok(inFlight.length <= WORKERS + REPORT_WRITERS + 1, `${inFlight.length} requests in flight at the pause (at most one per worker, per report writer and the status writer)`);
     if (inFlight.length > 0) figures.push(`${inFlight.length} request(s) in flight at the pause committed ${inFlight.map((e) => `${e.resource}/${e.name || '(create)'} +${Date.parse(e.time) - contAt} ms`).join(', ')} after SIGCONT`);
 
     // Leader-only writes come only from the Lease holder of that moment (the in-flight ones aside).

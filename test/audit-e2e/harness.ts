@@ -73,6 +73,9 @@ export const replicaUser = (name: string): string => `${REPLICA_USER_PREFIX}${na
 /** Lease holder identity `<replica>_<suffix>` → replica name. */
 export const replicaOf = (identity: string): string => identity.slice(0, identity.lastIndexOf('_'));
 
+/** The report resources of both APIs (openreports.io, wgpolicyk8s.io). */
+const REPORT_RESOURCES = new Set(['reports', 'clusterreports', 'policyreports', 'clusterpolicyreports']);
+
 const ok = (e: AuditEntry): boolean => e.code < 300;
 const byReplica = (e: AuditEntry): boolean => e.user.startsWith(REPLICA_USER_PREFIX);
 
@@ -87,8 +90,7 @@ export function isLeaderOnly(e: AuditEntry): boolean {
   return (
     ok(e) &&
     byReplica(e) &&
-    (e.resource === 'policyreports' ||
-      e.resource === 'clusterpolicyreports' ||
+    (REPORT_RESOURCES.has(e.resource) ||
       (e.resource === 'portalclusterrules' && e.subresource === 'status') ||
       (e.resource === 'portalexceptions' && e.subresource === 'status') ||
       (e.resource === 'events' && e.namespace !== 'portal-system') ||
@@ -126,9 +128,9 @@ export function podPatchesByName(log: AuditEntry[], namespace: string): Map<stri
   return out;
 }
 
-/** Successful PolicyReport writes by replicas, split by verb. */
+/** Successful namespaced report writes (either API) by replicas, split by verb. */
 export function reportWrites(log: AuditEntry[], namespace: string): { creates: AuditEntry[]; rewrites: AuditEntry[]; deletes: AuditEntry[] } {
-  const mine = log.filter((e) => ok(e) && byReplica(e) && e.resource === 'policyreports' && e.namespace === namespace);
+  const mine = log.filter((e) => ok(e) && byReplica(e) && (e.resource === 'reports' || e.resource === 'policyreports') && e.namespace === namespace);
   return {
     creates: mine.filter((e) => e.verb === 'create'),
     rewrites: mine.filter((e) => e.verb === 'update' || e.verb === 'patch'),

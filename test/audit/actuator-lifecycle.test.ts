@@ -14,7 +14,7 @@ import { FencedWriter } from '../../src/kube/fenced-writer.ts';
 import { Manager } from '../../src/manager/manager.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { scriptedElection } from '../support/election.ts';
-import { APP_NS, clusterWithCrds, INSTALL_NS, pod, privilegedRule, until, writesBy } from './support/controller-harness.ts';
+import { APP_NS, clusterWithCrds, INSTALL_NS, pod, privilegedRule, reportConfig, until, writesBy } from './support/controller-harness.ts';
 
 test('the actuator acts only between BecameLeader and LostLeadership; evaluation never stops', async (t) => {
   const { api, admin } = await clusterWithCrds(t);
@@ -39,6 +39,7 @@ test('the actuator acts only between BecameLeader and LostLeadership; evaluation
       alertResendIntervalMs: 3_600_000,
       statusDebounceMs: 50,
       rulePollMs: 50,
+      reports: reportConfig(),
     },
     { client, writer, ruleSet: source.ruleSet, namespaceLabels: (ns) => source.namespaceLabels(ns), logger, registry: new Registry() },
   );

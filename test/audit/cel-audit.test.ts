@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
-import type { PolicyReport } from '../../src/audit/policy-report.ts';
+import type { Report as PolicyReport } from '../../src/policy/report.ts';
 import { APP_NS, clusterWithCrds, pod, startReplica, until } from './support/controller-harness.ts';
 
 const RULE = {
@@ -45,7 +45,7 @@ test('audit: a CEL rule gives PolicyReport results, a violation count and its au
   leader.grant();
 
   await until('two PolicyReports', 10_000, async () => (await reports(kube)).length === 2);
-  const byPod = new Map((await reports(kube)).map((r) => [r.scope.name, r]));
+  const byPod = new Map((await reports(kube)).map((r) => [r.scope?.name, r]));
   const bad = byPod.get('bad')?.results[0];
   assert.equal(bad?.policy, 'cel-no-privileged');
   assert.equal(bad?.result, 'warn', 'a Warn rule reports warn');

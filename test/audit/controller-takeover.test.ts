@@ -122,14 +122,14 @@ test('lastAuditTime: a takeover moves nothing; the first full pass as leader doe
   await admin.apply(privilegedRule('audited'));
   await kube.core.createNamespacedPod({ namespace: APP_NS, body: pod('bad', true) as never });
   const [a, b] = await Promise.all([startReplica(t, api, 'replica-a'), startReplica(t, api, 'replica-b')]);
-  await until('a: first pass', 10_000, () => a.controller.passes > 0 && a.controller.idle());
+  await until('a: first complete pass', 10_000, () => a.controller.completePasses > 0 && a.controller.idle());
   a.grant();
   a.controller.fullPass();
   await until('lastAuditTime from a', 10_000, async () => (await lastAuditTime(kube, 'audited')) !== undefined);
   const first = await lastAuditTime(kube, 'audited');
   await a.revoke();
 
-  await until('b: first pass', 10_000, () => b.controller.passes > 0 && b.controller.idle());
+  await until('b: first complete pass', 10_000, () => b.controller.completePasses > 0 && b.controller.idle());
   b.grant();
   // The takeover drained and the status flush it scheduled (every rule) ran: a takeover alone must not write status.
   await until('b idle after takeover and its status flush', 5000, () => b.controller.idle() && b.actuator.status.flushes > 0);

@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { Ajv } from 'ajv';
 import YAML from 'yaml';
 import { createKubeClient, mergePatchOptions, type KubeClient } from '../../src/kube/client.ts';
-import type { PolicyReport } from '../../src/audit/policy-report.ts';
+import type { Report as PolicyReport } from '../../src/policy/report.ts';
 import type { ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import { APP_NS, clusterWithCrds, pod, privilegedRule, startReplica, until, writesBy } from './support/controller-harness.ts';
 
@@ -55,8 +55,8 @@ test('leader: reports, status and annotate for violating pods; stable across pas
     assert.ok(reportSchema(r), `report ${r.metadata.name} violates the CRD schema: ${JSON.stringify(reportSchema.errors)}`);
     const p = pods.items.find((x) => x.metadata?.uid === r.metadata.name);
     assert.ok(p, 'report named after the pod uid');
-    assert.equal(r.scope.name, p.metadata?.name);
-    assert.deepEqual(r.metadata.ownerReferences.map((o) => o.uid), [p.metadata?.uid]);
+    assert.equal(r.scope?.name, p.metadata?.name);
+    assert.deepEqual((r.metadata.ownerReferences ?? []).map((o) => o.uid), [p.metadata?.uid]);
     const counted = { pass: 0, fail: 0, warn: 0, error: 0, skip: 0 };
     for (const x of r.results) counted[x.result]++;
     assert.deepEqual({ ...counted, ...r.summary }, counted, 'summary matches the results');
@@ -118,12 +118,15 @@ test('follower: computes everything, writes nothing; on leadership it acts from 
   assert.equal(follower.actuator.status.flushes, 0);
   assert.deepEqual(writesBy(api, 'replica-f'), [], 'a follower makes no writes');
 
-  const grantedAt = Date.now();
+  const podLists = async () => ((await admin.request('GET', '/_portal/requests')).body as Record<string, Record<string, number>>)['replica-f']?.['GET /api/v1/pods'] ?? 0;
+  const listsBefore = await podLists();
+  assert.ok(listsBefore > 0, 'the follower listed the Pods');
   follower.grant();
   await until('reports after takeover', 5000, async () => (await reports(kube)).length === 2);
   await until('status after takeover', 5000, async () => (await ruleStatus(kube, 'no-privileged'))?.violations === 2);
-  const first = follower.actuator.firstSideEffectAt;
-  assert.ok(first !== undefined && first - grantedAt < 1000, `first side effect ${first! - grantedAt} ms after the term began`);
+  // From memory: the takeover acted on what the follower had evaluated, without listing the Pods again.
+  assert.ok(follower.actuator.firstSideEffectAt !== undefined, 'the takeover acted');
+  assert.equal(await podLists(), listsBefore, 'the new leader listed no Pods');
   const labelled = await kube.core.readNamespacedPod({ namespace: APP_NS, name: 'bad' });
   assert.equal(labelled.metadata?.labels?.['portal.dev/violation'], 'no-privileged');
   assert.ok(Object.keys(labelled.metadata?.annotations ?? {}).some((k) => k.startsWith('actions.portal.dev/label.')), 'provenance annotation with the epoch');
@@ -200,7 +203,7 @@ test('namespace label changes re-evaluate the objects in that namespace (namespa
   const leader = await startReplica(t, api, 'replica-a');
   leader.grant();
   const failing = async () => (await reports(kube)).filter((r) => r.results.some((x) => x.policy === 'prod-only' && x.result === 'fail')).length;
-  await until('first pass', 10_000, () => leader.controller.passes > 0 && leader.controller.idle());
+  await until('first pass', 10_000, () => leader.controller.completePasses > 0 && leader.controller.idle());
   assert.equal(leader.controller.violations('prod-only'), 0, 'the namespace is not prod: the rule does not apply');
   assert.equal(await failing(), 0);
 

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { PolicyReport } from '../../src/audit/policy-report.ts';
+import type { Report as PolicyReport } from '../../src/policy/report.ts';
 import type { ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import type { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
 import { APP_NS, clusterWithCrds, startReplica, until } from './support/controller-harness.ts';
@@ -90,7 +90,7 @@ test('a rule matching ConfigMaps starts their informer and reports; deleting it 
     for (const r of await reports(admin)) {
       const name = uids.get(r.metadata.name);
       assert.ok(name, `report ${r.metadata.name} is named after a ConfigMap uid`);
-      assert.equal(r.scope.kind, 'ConfigMap');
+      assert.equal(r.scope?.kind, 'ConfigMap');
       assert.equal(r.results[0]?.policy, 'safe-configmaps');
       // enforcement Audit: a violation is a 'warn' result (Deny would be 'fail').
       assert.equal(r.results[0]?.result, name === 'cm-safe' || name === 'kube-root-ca.crt' ? 'pass' : 'warn', `${name}: ${r.results[0]?.message}`);

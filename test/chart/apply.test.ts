@@ -125,11 +125,11 @@ void test('kubectl apply of the rendered chart succeeds and creates every object
   // CRDs first, as Helm installs crds/ before the templates.
   const crds = rendered.filter((m) => m.kind === 'CustomResourceDefinition');
   assert.deepEqual(crds.map((m) => m.metadata.name).sort(), [
-    'clusterpolicyreports.wgpolicyk8s.io',
-    'policyreports.wgpolicyk8s.io',
+    'clusterreports.openreports.io',
     'portalclusterrules.portal.dev',
     'portalexceptions.portal.dev',
     'portalrules.portal.dev',
+    'reports.openreports.io',
   ]);
   const crdFile = join(dir, 'crds.json');
   await writeFile(crdFile, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: crds }));
@@ -157,11 +157,11 @@ void test('kubectl apply of the rendered chart succeeds and creates every object
   assert.equal(got.code, 0, got.stderr);
   const vwc = rendered.find((m) => m.kind === 'ValidatingWebhookConfiguration');
   assert.deepEqual((JSON.parse(got.stdout) as { webhooks: unknown }).webhooks, vwc?.['webhooks']);
-  // The PolicyReport CRDs are served, by short name too.
-  const polr = await kubectl(['get', 'polr', '-A']);
-  assert.equal(polr.code, 0, polr.stderr);
-  const cpolr = await kubectl(['get', 'cpolr']);
-  assert.equal(cpolr.code, 0, cpolr.stderr);
+  // The report CRDs (OpenReports by default) are served, Reports by short name too.
+  const reps = await kubectl(['get', 'reps', '-A']);
+  assert.equal(reps.code, 0, reps.stderr);
+  const creps = await kubectl(['get', 'clusterreports']);
+  assert.equal(creps.code, 0, creps.stderr);
 });
 
 void test('with no replica answering, matched requests are rejected and excluded ones are not', async () => {

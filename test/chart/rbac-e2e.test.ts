@@ -136,8 +136,8 @@ void test('every request a leading replica makes is allowed by the chart\'s RBAC
       const r = (await kube.customObjects.getClusterCustomObject({ group: 'portal.dev', version: 'v1alpha1', plural: 'portalclusterrules', name: 'require-team-label' })) as { status?: { violations?: number } };
       return (r.status?.violations ?? 0) >= 2 ? true : undefined;
     });
-    await until('a PolicyReport', 30_000, async () =>
-      (((await kube.customObjects.listNamespacedCustomObject({ group: 'wgpolicyk8s.io', version: 'v1alpha2', namespace: 'default', plural: 'policyreports' })) as { items: unknown[] }).items.length > 0 ? true : undefined));
+    await until('a report', 30_000, async () =>
+      (((await kube.customObjects.listNamespacedCustomObject({ group: 'openreports.io', version: 'v1alpha1', namespace: 'default', plural: 'reports' })) as { items: unknown[] }).items.length > 0 ? true : undefined));
     assert.ok(alerts.length > 0, 'the alert was sent');
 
     const requests = await sideGet<Record<string, Record<string, number>>>(await sideApi(state.kubeconfig), '/_portal/requests');
@@ -158,7 +158,7 @@ void test('every request a leading replica makes is allowed by the chart\'s RBAC
     }
     assert.deepEqual(denied, [], 'requests the chart\'s RBAC would deny');
     // The test saw the writes it is about (so it cannot pass vacuously).
-    for (const w of ['watch admissionregistration.k8s.io/validatingwebhookconfigurations', 'patch /pods', 'patch apps/deployments', 'patch portal.dev/portalclusterrules/status', 'create wgpolicyk8s.io/policyreports', 'patch /configmaps', 'watch /configmaps', 'update coordination.k8s.io/leases']) {
+    for (const w of ['watch admissionregistration.k8s.io/validatingwebhookconfigurations', 'patch /pods', 'patch apps/deployments', 'patch portal.dev/portalclusterrules/status', 'create openreports.io/reports', 'patch /configmaps', 'watch /configmaps', 'update coordination.k8s.io/leases']) {
       assert.ok([...checked].some((c) => c === w) || (w === 'patch /configmaps' && checked.has('create /configmaps')), `replica sent ${w}: ${[...checked].sort().join(', ')}`);
     }
   } catch (err) {

@@ -51,6 +51,9 @@ async function actionKinds(): Promise<string[]> {
 }
 
 /** `group/resource` of every ClusterRole rule granting patch on a whole kind (not a subresource). */
+/** The report kinds of both APIs, which the chart lets the leader write whatever the actions. */
+const isReportKind = (k: string): boolean => k.startsWith('wgpolicyk8s.io/') || k.startsWith('openreports.io/');
+
 const patchedKinds = (rules: PolicyRule[]): string[] =>
   rules.filter((r) => r.verbs.includes('patch')).flatMap((r) => r.apiGroups.flatMap((g) => r.resources.filter((x) => !x.includes('/')).map((x) => `${g}/${x}`))).sort();
 
@@ -75,6 +78,9 @@ void test('RBAC: no wildcards, and exactly the verbs each resource needs', async
     ['events.k8s.io', 'events', ['create']],
     ['', 'namespaces', read],
     ['', 'pods/eviction', ['create']],
+    // Both report APIs: reports.api is written; the other one's reports (after a switch) are deleted (adr/0012).
+    ['openreports.io', 'reports', ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch']],
+    ['openreports.io', 'clusterreports', ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch']],
     ['wgpolicyk8s.io', 'policyreports', ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch']],
     ['wgpolicyk8s.io', 'clusterpolicyreports', ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch']],
     ['', 'secrets', []],
@@ -124,17 +130,17 @@ void test('RBAC: patch by default on exactly the kinds the shipped label/annotat
   const expected = await actionKinds();
   assert.ok(expected.length > 0, 'some shipped rule labels or annotates');
   const ms = await render();
-  assert.deepEqual(patchedKinds(rulesOf(find(ms, 'ClusterRole'))).filter((k) => !k.startsWith('wgpolicyk8s.io/')), expected);
+  assert.deepEqual(patchedKinds(rulesOf(find(ms, 'ClusterRole'))).filter((k) => !isReportKind(k)), expected);
 });
 
 void test('RBAC: patch follows rbac.actionResources, read follows webhook.rules', async () => {
   const none = rulesOf(find(await render({ rbac: { actionResources: [] } }), 'ClusterRole'));
-  assert.deepEqual(patchedKinds(none), ['wgpolicyk8s.io/clusterpolicyreports', 'wgpolicyk8s.io/policyreports']);
+  assert.deepEqual(patchedKinds(none), ['openreports.io/clusterreports', 'openreports.io/reports', 'wgpolicyk8s.io/clusterpolicyreports', 'wgpolicyk8s.io/policyreports']);
   assert.deepEqual(verbsFor(none, '', 'pods'), ['get', 'list', 'watch'], 'read stays');
   assert.deepEqual(verbsFor(none, '', 'pods/eviction'), ['create']);
 
   const ingress = rulesOf(find(await render({ rbac: { actionResources: [{ apiGroup: 'networking.k8s.io', resources: ['ingresses'] }, { apiGroup: '', resources: ['pods'] }] } }), 'ClusterRole'));
-  assert.deepEqual(patchedKinds(ingress).filter((k) => !k.startsWith('wgpolicyk8s.io/')), ['/pods', 'networking.k8s.io/ingresses']);
+  assert.deepEqual(patchedKinds(ingress).filter((k) => !isReportKind(k)), ['/pods', 'networking.k8s.io/ingresses']);
   assert.deepEqual(verbsFor(ingress, 'apps', 'deployments'), ['get', 'list', 'watch']);
   // Not in webhook.rules: patchable (the operator asked) but not readable through this chart's read rules.
   assert.deepEqual(verbsFor(ingress, 'networking.k8s.io', 'ingresses'), ['patch']);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { test } from 'node:test';
-import { chartDir, find, helm, NAMESPACE, render, withValuesFile, type Manifest } from './helm.ts';
+import { chartDir, find, helm, NAMESPACE, RELEASE, render, withValuesFile, type Manifest } from './helm.ts';
 
 interface Container {
   name: string;
@@ -38,8 +38,8 @@ void test('default render: the objects an install needs, in the release namespac
   assert.deepEqual(kinds, [
     'ClusterRole/portal',
     'ClusterRoleBinding/portal',
-    'CustomResourceDefinition/clusterpolicyreports.wgpolicyk8s.io',
-    'CustomResourceDefinition/policyreports.wgpolicyk8s.io',
+    'CustomResourceDefinition/clusterreports.openreports.io',
+    'CustomResourceDefinition/reports.openreports.io',
     'Deployment/portal',
     'NetworkPolicy/portal',
     'PodDisruptionBudget/portal',
@@ -192,17 +192,46 @@ void test('PDB minAvailable 1 by default, configurable, can be disabled', async 
   assert.ok(!(await render({ podDisruptionBudget: { enabled: false } })).some((m) => m.kind === 'PodDisruptionBudget'));
 });
 
-void test('PolicyReport CRDs: installed and kept on uninstall by default, skipped when disabled', async () => {
-  const crds = (await render()).filter((m) => m.kind === 'CustomResourceDefinition');
-  assert.equal(crds.length, 2);
+void test('report CRDs: those of reports.api, installed and kept on uninstall by default, skipped when disabled', async () => {
+  type Crd = Manifest & { spec: { scope: string; names: { shortNames?: string[] }; versions: { name: string; subresources?: unknown; additionalPrinterColumns: { name: string; priority?: number }[] }[] } };
+  const crds = (await render()).filter((m) => m.kind === 'CustomResourceDefinition') as Crd[];
+  assert.deepEqual(crds.map((c) => c.metadata.name).sort(), ['clusterreports.openreports.io', 'reports.openreports.io'], 'OpenReports by default (adr/0012)');
   for (const crd of crds) assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
-  const polr = crds.find((c) => c.metadata.name === 'policyreports.wgpolicyk8s.io') as Manifest & { spec: { scope: string; names: { shortNames: string[] }; versions: { name: string; subresources?: unknown; additionalPrinterColumns: { name: string }[] }[] } };
+  const reps = crds.find((c) => c.metadata.name === 'reports.openreports.io')!;
+  assert.equal(reps.spec.scope, 'Namespaced');
+  assert.deepEqual(reps.spec.names.shortNames, ['reps']);
+  assert.equal(reps.spec.versions[0]?.name, 'v1alpha1');
+  assert.equal(reps.spec.versions[0]?.subresources, undefined, 'no status subresource');
+  assert.deepEqual(reps.spec.versions[0]?.additionalPrinterColumns.map((c) => `${c.name}${c.priority ? `:${c.priority}` : ''}`), ['Kind:1', 'Name:1', 'Pass', 'Fail', 'Warn', 'Error', 'Skip', 'Age']);
+  assert.equal(crds.find((c) => c.metadata.name === 'clusterreports.openreports.io')?.spec.scope, 'Cluster');
+
+  const wg = (await render({ reports: { api: 'wgpolicyk8s' } })).filter((m) => m.kind === 'CustomResourceDefinition') as Crd[];
+  assert.deepEqual(wg.map((c) => c.metadata.name).sort(), ['clusterpolicyreports.wgpolicyk8s.io', 'policyreports.wgpolicyk8s.io']);
+  const polr = wg.find((c) => c.metadata.name === 'policyreports.wgpolicyk8s.io')!;
   assert.equal(polr.spec.scope, 'Namespaced');
   assert.deepEqual(polr.spec.names.shortNames, ['polr']);
   assert.equal(polr.spec.versions[0]?.name, 'v1alpha2');
-  assert.equal(polr.spec.versions[0]?.subresources, undefined, 'no status subresource');
   assert.deepEqual(polr.spec.versions[0]?.additionalPrinterColumns.map((c) => c.name), ['Kind', 'Name', 'Pass', 'Fail', 'Warn', 'Error', 'Skip', 'Age']);
   assert.ok(!(await render({ policyReportCRDs: { install: false } })).some((m) => m.kind === 'CustomResourceDefinition'));
+});
+
+void test('reports values reach portal serve; the schema refuses what the server would', async () => {
+  const args = (ms: Manifest[]) => container(ms).args.filter((a) => a.startsWith('--report-'));
+  assert.deepEqual(args(await render()), ['--report-api=openreports', '--report-granularity=namespace', '--report-flush=10s', '--report-qps=10', '--report-max-results=100', '--report-status-filter=fail,warn,error']);
+  assert.deepEqual(
+    args(await render({ reports: { api: 'wgpolicyk8s', granularity: 'resource', flushInterval: '30s', qps: 2.5, maxResults: 10, statusFilter: ['fail'] } })),
+    ['--report-api=wgpolicyk8s', '--report-granularity=resource', '--report-flush=30s', '--report-qps=2.5', '--report-max-results=10', '--report-status-filter=fail'],
+  );
+  for (const [values, expected] of [
+    [{ reports: { api: 'kyverno' } }, /\/reports\/api/],
+    [{ reports: { granularity: 'pod' } }, /\/reports\/granularity/],
+    [{ reports: { statusFilter: ['failed'] } }, /\/reports\/statusFilter/],
+    [{ reports: { maxResults: 5000 } }, /\/reports\/maxResults/],
+  ] as const) {
+    const r = await withValuesFile(values, (file) => helm(['template', RELEASE, chartDir, '--namespace', NAMESPACE, '-f', file]));
+    assert.notEqual(r.code, 0, JSON.stringify(values));
+    assert.match(r.stderr, expected);
+  }
 });
 
 void test('webhook port hardening (issue 16): connection cap, per-peer limit, readiness error age, optional client CA', async () => {

@@ -9,6 +9,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
 import { ROOT, runPortal } from './run-portal.ts';
 
 export const FIXTURES = join(ROOT, 'test', 'fixtures', 'exceptions');
@@ -25,6 +26,12 @@ interface Row {
 async function rows(extra: string[] = []): Promise<{ code: number | null; rows: Row[]; stderr: string }> {
   const r = await runPortal(['test', '-p', join(FIXTURES, 'policies'), '-p', join(FIXTURES, 'exceptions'), '-o', 'json', ...extra, join(FIXTURES, 'resources', 'pods.yaml')]);
   return { code: r.code, rows: r.stdout ? (JSON.parse(r.stdout) as Row[]) : [], stderr: r.stderr };
+}
+
+interface ReportDoc {
+  apiVersion: string;
+  scope?: { name: string };
+  results: { rule: string; result: string; properties?: Record<string, string> }[];
 }
 
 const verdict = (rs: Row[], name: string, rule = 'no-privileged'): [string, string | undefined] => {
@@ -64,10 +71,27 @@ void describe('portal test applies PortalExceptions like the cluster does', () =
     assert.deepEqual(verdict(rs, 'node-agent-1'), ['fail', undefined], 'monitoring/agent lives until 2099');
   });
 
-  void it('the policyreport output carries the exception property', async () => {
-    const r = await runPortal(['test', '-p', join(FIXTURES, 'policies'), '-p', join(FIXTURES, 'exceptions'), '-o', 'policyreport', join(FIXTURES, 'resources', 'pods.yaml')]);
-    assert.match(r.stdout, /result: skip\n(.*\n)*?\s+properties:\n\s+exception: monitoring\/agent/);
-  });
+  for (const [format, apiVersion] of [
+    ['policyreport', 'wgpolicyk8s.io/v1alpha2'],
+    ['openreports', 'openreports.io/v1alpha1'],
+  ] as const) {
+    void it(`the ${format} output carries the exception property on the exempted results only`, async () => {
+      const r = await runPortal(['test', '-p', join(FIXTURES, 'policies'), '-p', join(FIXTURES, 'exceptions'), '-o', format, join(FIXTURES, 'resources', 'pods.yaml')]);
+      const reports = parseAllDocuments(r.stdout).map((d) => d.toJS() as ReportDoc);
+      const results = (pod: string): Map<string, [string, string | undefined]> => {
+        const report = reports.find((x) => x.scope?.name === pod);
+        assert.ok(report, `a report for ${pod}`);
+        assert.equal(report.apiVersion, apiVersion);
+        return new Map(report.results.map((x) => [x.rule, [x.result, x.properties?.['exception']]]));
+      };
+      const agent = results('node-agent-1');
+      assert.deepEqual(agent.get('no-privileged'), ['skip', 'monitoring/agent']);
+      assert.deepEqual(agent.get('vap-no-privileged-warn'), ['skip', 'monitoring/agent'], 'a VAP binding goes through the same exception');
+      assert.deepEqual(agent.get('no-host-network'), ['pass', undefined]);
+      assert.deepEqual(results('stray-1').get('no-privileged'), ['fail', undefined]);
+      assert.deepEqual(results('wrong-rule-pod').get('no-host-network'), ['skip', 'monitoring/wrong-rule']);
+    });
+  }
 
   let dir = '';
   before(async () => {

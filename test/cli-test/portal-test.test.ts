@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { expectationAt, loadFixtures } from '../pss/fixtures.ts';
 import { ROOT, runPortal } from './run-portal.ts';
+import { assertValidReport } from '../support/reports.ts';
 
 interface JsonResult {
   rule: string;
@@ -210,7 +211,7 @@ void describe('portal test', { concurrency: 3 }, () => {
         assert.ok(['pass', 'fail', 'warn', 'error', 'skip'].includes(r['result']));
         assert.ok(['critical', 'high', 'medium', 'low', 'info'].includes(r['severity']));
         assert.ok(Number.isInteger(r['timestamp']['seconds']) && Number.isInteger(r['timestamp']['nanos']));
-        assert.deepEqual(r['resources'], [d['scope']]);
+        assert.equal(r['resources'], undefined, 'the report\'s scope names the resource');
         counts[r['result']] = (counts[r['result']] ?? 0) + 1;
       }
       assert.deepEqual(d['summary'], counts, `${d['metadata']['name']}: summary matches results`);
@@ -228,6 +229,20 @@ void describe('portal test', { concurrency: 3 }, () => {
     assert.equal(result('Pod/web', 'prod-needs-team'), 'warn', 'shop is labelled env=prod by the Namespace input');
     assert.equal(result('Pod/from-json', 'prod-needs-team'), 'pass');
     assert.equal(byName.get('Pod/plain')?.['metadata']['namespace'], 'default');
+    for (const d of docs) assertValidReport(d);
+
+    // --output openreports: the same reports as openreports.io Report / ClusterReport (the audit's builder).
+    const open = await runPortal(['test', '-p', policies, '-o', 'openreports', join(tmp, 'pr', 'inputs')]);
+    assert.equal(open.stderr, '');
+    assert.equal(open.code, 1);
+    const reps = parseAllDocuments(open.stdout).map((d) => d.toJS() as Record<string, any>); // eslint-disable-line @typescript-eslint/no-explicit-any
+    assert.deepEqual(reps.map((d) => `${d['kind']} ${d['scope']['kind']}/${d['scope']['name']}`).sort(), ['ClusterReport Namespace/shop', 'Report Pod/from-json', 'Report Pod/plain', 'Report Pod/web']);
+    for (const d of reps) {
+      assert.equal(d['apiVersion'], 'openreports.io/v1alpha1');
+      assert.equal(d['source'], 'portal');
+      assert.deepEqual(d['summary'], docs.find((x) => x['scope']['name'] === d['scope']['name'])?.['summary']);
+      assertValidReport(d);
+    }
     assert.equal(result('Pod/plain', 'prod-needs-team'), 'skip', 'default has only its name label');
     assert.equal(result('Pod/web', 'ignored'), undefined, 'rules among the FILE arguments are not applied');
   });
@@ -282,7 +297,7 @@ void describe('portal test', { concurrency: 3 }, () => {
     assert.equal(run.code, 2);
     assert.equal(run.stdout, '');
     assert.match(run.stderr, /unknown flag --polcies \(did you mean --policies\?\)/);
-    assert.match(run.stderr, /--output "xml" is not supported; use one of table, json, policyreport/);
+    assert.match(run.stderr, /--output "xml" is not supported; use one of table, json, policyreport, openreports/);
     assert.match(run.stderr, /--policies DIR is required/);
     assert.match(run.stderr, /no FILE given/);
   });

@@ -61,7 +61,8 @@ async function fixturePods(): Promise<Map<string, string>> {
 interface Report { scope: { name: string }; results: { policy: string; rule: string; result: string; properties?: Record<string, string> }[] }
 
 async function reports(kubeconfig: string): Promise<Report[]> {
-  const r = await kubectl(kubeconfig, ['get', 'policyreports', '-n', 'monitoring', '-o', 'json']);
+  // One openreports.io Report per object (--report-granularity resource): every result, skips included.
+  const r = await kubectl(kubeconfig, ['get', 'reports.openreports.io', '-n', 'monitoring', '-o', 'json']);
   return r.code === 0 ? (JSON.parse(r.stdout) as { items: Report[] }).items : [];
 }
 
@@ -86,7 +87,7 @@ void test('PortalExceptions through portal dev and kubectl: scope, rule, expiry,
   try {
     dev = spawn(
       process.execPath,
-      [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '2', '--port', '0', '--state-dir', stateDir, '--policies', join(FIXTURES, 'policies'), '--grace-period', '5s', '--log-level', 'warn', '--audit-interval', '1h'],
+      [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '2', '--port', '0', '--state-dir', stateDir, '--policies', join(FIXTURES, 'policies'), '--grace-period', '5s', '--log-level', 'warn', '--audit-interval', '1h', '--report-granularity', 'resource', '--report-flush', '1s'],
       { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));

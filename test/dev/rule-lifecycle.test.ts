@@ -7,7 +7,7 @@
 //   webhook for Portal's own kinds, with field, line and column.
 // - The broken Warn rule that got in anyway admits Pods with a warning; the
 //   broken Deny rule that got in denies.
-// - An Audit rule's runtime error is an `error` result in the PolicyReport and
+// - An Audit rule's runtime error is an `error` result in its report and
 //   a Warning Event on the rule, and the Pod is admitted silently.
 // - A Warn rule on ConfigMaps shows NotSentByWebhook; an Audit rule on
 //   ConfigMaps shows AuditForbidden until a ClusterRole bound to
@@ -111,7 +111,7 @@ void test('issue 15 with real kubectl: refused at apply, errors follow enforceme
   let dev: ChildProcess | undefined;
   let output = '';
   try {
-    dev = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '2', '--port', '0', '--state-dir', join(dir, 'state'), '--policies', policies, '--grace-period', '5s', '--log-level', 'warn'], {
+    dev = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '2', '--port', '0', '--state-dir', join(dir, 'state'), '--policies', policies, '--grace-period', '5s', '--log-level', 'warn', '--report-granularity', 'resource', '--report-flush', '1s'], {
       cwd: dir,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -152,12 +152,12 @@ void test('issue 15 with real kubectl: refused at apply, errors follow enforceme
       assert.match(c.message, /compilation failed: line 1, column \d+/);
     }
 
-    // 3. An Audit rule's runtime error: admitted silently, `error` in the PolicyReport, an Event on the rule.
+    // 3. An Audit rule's runtime error: admitted silently, `error` in its report, an Event on the rule.
     const audited = await kubectl(kc, ['apply', '-f', '-'], pod('audited', 'audit'));
     assert.equal(audited.code, 0, audited.stderr);
     assert.doesNotMatch(audited.stderr, /Warning/);
-    const result = await until('the PolicyReport of the audited Pod with an error result', 60_000, async () => {
-      const r = await kubectl(kc, ['get', 'policyreports', '-n', 'default', '-o', 'json']);
+    const result = await until('the report of the audited Pod with an error result', 60_000, async () => {
+      const r = await kubectl(kc, ['get', 'reports.openreports.io', '-n', 'default', '-o', 'json']);
       if (r.code !== 0) return undefined;
       const items = (JSON.parse(r.stdout) as { items: { scope?: { name?: string }; results?: { policy: string; result: string; message?: string }[] }[] }).items;
       return items.find((i) => i.scope?.name === 'audited')?.results?.find((x) => x.policy === 'audit-missing-key' && x.result === 'error');
@@ -225,7 +225,7 @@ subjects: [{kind: Group, apiGroup: rbac.authorization.k8s.io, name: "system:serv
     // The informer retries with backoff (at most 30 s), then lists: covered, and the ConfigMap is audited.
     await until('cm-audit Covered', 90_000, async () => (await condition(kc, 'cm-audit', 'Covered'))?.reason === 'Covered');
     await until('the ConfigMap audited by cm-audit', 60_000, async () => {
-      const r = await kubectl(kc, ['get', 'policyreports', '-n', 'default', '-o', 'json']);
+      const r = await kubectl(kc, ['get', 'reports.openreports.io', '-n', 'default', '-o', 'json']);
       if (r.code !== 0) return undefined;
       const items = (JSON.parse(r.stdout) as { items: { scope?: { kind?: string; name?: string }; results?: { policy: string; result: string }[] }[] }).items;
       return items.find((i) => i.scope?.kind === 'ConfigMap' && i.scope.name === 'settings')?.results?.some((x) => x.policy === 'cm-audit' && x.result === 'pass');

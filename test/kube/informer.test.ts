@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { silentLogger } from '../../src/observability/logger.ts';
-import { ResilientInformer, type InformerConfig } from '../../src/kube/informer.ts';
+import { ResilientInformer, stripManagedFields, type InformerConfig } from '../../src/kube/informer.ts';
 import { NamespaceLabelCache } from '../../src/kube/namespace-labels.ts';
 import { TokenBucket } from '../../src/kube/rate-limiter.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
@@ -42,6 +42,26 @@ test('list and watch objects have the same plain shape', async (t) => {
   assert.equal(viaList.apiVersion, 'v1');
   assert.equal(typeof viaList.metadata?.creationTimestamp, 'string', 'no Date instances');
   assert.equal(Object.getPrototypeOf(viaList), Object.prototype, 'plain object, not a model instance');
+});
+
+test('a transform (stripManagedFields) shapes listed and watched objects alike before they are cached', async (t) => {
+  const api = await apiServer(t);
+  const admin = clientFor(api, 'admin');
+  await createNs(admin, 'from-list');
+  const { informer } = run(t, clientFor(api, 'w'), { transform: stripManagedFields });
+  const seen: Array<Record<string, unknown> | undefined> = [];
+  informer.onEvent((e) => seen.push(e.object.metadata as Record<string, unknown> | undefined));
+  await informer.waitForSync();
+  await createNs(admin, 'from-watch');
+  await until('the watch event', 2000, () => informer.get('from-watch') !== undefined);
+  const raw = (await admin.core.readNamespace({ name: 'from-watch' })).metadata as Record<string, unknown> & { managedFields?: unknown[] };
+  assert.ok((raw.managedFields ?? []).length > 0, 'the API server keeps managedFields');
+  for (const name of ['from-list', 'from-watch']) {
+    const cached = informer.get(name)!;
+    assert.equal((cached.metadata as Record<string, unknown>)['managedFields'], undefined, `${name}: stripped`);
+    assert.deepEqual(cached.metadata?.labels, { team: name, 'kubernetes.io/metadata.name': name }, `${name}: the rest kept`);
+  }
+  assert.ok(seen.length >= 2 && seen.every((m) => m?.['managedFields'] === undefined), 'handlers see the stripped objects');
 });
 
 test('restarts after errors (API cut off) and catches up', async (t) => {

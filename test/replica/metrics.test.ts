@@ -63,9 +63,9 @@ test('a cluster-mode replica: /metrics (admission + leader + audit) passes promt
   const ca = await readFile(s.caFile);
   assert.equal((await review(s.webhook, ca, podReview({ privileged: false }))).allowed, true);
   assert.equal((await review(s.webhook, ca, podReview({ privileged: true }))).allowed, false);
-  // The leader audits the pod: its PolicyReport exists once the audit metrics have samples.
-  await until('the PolicyReport of the pod', 30_000, async () => {
-    const res = await admin.request('GET', '/apis/wgpolicyk8s.io/v1alpha2/namespaces/default/policyreports');
+  // The leader audits the pod: its namespace's report (the default, adr/0012) exists once the audit metrics have samples.
+  await until('the report of the pod\'s namespace', 30_000, async () => {
+    const res = await admin.request('GET', '/apis/openreports.io/v1alpha1/namespaces/default/reports');
     return (res.body as { items?: unknown[] }).items?.length === 1;
   });
 

@@ -20,7 +20,7 @@ const ENV = { POD_NAME: 'portal-0', POD_NAMESPACE: NS };
 
 interface Result { policy: string; rule: string; result: string; source: string; message: string; properties?: Record<string, string> }
 
-test('a replica audits a VAP into PolicyReports (policy = VAP, rule = binding, source portal)', { timeout: 90_000 }, async (t) => {
+test('a replica audits a VAP into the reports (policy = VAP, rule = binding, source portal)', { timeout: 90_000 }, async (t) => {
   const api = await startApiServer({ port: 0, namespaces: ['default', 'kube-system', 'kube-public', 'kube-node-lease', NS] });
   t.after(() => api.close());
   const dir = await mkdtemp(join(tmpdir(), 'portal-vap-audit-'));
@@ -64,12 +64,15 @@ test('a replica audits a VAP into PolicyReports (policy = VAP, rule = binding, s
   await until('/readyz 200', 30_000, async () => (await readyz(s.probes)) === 200);
   await until('the replica to lead', 15_000, async () => (await debugVars(s.probes))?.leader_election?.is_leader === true);
 
+  // The default reports (adr/0012): one OpenReports Report for the namespace, listing its warnings.
+  let source: string | undefined;
   const reported = async (): Promise<Result[] | undefined> => {
-    const res = await admin.request('GET', '/apis/wgpolicyk8s.io/v1alpha2/namespaces/default/policyreports');
-    const items = (res.body as { items?: { results?: Result[] }[] }).items ?? [];
+    const res = await admin.request('GET', '/apis/openreports.io/v1alpha1/namespaces/default/reports');
+    const items = (res.body as { items?: { source?: string; results?: Result[] }[] }).items ?? [];
+    source = items[0]?.source;
     return items[0]?.results;
   };
-  const results = await until('the VAP result in the Pod\'s PolicyReport', 30_000, async () => {
+  const results = await until('the VAP result in the namespace\'s Report', 30_000, async () => {
     const r = await reported();
     return r?.some((x) => x.policy === 'disallow-privileged-containers') ? r : undefined;
   });
@@ -77,7 +80,7 @@ test('a replica audits a VAP into PolicyReports (policy = VAP, rule = binding, s
   assert.equal(mine.length, 1);
   assert.equal(mine[0]?.rule, 'privileged-everywhere');
   assert.equal(mine[0]?.result, 'warn', 'Audit bindings report warn');
-  assert.equal(mine[0]?.source, 'portal');
+  assert.equal(source, 'portal', 'OpenReports names the source once per report');
   assert.equal(mine[0]?.properties?.['ruleKind'], 'ValidatingAdmissionPolicy');
   assert.match(mine[0]?.message ?? '', /^Validation failed for ValidatingAdmissionPolicy 'disallow-privileged-containers' with binding 'privileged-everywhere': Privileged containers are not allowed/);
 

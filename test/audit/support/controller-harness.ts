@@ -1,6 +1,6 @@
 /**
  * In-process wiring of the audit (evaluation + actuator) for tests: a real embedded API
- * server with Portal's and the PolicyReport CRDs installed, a cluster rule
+ * server with Portal's and both report APIs' CRDs installed, a cluster rule
  * source (rule + namespace informers) per replica, and a leader term the test
  * controls (grant / revoke), so leader and follower behaviour can be driven
  * deterministically. grant() does what the Manager does when the Lease is
@@ -22,8 +22,21 @@ import { FencedWriter } from '../../../src/kube/fenced-writer.ts';
 import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
 import { Term } from '../../../src/leader/term.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
+import type { ReportApi, ReportGranularity } from '../../../src/policy/report.ts';
+import type { ReportConfig } from '../../../src/audit/report-planner.ts';
 import type { ExceptionOptions } from '../../../src/policy/index.ts';
 export { until } from '../../support/until.ts';
+
+/**
+ * Report settings for tests: a short flush interval (so a test waits
+ * fractions of a second for a coalesced write) and a budget that never
+ * binds unless a test sets its own. The default shape is one wgpolicyk8s
+ * report per object, which the tests that inspect an object's report read;
+ * the report tests run every shape (test/audit/reports.test.ts).
+ */
+export function reportConfig(shape: { api?: ReportApi; granularity?: ReportGranularity } = {}, extra: Partial<ReportConfig> = {}): ReportConfig {
+  return { api: shape.api ?? 'wgpolicyk8s', granularity: shape.granularity ?? 'resource', flushMs: 300, qps: 1000, maxResults: 100, statusFilter: ['fail', 'warn', 'error'], ...extra };
+}
 
 export const INSTALL_NS = 'portal-system';
 export const APP_NS = 'apps';
@@ -90,6 +103,7 @@ export async function startReplica(
       alertResendIntervalMs: 3_600_000,
       statusDebounceMs: 200,
       rulePollMs: 50,
+      reports: reportConfig(),
       ...config,
     },
     {

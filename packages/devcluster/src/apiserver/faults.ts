@@ -5,23 +5,36 @@
  */
 export interface FaultScope { user?: string }
 
+/** Narrows the latency fault to some requests: paths containing `path`, with one of `methods` (e.g. report writes only). */
+export interface LatencyScope extends FaultScope { path?: string; methods?: string[] }
+
+interface LatencyRule { ms: number; user?: string; path?: string; methods?: string[] }
+
 interface ErrorRule { fraction: number; code: 500 | 429; user?: string; verbs?: string[] }
 
 export class Faults {
-  private latency: { ms: number; user?: string }[] = [];
+  private latency: LatencyRule[] = [];
   private errorRules: ErrorRule[] = [];
   private readonly cut = new Set<string>();
   /** Requests being held by the latency fault right now, per user (`METHOD path`). */
   private readonly held = new Map<string, string[]>();
+  /** Releases every held request now (clear()). */
+  private readonly releases = new Set<() => void>();
 
   constructor(
     private readonly hooks: { dropWatches(user?: string): void; dropConnections(user: string): void },
     private readonly random: () => number = Math.random,
   ) {}
 
-  setLatency(ms: number, scope: FaultScope = {}): void {
-    this.latency = this.latency.filter((l) => l.user !== scope.user);
-    if (ms > 0) this.latency.push(scope.user === undefined ? { ms } : { ms, user: scope.user });
+  setLatency(ms: number, scope: LatencyScope = {}): void {
+    const same = (l: LatencyRule) => l.user === scope.user && l.path === scope.path && (l.methods ?? []).join() === (scope.methods ?? []).join();
+    this.latency = this.latency.filter((l) => !same(l));
+    if (ms <= 0) return;
+    const rule: LatencyRule = { ms };
+    if (scope.user !== undefined) rule.user = scope.user;
+    if (scope.path !== undefined) rule.path = scope.path;
+    if (scope.methods !== undefined) rule.methods = scope.methods.map((m) => m.toUpperCase());
+    this.latency.push(rule);
   }
 
   setErrorRate(fraction: number, code: 500 | 429, scope: FaultScope & { verbs?: string[] } = {}): void {
@@ -48,7 +61,9 @@ export class Faults {
     else this.cut.delete(user);
   }
 
+  /** Every fault off; requests held by the latency fault go on now. */
   clear(): void {
+    for (const release of [...this.releases]) release();
     this.latency = [];
     this.errorRules = [];
     this.cut.clear();
@@ -58,9 +73,14 @@ export class Faults {
     return this.cut.has(user);
   }
 
-  latencyFor(user: string): number {
+  latencyFor(user: string, method = '', path = ''): number {
     let ms = 0;
-    for (const l of this.latency) if (l.user === undefined || l.user === user) ms = Math.max(ms, l.ms);
+    for (const l of this.latency) {
+      if (l.user !== undefined && l.user !== user) continue;
+      if (l.path !== undefined && !path.includes(l.path)) continue;
+      if (l.methods !== undefined && !l.methods.includes(method.toUpperCase())) continue;
+      ms = Math.max(ms, l.ms);
+    }
     return ms;
   }
 
@@ -73,9 +93,18 @@ export class Faults {
     const list = this.held.get(user) ?? [];
     this.held.set(user, list);
     list.push(request);
+    let release!: () => void;
     try {
-      await new Promise((r) => setTimeout(r, ms));
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        release = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        this.releases.add(release);
+      });
     } finally {
+      this.releases.delete(release);
       list.splice(list.indexOf(request), 1);
     }
   }

@@ -59,7 +59,8 @@ export interface ApiServerOptions {
 }
 
 export interface ApiServerFaults {
-  setLatency(ms: number, scope?: { user?: string }): void;
+  /** Holds requests for `ms` (of `user`; with `path`, only paths containing it; with `methods`, only those). */
+  setLatency(ms: number, scope?: { user?: string; path?: string; methods?: string[] }): void;
   setErrorRate(fraction: number, code: 500 | 429, scope?: { user?: string; verbs?: string[] }): void;
   dropWatches(scope?: { user?: string }): void;
   cutOff(user: string): void;
@@ -106,7 +107,13 @@ function sideApi(faults: Faults, audit: AuditLog, users: Users, requests: Reques
     }
     if (method === 'POST' && path === '/_portal/faults') {
       switch (b['action']) {
-        case 'latency': faults.setLatency(Number(b['ms'] ?? 0), scope()); break;
+        case 'latency': {
+          const narrow: { path?: string; methods?: string[] } = {};
+          if (typeof b['path'] === 'string') narrow.path = b['path'];
+          if (Array.isArray(b['methods'])) narrow.methods = b['methods'].map(String);
+          faults.setLatency(Number(b['ms'] ?? 0), { ...scope(), ...narrow });
+          break;
+        }
         case 'errorRate': {
           const code = b['code'] === 429 ? 429 : 500;
           const verbs = Array.isArray(b['verbs']) ? b['verbs'].map(String) : undefined;

@@ -226,7 +226,7 @@ export class Router {
       return;
     }
     this.track(user.username, req.socket);
-    const latency = this.d.faults.latencyFor(user.username);
+    const latency = this.d.faults.latencyFor(user.username, method, path);
     if (latency > 0) await this.d.faults.delay(user.username, `${method} ${path}`, latency);
     if (this.d.faults.isCutOff(user.username)) {
       req.socket.destroy();

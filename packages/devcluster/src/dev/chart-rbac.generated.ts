@@ -223,6 +223,24 @@ export const CHART_RBAC: readonly RbacObject[] = [
       },
       {
         "apiGroups": [
+          "openreports.io"
+        ],
+        "resources": [
+          "reports",
+          "clusterreports"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch",
+          "create",
+          "update",
+          "patch",
+          "delete"
+        ]
+      },
+      {
+        "apiGroups": [
           "wgpolicyk8s.io"
         ],
         "resources": [
