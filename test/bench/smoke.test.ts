@@ -25,6 +25,7 @@ const SMOKE: Record<string, string[]> = {
   suites: ['--rounds', '1'],
   'cel-conformance': [],
   exceptions: ['--rounds', '1'],
+  reports: ['--pods', '50', '--namespaces', '2', '--flush-ms', '1000'],
 };
 
 function runBench(name: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
