@@ -76,14 +76,15 @@ test('portal serve: an exception created in the cluster reaches the evaluation w
     });
     assert.equal(admitted.exception, `${APP}/agent`);
     // Both workers answer a burst: each holds the exception.
-    const completed = async (): Promise<{ workers?: number; completed?: number } | undefined> =>
-      ((await debugVars(serve.probes, 5000)) as { admission?: { evaluation?: { workers?: number; completed?: number } } } | undefined)?.admission?.evaluation;
+    // Decisions travel in batches (adr/0013): count the items the workers evaluated, not the tasks.
+    const completed = async (): Promise<{ workers?: number; batchedItems?: number } | undefined> =>
+      ((await debugVars(serve.probes, 5000)) as { admission?: { evaluation?: { workers?: number; batchedItems?: number } } } | undefined)?.admission?.evaluation;
     const before = await completed();
     const burst = await Promise.all(Array.from({ length: 8 }, () => decide(serve)));
     assert.deepEqual(new Set(burst.map((d) => `${d.allowed} ${d.exception}`)), new Set([`true ${APP}/agent`]));
     const after = await completed();
     assert.equal(after?.workers, 2);
-    assert.ok((after?.completed ?? 0) - (before?.completed ?? 0) >= 8, `every decision was a worker's task: ${JSON.stringify({ before, after })}`);
+    assert.ok((after?.batchedItems ?? 0) - (before?.batchedItems ?? 0) >= 8, `every decision was evaluated by a worker: ${JSON.stringify({ before, after })}`);
   });
 
   await t.test('deleted: denied again', async () => {
