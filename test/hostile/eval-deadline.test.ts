@@ -77,10 +77,9 @@ test('portal serve: a rule stuck past the evaluation deadline gives error; probe
   const dir = await mkdtemp(join(tmpdir(), 'portal-deadline-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   await writeFile(join(dir, 'rules.yaml'), RULES);
+  // Ready (startServe waits for /readyz 200) once the evaluation workers hold the rules.
   const s = await startServe(t, ['--policies', dir, '--evaluation-timeout', `${DEADLINE_MS}ms`, '--evaluation-workers', '2'], { POD_NAME: 'portal-deadline' }, { listenTimeoutMs: 120_000, ready: true });
   const ca = await readFile(s.caFile);
-  // Ready once the evaluation workers hold the rules.
-  await until('portal serve to be ready', 120_000, async () => ((await fetch(`${s.probes}/readyz`)).status === 200 ? true : undefined));
 
   const evaluation = async () =>
     ((await (await fetch(`${s.probes}/debug/vars`)).json()) as { admission: { evaluation: { abandoned: number; readyThreads: number } } }).admission.evaluation;

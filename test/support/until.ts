@@ -37,5 +37,5 @@ export async function until<T>(what: string, ms: number, check: Check<T>, option
  * then, so a test that expects rule decisions waits for this first.
  */
 export function untilReady(probes: string, ms = 30_000): Promise<true> {
-  return until(`${probes}/readyz to answer 200`, ms, async () => (await fetch(`${probes}/readyz`)).status === 200 || undefined, { ignoreErrors: true });
+  return until(`${probes}/readyz to answer 200`, ms, async () => (await fetch(`${probes}/readyz`, { signal: AbortSignal.timeout(1000) })).status === 200 || undefined, { ignoreErrors: true });
 }
