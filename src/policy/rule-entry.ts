@@ -10,6 +10,7 @@ import { compileSchema, type Validator } from './compiler.ts';
 import { ruleRef, type RuleRef } from './exceptions.ts';
 import { isEmptySelector } from './label-selector.ts';
 import { usesVersionKeyword } from './pod-security-version.ts';
+import { namesPod } from './pod-templates.ts';
 import type {
   Enforcement,
   FailurePolicy,
@@ -107,10 +108,6 @@ export function ruleKey(rule: Pick<PortalRuleObject, 'kind' | 'metadata'>): stri
   return rule.kind === 'PortalRule'
     ? `PortalRule/${rule.metadata?.namespace ?? ''}/${rule.metadata?.name ?? ''}`
     : `PortalClusterRule/${rule.metadata?.name ?? ''}`;
-}
-
-function namesPod(kinds: readonly KindMatch[]): boolean {
-  return kinds.some((k) => (k.apiGroups.includes('') || k.apiGroups.includes('*')) && k.kinds.includes('Pod'));
 }
 
 function prepareMatch(spec: RuleSpec): PreparedMatch {
