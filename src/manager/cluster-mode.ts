@@ -48,18 +48,9 @@ export interface ClusterModeDeps {
 
 export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps): Mode | BuildProblems {
   const { root, registry, debugVars } = deps;
-  const inCluster = config.kubeconfig === '' && (deps.env.KUBERNETES_SERVICE_HOST ?? '') !== '';
-  let client: KubeClient;
-  try {
-    client = createKubeClient({
-      ...(inCluster ? { inCluster: true } : { kubeconfigPath: config.kubeconfig }),
-      qps: config.kubeApiQps,
-      burst: config.kubeApiBurst,
-      userAgent: `portal/${VERSION} (${config.podName})`,
-    });
-  } catch (err) {
-    return { title: 'cannot use the cluster', problems: [(err as Error).message] };
-  }
+  const connected = clusterClient(config, deps.env);
+  if ('problems' in connected) return connected;
+  const { client, inCluster } = connected;
   componentLogger(root, 'serve').info({ [LogKey.url]: client.server, inCluster }, 'cluster mode: rules and namespace labels from the API server');
   // Problems of rules and VAPs: counted on every replica, Warning Events on the policy written by the leader only.
   const ruleProblemSink: { problems?: RuleProblems } = {};
@@ -76,22 +67,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   const webhookConfig = config.webhookConfiguration !== '' ? new WebhookConfigSource(client, config.webhookConfiguration, componentLogger(root, 'coverage')) : undefined;
 
   const identity = makeIdentity(config.podName);
-  let elector: LeaderElector;
-  try {
-    elector = new LeaderElector(
-      leaderElectionConfig({
-        leaderElect: config.leaderElect,
-        leaseName: config.leaseName,
-        leaseNamespace: config.leaseNamespace,
-        leaseDurationMs: config.leaseDuration,
-        renewDeadlineMs: config.renewDeadline,
-        retryPeriodMs: config.retryPeriod,
-      }),
-      { client, identity, logger: componentLogger(root, 'leader'), registry },
-    );
-  } catch (err) {
-    return { title: 'invalid leader election settings', problems: [(err as Error).message] };
-  }
+  const elector = clusterElector(config, client, identity, root, registry);
+  if ('problems' in elector) return elector;
 
   // The replica's one transport for leader-only writes (fenced at the socket); closed after the Manager stopped.
   const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: client.userAgent });
@@ -117,23 +94,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   // Audit evaluations reach that thread one at a time, so queueing never eats an evaluation's deadline (see Gate).
   const auditTurn = new Gate(AUDIT_THREADS);
   const { evaluator, actuator } = buildAudit(
-    {
-      installNamespace: config.installNamespace,
-      exemptNamespaces: config.exemptNamespaces,
-      auditIntervalMs: config.auditInterval,
-      workers: config.auditWorkers,
-      maxEvictionsPerMinute: config.maxEvictionsPerMinute,
-      alertmanagerUrls: config.alertmanagerUrl,
-      alertResendIntervalMs: config.alertResendInterval,
-      reports: {
-        api: config.reportApi,
-        granularity: config.reportGranularity,
-        flushMs: config.reportFlush,
-        qps: config.reportQps,
-        maxResults: config.reportMaxResults,
-        statusFilter: config.reportStatusFilter,
-      },
-    },
+    auditConfig(config),
     {
       client,
       writer,
@@ -158,26 +119,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     },
   );
 
-  debugVars.register('informers', () => source.informerStats());
-  debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), events: problemEvents.stats() }));
-  debugVars.register('problem_events', () => problemEvents.stats());
-  if (webhookConfig) debugVars.register('webhook_configuration', () => webhookConfig.stats());
-  debugVars.register('exceptions', () => ({
-    loaded: source.ruleSet.exceptionStates().map((s) => ({ exception: s.display, valid: s.valid, message: s.message, exempted: evaluator.exempted(s.display), expiresAt: s.expiresAt !== undefined ? new Date(s.expiresAt).toISOString() : null })),
-    events: exceptionEvents.stats(),
-  }));
-  // A VAP the API server accepted can still fail to compile in Portal's CEL engine (a
-  // stricter type check): every request it matches is then an audit `error` (DESIGN §8).
-  new Gauge({
-    name: 'portal_vap_compile_errors',
-    help: 'ValidatingAdmissionPolicies with an expression that does not compile in Portal (audited as errors).',
-    registers: [registry],
-    collect(this: Gauge) {
-      this.set(vaps.compileErrors().size);
-    },
-  });
-  debugVars.register('leader_election', () => elector.debugVars());
-  debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats(), evaluation: auditEvaluation.stats() }));
+  registerDebugVars(debugVars, registry, { source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation });
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
 
   return {
@@ -203,4 +145,96 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     ],
     close: () => writer.close(),
   };
+}
+
+/** The API server client, in-cluster or from `--kubeconfig`. */
+function clusterClient(config: Readonly<ServeConfig>, env: ClusterModeDeps['env']): { client: KubeClient; inCluster: boolean } | BuildProblems {
+  const inCluster = config.kubeconfig === '' && (env.KUBERNETES_SERVICE_HOST ?? '') !== '';
+  try {
+    const client = createKubeClient({
+      ...(inCluster ? { inCluster: true } : { kubeconfigPath: config.kubeconfig }),
+      qps: config.kubeApiQps,
+      burst: config.kubeApiBurst,
+      userAgent: `portal/${VERSION} (${config.podName})`,
+    });
+    return { client, inCluster };
+  } catch (err) {
+    return { title: 'cannot use the cluster', problems: [(err as Error).message] };
+  }
+}
+
+function clusterElector(config: Readonly<ServeConfig>, client: KubeClient, identity: string, root: Logger, registry: Registry): LeaderElector | BuildProblems {
+  try {
+    return new LeaderElector(
+      leaderElectionConfig({
+        leaderElect: config.leaderElect,
+        leaseName: config.leaseName,
+        leaseNamespace: config.leaseNamespace,
+        leaseDurationMs: config.leaseDuration,
+        renewDeadlineMs: config.renewDeadline,
+        retryPeriodMs: config.retryPeriod,
+      }),
+      { client, identity, logger: componentLogger(root, 'leader'), registry },
+    );
+  } catch (err) {
+    return { title: 'invalid leader election settings', problems: [(err as Error).message] };
+  }
+}
+
+/** The audit's settings, from the serve flags. */
+function auditConfig(config: Readonly<ServeConfig>): Parameters<typeof buildAudit>[0] {
+  return {
+    installNamespace: config.installNamespace,
+    exemptNamespaces: config.exemptNamespaces,
+    auditIntervalMs: config.auditInterval,
+    workers: config.auditWorkers,
+    maxEvictionsPerMinute: config.maxEvictionsPerMinute,
+    alertmanagerUrls: config.alertmanagerUrl,
+    alertResendIntervalMs: config.alertResendInterval,
+    reports: {
+      api: config.reportApi,
+      granularity: config.reportGranularity,
+      flushMs: config.reportFlush,
+      qps: config.reportQps,
+      maxResults: config.reportMaxResults,
+      statusFilter: config.reportStatusFilter,
+    },
+  };
+}
+
+interface ClusterParts {
+  source: ClusterRuleSource;
+  vaps: VapInformerSource;
+  problemEvents: ProblemEvents;
+  exceptionEvents: ExceptionEvents;
+  webhookConfig: WebhookConfigSource | undefined;
+  elector: LeaderElector;
+  evaluator: ReturnType<typeof buildAudit>['evaluator'];
+  actuator: ReturnType<typeof buildAudit>['actuator'];
+  auditEvaluation: EvaluationPool;
+}
+
+/** /debug/vars and the gauges read at scrape time. */
+function registerDebugVars(debugVars: DebugVars, registry: Registry, parts: ClusterParts): void {
+  const { source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation } = parts;
+  debugVars.register('informers', () => source.informerStats());
+  debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), events: problemEvents.stats() }));
+  debugVars.register('problem_events', () => problemEvents.stats());
+  if (webhookConfig) debugVars.register('webhook_configuration', () => webhookConfig.stats());
+  debugVars.register('exceptions', () => ({
+    loaded: source.ruleSet.exceptionStates().map((s) => ({ exception: s.display, valid: s.valid, message: s.message, exempted: evaluator.exempted(s.display), expiresAt: s.expiresAt !== undefined ? new Date(s.expiresAt).toISOString() : null })),
+    events: exceptionEvents.stats(),
+  }));
+  // A VAP the API server accepted can still fail to compile in Portal's CEL engine (a
+  // stricter type check): every request it matches is then an audit `error` (DESIGN §8).
+  new Gauge({
+    name: 'portal_vap_compile_errors',
+    help: 'ValidatingAdmissionPolicies with an expression that does not compile in Portal (audited as errors).',
+    registers: [registry],
+    collect(this: Gauge) {
+      this.set(vaps.compileErrors().size);
+    },
+  });
+  debugVars.register('leader_election', () => elector.debugVars());
+  debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats(), evaluation: auditEvaluation.stats() }));
 }
