@@ -127,22 +127,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     source,
     election: elector,
     ruleProblems,
-    runnables: [
-      ...source.runnables().map((runnable) => ({ runnable, group: 'informers' as const })),
-      // Not an admission dependency: VAP informers never gate readiness (a cluster without
-      // VAPs, or without RBAC for them, still admits); until synced the audit has no VAP verdicts.
-      { runnable: { name: 'vap-informers', start: (signal: AbortSignal) => vaps.start(signal) }, group: 'others' },
-      // Started before the audit evaluation that uses it, stopped with it (a closed pool fails its tasks, which the audit retries).
-      { runnable: { name: 'evaluation-audit', start: (signal: AbortSignal) => auditEvaluation.start(signal) }, group: 'informers' },
-      // Never gates readiness either: only the rules' Covered condition reads it.
-      ...(webhookConfig ? [{ runnable: webhookConfig, group: 'others' as const }] : []),
-      // Every replica evaluates (warm followers) ...
-      { runnable: evaluator, group: 'others' },
-      // ... and only the leader acts: started by the Manager with each term.
-      { runnable: actuator, group: 'others' },
-      { runnable: problemEvents, group: 'others' },
-      { runnable: exceptionEvents, group: 'others' },
-    ],
+    runnables: clusterRunnables({ source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation }),
     close: () => writer.close(),
   };
 }
@@ -237,4 +222,25 @@ function registerDebugVars(debugVars: DebugVars, registry: Registry, parts: Clus
   });
   debugVars.register('leader_election', () => elector.debugVars());
   debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats(), evaluation: auditEvaluation.stats() }));
+}
+
+/** What the Manager runs in cluster mode, by start group. */
+function clusterRunnables(parts: ClusterParts): Mode['runnables'] {
+  const { source, vaps, problemEvents, exceptionEvents, webhookConfig, evaluator, actuator, auditEvaluation } = parts;
+  return [
+    ...source.runnables().map((runnable) => ({ runnable, group: 'informers' as const })),
+    // Not an admission dependency: VAP informers never gate readiness (a cluster without
+    // VAPs, or without RBAC for them, still admits); until synced the audit has no VAP verdicts.
+    { runnable: { name: 'vap-informers', start: (signal: AbortSignal) => vaps.start(signal) }, group: 'others' },
+    // Started before the audit evaluation that uses it, stopped with it (a closed pool fails its tasks, which the audit retries).
+    { runnable: { name: 'evaluation-audit', start: (signal: AbortSignal) => auditEvaluation.start(signal) }, group: 'informers' },
+    // Never gates readiness either: only the rules' Covered condition reads it.
+    ...(webhookConfig ? [{ runnable: webhookConfig, group: 'others' as const }] : []),
+    // Every replica evaluates (warm followers) ...
+    { runnable: evaluator, group: 'others' },
+    // ... and only the leader acts: started by the Manager with each term.
+    { runnable: actuator, group: 'others' },
+    { runnable: problemEvents, group: 'others' },
+    { runnable: exceptionEvents, group: 'others' },
+  ];
 }
