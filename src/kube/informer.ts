@@ -126,7 +126,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
     this.name = config.name;
     this.#client = client;
     this.#config = { staleAfterMs: 150_000, watchTimeoutSeconds: 300, pageSize: 500, ...config };
-    this.#logger = logger.child({ [LogKey.component]: 'informer', [LogKey.informer]: config.name });
+    this.#logger = logger.child({ [LogKey.informer]: config.name });
   }
 
   /** Subscribes to add/update/delete; returns an unsubscribe function. */

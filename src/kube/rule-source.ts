@@ -40,7 +40,7 @@ export class RuleInformerSource {
     const { ruleKey, ...informerOptions } = options;
     this.#sink = sink;
     this.#key = ruleKey ?? policyRuleKey;
-    this.#logger = logger.child({ [LogKey.component]: 'rule-source' });
+    this.#logger = logger.child({ [LogKey.subcomponent]: 'rule-source' });
     const base = `/apis/${RULE_GROUP}/${RULE_VERSION}`;
     this.clusterRules = new ResilientInformer(
       client,

@@ -64,7 +64,7 @@ export class VapInformerSource {
 
   constructor(client: KubeClient, logger: Logger, options: VapInformerSourceOptions = {}) {
     this.#client = client;
-    this.#logger = logger.child({ [LogKey.component]: 'vap-source' });
+    this.#logger = logger.child({ [LogKey.subcomponent]: 'vap-source' });
     this.#options = options;
     const base = `/apis/${VAP_GROUP}/${VAP_VERSION}`;
     this.policies = new ResilientInformer(

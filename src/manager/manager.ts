@@ -75,7 +75,8 @@ export class Manager {
 
   constructor(config: Partial<ManagerConfig>, deps: ManagerDeps) {
     this.#config = Object.freeze({ ...MANAGER_DEFAULTS, ...config });
-    this.#logger = deps.logger.child({ [LogKey.component]: 'manager' });
+    // The caller names the component (componentLogger(root, 'manager')).
+    this.#logger = deps.logger;
     this.#election = deps.election;
   }
 
