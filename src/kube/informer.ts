@@ -362,7 +362,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
         if (settled) return;
         if (signal.aborted) finish('aborted');
         else if (err && isExpired(err)) finish('expired');
-        else if (err) finish(err instanceof Error ? err : new Error(String(err)));
+        else if (err) finish(toError(err));
         else finish('closed');
       };
       new Watch(this.#client.kubeConfig).watch(this.#config.path, query, onEvent, onDone).then(
@@ -376,7 +376,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
             this.#lastActivity = performance.now();
           }
         },
-        (err: unknown) => finish(err instanceof Error ? err : new Error(String(err))),
+        (err: unknown) => finish(toError(err)),
       );
     });
   }
