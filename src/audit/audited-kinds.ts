@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import type { KubeClient } from '../kube/client.ts';
 import type { WebhookConfigurationView } from '../kube/webhook-config-source.ts';
+import { LogKey } from '../observability/log-keys.ts';
 import type { RuleSet } from '../policy/index.ts';
 import type { AuditPolicySource } from './audit-step.ts';
 import { ruleCoverage, type Coverage, type CoverageInputs } from './coverage.ts';
@@ -56,12 +57,12 @@ export class AuditedKinds {
       else unresolved.push(r.reason);
     }
     if (unresolved.join() !== this.#unresolved.join()) {
-      for (const reason of unresolved) this.#log.warn({ reason }, 'a matched kind is not audited');
+      for (const reason of unresolved) this.#log.warn({ [LogKey.reason]: reason }, 'a matched kind is not audited');
       this.#unresolved = unresolved;
     }
     if (unresolved.length > 0) this.#resolver.forget();
     const { started, stopped } = this.#informers.sync(wanted, signal);
-    if (started.length || stopped.length) this.#log.info({ started: started.map((r) => r.kind), stopped: stopped.map((r) => r.kind) }, 'audited kinds changed');
+    if (started.length || stopped.length) this.#log.info({ [LogKey.started]: started.map((r) => r.kind), [LogKey.stopped]: stopped.map((r) => r.kind) }, 'audited kinds changed');
     return stopped;
   }
 

@@ -25,7 +25,7 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { Gauge } from 'prom-client';
 import type { InformerEvent, ResilientInformer } from '../kube/informer.ts';
-import { ErrorCode, isPortalError } from '../observability/errors.ts';
+import { ErrorCode, isPortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { evaluate, exemptVerdicts, type RuleState } from '../policy/index.ts';
 import type { EvaluationInput, KubeObject, RuleAction, RuleVerdict } from '../policy/types.ts';
@@ -186,7 +186,7 @@ export class AuditEvaluator {
       this.#queue.add(key);
     } catch (err) {
       if (isPortalError(err, ErrorCode.Closed)) return;
-      this.#log.warn({ key, err: (err as Error).message }, 'audit queue rejected a key; the next full pass retries it');
+      this.#log.warn({ [LogKey.key]: key, [LogKey.error]: toError(err) }, 'audit queue rejected a key; the next full pass retries it');
     }
   }
 
@@ -290,7 +290,7 @@ export class AuditEvaluator {
       if (coverageChanged.length > 0) this.#step?.coverageChanged?.(coverageChanged);
       this.#gauges.objects.set(this.#objects.size);
     } catch (err) {
-      this.#log.warn({ err: (err as Error).message }, 'audit tick failed, retrying');
+      this.#log.warn({ [LogKey.error]: toError(err) }, 'audit tick failed, retrying');
       this.#revision = '';
     } finally {
       this.#ticking = false;

@@ -18,6 +18,7 @@ import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import type { Runnable } from '../manager/runnable.ts';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { LogKey } from '../observability/log-keys.ts';
 import { EXCEPTION_KIND, RULE_API_VERSION, type GroupVersionKind } from '../policy/types.ts';
 import { clipEventMessage, LeaderEvents } from './leader-events.ts';
 
@@ -44,7 +45,7 @@ export class ExceptionEvents implements Runnable {
     this.#identity = deps.identity;
     this.#events = new LeaderEvents({
       writer: deps.writer,
-      logger: deps.logger.child({ subcomponent: 'exception-events' }),
+      logger: deps.logger.child({ [LogKey.subcomponent]: 'exception-events' }),
       maxAgeMs: MAX_AGE_MS,
       ...(deps.writeLimiter ? { writeLimiter: deps.writeLimiter } : {}),
     });

@@ -10,6 +10,7 @@
 import type { Logger } from 'pino';
 import type { KubeClient } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
+import { LogKey } from '../observability/log-keys.ts';
 import type { ExceptionState } from '../policy/index.ts';
 import { exceptionConditions } from '../policy/exceptions.ts';
 import type { ExceptionStatus, KubeObject } from '../policy/types.ts';
@@ -44,6 +45,7 @@ export class ExceptionStatusWriter extends FencedStatusWriter<ExceptionState, Ex
       writer,
       {
         noun: 'exception',
+        logFields: (key) => ({ [LogKey.exception]: key }),
         subcomponent: 'exception-status',
         current: () => new Map(inputs.states().map((s) => [s.display, s])),
         object: (state) => inputs.exceptionObject(state),

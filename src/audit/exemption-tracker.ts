@@ -8,6 +8,7 @@
  * it (the exception's status: Expired).
  */
 import type { Logger } from 'pino';
+import { LogKey } from '../observability/log-keys.ts';
 import type { RuleSet } from '../policy/index.ts';
 import type { KubeObject } from '../policy/types.ts';
 import type { ExemptionTransition } from './exception-events.ts';
@@ -69,7 +70,7 @@ export class ExemptionTracker {
       for (const key of this.#exempting.get(s.display) ?? []) this.#deps.enqueue(key);
     }
     if (changed.length > 0) {
-      this.#deps.logger.info({ exceptions: changed }, 'exceptions expired: their objects are evaluated again');
+      this.#deps.logger.info({ [LogKey.exceptions]: changed }, 'exceptions expired: their objects are evaluated again');
       this.#deps.changed(changed);
     }
     this.arm(signal);

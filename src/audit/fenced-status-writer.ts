@@ -15,10 +15,10 @@
  * write would go unnoticed until the next change of that object.
  */
 import type { Logger } from 'pino';
-import { apiStatusCode, describeApiError, type KubeClient } from '../kube/client.ts';
+import { apiStatusCode, type KubeClient } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
-import { isPortalError } from '../observability/errors.ts';
+import { isPortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { KubeObject } from '../policy/types.ts';
 
@@ -27,8 +27,9 @@ import type { KubeObject } from '../policy/types.ts';
 export type MergePatchOptions = ReturnType<FencedWriter['mergePatchOptions']>;
 
 export interface StatusKind<T, S> {
-  /** Log field naming the object (`rule`, `exception`) and the subcomponent name. */
+  /** What the object is called in log messages (`rule`, `exception`), the log field naming it, and the subcomponent. */
   readonly noun: string;
+  logFields(key: string): Record<string, string>;
   readonly subcomponent: string;
   /** The objects that exist now, by the key markDirty uses. */
   current(): Map<string, T>;
@@ -151,7 +152,7 @@ export class FencedStatusWriter<T, S> {
       const noun = this.#kind.noun;
       if (signal.aborted || isPortalError(err)) {
         this.#dirty.add(key);
-        if (!signal.aborted) this.#logger.info({ [noun]: key, err: (err as Error).message }, 'status write fenced');
+        if (!signal.aborted) this.#logger.info({ ...this.#kind.logFields(key), [LogKey.error]: toError(err) }, 'status write fenced');
         return 'stop';
       }
       if (apiStatusCode(err) === 404) return 'next'; // deleted meanwhile
@@ -159,10 +160,10 @@ export class FencedStatusWriter<T, S> {
       if (apiStatusCode(err) === 409) {
         // Changed since observed (a spec edit, another writer): decide again on the next flush, on the newer object.
         this.#written.delete(key);
-        this.#logger.debug({ [noun]: key }, `${noun} changed since observed; status write retried`);
+        this.#logger.debug({ ...this.#kind.logFields(key) }, `${noun} changed since observed; status write retried`);
         return 'next';
       }
-      this.#logger.warn({ [noun]: key, err: describeApiError(err) }, `${noun} status write failed, will retry`);
+      this.#logger.warn({ ...this.#kind.logFields(key), [LogKey.error]: toError(err) }, `${noun} status write failed, will retry`);
       return 'next';
     }
   }

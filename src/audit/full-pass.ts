@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { Gauge } from 'prom-client';
+import { LogKey } from '../observability/log-keys.ts';
 import type { RuleSet } from '../policy/index.ts';
 import type { KindInformers } from './kind-informers.ts';
 import { objectKey } from './work-queue.ts';
@@ -161,7 +162,7 @@ export class FullPasses {
     const seconds = (performance.now() - this.#startedAt) / 1000;
     this.#deps.passSeconds.set(seconds);
     this.#deps.ended(at, rules);
-    this.#deps.logger.info({ objects: this.#deps.heldCount(), rules: rules.size, seconds }, 'full audit pass done');
+    this.#deps.logger.info({ [LogKey.objects]: this.#deps.heldCount(), [LogKey.rules]: rules.size, [LogKey.seconds]: seconds }, 'full audit pass done');
     if (this.#again && this.#ready) setImmediate(() => this.start());
   }
 }

@@ -20,10 +20,11 @@
  */
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { apiStatusCode, describeApiError } from '../kube/client.ts';
+import { apiStatusCode } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
-import { ErrorCode, isPortalError } from '../observability/errors.ts';
+import { ErrorCode, isPortalError, toError } from '../observability/errors.ts';
+import { LogKey } from '../observability/log-keys.ts';
 
 export interface QueuedEvent {
   /** Deterministic: the same fact always gives the same key (and Event name). */
@@ -145,10 +146,10 @@ export class LeaderEvents {
       if (isPortalError(err, ErrorCode.TermExpired) || signal.aborted) return false;
       // The namespace is gone (e.g. a PortalRule deleted with its namespace) or closed to us: nothing to report on.
       if (apiStatusCode(err) === 404 || apiStatusCode(err) === 403) {
-        this.#log.warn({ err: describeApiError(err), event: p.body.metadata?.name, namespace: p.namespace, reason: p.body.reason }, 'cannot record an event; dropping it');
+        this.#log.warn({ [LogKey.error]: toError(err), [LogKey.event]: p.body.metadata?.name, [LogKey.namespace]: p.namespace, [LogKey.reason]: p.body.reason }, 'cannot record an event; dropping it');
         return true;
       }
-      this.#log.warn({ err: describeApiError(err), event: p.body.metadata?.name, reason: p.body.reason }, 'could not record an event; retrying');
+      this.#log.warn({ [LogKey.error]: toError(err), [LogKey.event]: p.body.metadata?.name, [LogKey.reason]: p.body.reason }, 'could not record an event; retrying');
       return false;
     }
   }

@@ -31,6 +31,7 @@ import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import type { Runnable } from '../manager/runnable.ts';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { LogKey } from '../observability/log-keys.ts';
 import { clipEventMessage, LeaderEvents } from './leader-events.ts';
 
 /** The policy an Event is about. */
@@ -92,7 +93,7 @@ export class ProblemEvents implements Runnable {
     this.#identity = deps.identity;
     this.#events = new LeaderEvents({
       writer: deps.writer,
-      logger: deps.logger.child({ subcomponent: 'problem-events' }),
+      logger: deps.logger.child({ [LogKey.subcomponent]: 'problem-events' }),
       maxPending: MAX_PENDING,
       whenFull: 'drop-new',
       onRecorded: (key) => void this.#done.set(key, Date.now()),

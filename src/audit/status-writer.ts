@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { KubeClient } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import { matchesPods, type RuleState } from '../policy/index.ts';
+import { LogKey } from '../observability/log-keys.ts';
 import type { Condition, KubeObject, RuleSpec, RuleStatus } from '../policy/types.ts';
 import { validateActions } from './actions.ts';
 import type { Coverage } from './coverage.ts';
@@ -78,6 +79,7 @@ export class StatusWriter extends FencedStatusWriter<RuleState, RuleStatus> {
       writer,
       {
         noun: 'rule',
+        logFields: (key) => ({ [LogKey.rule]: key }),
         subcomponent: 'status-writer',
         current: () => new Map(inputs.states().map((s) => [s.key, s])),
         object: (state) => inputs.ruleObject(state),

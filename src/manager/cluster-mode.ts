@@ -51,7 +51,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   const connected = clusterClient(config, deps.env);
   if ('problems' in connected) return connected;
   const { client, inCluster } = connected;
-  componentLogger(root, 'serve').info({ [LogKey.url]: client.server, inCluster }, 'cluster mode: rules and namespace labels from the API server');
+  componentLogger(root, 'serve').info({ [LogKey.url]: client.server, [LogKey.inCluster]: inCluster }, 'cluster mode: rules and namespace labels from the API server');
   // Problems of rules and VAPs: counted on every replica, Warning Events on the policy written by the leader only.
   const ruleProblemSink: { problems?: RuleProblems } = {};
   const source = new ClusterRuleSource({
