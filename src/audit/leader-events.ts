@@ -53,8 +53,39 @@ const RETRY_MS = 5000;
 /** Event messages are capped by the API server at 1 KiB (as client-go truncates them). */
 const MAX_MESSAGE = 1024;
 
-export function clipEventMessage(text: string): string {
+function clipEventMessage(text: string): string {
   return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE - 3)}...` : text;
+}
+
+/** A core/v1 Event Portal writes now (count 1, its message clipped), reported by `portal.dev/audit` on this replica. */
+export function eventBody(e: {
+  name: string;
+  namespace: string;
+  involvedObject: NonNullable<CoreV1Event['involvedObject']>;
+  related?: CoreV1Event['related'];
+  reason: string;
+  message: string;
+  type: 'Normal' | 'Warning';
+  reportingComponent: string;
+  reportingInstance: string;
+}): CoreV1Event {
+  const now = new Date();
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: e.name, namespace: e.namespace },
+    involvedObject: e.involvedObject,
+    ...(e.related ? { related: e.related } : {}),
+    reason: e.reason,
+    message: clipEventMessage(e.message),
+    type: e.type,
+    count: 1,
+    firstTimestamp: now,
+    lastTimestamp: now,
+    source: { component: 'portal' },
+    reportingComponent: e.reportingComponent,
+    reportingInstance: e.reportingInstance,
+  };
 }
 
 export class LeaderEvents {

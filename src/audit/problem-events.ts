@@ -32,7 +32,7 @@ import type { LeaderTerm } from '../leader/term.ts';
 import type { Runnable } from '../manager/runnable.ts';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
-import { clipEventMessage, LeaderEvents } from './leader-events.ts';
+import { eventBody, LeaderEvents } from './leader-events.ts';
 
 /** The policy an Event is about. */
 export interface ProblemSubject {
@@ -136,11 +136,9 @@ export class ProblemEvents implements Runnable {
   }
 
   #event(key: string, namespace: string, subject: ProblemSubject, problem: Problem): CoreV1Event {
-    const now = new Date();
-    return {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: `${subject.name.slice(0, 200)}.${key}`, namespace },
+    return eventBody({
+      name: `${subject.name.slice(0, 200)}.${key}`,
+      namespace,
       involvedObject: {
         apiVersion: subject.apiVersion,
         kind: subject.kind,
@@ -149,15 +147,11 @@ export class ProblemEvents implements Runnable {
         uid: subject.uid,
       },
       reason: problem.reason,
-      message: clipEventMessage(problem.message),
+      message: problem.message,
       type: 'Warning',
-      count: 1,
-      firstTimestamp: now,
-      lastTimestamp: now,
-      source: { component: 'portal' },
       reportingComponent: PROBLEM_EVENT_CONTROLLER,
       reportingInstance: this.#identity,
-    };
+    });
   }
 
   stats(): Record<string, unknown> {

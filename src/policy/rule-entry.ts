@@ -193,6 +193,16 @@ function identity(rule: PortalRuleObject): { key: string; name: string; namespac
   return { key: ruleKey(rule), name, namespace, display: namespace === undefined ? name : `${namespace}/${name}` };
 }
 
+type Identity = ReturnType<typeof identity>;
+
+function entryNames(rule: PortalRuleObject, id: Identity): Pick<RuleEntry, 'key' | 'display' | 'exceptionRef' | 'ruleKind' | 'ruleNamespace'> {
+  return { key: id.key, display: id.display, exceptionRef: ruleRef(id.display), ruleKind: rule.kind, ruleNamespace: id.namespace };
+}
+
+function stateNames(rule: PortalRuleObject, id: Identity): Pick<RuleState, 'key' | 'ruleKind' | 'name' | 'namespace'> {
+  return { key: id.key, ruleKind: rule.kind, name: id.name, ...(id.namespace !== undefined ? { namespace: id.namespace } : {}) };
+}
+
 /**
  * The slot of a new version of a rule (`hash`: of its spec), given the slot
  * it replaces: compiled and in force; or rejected, with the last good
@@ -225,18 +235,14 @@ export function compileRule(rule: PortalRuleObject, hash: string, generation: nu
 function compiledSlot(
   rule: PortalRuleObject,
   s: RuleSpec,
-  id: ReturnType<typeof identity>,
+  id: Identity,
   hash: string,
   generation: number,
   compiled: { validate: Validator; release: () => void; cel: CelRule | undefined },
 ): Slot {
   const d = specDefaults(s);
   const entry: RuleEntry = {
-    key: id.key,
-    display: id.display,
-    exceptionRef: ruleRef(id.display),
-    ruleKind: rule.kind,
-    ruleNamespace: id.namespace,
+    ...entryNames(rule, id),
     ...d,
     message: s.validate.message ?? '',
     match: prepareMatch(s),
@@ -252,10 +258,7 @@ function compiledSlot(
     entry,
     latest: rule,
     state: {
-      key: id.key,
-      ruleKind: rule.kind,
-      name: id.name,
-      ...(id.namespace !== undefined ? { namespace: id.namespace } : {}),
+      ...stateNames(rule, id),
       generation,
       ready: true,
       reason: 'Compiled',
@@ -266,7 +269,7 @@ function compiledSlot(
   };
 }
 
-function neverCompiledSlot(rule: PortalRuleObject, id: ReturnType<typeof identity>, hash: string, generation: number, failure: string): Slot {
+function neverCompiledSlot(rule: PortalRuleObject, id: Identity, hash: string, generation: number, failure: string): Slot {
   const spec = (rule as { spec?: unknown }).spec;
   const d = specDefaults(spec as Partial<RuleSpec> | undefined);
   const why = `it has never compiled: ${failure}`;
@@ -278,11 +281,7 @@ function neverCompiledSlot(rule: PortalRuleObject, id: ReturnType<typeof identit
     latest: rule,
     entry: usable
       ? {
-          key: id.key,
-          display: id.display,
-          exceptionRef: ruleRef(id.display),
-          ruleKind: rule.kind,
-          ruleNamespace: id.namespace,
+          ...entryNames(rule, id),
           ...d,
           message: '',
           match: prepareMatch(spec),
@@ -292,10 +291,7 @@ function neverCompiledSlot(rule: PortalRuleObject, id: ReturnType<typeof identit
         }
       : undefined,
     state: {
-      key: id.key,
-      ruleKind: rule.kind,
-      name: id.name,
-      ...(id.namespace !== undefined ? { namespace: id.namespace } : {}),
+      ...stateNames(rule, id),
       generation,
       ready: false,
       reason: 'CompileError',
