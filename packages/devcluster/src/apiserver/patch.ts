@@ -6,6 +6,8 @@
  * apply is approximated by a strategic merge of the applied configuration.
  */
 import { ApiError, errors } from './status.ts';
+import YAML from 'yaml';
+import type { ResourceDef } from './registry.ts';
 import { clone, isPlainObject, type Obj } from './types.ts';
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 
@@ -121,4 +123,30 @@ function mergeList(cur: unknown[], patch: Obj[], key: string, path: string[]): u
     else out.push(strategicMerge({}, p, path));
   }
   return out;
+}
+
+/** A PATCH body: YAML for server-side apply, JSON for the others (400 when it does not parse). */
+export function decodePatchBody(type: string, raw: string): unknown {
+  try {
+    return type === 'application/apply-patch+yaml' ? YAML.parse(raw) : JSON.parse(raw);
+  } catch (e) {
+    throw errors.badRequest(`error decoding patch: ${(e as Error).message}`);
+  }
+}
+
+/** `existing` patched by a merge, JSON or strategic merge patch (415 for another type, or strategic merge on a custom resource). */
+export function applyPatchBody(type: string, contentType: string, def: ResourceDef, existing: Obj, patchBody: unknown): unknown {
+  switch (type) {
+    case 'application/merge-patch+json':
+      if (!isPlainObject(patchBody)) throw errors.badRequest('error decoding patch: merge patch must be a JSON object');
+      return mergePatch(clone(existing), patchBody);
+    case 'application/json-patch+json':
+      return jsonPatch(existing, patchBody);
+    case 'application/strategic-merge-patch+json':
+      if (!def.builtin) throw errors.unsupportedMediaType(contentType);
+      if (!isPlainObject(patchBody)) throw errors.badRequest('error decoding patch: strategic merge patch must be a JSON object');
+      return strategicMerge(clone(existing), patchBody);
+    default:
+      throw errors.unsupportedMediaType(contentType);
+  }
 }
