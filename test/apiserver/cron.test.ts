@@ -1,7 +1,7 @@
 /** The CronJob controller's five-field schedule parser (packages/devcluster/src/controllers/cron.ts). */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CronError, nextRun, parseCron } from '../../packages/devcluster/src/controllers/cron.ts';
+import { CronError, lastRun, nextRun, parseCron } from '../../packages/devcluster/src/controllers/cron.ts';
 
 const at = (iso: string): number => Date.parse(iso);
 const next = (spec: string, after: string): string => new Date(nextRun(parseCron(spec), at(after))!).toISOString();
@@ -46,4 +46,20 @@ test('bad schedules are errors with a reason', () => {
   assert.throws(() => parseCron('0 0 15W * *'), /failed to parse int from 15W/);
   assert.throws(() => parseCron('0 0 * * 5#2'), /failed to parse int from 5#2: invalid day of week/);
   assert.throws(() => parseCron('0 0 * * +mon'), /failed to parse int from \+mon/);
+});
+
+test('lastRun is the latest run at or before a time: what stepping with nextRun reaches', () => {
+  const window = 40 * 86_400_000; // stepping costs a call per run: compare within 40 days
+  for (const spec of ['*/30 * * * *', '*/7 3-5 * * *', '0 0 15 * tue', '30 9 * * mon-fri', '0 0 29 2 *']) {
+    const s = parseCron(spec);
+    for (const iso of ['2026-03-01T00:00:00Z', '2026-03-01T04:14:00Z', '2026-03-01T04:14:59.999Z', '2026-03-03T09:30:00.500Z', '2028-03-01T00:00:00Z']) {
+      const at = Date.parse(iso);
+      let stepped: number | undefined;
+      for (let n = nextRun(s, at - window); n !== undefined && n <= at; n = nextRun(s, n)) stepped = n;
+      const last = lastRun(s, at);
+      assert.equal(last !== undefined && last > at - window ? last : undefined, stepped, `${spec} at ${iso}`);
+    }
+  }
+  assert.equal(lastRun(parseCron('0 0 29 2 *'), Date.parse('2026-03-01T00:00:00Z')), Date.parse('2024-02-29T00:00:00Z'));
+  assert.equal(lastRun(parseCron('0 0 30 2 *'), Date.parse('2026-01-01T00:00:00Z')), undefined);
 });
