@@ -24,6 +24,8 @@ import { ApiError, errors } from './status.ts';
 import { toTable, wantsTable } from './table.ts';
 import { isPlainObject, meta, type Obj, type UserInfo } from './types.ts';
 import { serveWatch, type ActiveWatch } from './watch.ts';
+import { LogKey } from '../../../../src/observability/log-keys.ts';
+import { toError } from '../../../../src/observability/errors.ts';
 
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
@@ -80,7 +82,7 @@ export class Router {
     this.route(req, res).catch((e: unknown) => {
       if (e instanceof ApiError) sendJson(res, e.code, e.toStatus());
       else {
-        this.d.logger.error({ err: e }, 'apiserver request failed');
+        this.d.logger.error({ [LogKey.error]: toError(e) }, 'apiserver request failed');
         sendJson(res, 500, errors.internal((e as Error).message).toStatus());
       }
     });
