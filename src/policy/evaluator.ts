@@ -215,16 +215,16 @@ function evaluateOne(
   }
   let violations: ReturnType<typeof entry.validate>;
   try {
-    const validate = entry.validate;
-    const run = (): SchemaViolation[] =>
-      templatePath ? validate(templatePod(target, templatePath), c.templatePrefix, version) : validate(target, '', version);
+    // No closure here: this runs once per matched rule and request.
+    const object = templatePath ? templatePod(target, templatePath) : target;
+    const prefix = templatePath ? c.templatePrefix : '';
     if (timeBudget === undefined) {
-      violations = run();
+      violations = entry.validate(object, prefix, version);
     } else {
       // Regex work inside the schema reads the same deadline (re2.ts).
       const outer = enterDeadline(timeBudget);
       try {
-        violations = run();
+        violations = entry.validate(object, prefix, version);
       } finally {
         leaveDeadline(outer);
       }

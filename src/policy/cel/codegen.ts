@@ -38,9 +38,13 @@
  * Pure: no I/O.
  */
 import { Optional } from '@marcbachmann/cel-js';
-import { built, runtime, type Runtime, MAX_OPERANDS, delegate } from './runtime.ts';
+import { hasDelegates, runtime, type Runtime } from './runtime.ts';
+import { selectDelegate } from './runtime-ops.ts';
+import { built, delegateOf, type Delegate } from './values-marks.ts';
+import { MAX_OPERANDS } from './environment.ts';
 import { sizeCost, type Meter } from './meter.ts';
 import { isCostedCall } from './charges.ts';
+import { re2 } from './lib/regex.ts';
 
 /** A node of cel-js's public AST. */
 interface Node {
@@ -62,8 +66,6 @@ export interface Generated {
 /** The activation variables (engine.ts declares them, all `dyn`). */
 export interface GenerateOptions {
   variables: readonly string[];
-  /** Functions implemented natively (by name), the rest are delegated. */
-  matches: (s: string, p: string) => boolean;
 }
 
 const COSTED_OPERATORS = new Set(['==', '!=', '<', '<=', '>', '>=', 'in', '+']);
@@ -78,6 +80,13 @@ function asNode(v: unknown): Node {
 }
 
 const str = (s: string): string => JSON.stringify(s);
+
+/** `s.matches(p)` (renamed portalMatches), `s.find(p)`, `s.findAll(p[, n])`: run natively (lib/regex.ts) with the meter. */
+function isRegexCall(name: string, rcall: boolean, operands: number): boolean {
+  if (name === 'portalMatches') return operands === 2;
+  if (!rcall) return false;
+  return (name === 'find' && operands === 2) || (name === 'findAll' && (operands === 2 || operands === 3));
+}
 
 interface Block {
   lines: string[];
@@ -204,10 +213,20 @@ class Generator {
       case '.': {
         const [target, field] = n.args as [Node, string];
         if (isNode(target) && this.namespace(target) !== undefined) return this.delegated(`${this.namespace(target)}.${field}`, [], root);
-        const t = this.value(asNode(target));
         const f = str(field);
+        const sd = this.constant(selectDelegate(field, false));
+        if (isNode(target) && target.op === 'id' && target.args === 'variables' && this.lookup('variables') === undefined) {
+          // `variables.NAME`: a getter of the variables object (composition.ts), its value a CEL value already.
+          this.charge(1);
+          const v = this.temp();
+          this.emit(`${v} = ctx.variables[${f}];`);
+          this.emit(`if (${v} === undefined) ${v} = R.sel(ctx.variables, ${f}, ${sd});`);
+          this.sized(v, root);
+          return v;
+        }
+        const t = this.value(asNode(target));
         const v = this.temp();
-        this.emit(`${v} = (${t} !== null && typeof ${t} === "object" && ${t}.constructor === Object && Object.hasOwn(${t}, ${f})) ? ${t}[${f}] : R.sel(${t}, ${f});`);
+        this.emit(`${v} = (${t} !== null && typeof ${t} === "object" && ${t}.constructor === Object && Object.hasOwn(${t}, ${f})) ? ${t}[${f}] : R.sel(${t}, ${f}, ${sd});`);
         this.emit(`if (typeof ${v} === "number") ${v} = R.read(${t}, ${v});`);
         this.sized(v, root);
         return v;
@@ -216,7 +235,7 @@ class Generator {
         const [target, field] = n.args as [Node, string];
         const t = this.value(asNode(target));
         const v = this.temp();
-        this.emit(`${v} = R.osel(${t}, ${str(field)});`);
+        this.emit(`${v} = R.osel(${t}, ${str(field)}, ${this.constant(selectDelegate(field, true))});`);
         return v;
       }
       case '[]':
@@ -258,7 +277,7 @@ class Generator {
         const l = this.value(asNode(a));
         const r = this.value(asNode(b));
         const costed = COSTED_OPERATORS.has(n.op);
-        if (costed) this.emit(`if ((m.used += R.binaryCost(${str(n.op)}, ${l}, ${r})) > m.limit) R.over(m);`);
+        if (costed) this.emit(`if ((m.used += R.binaryCost(${str(n.op)}, ${l}, ${r}, m)) > m.limit) R.over(m);`);
         const v = this.temp();
         if (n.op === '==' || n.op === '!=') {
           const same = n.op === '==' ? '===' : '!==';
@@ -387,50 +406,66 @@ class Generator {
     for (let i = all.length - 1; i >= 0; i--) values[i] = this.value(all[i] as Node);
     operands.push(...values);
     const costed = isCostedCall(name);
-    if (costed) this.emit(`if ((m.used += R.callCost(${str(name)}, [${operands.join(', ')}])) > m.limit) R.over(m);`);
+    if (costed) this.emit(`if ((m.used += R.callCost(${str(name)}, [${operands.join(', ')}], m)) > m.limit) R.over(m);`);
     const v = this.temp();
     const [a0, a1] = operands;
     if (rcall && ns === undefined && operands.length === 1 && (name === 'hasValue' || name === 'value')) {
-      this.emit(`${v} = ${a0} instanceof R.Optional ? ${a0}.${name}() : R.call(${str(this.callSource(name, ns, rcall, 1))}, ${a0});`);
+      this.emit(`${v} = ${a0} instanceof R.Optional ? ${a0}.${name}() : R.call(${this.callDelegate(name, ns, rcall, 1)}, ${a0});`);
     } else if (name === 'size' && operands.length === 1) {
       this.emit(`${v} = Array.isArray(${a0}) ? BigInt(${a0}.length) : R.size(${a0});`);
     } else if (rcall && ns === undefined && operands.length === 2 && (name === 'startsWith' || name === 'endsWith' || name === 'contains')) {
       const method = name === 'contains' ? 'includes' : name;
-      this.emit(`${v} = (typeof ${a0} === "string" && typeof ${a1} === "string") ? ${a0}.${method}(${a1}) : R.call(${str(this.callSource(name, ns, rcall, 2))}, ${a0}, ${a1});`);
-    } else if (name === 'portalMatches' && operands.length === 2) {
-      const fn = this.constant(this.opts.matches);
-      this.emit(`${v} = (typeof ${a0} === "string" && typeof ${a1} === "string") ? ${fn}(${a0}, ${a1}) : R.call(${str(this.callSource(name, ns, rcall, 2))}, ${a0}, ${a1});`);
+      this.emit(`${v} = (typeof ${a0} === "string" && typeof ${a1} === "string") ? ${a0}.${method}(${a1}) : R.call(${this.callDelegate(name, ns, rcall, 2)}, ${a0}, ${a1});`);
+    } else if (ns === undefined && isRegexCall(name, rcall, operands.length)) {
+      // The regex functions run here with the evaluation's meter; a constant pattern is compiled once, now.
+      const re = this.constantPattern(all[1]);
+      const fallback = `R.call(${this.callDelegate(name, ns, rcall, operands.length)}${operands.map((o) => `, ${o}`).join('')})`;
+      const strings = `typeof ${a0} === "string" && typeof ${a1} === "string"`;
+      if (name === 'portalMatches') this.emit(`${v} = (${strings}) ? R.matches(${a0}, ${a1}, m, ${re}) : ${fallback};`);
+      else if (name === 'find') this.emit(`${v} = (${strings}) ? R.find(${a0}, ${a1}, m, ${re}) : ${fallback};`);
+      else if (operands.length === 2) this.emit(`${v} = (${strings}) ? R.built(R.findAll(${a0}, ${a1}, -1, m, ${re})) : ${fallback};`);
+      else this.emit(`${v} = (${strings} && typeof ${operands[2]} === "bigint") ? R.built(R.findAll(${a0}, ${a1}, Number(${operands[2]}), m, ${re})) : ${fallback};`);
     } else {
-      const source = this.callSource(name, ns, rcall, operands.length);
-      this.emit(`${v} = R.call(${str(source)}${operands.map((o) => `, ${o}`).join('')});`);
+      const d = this.callDelegate(name, ns, rcall, operands.length);
+      this.emit(`${v} = R.call(${d}${operands.map((o) => `, ${o}`).join('')});`);
     }
     if (!costed) this.sized(v, root);
     return v;
   }
 
-  /** The CEL source of a delegated call, its operands named `__a0`… (checked now, so an impossible delegate is Unsupported). */
-  private callSource(name: string, ns: string | undefined, rcall: boolean, count: number): string {
+  /** The delegate of a call, its operands named `__a0`…, as a constant (parsed now, so an impossible delegate is Unsupported). */
+  private callDelegate(name: string, ns: string | undefined, rcall: boolean, count: number): string {
     if (!IDENT.test(name)) throw new Unsupported(`function name ${name}`);
     const ops = Array.from({ length: count }, (_, i) => `__a${i}`);
     const source = !rcall ? `${name}(${ops.join(', ')})` : ns !== undefined ? `${ns}.${name}(${ops.join(', ')})` : `${ops[0]}.${name}(${ops.slice(1).join(', ')})`;
+    return this.constant(this.parsedDelegate(source));
+  }
+
+  /** A constant pattern compiled now (compile() refused the invalid ones), else `undefined`. */
+  private constantPattern(n: Node | undefined): string {
+    if (n?.op !== 'value' || typeof n.args !== 'string') return 'undefined';
     try {
-      delegate(source);
+      return this.constant(re2(n.args));
+    } catch {
+      return 'undefined';
+    }
+  }
+
+  /** A delegate parsed now; Unsupported when cel-js refuses it. */
+  private parsedDelegate(source: string): Delegate {
+    try {
+      return delegateOf(source, true);
     } catch {
       throw new Unsupported(`cannot delegate ${source}`);
     }
-    return source;
   }
 
   /** A name cel-js resolves (a type such as `int`, a namespaced constant). */
   private delegated(text: string, operands: string[], root: boolean): string {
     if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(text)) throw new Unsupported(`name ${text}`);
-    try {
-      delegate(text);
-    } catch {
-      throw new Unsupported(`cannot delegate ${text}`);
-    }
+    const d = this.constant(this.parsedDelegate(text));
     const v = this.temp();
-    this.emit(`${v} = R.call(${str(text)}${operands.map((o) => `, ${o}`).join('')});`);
+    this.emit(`${v} = R.call(${d}${operands.map((o) => `, ${o}`).join('')});`);
     this.sized(v, root);
     return v;
   }
@@ -450,9 +485,10 @@ class Generator {
     const v = this.temp();
     // Fields from the root outwards.
     const steps = props.reverse();
-    const fields = this.constant(steps.map((s) => s.field));
+    const names = steps.map((s) => s.field);
+    const fields = this.constant(names);
     const ops = this.constant(steps.map((s) => s.op));
-    this.emit(`${v} = R.has(${root}, ${fields}, ${ops});`);
+    this.emit(`${v} = R.has(${root}, ${fields}, ${ops}, ${this.constant(hasDelegates(names))});`);
     return v;
   }
 
@@ -622,14 +658,18 @@ class Generator {
       const inner = this.chain(t);
       this.charge(1);
       this.emit(
-        `${v} = (${inner} !== null && typeof ${inner} === "object" && ${inner}.constructor === Object) ? (Object.hasOwn(${inner}, ${f}) ? ${inner}[${f}] : R.ABSENT) : R.ostep(${inner}, ${f});`,
+        `if (${inner} !== null && typeof ${inner} === "object" && ${inner}.constructor === Object) { ${v} = Object.hasOwn(${inner}, ${f}) ? ${inner}[${f}] : R.ABSENT; if (typeof ${v} === "number") ${v} = R.read(${inner}, ${v}); }` +
+          ` else ${v} = ${inner} === R.ABSENT ? R.ABSENT : R.ostep(${inner}, ${f}, ${this.constant(selectDelegate(field, true))});`,
       );
-      this.emit(`if (typeof ${v} === "number") ${v} = R.read(${inner}, ${v});`);
       return v;
     }
     const base = this.value(t);
     this.charge(1);
-    this.emit(`${v} = R.ostart(${base}, ${f});`);
+    // A plain map inline; an Optional (or anything else) through R.ostart.
+    this.emit(
+      `if (${base} !== null && typeof ${base} === "object" && ${base}.constructor === Object) { ${v} = Object.hasOwn(${base}, ${f}) ? ${base}[${f}] : R.ABSENT; if (typeof ${v} === "number") ${v} = R.read(${base}, ${v}); }` +
+        ` else ${v} = R.ostart(${base}, ${f}, ${this.constant(selectDelegate(field, true))});`,
+    );
     return v;
   }
 

@@ -9,6 +9,7 @@ export {
   PER_REQUEST_COST_BUDGET,
   compile,
   evaluate,
+  celContext,
   failureMessage,
   newBudget,
   type Activation,
@@ -26,7 +27,9 @@ export {
 export {
   MAX_MATCH_CONDITIONS,
   compileComposition,
+  contextFor,
   evaluateComposition,
+  runComposition,
   type Composition,
   type CompositionOutcome,
   type CompositionResult,
@@ -37,4 +40,4 @@ export {
   type ValidationSpec,
 } from './composition.ts';
 export { fromCel, toCel } from './values.ts';
-export { celValuesOnly } from './runtime.ts';
+export { celValuesOnly } from './values-marks.ts';
