@@ -10,6 +10,7 @@ export {
   compile,
   evaluate,
   celContext,
+  classify,
   failureMessage,
   newBudget,
   type Activation,

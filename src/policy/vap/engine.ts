@@ -27,6 +27,8 @@ export interface Activation {
   namespaceObject: unknown;
   /** Lazily evaluated, cached per evaluation: `variables.NAME`. */
   variables: VariableResolver;
+  /** The engine's own state for this activation (its context, built on the first run); undefined until then. */
+  engineState: unknown;
 }
 
 export interface VariableResolver {

@@ -32,6 +32,7 @@ import {
   type CostBudget,
   type ExpressionEngine,
   type RunOutcome,
+  type VariableResolver,
 } from './engine.ts';
 import { matchResources, type EquivalentResources } from './match.ts';
 import type {
@@ -58,6 +59,9 @@ export interface CompiledPolicy<P = unknown> {
   failurePolicy: FailurePolicy;
   matchConditions: (CompiledExpression<P> & { name: string })[];
   variables: (CompiledExpression<P> & { name: string })[];
+  /** The variables' names in order, and each name's index (the first of a name wins). */
+  variableNames: readonly string[];
+  variableIndex: ReadonlyMap<string, number>;
   validations: {
     expression: CompiledExpression<P>;
     message: string | undefined;
@@ -89,10 +93,16 @@ export function compilePolicy<P>(policy: ValidatingAdmissionPolicy, engine: Expr
     declared.push(v.name);
     return c;
   });
+  const variableIndex = new Map<string, number>();
+  variables.forEach((v, i) => {
+    if (!variableIndex.has(v.name)) variableIndex.set(v.name, i);
+  });
   return {
     policy,
     failurePolicy: spec.failurePolicy ?? 'Fail',
     variables,
+    variableNames: Object.freeze(variables.map((v) => v.name)),
+    variableIndex,
     matchConditions: (spec.matchConditions ?? []).map((m, i) => ({ ...compile(`spec.matchConditions[${i}].expression`, m.expression, 'bool'), name: m.name })),
     validations: (spec.validations ?? []).map((v, i) => ({
       expression: compile(`spec.validations[${i}].expression`, v.expression, 'bool'),
@@ -182,31 +192,46 @@ const MAX_MESSAGE_LENGTH = 5 * 1024;
 const MAX_AUDIT_VALUE_LENGTH = 10 * 1024;
 export const COST_BUDGET_MESSAGE = 'validation failed due to running out of cost budget, no further validation rules will be run';
 
-class Run<P> {
+/**
+ * One (policy, binding, param) evaluation: its budget, its activation and
+ * its variables, each computed on first read and kept (the Run is the
+ * activation's VariableResolver: no closure per evaluation).
+ */
+class Run<P> implements VariableResolver {
   readonly budget: CostBudget = { remaining: RUNTIME_COST_BUDGET };
-  private readonly cache = new Map<string, { ok: true; value: unknown } | { ok: false; error: string }>();
+  private readonly slots: (RunOutcome | undefined)[] = [];
   readonly activation: Activation;
   budgetExceeded = false;
   /** Fields of the expressions that ran out of cost. */
-  readonly costFields: string[] = [];
+  costFields: string[] | undefined;
 
   constructor(
     private readonly c: CompiledPolicy<P>,
     private readonly engine: ExpressionEngine<P>,
-    base: Omit<Activation, 'variables'>,
+    base: Omit<Activation, 'variables' | 'engineState'>,
   ) {
-    const names = c.variables.map((v) => v.name);
-    this.activation = { ...base, variables: { get: (name) => this.variable(name), names: () => names } };
+    this.activation = {
+      object: base.object,
+      oldObject: base.oldObject,
+      request: base.request,
+      params: base.params,
+      namespaceObject: base.namespaceObject,
+      variables: this,
+      engineState: undefined,
+    };
   }
 
-  private variable(name: string): unknown {
-    let hit = this.cache.get(name);
-    if (!hit) {
-      const v = this.c.variables.find((x) => x.name === name);
-      if (!v) throw new Error(`no such key: ${name}`);
-      const out = this.exec(v);
-      hit = out.ok ? { ok: true, value: out.value } : { ok: false, error: out.error };
-      this.cache.set(name, hit);
+  names(): readonly string[] {
+    return this.c.variableNames;
+  }
+
+  get(name: string): unknown {
+    const index = this.c.variableIndex.get(name);
+    if (index === undefined) throw new Error(`no such key: ${name}`);
+    let hit = this.slots[index];
+    if (hit === undefined) {
+      hit = this.exec(this.c.variables[index] as CompiledExpression<P>);
+      this.slots[index] = hit;
     }
     if (!hit.ok) throw new Error(hit.error);
     return hit.value;
@@ -224,7 +249,7 @@ class Run<P> {
       return { ok: false, error: `expression '${e.expression}' resulted in error: ${err instanceof Error ? err.message : String(err)}`, cost: false };
     }
     if (!out.ok) {
-      if (out.cost) this.costFields.push(e.field);
+      if (out.cost) (this.costFields ??= []).push(e.field);
       if (out.cost && this.budget.remaining <= 0) {
         this.budgetExceeded = true;
         return { ok: false, error: COST_BUDGET_MESSAGE, cost: true };
@@ -242,6 +267,8 @@ function paramDisplay(p: KubeObject | null): string | undefined {
   return ns ? `${ns}/${name}` : name;
 }
 
+const NO_PARAMS = Object.freeze({ ok: true as const, params: Object.freeze([null]) as unknown as (KubeObject | null)[] });
+
 /** The params each evaluation runs with, or a configuration error (`failed to configure binding: ...`). */
 function collectParams(
   policy: ValidatingAdmissionPolicy,
@@ -251,7 +278,7 @@ function collectParams(
 ): { ok: true; params: (KubeObject | null)[] } | { ok: false; error: string } {
   const kind = policy.spec.paramKind;
   const ref = binding.spec.paramRef;
-  if (kind === undefined || ref === undefined) return { ok: true, params: [null] };
+  if (kind === undefined || ref === undefined) return NO_PARAMS;
   const scope = ctx.params.scope(kind);
   if (!scope.ok) return { ok: false, error: scope.error };
   if (ref.namespace && !scope.namespaced) return { ok: false, error: 'paramRef.namespace must not be provided for a cluster-scoped `paramKind`' };
@@ -288,53 +315,63 @@ function validationMessage<P>(run: Run<P>, v: CompiledPolicy<P>['validations'][n
 function evaluateWithParam<P>(
   c: CompiledPolicy<P>,
   engine: ExpressionEngine<P>,
-  base: Omit<Activation, 'variables'>,
+  base: Omit<Activation, 'variables' | 'engineState'>,
   out: BindingEvaluation,
 ): void {
   const run = new Run(c, engine, base);
   try {
     evaluateRun(c, run, out);
   } finally {
-    for (const field of new Set(run.costFields)) out.problems.push({ kind: 'cost', field, message: `${field}: the expression exceeded its CEL cost limit` });
+    if (run.costFields !== undefined) {
+      for (const field of new Set(run.costFields)) out.problems.push({ kind: 'cost', field, message: `${field}: the expression exceeded its CEL cost limit` });
+    }
   }
+}
+
+/** An evaluation error: a failure under failurePolicy Fail, dropped (and kept in ignoredErrors) under Ignore. */
+function onError(c: CompiledPolicy<unknown>, out: BindingEvaluation, message: string, expressionIndex: number | undefined): void {
+  out.result = 'error';
+  if (c.failurePolicy === 'Ignore') out.ignoredErrors.push(message);
+  else out.failures.push({ message, reason: undefined, expressionIndex, error: true });
 }
 
 function evaluateRun<P>(c: CompiledPolicy<P>, run: Run<P>, out: BindingEvaluation): void {
   const ignore = c.failurePolicy === 'Ignore';
-  const onError = (message: string, expressionIndex: number | undefined): void => {
-    out.result = 'error';
-    if (ignore) out.ignoredErrors.push(message);
-    else out.failures.push({ message, reason: undefined, expressionIndex, error: true });
-  };
-
   // matchConditions: a false one skips the policy even when another errored.
-  const errors: string[] = [];
+  let errors: string[] | undefined;
   for (const m of c.matchConditions) {
     const r = run.exec(m);
-    if (!r.ok) errors.push(r.error);
+    if (!r.ok) (errors ??= []).push(r.error);
     else if (r.value !== true) {
       if (r.value === false) {
         out.result = out.result === 'pass' ? 'skip' : out.result;
         out.skipReason = `matchCondition '${m.name}' is false`;
         return;
       }
-      errors.push(`matchCondition '${m.name}' did not evaluate to a bool`);
+      (errors ??= []).push(`matchCondition '${m.name}' did not evaluate to a bool`);
     }
   }
-  if (errors.length > 0) {
-    onError(errors.join(', '), undefined);
+  if (errors !== undefined) {
+    onError(c, out, errors.join(', '), undefined);
     return;
   }
 
-  c.validations.forEach((v, i) => {
+  // A loop, not forEach: this runs for every policy of every request.
+  for (let i = 0; i < c.validations.length; i++) {
+    const v = c.validations[i] as CompiledPolicy<P>['validations'][number];
     const r = run.exec(v.expression);
-    if (!r.ok) return onError(r.error, i);
-    if (r.value === true) return undefined;
-    if (r.value !== false) return onError(`expression '${v.expression.expression}' resulted in a non-bool value`, i);
+    if (!r.ok) {
+      onError(c, out, r.error, i);
+      continue;
+    }
+    if (r.value === true) continue;
+    if (r.value !== false) {
+      onError(c, out, `expression '${v.expression.expression}' resulted in a non-bool value`, i);
+      continue;
+    }
     if (out.result !== 'error') out.result = 'fail';
     out.failures.push({ message: validationMessage(run, v), reason: v.reason, expressionIndex: i, error: false });
-    return undefined;
-  });
+  }
 
   for (const a of c.auditAnnotations) {
     const r = run.exec(a.value);
@@ -385,6 +422,33 @@ function deadlinePassed(d: EvaluateOptions['deadline'], policy: string): string 
   return undefined;
 }
 
+function blank(policy: string, b: ValidatingAdmissionPolicyBinding, param: string | undefined): BindingEvaluation {
+  return {
+    policy,
+    binding: b.metadata.name,
+    param,
+    actions: b.spec.validationActions,
+    result: 'pass',
+    failures: [],
+    denyErrors: [],
+    ignoredErrors: [],
+    auditAnnotations: {},
+    problems: [],
+  };
+}
+
+const NO_BINDING = { metadata: { name: '' }, spec: { validationActions: [] } } as unknown as ValidatingAdmissionPolicyBinding;
+
+/** A configuration error of a policy (no binding) or of one of its bindings, handled by the policy's failurePolicy. */
+function configError(results: BindingEvaluation[], c: CompiledPolicy<unknown>, b: ValidatingAdmissionPolicyBinding | undefined, error: string): void {
+  const r = blank(c.policy.metadata.name, b ?? NO_BINDING, undefined);
+  r.result = 'error';
+  const msg = b ? `failed to configure binding: ${error}` : `failed to configure policy: ${error}`;
+  if (c.failurePolicy === 'Ignore') r.ignoredErrors.push(msg);
+  else r.denyErrors.push(msg);
+  results.push(r);
+}
+
 /**
  * Every (policy, binding[, param]) that applies to the request, in a stable
  * order (policy name, binding name): what the admission chain turns into a
@@ -399,47 +463,22 @@ export function evaluatePolicies<P>(
   opts: EvaluateOptions = {},
 ): BindingEvaluation[] {
   const results: BindingEvaluation[] = [];
-  // One `request` object per matched resource, shared by every policy (its CEL form is cached per object).
-  const requests = new Map<VapAttributes['resource'], Record<string, unknown>>();
-  const requestFor = (resource: VapAttributes['resource']): Record<string, unknown> => {
-    let r = requests.get(resource);
-    if (!r) requests.set(resource, (r = toRequest(a, resource)));
-    return r;
-  };
+  // One `request` object per matched resource, shared by every policy.
+  let requests: Map<VapAttributes['resource'], Record<string, unknown>> | undefined;
   for (const { c, its } of plan(policies, bindings)) {
     const name = c.policy.metadata.name;
     const pm = matchResources(c.policy.spec.matchConstraints, a, ctx.namespaceObject, opts.equivalents);
-    const blank = (b: ValidatingAdmissionPolicyBinding, param: string | undefined): BindingEvaluation => ({
-      policy: name,
-      binding: b.metadata.name,
-      param,
-      actions: b.spec.validationActions,
-      result: 'pass',
-      failures: [],
-      denyErrors: [],
-      ignoredErrors: [],
-      auditAnnotations: {},
-      problems: [],
-    });
-    const configError = (b: ValidatingAdmissionPolicyBinding | undefined, error: string): void => {
-      const r = blank(b ?? ({ metadata: { name: '' }, spec: { validationActions: [] } } as unknown as ValidatingAdmissionPolicyBinding), undefined);
-      r.result = 'error';
-      const msg = b ? `failed to configure binding: ${error}` : `failed to configure policy: ${error}`;
-      if (c.failurePolicy === 'Ignore') r.ignoredErrors.push(msg);
-      else r.denyErrors.push(msg);
-      results.push(r);
-    };
     if (!pm.matches) {
-      if (pm.error !== undefined) configError(undefined, pm.error);
+      if (pm.error !== undefined) configError(results, c, undefined, pm.error);
       continue;
     }
     let request: Record<string, unknown> | undefined;
     for (const b of its) {
       const bm = b.spec.matchResources ? matchResources(b.spec.matchResources, a, ctx.namespaceObject, opts.equivalents) : pm;
       if (!bm.matches) {
-        if (bm.error !== undefined) configError(b, bm.error);
+        if (bm.error !== undefined) configError(results, c, b, bm.error);
         else {
-          const r = blank(b, undefined);
+          const r = blank(name, b, undefined);
           r.result = 'skip';
           r.skipReason = `binding '${b.metadata.name}' does not select the object`;
           results.push(r);
@@ -448,20 +487,24 @@ export function evaluatePolicies<P>(
       }
       const params = collectParams(c.policy, b, a, ctx);
       if (!params.ok) {
-        configError(b, params.error);
+        configError(results, c, b, params.error);
         results[results.length - 1]?.problems.push({ kind: 'params', message: params.error });
         continue;
       }
       if (params.params.length === 0) {
-        const r = blank(b, undefined);
+        const r = blank(name, b, undefined);
         r.result = 'skip';
         r.skipReason = 'no params found (parameterNotFoundAction Allow)';
         results.push(r);
         continue;
       }
-      request ??= requestFor(pm.resource);
+      if (request === undefined) {
+        requests ??= new Map();
+        request = requests.get(pm.resource);
+        if (request === undefined) requests.set(pm.resource, (request = toRequest(a, pm.resource)));
+      }
       for (const p of params.params) {
-        const r = blank(b, paramDisplay(p));
+        const r = blank(name, b, paramDisplay(p));
         const late = deadlinePassed(opts.deadline, name);
         if (late !== undefined) {
           r.result = 'error';
