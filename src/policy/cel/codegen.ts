@@ -68,7 +68,7 @@ export interface GenerateOptions {
   variables: readonly string[];
 }
 
-const COSTED_OPERATORS = new Set(['==', '!=', '<', '<=', '>', '>=', 'in', '+']);
+const COSTED_OPERATORS: ReadonlySet<string> = new Set(['==', '!=', '<', '<=', '>', '>=', 'in', '+']);
 const BINARY: Record<string, string> = { '==': 'eq', '!=': 'ne', '+': 'add', '-': 'sub', '*': 'mul', '/': 'div', '%': 'mod', '<': 'lt', '<=': 'le', '>': 'gt', '>=': 'ge', in: 'inop' };
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

@@ -450,13 +450,12 @@ function configError(results: BindingEvaluation[], c: CompiledPolicy<unknown>, b
 }
 
 /**
- * Every (policy, binding[, param]) that applies to the request, in a stable
- * order (policy name, binding name): what the admission chain turns into a
+ * Every (policy, binding[, param]) that applies to the request, in the
+ * order of `order` (plan(): policy name, binding name): what the admission chain turns into a
  * response and the audit and `portal test` into rows.
  */
 export function evaluatePolicies<P>(
-  policies: readonly CompiledPolicy<P>[],
-  bindings: readonly ValidatingAdmissionPolicyBinding[],
+  order: Plan<P>,
   a: VapAttributes,
   ctx: VapContext,
   engine: ExpressionEngine<P>,
@@ -465,7 +464,7 @@ export function evaluatePolicies<P>(
   const results: BindingEvaluation[] = [];
   // One `request` object per matched resource, shared by every policy.
   let requests: Map<VapAttributes['resource'], Record<string, unknown>> | undefined;
-  for (const { c, its } of plan(policies, bindings)) {
+  for (const { c, its } of order) {
     const name = c.policy.metadata.name;
     const pm = matchResources(c.policy.spec.matchConstraints, a, ctx.namespaceObject, opts.equivalents);
     if (!pm.matches) {
@@ -521,27 +520,21 @@ export function evaluatePolicies<P>(
   return results;
 }
 
-type Plan<P> = { c: CompiledPolicy<P>; its: ValidatingAdmissionPolicyBinding[] }[];
-/** Policies in name order, each with its bindings in name order; computed once per (policies, bindings) pair. */
-const plans = new WeakMap<readonly unknown[], WeakMap<readonly unknown[], Plan<unknown>>>();
+/** Policies in name order, each with its bindings in name order. */
+export type Plan<P> = { c: CompiledPolicy<P>; its: ValidatingAdmissionPolicyBinding[] }[];
 
-function plan<P>(policies: readonly CompiledPolicy<P>[], bindings: readonly ValidatingAdmissionPolicyBinding[]): Plan<P> {
-  let inner = plans.get(policies);
-  if (!inner) plans.set(policies, (inner = new WeakMap()));
-  const hit = inner.get(bindings);
-  if (hit) return hit as Plan<P>;
+/** The evaluation order of policies and bindings (VapSet computes it once per change). */
+export function plan<P>(policies: readonly CompiledPolicy<P>[], bindings: readonly ValidatingAdmissionPolicyBinding[]): Plan<P> {
   const byPolicy = new Map<string, ValidatingAdmissionPolicyBinding[]>();
   for (const b of bindings) {
     const list = byPolicy.get(b.spec.policyName) ?? [];
     list.push(b);
     byPolicy.set(b.spec.policyName, list);
   }
-  const out: Plan<P> = [...policies]
+  return [...policies]
     .sort((x, y) => cmp(x.policy.metadata.name, y.policy.metadata.name))
     .map((c) => ({ c, its: (byPolicy.get(c.policy.metadata.name) ?? []).slice().sort((x, y) => cmp(x.metadata.name, y.metadata.name)) }))
     .filter((e) => e.its.length > 0);
-  inner.set(bindings, out as Plan<unknown>);
-  return out;
 }
 
 function cmp(x: string, y: string): number {

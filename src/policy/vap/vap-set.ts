@@ -7,7 +7,7 @@
 import { ChangeFeed, type Replicated } from '../replicated.ts';
 import { celEngine } from './cel-adapter.ts';
 import type { ExpressionEngine } from './engine.ts';
-import { compileErrors, compilePolicy, evaluatePolicies, type BindingEvaluation, type CompiledPolicy, type EvaluateOptions, type PolicyCompileError } from './evaluate.ts';
+import { compileErrors, compilePolicy, evaluatePolicies, plan, type Plan, type BindingEvaluation, type CompiledPolicy, type EvaluateOptions, type PolicyCompileError } from './evaluate.ts';
 import type { ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, VapAttributes, VapContext } from './types.ts';
 
 function version(o: { metadata: { generation?: number; resourceVersion?: string } }): string {
@@ -27,7 +27,7 @@ export class VapSet implements Replicated<VapSetChange> {
   private readonly bindings = new Map<string, ValidatingAdmissionPolicyBinding>();
   private readonly engine: ExpressionEngine<unknown>;
   /** What evaluate() hands the evaluator, rebuilt only after a change. */
-  private compiled: { policies: CompiledPolicy<unknown>[]; bindings: ValidatingAdmissionPolicyBinding[] } | undefined;
+  private compiled: Plan<unknown> | undefined;
 
   constructor(engine: ExpressionEngine<unknown> = celEngine() as ExpressionEngine<unknown>) {
     this.engine = engine;
@@ -104,14 +104,10 @@ export class VapSet implements Replicated<VapSetChange> {
   }
 
   evaluate(a: VapAttributes, ctx: VapContext, opts: EvaluateOptions = {}): BindingEvaluation[] {
-    this.compiled ??= { policies: [...this.policies.values()].map((p) => p.compiled), bindings: [...this.bindings.values()] };
-    return evaluatePolicies(
-      this.compiled.policies,
-      this.compiled.bindings,
-      a,
-      ctx,
-      this.engine,
-      opts,
+    this.compiled ??= plan(
+      [...this.policies.values()].map((p) => p.compiled),
+      [...this.bindings.values()],
     );
+    return evaluatePolicies(this.compiled, a, ctx, this.engine, opts);
   }
 }
