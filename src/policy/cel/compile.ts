@@ -99,15 +99,24 @@ function executable(run: ParseResult): { exec: Exec; fallback: string | undefine
     if (!(e instanceof Unsupported)) throw e;
     // cel-js's evaluation has no public meter: each evaluation is charged
     // every node of the expression once, before it runs (what a run
-    // without loops costs in cel-go's units); loops are bounded by the
-    // evaluation deadline. Library functions charge nothing more here.
-    const nodes = nodeCount(run.ast);
-    const exec: Exec = (context, m) => {
-      charge(m, nodes);
-      return builtDeep(run(celValues(context)));
-    };
-    return { exec, fallback: e.message, source: undefined };
+    // without loops costs in cel-go's units), not a flat amount; loops are
+    // bounded by the evaluation deadline. Library functions charge nothing
+    // more here.
+    return { exec: fallbackExec(run), fallback: e.message, source: undefined };
   }
+}
+
+/**
+ * cel-js's evaluation of `run`, charged every node of the expression once
+ * per evaluation, before it runs (cel-js has no public meter).
+ * @internal exported for the tests
+ */
+export function fallbackExec(run: ParseResult): Exec {
+  const nodes = nodeCount(run.ast);
+  return (context, m) => {
+    charge(m, nodes);
+    return builtDeep(run(celValues(context)));
+  };
 }
 
 function compileError(expression: string, message: string, offset: number): CompileError {

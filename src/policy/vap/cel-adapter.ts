@@ -73,6 +73,9 @@ export function celEngine(): ExpressionEngine<VapProgram> {
       if (!out.ok) return { ok: false, error: compileMessage(out.message, out.position.line, out.position.column) };
       return { ok: true, program: { program: out, resultType: env.resultType } };
     },
+    describe(p: VapProgram): { estimatedCost: number; fallback?: string } {
+      return { estimatedCost: p.program.estimatedCost, ...(p.program.fallback !== undefined ? { fallback: p.program.fallback } : {}) };
+    },
     run(p: VapProgram, activation: Activation, budget: CostBudget): RunOutcome {
       let context = activation.engineState as Record<string, unknown> | undefined;
       if (context === undefined) activation.engineState = context = contextOf(activation);

@@ -132,3 +132,26 @@ export interface BindingEvaluation {
   problems: { kind: 'cost' | 'params'; field?: string; message: string }[];
 }
 
+
+/** One compiled expression of a policy, as /debug/vars shows it. */
+export interface ExpressionCost {
+  /** e.g. `spec.validations[0].expression`. */
+  field: string;
+  /** Estimated worst-case cost (src/policy/cel/estimate.ts), against the 1,000,000 per-expression limit. */
+  estimatedCost: number;
+  /** Present when the expression runs on cel-js's evaluation instead of generated JavaScript: why. */
+  fallback?: string;
+}
+
+/** The estimated costs of a compiled policy's expressions (those that compiled). */
+export function expressionCosts<P>(c: CompiledPolicy<P>, engine: ExpressionEngine<P>): ExpressionCost[] {
+  const describe = engine.describe;
+  if (describe === undefined) return [];
+  const all: CompiledExpression<P>[] = [
+    ...c.matchConditions,
+    ...c.variables,
+    ...c.validations.flatMap((v) => (v.messageExpression ? [v.expression, v.messageExpression] : [v.expression])),
+    ...c.auditAnnotations.map((a) => a.value),
+  ];
+  return all.flatMap((e) => (e.compiled.ok ? [{ field: e.field, ...describe.call(engine, e.compiled.program) }] : []));
+}

@@ -50,6 +50,8 @@ export interface ExpressionEngine<P = unknown> {
   compile(expression: string, env: CompileEnv): CompileOutcome<P>;
   /** Runs a compiled expression; charges `budget` with what it used (capped per call by the engine's per-call limit). */
   run(program: P, activation: Activation, budget: CostBudget): RunOutcome;
+  /** The estimated worst-case cost of a compiled expression, and why it runs on a fallback (for /debug/vars). */
+  describe?(program: P): { estimatedCost: number; fallback?: string };
 }
 
 /** kube's celconfig.PerCallLimit: one expression evaluation. */

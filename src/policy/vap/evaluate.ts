@@ -30,7 +30,7 @@ import type { ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, VapAt
 import type { BindingEvaluation, CompiledPolicy } from './compiled.ts';
 import { evaluateWithParam } from './run.ts';
 
-export { compileErrors, compilePolicy, type BindingEvaluation, type CompiledPolicy, type PolicyCompileError, type ValidationFailure } from './compiled.ts';
+export { compileErrors, compilePolicy, expressionCosts, type ExpressionCost, type BindingEvaluation, type CompiledPolicy, type PolicyCompileError, type ValidationFailure } from './compiled.ts';
 export { COST_BUDGET_MESSAGE } from './run.ts';
 
 function toRequest(a: VapAttributes, resource: VapAttributes['resource']): Record<string, unknown> {

@@ -7,6 +7,7 @@
 import { ChangeFeed, type Replicated } from '../replicated.ts';
 import { celEngine } from './cel-adapter.ts';
 import type { ExpressionEngine } from './engine.ts';
+import { expressionCosts, type ExpressionCost } from './compiled.ts';
 import { compileErrors, compilePolicy, evaluatePolicies, plan, type Plan, type BindingEvaluation, type CompiledPolicy, type EvaluateOptions, type PolicyCompileError } from './evaluate.ts';
 import type { ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, VapAttributes, VapContext } from './types.ts';
 
@@ -97,6 +98,17 @@ export class VapSet implements Replicated<VapSetChange> {
 
   get size(): { policies: number; bindings: number } {
     return { policies: this.policies.size, bindings: this.bindings.size };
+  }
+
+  /**
+   * Per policy: each expression's estimated worst-case cost and whether it
+   * runs as generated JavaScript (`fallback`: why not), for /debug/vars, so
+   * an operator sees the expensive policies before they run.
+   */
+  expressionCosts(): { policy: string; expressions: ExpressionCost[] }[] {
+    return [...this.policies.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([policy, p]) => ({ policy, expressions: expressionCosts(p.compiled, this.engine) }));
   }
 
   policyNames(): string[] {
