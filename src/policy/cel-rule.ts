@@ -139,12 +139,15 @@ function namespaceObject(input: EvaluationInput): KubeObject | null {
   return { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: input.namespaceLabels } };
 }
 
+function asTemplate(o: KubeObject | null, template: { path: readonly string[] } | undefined): KubeObject | null {
+  return o && template ? templatePod(o, template.path) : o;
+}
+
 /** The activation of one input (and template path): what its CEL expressions see. */
 export function activationFor(input: EvaluationInput, template: { path: readonly string[]; prefix: string } | undefined): Activation {
-  const asTemplate = (o: KubeObject | null): KubeObject | null => (o && template ? templatePod(o, template.path) : o);
   return {
-    object: input.operation === 'DELETE' ? null : asTemplate(input.object),
-    oldObject: asTemplate(input.oldObject),
+    object: input.operation === 'DELETE' ? null : asTemplate(input.object, template),
+    oldObject: asTemplate(input.oldObject, template),
     request: requestFor(input),
     params: null,
     namespaceObject: namespaceObject(input),
@@ -157,10 +160,18 @@ export function activationFor(input: EvaluationInput, template: { path: readonly
  * budget): rules then also share the values of their common variables.
  */
 function contextOf(input: EvaluationInput, template: { path: readonly string[]; prefix: string } | undefined, budget: Budget): Record<string, unknown> {
+  const key = template?.prefix ?? '';
+  const last = budget.last;
+  if (last !== undefined && last.key === input && last.template === key) return last.context;
+  const context = lookupContext(input, template, key, budget);
+  budget.last = { key: input, template: key, context };
+  return context;
+}
+
+function lookupContext(input: EvaluationInput, template: { path: readonly string[]; prefix: string } | undefined, key: string, budget: Budget): Record<string, unknown> {
   budget.contexts ??= new Map();
   let byTemplate = budget.contexts.get(input) as Map<string, Record<string, unknown>> | undefined;
   if (byTemplate === undefined) budget.contexts.set(input, (byTemplate = new Map()));
-  const key = template?.prefix ?? '';
   let context = byTemplate.get(key);
   if (context === undefined) byTemplate.set(key, (context = celContext(activationFor(input, template))));
   return context;

@@ -367,6 +367,8 @@ export class Generator {
 
   private map(n: Node, root: boolean): string {
     const entries = n.args as [unknown, unknown][];
+    // `{}` (an orValue default): one shared empty map, as `[]` (CEL values are immutable).
+    if (entries.length === 0) return this.constant(Object.freeze(built({})));
     const keys: string[] = [];
     const values: string[] = [];
     for (const [k, v] of entries) {

@@ -153,10 +153,19 @@ const NO_OUTCOMES: readonly ValidationOutcome[] = Object.freeze([]);
  * rule path: nothing is allocated for a validation that passes).
  */
 export function runComposition(c: Composition, shared: Record<string, unknown>, budget: Budget, passes = true): CompositionOutcome {
-  const meter: Meter = { used: 0, limit: 0 };
+  // One meter per request, reset for each expression (evaluation is synchronous).
+  const meter: Meter = (budget.meter ??= { used: 0, limit: 0 });
   let context = shared;
   if (c.vars !== undefined) {
-    context = { ...shared, variables: c.vars };
+    // A literal, not a spread: one object shape for every composition.
+    context = {
+      object: shared['object'],
+      oldObject: shared['oldObject'],
+      request: shared['request'],
+      params: shared['params'],
+      namespaceObject: shared['namespaceObject'],
+      variables: c.vars,
+    };
     bindVariables(c.vars, context, shared, meter, budget);
   }
   let cost = 0;

@@ -64,6 +64,12 @@ export interface Budget {
   remaining: number;
   /** @internal the CEL contexts of the request's activations (cel-rule.ts, composition.ts), by activation or input. */
   contexts?: Map<object, unknown>;
+  /** @internal the meter compositions of this request run their expressions on (reset for each one). */
+  meter?: Meter;
+  /** @internal the last context cel-rule.ts looked up (most rules of a request share it). */
+  last?: { key: object; template: string; context: Record<string, unknown> };
+  /** @internal the last entry of `values` looked up (variables.ts). */
+  lastValues?: { base: object; values: Map<string, { value: unknown; cost: number }> };
   /** @internal values of variables that read no other variable, by context, then expression (variables.ts). */
   values?: Map<object, Map<string, { value: unknown; cost: number }>>;
 }

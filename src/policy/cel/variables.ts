@@ -22,36 +22,43 @@ import { celValuesOnly } from './values-marks.ts';
 /** Where a `variables` object keeps its per-evaluation state (a symbol: invisible to CEL's key iteration). */
 const STATE = Symbol('variables');
 
-/** One evaluation's state. */
+/** Not computed yet (a slot's initial value). */
+const UNSET: unique symbol = Symbol('unset');
+
+/** One evaluation's state (one per composition, reset by each evaluation: no allocation per read). */
 export interface VariablesState {
   context: Record<string, unknown>;
   /** The meter of the expression running now (variables are charged to their reader). */
   meter: Meter;
   /** Values of variables that read no other variable, shared by the request's compositions on the same context. */
   shared: Map<string, { value: unknown; cost: number }> | undefined;
-  /** Per variable: undefined (not read yet), { value } or { error }. */
-  slots: ({ value: unknown } | { error: unknown } | undefined)[];
+  /** Per variable: its value, or UNSET. */
+  values: unknown[];
+  /** Per variable: what its evaluation threw, or UNSET. */
+  errors: unknown[];
 }
 
-export type VariablesObject = Record<string, unknown> & { [STATE]: VariablesState | undefined };
+export type VariablesObject = Record<string, unknown> & { [STATE]: VariablesState };
 
 /** Marker so a variable that failed rethrows the same error each time it is read. */
 class VariableFailed extends Error {}
 
-function compute(program: Program, state: VariablesState, shareable: boolean): { value: unknown } | { error: unknown } {
+/** Computes variable `index` into `state` (its value or its error). */
+function compute(program: Program, state: VariablesState, index: number, shareable: boolean): void {
   const hit = shareable ? state.shared?.get(program.expression) : undefined;
   try {
     if (hit !== undefined) {
       // Computed by another composition for this request: charge what computing it costs.
       charge(state.meter, hit.cost);
-      return { value: hit.value };
+      state.values[index] = hit.value;
+      return;
     }
     const before = state.meter.used;
     const value = program.exec(state.context, state.meter);
     if (shareable) state.shared?.set(program.expression, { value, cost: state.meter.used - before });
-    return { value };
+    state.values[index] = value;
   } catch (e) {
-    return { error: e };
+    state.errors[index] = e;
   }
 }
 
@@ -71,24 +78,40 @@ export function variablesObject(variables: readonly { name: string; program: Pro
     descriptors[name] = {
       enumerable: true,
       get(this: VariablesObject) {
-        const state = this[STATE] as VariablesState;
-        const slot = (state.slots[index] ??= compute(program, state, shareable));
-        if ('error' in slot) failed(name, slot.error);
-        return slot.value;
+        const state = this[STATE];
+        if (state.values[index] === UNSET && state.errors[index] === UNSET) compute(program, state, index, shareable);
+        if (state.errors[index] !== UNSET) failed(name, state.errors[index]);
+        return state.values[index];
       },
     };
   });
   // Built by CEL: a number a variable gives is a CEL value already (values-marks.ts).
-  const vars = Object.defineProperties({ [STATE]: undefined } as VariablesObject, descriptors);
+  const n = variables.length;
+  const state: VariablesState = { context: {}, meter: { used: 0, limit: 0 }, shared: undefined, values: new Array<unknown>(n).fill(UNSET), errors: new Array<unknown>(n).fill(UNSET) };
+  const vars = Object.defineProperties({ [STATE]: state } as VariablesObject, descriptors);
   return celValuesOnly(vars);
 }
 
-/** Starts an evaluation: the object's state is fresh; `base` is the request's shared context (key of the shared values). */
-export function bindVariables(vars: VariablesObject, context: Record<string, unknown>, base: object, meter: Meter, budget: Budget): VariablesState {
+/** Starts an evaluation: the object's state is reset; `base` is the request's shared context (key of the shared values). */
+export function bindVariables(vars: VariablesObject, context: Record<string, unknown>, base: object, meter: Meter, budget: Budget): void {
+  const state = vars[STATE];
+  state.context = context;
+  state.meter = meter;
+  state.shared = sharedValues(base, budget);
+  const { values, errors } = state;
+  for (let i = 0; i < values.length; i++) {
+    values[i] = UNSET;
+    errors[i] = UNSET;
+  }
+}
+
+/** The request's shared values for one context (the last one looked up is kept at hand: most rules of a request share it). */
+function sharedValues(base: object, budget: Budget): Map<string, { value: unknown; cost: number }> {
+  const last = budget.lastValues;
+  if (last !== undefined && last.base === base) return last.values;
   budget.values ??= new Map();
-  let shared = budget.values.get(base);
-  if (shared === undefined) budget.values.set(base, (shared = new Map()));
-  const state: VariablesState = { context, meter, shared, slots: [] };
-  vars[STATE] = state;
-  return state;
+  let values = budget.values.get(base);
+  if (values === undefined) budget.values.set(base, (values = new Map()));
+  budget.lastValues = { base, values };
+  return values;
 }
