@@ -23,6 +23,7 @@ import { depthExceededAt, MAX_JSON_DEPTH } from './json-depth.ts';
 import type { ReadinessGate } from './readiness.ts';
 import { decodeReview, encodeReview, type AdmissionRequest, type AdmissionResponseBody, type ReviewVersion } from './review.ts';
 import { secureContextOptions, type TlsMaterial } from './tls-reload.ts';
+import { toError } from '../observability/errors.ts';
 
 /**
  * Body limit: the apiserver rejects request bodies over 3 MiB, so one object
@@ -194,7 +195,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
       try {
         gate.record(true);
         metrics.errors.inc({ reason: 'internal' });
-        log.error({ [LogKey.error]: err, [LogKey.uid]: identity.uid }, 'unexpected error in the admission server');
+        log.error({ [LogKey.error]: toError(err), [LogKey.uid]: identity.uid }, 'unexpected error in the admission server');
       } catch {
         // Still answer below.
       }
@@ -204,7 +205,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     if (code === 415) message = 'unsupported content type; send an AdmissionReview as application/json';
     else if (code < 500) message = err.message;
     else {
-      log.error({ [LogKey.error]: err }, 'unexpected error in the admission server');
+      log.error({ [LogKey.error]: toError(err) }, 'unexpected error in the admission server');
       message = 'internal error';
     }
     metrics.requests.inc({ operation: '', kind: '', decision: 'invalid' });
@@ -268,7 +269,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
       if (identity) gate.record(true);
       else metrics.requests.inc({ operation: '', kind: '', decision: 'invalid' });
       metrics.errors.inc({ reason: 'internal' });
-      log.error({ [LogKey.error]: err, ...(identity ? { [LogKey.uid]: identity.uid } : {}) }, 'unexpected error in the admission server');
+      log.error({ [LogKey.error]: toError(err), ...(identity ? { [LogKey.uid]: identity.uid } : {}) }, 'unexpected error in the admission server');
     } catch {
       // Still answer below.
     }
@@ -378,7 +379,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     try {
       gate.record(true);
       metrics.errors.inc({ reason: 'internal' });
-      log.error({ [LogKey.error]: err, [LogKey.uid]: request.uid }, 'internal error while deciding');
+      log.error({ [LogKey.error]: toError(err), [LogKey.uid]: request.uid }, 'internal error while deciding');
     } catch {
       // Bookkeeping is broken too; the denial below still goes out.
     }
@@ -449,7 +450,7 @@ function wire(out: Outcome, log: Logger): WireAnswer {
     // string): deny with the uid rather than let the error handler answer
     // without one (the API server rejects an answer whose uid differs).
     try {
-      log.error({ [LogKey.error]: err, [LogKey.uid]: out.response.uid }, 'cannot encode the admission answer');
+      log.error({ [LogKey.error]: toError(err), [LogKey.uid]: out.response.uid }, 'cannot encode the admission answer');
     } catch {
       // Nothing more to do: the denial below still goes out.
     }

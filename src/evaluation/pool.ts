@@ -34,7 +34,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import {
   decideAdmission,
@@ -236,7 +236,7 @@ export class EvaluationPool {
       try {
         await piscina?.close();
       } catch (err) {
-        this.#log.warn({ [LogKey.error]: err }, 'evaluation workers did not drain in time; terminated');
+        this.#log.warn({ [LogKey.error]: toError(err) }, 'evaluation workers did not drain in time; terminated');
         await piscina?.destroy();
       }
       this.#channel?.close();
@@ -307,7 +307,7 @@ export class EvaluationPool {
       recordTiming: false,
       workerData,
     });
-    this.#piscina.on('error', (err: unknown) => this.#log.error({ [LogKey.error]: err }, 'evaluation worker failed'));
+    this.#piscina.on('error', (err: unknown) => this.#log.error({ [LogKey.error]: toError(err) }, 'evaluation worker failed'));
     this.#piscina.on('workerDestroy', (worker: { id: number }) => {
       if (worker.id >= 0) this.#destroyed.add(worker.id);
     });
@@ -419,8 +419,8 @@ export class EvaluationPool {
         [LogKey.kind]: what.kind.kind,
         [LogKey.namespace]: what.namespace,
         [LogKey.name]: what.name,
-        rule: running,
-        deadlineMs: this.#config.timeoutMs,
+        [LogKey.rule]: running,
+        [LogKey.deadlineMs]: this.#config.timeoutMs,
       },
       running === undefined ? 'evaluation deadline passed before it started' : 'evaluation deadline passed while a rule ran: abandoned, worker replaced',
     );
