@@ -22,6 +22,14 @@ export interface CompiledPolicy<P = unknown> {
   failurePolicy: FailurePolicy;
   matchConditions: (CompiledExpression<P> & { name: string })[];
   variables: (CompiledExpression<P> & { name: string })[];
+  /**
+   * Per variable, the key of its value when it is the same in every policy
+   * evaluated on one request (with params null): the expression text and
+   * the keys of the variables it reads, so two policies declaring the same
+   * variables share their values; undefined when it reads `params` or
+   * `variables` other than as `variables.NAME`.
+   */
+  variableKeys: readonly (string | undefined)[];
   /** The variables' names in order, and each name's index (the first of a name wins). */
   variableNames: readonly string[];
   variableIndex: ReadonlyMap<string, number>;
@@ -64,6 +72,7 @@ export function compilePolicy<P>(policy: ValidatingAdmissionPolicy, engine: Expr
     policy,
     failurePolicy: spec.failurePolicy ?? 'Fail',
     variables,
+    variableKeys: variableKeys(variables),
     variableNames: Object.freeze(variables.map((v) => v.name)),
     variableIndex,
     matchConditions: (spec.matchConditions ?? []).map((m, i) => ({ ...compile(`spec.matchConditions[${i}].expression`, m.expression, 'bool'), name: m.name })),
@@ -78,6 +87,24 @@ export function compilePolicy<P>(policy: ValidatingAdmissionPolicy, engine: Expr
       value: compile(`spec.auditAnnotations[${i}].valueExpression`, a.valueExpression, 'string-or-null'),
     })),
   };
+}
+
+/** See CompiledPolicy.variableKeys. */
+function variableKeys(variables: readonly { name: string; expression: string }[]): (string | undefined)[] {
+  const keys: (string | undefined)[] = [];
+  const byName = new Map<string, string | undefined>();
+  for (const v of variables) {
+    let key: string | undefined;
+    const e = v.expression;
+    const named = [...e.matchAll(/\bvariables\.([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] as string);
+    const bare = (e.match(/\bvariables\b/g) ?? []).length;
+    if (!/\bparams\b/.test(e) && bare === named.length && named.every((n) => byName.get(n) !== undefined)) {
+      key = `${e}\u0000${named.map((n) => byName.get(n)).join('\u0000')}`;
+    }
+    keys.push(key);
+    if (!byName.has(v.name)) byName.set(v.name, key);
+  }
+  return keys;
 }
 
 /** Every compile error of a compiled policy (what `portal test` reports as bad input). */

@@ -158,6 +158,8 @@ export function evaluatePolicies<P>(
   const results: BindingEvaluation[] = [];
   // One `request` object per matched resource, shared by every policy.
   let requests: Map<VapAttributes['resource'], Record<string, unknown>> | undefined;
+  // Variable values shared by the policies evaluated on one `request` object (run.ts).
+  let sharedValues: Map<object, Map<string, { value: unknown; cost: number }>> | undefined;
   for (const { c, its } of order) {
     const name = c.policy.metadata.name;
     const pm = matchResources(c.policy.spec.matchConstraints, a, ctx.namespaceObject, opts.equivalents);
@@ -205,7 +207,10 @@ export function evaluatePolicies<P>(
           else r.denyErrors.push(late);
         } else {
           opts.deadline?.onPolicy?.(name);
-          evaluateWithParam(c, engine, { object: a.object, oldObject: a.oldObject, request, params: p, namespaceObject: ctx.namespaceObject }, r);
+          sharedValues ??= new Map();
+          let shared = sharedValues.get(request);
+          if (shared === undefined) sharedValues.set(request, (shared = new Map()));
+          evaluateWithParam(c, engine, shared, { object: a.object, oldObject: a.oldObject, request, params: p, namespaceObject: ctx.namespaceObject }, r);
         }
         results.push(r);
       }

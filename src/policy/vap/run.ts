@@ -37,6 +37,8 @@ class Run<P> implements VariableResolver {
   constructor(
     private readonly c: CompiledPolicy<P>,
     private readonly engine: ExpressionEngine<P>,
+    /** Variable values shared by the policies of this request (params null only), by CompiledPolicy.variableKeys. */
+    private readonly shared: Map<string, { value: unknown; cost: number }> | undefined,
     base: Omit<Activation, 'variables' | 'engineState'>,
   ) {
     this.activation = {
@@ -59,11 +61,32 @@ class Run<P> implements VariableResolver {
     if (index === undefined) throw new Error(`no such key: ${name}`);
     let hit = this.slots[index];
     if (hit === undefined) {
-      hit = this.exec(this.c.variables[index] as CompiledExpression<P>);
+      hit = this.variable(index);
       this.slots[index] = hit;
     }
     if (!hit.ok) throw new Error(hit.error);
     return hit.value;
+  }
+
+  /**
+   * A variable's outcome: computed, or taken from another policy of the
+   * request that computed the same variable (charged the cost it took, as if
+   * computed again; when the budget cannot pay it, computed again so a cost
+   * error is reported as it would be).
+   */
+  private variable(index: number): RunOutcome {
+    const e = this.c.variables[index] as CompiledExpression<P>;
+    const key = this.shared === undefined ? undefined : this.c.variableKeys[index];
+    if (key === undefined) return this.exec(e);
+    const known = this.shared?.get(key);
+    if (known !== undefined && !this.budgetExceeded && this.budget.remaining >= known.cost) {
+      this.budget.remaining -= known.cost;
+      return { ok: true, value: known.value };
+    }
+    const before = this.budget.remaining;
+    const out = this.exec(e);
+    if (out.ok) this.shared?.set(key, { value: out.value, cost: before - this.budget.remaining });
+    return out;
   }
 
   exec(e: CompiledExpression<P>): RunOutcome {
@@ -106,10 +129,11 @@ function validationMessage<P>(run: Run<P>, v: CompiledPolicy<P>['validations'][n
 export function evaluateWithParam<P>(
   c: CompiledPolicy<P>,
   engine: ExpressionEngine<P>,
+  shared: Map<string, { value: unknown; cost: number }> | undefined,
   base: Omit<Activation, 'variables' | 'engineState'>,
   out: BindingEvaluation,
 ): void {
-  const run = new Run(c, engine, base);
+  const run = new Run(c, engine, base.params === null ? shared : undefined, base);
   try {
     evaluateRun(c, run, out);
   } finally {
