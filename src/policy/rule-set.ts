@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { celExpressionCosts, compileCelRule, type CelExpressionCost, type CelRule } from './cel-rule.ts';
-import { compileSchema, type Validator } from './compiler.ts';
+import { SchemaCompiler, type Validator } from './compiler.ts';
 import {
   compileException,
   exceptionKey,
@@ -219,11 +219,12 @@ const NO_EXCEPTIONS: readonly CompiledException[] = Object.freeze([]);
 /** Compiles `validate.schema` and `validate.cel` (whichever are given). */
 function compileValidation(
   v: RuleSpec['validate'],
+  compiler: SchemaCompiler,
 ): { ok: true; validate: Validator; release: () => void; cel: CelRule | undefined } | { ok: false; error: string } {
   let validate = ACCEPT_ALL;
   let release = (): void => {};
   if (v.schema !== undefined) {
-    const c = compileSchema(v.schema);
+    const c = compiler.compile(v.schema);
     if (!c.ok) return { ok: false, error: c.error };
     [validate, release] = [c.validate, c.release];
   }
@@ -239,8 +240,8 @@ function compileValidation(
   return { ok: true, validate, release, cel };
 }
 
-const ENFORCEMENTS = new Set(['Deny', 'Warn', 'Audit']);
-const SEVERITIES = new Set(['critical', 'high', 'medium', 'low', 'info']);
+const ENFORCEMENTS: ReadonlySet<string> = new Set(['Deny', 'Warn', 'Audit']);
+const SEVERITIES: ReadonlySet<string> = new Set(['critical', 'high', 'medium', 'low', 'info']);
 
 function specDefaults(spec: Partial<RuleSpec> | undefined): {
   enforcement: Enforcement;
@@ -265,11 +266,18 @@ function frozenOptions(options: ExceptionOptions): Readonly<{ exceptionNamespace
 
 export class RuleSet implements Replicated<RuleSetChange> {
   readonly #slots = new Map<string, Slot>();
+  /** The compiler of this set's schemas (its ajv instance and the regex clock their patterns read). */
+  readonly #schemas = new SchemaCompiler();
   readonly #exceptions = new Map<string, ExceptionSlot>();
   #options: Readonly<{ exceptionNamespaces: readonly string[]; maxLifetimeMs: number | undefined }>;
   #privileged: ReadonlySet<string>;
   readonly #feed = new ChangeFeed<RuleSetChange>();
   #revision = 0;
+  /**
+   * @internal candidates.ts's per-kind candidate lists for one revision (kept
+   * by the set they come from, not in a module-level table).
+   */
+  candidateCache: { revision: number; byKind: Map<string, unknown> } | undefined;
   #index: { revision: number; byKind: Map<string, IndexedEntry[]>; wildcard: IndexedEntry[] } | undefined;
   #exceptionIndex: ExceptionIndex | undefined;
 
@@ -344,7 +352,7 @@ export class RuleSet implements Replicated<RuleSetChange> {
     const shape = validateRuleShape(rule);
     if (!shape.ok) failure = `invalid rule: ${shape.problems.join('; ')}`;
     else {
-      const compiled = compileValidation(shape.rule.spec.validate);
+      const compiled = compileValidation(shape.rule.spec.validate, this.#schemas);
       if (compiled.ok) [validate, release, cel] = [compiled.validate, compiled.release, compiled.cel];
       else failure = compiled.error;
     }
