@@ -194,6 +194,8 @@ export class VapInformerSource {
       synced: this.policies.hasSynced() && this.bindings.hasSynced(),
       paramKinds: Object.fromEntries([...this.#params].map(([k, s]) => [k, s.kind === 'informer' ? (s.informer.hasSynced() ? 'synced' : 'syncing') : s.kind === 'unknown' ? s.error : 'resolving'])),
       compileErrors: Object.fromEntries([...this.#compileErrors].map(([name, errors]) => [name, errors.map((e) => `${e.field}: ${e.error}`)])),
+      // Estimated worst-case CEL cost per expression (against the 1,000,000 per-call limit), as for PortalRules under `cel`.
+      expressionCosts: this.set.expressionCosts(),
     };
   }
 

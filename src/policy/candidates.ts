@@ -79,14 +79,12 @@ function build(rules: RuleSet, group: string, kind: string): Candidate[] {
   return out;
 }
 
-const caches = new WeakMap<RuleSet, { revision: number; byKind: Map<string, Candidate[]> }>();
-
-/** Candidates for (group, kind) in verdict order, cached until the rule set changes. */
+/** Candidates for (group, kind) in verdict order, cached (in the rule set) until the rule set changes. */
 export function candidatesFor(rules: RuleSet, group: string, kind: string): readonly Candidate[] {
-  let cache = caches.get(rules);
+  let cache = rules.candidateCache as { revision: number; byKind: Map<string, Candidate[]> } | undefined;
   if (cache?.revision !== rules.revision) {
     cache = { revision: rules.revision, byKind: new Map() };
-    caches.set(rules, cache);
+    rules.candidateCache = cache;
   }
   // A group (a DNS subdomain) cannot contain "/", so this key is unambiguous.
   const key = `${group}/${kind}`;

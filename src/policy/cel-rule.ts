@@ -13,9 +13,10 @@
  * - `params` is null (Portal rules take no params).
  */
 import {
+  celContext,
   compileComposition,
-  evaluateComposition,
   failureMessage,
+  runComposition,
   type Activation,
   type Budget,
   type Composition,
@@ -113,6 +114,9 @@ export type CelRuleResult =
   | { kind: 'error'; why: string; field: string; cost: boolean }
   | { kind: 'checked'; violations: SchemaViolation[] };
 
+/** The result of a rule whose validations all passed (shared: callers never change it). */
+const NO_VIOLATIONS: CelRuleResult = Object.freeze({ kind: 'checked' as const, violations: Object.freeze([]) as unknown as SchemaViolation[] });
+
 function requestFor(input: EvaluationInput): Readonly<Record<string, unknown>> {
   if (input.request) {
     // `object` and `oldObject` are variables of their own, as in the API server.
@@ -135,34 +139,42 @@ function namespaceObject(input: EvaluationInput): KubeObject | null {
   return { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: input.namespaceLabels } };
 }
 
-/**
- * The activation of one input (and template path), built once and shared by
- * every CEL rule evaluated on that input: the engine converts each object to
- * CEL values once per identity, so handing every rule the same objects is what
- * keeps that conversion to once per request.
- */
-const activations = new WeakMap<EvaluationInput, Map<string, Activation>>();
+function asTemplate(o: KubeObject | null, template: { path: readonly string[] } | undefined): KubeObject | null {
+  return o && template ? templatePod(o, template.path) : o;
+}
 
+/** The activation of one input (and template path): what its CEL expressions see. */
 export function activationFor(input: EvaluationInput, template: { path: readonly string[]; prefix: string } | undefined): Activation {
-  let byTemplate = activations.get(input);
-  if (!byTemplate) {
-    byTemplate = new Map();
-    activations.set(input, byTemplate);
-  }
+  return {
+    object: input.operation === 'DELETE' ? null : asTemplate(input.object, template),
+    oldObject: asTemplate(input.oldObject, template),
+    request: requestFor(input),
+    params: null,
+    namespaceObject: namespaceObject(input),
+  };
+}
+
+/**
+ * The CEL context of one input (and template path), built once per request
+ * and shared by every CEL rule evaluated on it (kept in the request's
+ * budget): rules then also share the values of their common variables.
+ */
+function contextOf(input: EvaluationInput, template: { path: readonly string[]; prefix: string } | undefined, budget: Budget): Record<string, unknown> {
   const key = template?.prefix ?? '';
-  let a = byTemplate.get(key);
-  if (!a) {
-    const asTemplate = (o: KubeObject | null): KubeObject | null => (o && template ? templatePod(o, template.path) : o);
-    a = {
-      object: input.operation === 'DELETE' ? null : asTemplate(input.object),
-      oldObject: asTemplate(input.oldObject),
-      request: requestFor(input),
-      params: null,
-      namespaceObject: namespaceObject(input),
-    };
-    byTemplate.set(key, a);
-  }
-  return a;
+  const last = budget.last;
+  if (last !== undefined && last.key === input && last.template === key) return last.context;
+  const context = lookupContext(input, template, key, budget);
+  budget.last = { key: input, template: key, context };
+  return context;
+}
+
+function lookupContext(input: EvaluationInput, template: { path: readonly string[]; prefix: string } | undefined, key: string, budget: Budget): Record<string, unknown> {
+  budget.contexts ??= new Map();
+  let byTemplate = budget.contexts.get(input) as Map<string, Record<string, unknown>> | undefined;
+  if (byTemplate === undefined) budget.contexts.set(input, (byTemplate = new Map()));
+  let context = byTemplate.get(key);
+  if (context === undefined) byTemplate.set(key, (context = celContext(activationFor(input, template))));
+  return context;
 }
 
 /**
@@ -175,9 +187,9 @@ export function evaluateCelRule(
   template: { path: readonly string[]; prefix: string } | undefined,
   budget: Budget,
 ): CelRuleResult {
-  let out: ReturnType<typeof evaluateComposition>;
+  let out: ReturnType<typeof runComposition>;
   try {
-    out = evaluateComposition(rule.composition, activationFor(input, template), budget);
+    out = runComposition(rule.composition, contextOf(input, template, budget), budget, false);
   } catch (e) {
     // Building the activation walks the objects (a hostile one can be
     // nested too deeply for that): the rule cannot be evaluated, an `error`.
@@ -188,6 +200,7 @@ export function evaluateCelRule(
     const i = rule.composition.matchConditions.findIndex((m) => m.name === out.condition);
     return { kind: 'error', why: `matchCondition "${out.condition}" failed: ${out.message}`, field: `spec.validate.cel.matchConditions[${i}].expression`, cost: out.kind === 'cost' };
   }
+  if (out.validations.length === 0) return NO_VIOLATIONS;
   const violations: SchemaViolation[] = [];
   for (const v of out.validations) {
     if (v.result === 'error') {

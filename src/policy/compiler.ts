@@ -12,15 +12,20 @@
  *   every `pattern` and `patternProperties` key uses it. No `format` is
  *   registered (strict mode refuses unknown formats), so no other regex runs;
  *   a format added later must use re2.ts too;
- * - no `$id` / `$anchor` / `$dynamicAnchor`: all rules share one ajv instance
- *   (a fresh instance costs ~18 ms, a compile on a shared one ~1 ms), and an
- *   identifier would register the schema globally, letting one rule's schema
- *   reference or collide with another's.
+ * - no `$id` / `$anchor` / `$dynamicAnchor`: all rules of a rule set share
+ *   one ajv instance, their SchemaCompiler (a fresh instance costs ~18 ms, a
+ *   compile on a shared one ~1 ms), and an identifier would register the
+ *   schema in it, letting one rule's schema reference or collide with
+ *   another's.
+ *
+ * The evaluation deadline reaches the patterns of a schema through its
+ * compiler's RegexClock, set by the validator for the duration of one
+ * validation from the deadline passed to it (no process-global state).
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
-import { ajvRegExp } from './re2.ts';
+import { ajvRegExp, enterDeadline, leaveDeadline, newRegexClock, type Deadline, type RegexClock } from './re2.ts';
 import { toViolations } from './schema-errors.ts';
 import { guardUniqueItems, schemaBoundProblem } from './schema-bounds.ts';
 import { LATEST, MIN_VERSION_KEYWORD, VERSION_PATTERN, type VersionContext } from './pod-security-version.ts';
@@ -35,46 +40,53 @@ export const MAX_SCHEMA_BYTES = 64 * 1024;
  * (`properties` + the field), plus combinators; deeper means generated or hostile. */
 export const MAX_SCHEMA_DEPTH = 32;
 
-const FORBIDDEN_KEYWORDS = new Set(['$id', '$anchor', '$dynamicAnchor']);
+const FORBIDDEN_KEYWORDS: ReadonlySet<string> = new Set(['$id', '$anchor', '$dynamicAnchor']);
 
-const ajv = new Ajv2020({
-  // Unknown keywords, formats and ignored keywords are errors: a typo in a
-  // policy must not silently turn a check off.
-  strict: true,
-  // Type-related strictness would reject common, correct policy schemas
-  // (e.g. `properties` without `type: object`, `required` naming properties
-  // that are not described), so those stay off.
-  strictTypes: false,
-  strictRequired: false,
-  strictTuples: false,
-  allErrors: true,
-  logger: false,
-  // RE2 semantics, linear time: a rule cannot stall the event loop through
-  // a pattern (issue 9). ajv's RegExpEngine type wants a RegExp-like object;
-  // it only ever calls test() and toString() on it.
-  code: { regExp: ajvRegExp as unknown as RegExpEngine },
-  // Keywords read the evaluation's context (`this`): the Pod Security version.
-  passContext: true,
-});
+function newAjv(clock: RegexClock): Ajv2020 {
+  const ajv = new Ajv2020({
+    // Unknown keywords, formats and ignored keywords are errors: a typo in a
+    // policy must not silently turn a check off.
+    strict: true,
+    // Type-related strictness would reject common, correct policy schemas
+    // (e.g. `properties` without `type: object`, `required` naming properties
+    // that are not described), so those stay off.
+    strictTypes: false,
+    strictRequired: false,
+    strictTuples: false,
+    allErrors: true,
+    logger: false,
+    // RE2 semantics, linear time: a rule cannot stall the event loop through
+    // a pattern (issue 9). ajv's RegExpEngine type wants a RegExp-like object;
+    // it only ever calls test() and toString() on it.
+    code: { regExp: ajvRegExp(clock) as unknown as RegExpEngine },
+    // Keywords read the evaluation's context (`this`): the Pod Security version.
+    passContext: true,
+  });
+
+  /**
+   * `minPodSecurityVersion: "v1.N"` passes when the Pod Security Standards
+   * version in force is v1.N or newer (`latest` is newer than every v1.N). It
+   * looks at the context, not the data, so it belongs in an `if` (or beside
+   * the checks it gates) and reports no error of its own.
+   */
+  ajv.addKeyword({
+    keyword: MIN_VERSION_KEYWORD,
+    schemaType: 'string',
+    metaSchema: { type: 'string', pattern: VERSION_PATTERN },
+    errors: false,
+    validate: function minPodSecurityVersion(this: VersionContext | undefined, schema: string): boolean {
+      return (this?.podSecurityVersion ?? LATEST) >= Number(schema.slice(3));
+    },
+  });
+  return ajv;
+}
 
 /**
- * `minPodSecurityVersion: "v1.N"` passes when the Pod Security Standards
- * version in force is v1.N or newer (`latest` is newer than every v1.N). It
- * looks at the context, not the data, so it belongs in an `if` (or beside
- * the checks it gates) and reports no error of its own.
+ * `podSecurityVersion`: the minor version the schema's `minPodSecurityVersion`
+ * sees (default latest); `deadline`: no pattern test starts after it (a
+ * RegexLimitError instead, re2.ts).
  */
-ajv.addKeyword({
-  keyword: MIN_VERSION_KEYWORD,
-  schemaType: 'string',
-  metaSchema: { type: 'string', pattern: VERSION_PATTERN },
-  errors: false,
-  validate: function minPodSecurityVersion(this: VersionContext | undefined, schema: string): boolean {
-    return (this?.podSecurityVersion ?? LATEST) >= Number(schema.slice(3));
-  },
-});
-
-/** `podSecurityVersion`: the minor version the schema's `minPodSecurityVersion` sees (default latest). */
-export type Validator = (value: unknown, pathPrefix?: string, podSecurityVersion?: number) => SchemaViolation[];
+export type Validator = (value: unknown, pathPrefix?: string, podSecurityVersion?: number, deadline?: Deadline) => SchemaViolation[];
 
 export type CompileResult =
   | { ok: true; validate: Validator; release: () => void }
@@ -127,33 +139,62 @@ export function schemaGuardProblem(schema: unknown): string | undefined {
 }
 
 /**
- * Compiles a schema. Never throws: a failure is `{ok: false, error}` saying why.
- * `release()` drops the compiled code from the shared ajv instance (call it when
- * the rule version is replaced or removed).
+ * A schema compiler: one ajv instance (rule schemas compiled on it share
+ * it) and the RegexClock its patterns read. A RuleSet owns one.
  */
-export function compileSchema(schema: Record<string, unknown> | boolean): CompileResult {
-  const guard = schemaGuardProblem(schema);
-  if (guard) return { ok: false, error: guard };
-  // ajv keys its cache by object identity: compile a private copy so that the
-  // caller's object can be shared or mutated without affecting us.
-  const own: Record<string, unknown> | boolean = typeof schema === 'boolean' ? schema : structuredClone(schema);
-  guardUniqueItems(own);
-  let fn: ValidateFunction;
-  try {
-    fn = ajv.compile(own);
-  } catch (e) {
-    return { ok: false, error: `validate.schema: compilation failed: ${e instanceof Error ? e.message : String(e)}` };
+export class SchemaCompiler {
+  readonly #clock: RegexClock = newRegexClock();
+  readonly #ajv: Ajv2020 = newAjv(this.#clock);
+
+  /**
+   * Compiles a schema. Never throws: a failure is `{ok: false, error}` saying why.
+   * `release()` drops the compiled code from this compiler's ajv instance (call
+   * it when the rule version is replaced or removed).
+   */
+  compile(schema: Record<string, unknown> | boolean): CompileResult {
+    const guard = schemaGuardProblem(schema);
+    if (guard) return { ok: false, error: guard };
+    // ajv keys its cache by object identity: compile a private copy so that the
+    // caller's object can be shared or mutated without affecting us.
+    const own: Record<string, unknown> | boolean = typeof schema === 'boolean' ? schema : structuredClone(schema);
+    guardUniqueItems(own);
+    let fn: ValidateFunction;
+    const ajv = this.#ajv;
+    try {
+      fn = ajv.compile(own);
+    } catch (e) {
+      return { ok: false, error: `validate.schema: compilation failed: ${e instanceof Error ? e.message : String(e)}` };
+    }
+    const clock = this.#clock;
+    const validate: Validator = (value, pathPrefix = '', podSecurityVersion = LATEST, deadline) => {
+      const context: VersionContext = { podSecurityVersion };
+      let ok: boolean;
+      if (deadline === undefined) ok = fn.call(context, value) as boolean;
+      else {
+        const outer = enterDeadline(clock, deadline);
+        try {
+          ok = fn.call(context, value) as boolean;
+        } finally {
+          leaveDeadline(clock, outer);
+        }
+      }
+      if (ok) return [];
+      return toViolations((fn.errors ?? []) as ErrorObject[], pathPrefix);
+    };
+    let released = false;
+    const release = (): void => {
+      if (released || typeof own === 'boolean') return;
+      released = true;
+      ajv.removeSchema(own);
+    };
+    return { ok: true, validate, release };
   }
-  const validate: Validator = (value, pathPrefix = '', podSecurityVersion = LATEST) => {
-    const context: VersionContext = { podSecurityVersion };
-    if (fn.call(context, value)) return [];
-    return toViolations((fn.errors ?? []) as ErrorObject[], pathPrefix);
-  };
-  let released = false;
-  const release = (): void => {
-    if (released || typeof own === 'boolean') return;
-    released = true;
-    ajv.removeSchema(own);
-  };
-  return { ok: true, validate, release };
+}
+
+/**
+ * Compiles a schema on `compiler` (by default a fresh one: ~18 ms, fine for
+ * a one-off check; rule sets keep theirs).
+ */
+export function compileSchema(schema: Record<string, unknown> | boolean, compiler: SchemaCompiler = new SchemaCompiler()): CompileResult {
+  return compiler.compile(schema);
 }

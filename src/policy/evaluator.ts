@@ -31,7 +31,7 @@ import { LATEST, POD_SECURITY_VERSION_LABEL, resolvePodSecurityVersion } from '.
 import { evaluateCelRule } from './cel-rule.ts';
 import { Exemptions, exemptedVerdict } from './exemption.ts';
 import { newBudget, type Budget } from './cel/index.ts';
-import { enterDeadline, leaveDeadline, RegexLimitError } from './re2.ts';
+import { RegexLimitError } from './re2.ts';
 import type { RuleEntry, RuleSet } from './rule-set.ts';
 import type { EvaluationInput, KubeObject, RuleError, RuleVerdict, SchemaViolation, Verdict } from './types.ts';
 
@@ -234,20 +234,11 @@ function evaluateOne(
   }
   let violations: ReturnType<typeof entry.validate>;
   try {
-    const validate = entry.validate;
-    const run = (): SchemaViolation[] =>
-      templatePath ? validate(templatePod(target, templatePath), c.templatePrefix, version) : validate(target, '', version);
-    if (timeBudget === undefined) {
-      violations = run();
-    } else {
-      // Regex work inside the schema reads the same deadline (re2.ts).
-      const outer = enterDeadline(timeBudget);
-      try {
-        violations = run();
-      } finally {
-        leaveDeadline(outer);
-      }
-    }
+    // No closure here: this runs once per matched rule and request.
+    const object = templatePath ? templatePod(target, templatePath) : target;
+    const prefix = templatePath ? c.templatePrefix : '';
+    // Regex work inside the schema reads the same deadline (re2.ts, through the validator).
+    violations = entry.validate(object, prefix, version, timeBudget);
   } catch (err) {
     if (err instanceof RegexLimitError) return errorVerdict(entry, err.message, err.deadline ? DEADLINE : SCHEMA_COST);
     // A schema can still blow up on a hostile object (e.g. a recursive $ref

@@ -21,9 +21,9 @@ export { EXCEPTION_CRD_OPENAPI_SCHEMA } from './exception-crd-schema.generated.t
 export { evaluate, decideAdmission, violationMessage, abandonedMessage, MESSAGE_VIOLATIONS, type EvaluationBudget } from './evaluator.ts';
 export { decide, MAX_WARNING_LENGTH, type AdmissionDecision, type Exempted } from './decision.ts';
 export { validateRule, validateRuleShape, matchesPods, type RuleValidation } from './validate-rule.ts';
-export { compileSchema, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, type CompileResult, type Validator } from './compiler.ts';
+export { compileSchema, SchemaCompiler, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, type CompileResult, type Validator } from './compiler.ts';
 export { MAX_EXPANDED_SCHEMA, MAX_UNIQUE_ITEMS, schemaExpandedSize } from './schema-bounds.ts';
-export { compileLinear, withDeadline, RegexLimitError, MAX_PROGRAM_SIZE, MAX_TEST_COST, type LinearRegExp } from './re2.ts';
+export { compileLinear, newRegexClock, withDeadline, RegexLimitError, MAX_PROGRAM_SIZE, MAX_TEST_COST, type LinearRegExp } from './re2.ts';
 export { selectorMatches, selectorProblems } from './label-selector.ts';
 export { namespaceGlobMatches } from './namespace-glob.ts';
 export { POD_TEMPLATE_KINDS, podTemplateKind, templatePod, type PodTemplateKind } from './pod-templates.ts';

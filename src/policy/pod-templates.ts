@@ -26,7 +26,7 @@ export const POD_TEMPLATE_KINDS: readonly PodTemplateKind[] = Object.freeze([
   { group: 'batch', kind: 'CronJob', path: ['spec', 'jobTemplate', 'spec', 'template'] },
 ]);
 
-const byKind = new Map(POD_TEMPLATE_KINDS.map((k) => [`${k.group}/${k.kind}`, k]));
+const byKind: ReadonlyMap<string, (typeof POD_TEMPLATE_KINDS)[number]> = new Map(POD_TEMPLATE_KINDS.map((k) => [`${k.group}/${k.kind}`, k]));
 
 export function podTemplateKind(group: string, kind: string): PodTemplateKind | undefined {
   return byKind.get(`${group}/${kind}`);

@@ -13,7 +13,8 @@
  * - one test is at most {@link MAX_TEST_COST} instruction × character units,
  *   else it throws {@link RegexLimitError} (the rule gives an `error`
  *   verdict) instead of running.
- * And one cooperative bound: inside {@link withDeadline}, a test that would
+ * And one cooperative bound: inside {@link withDeadline} (on the pattern's
+ * {@link RegexClock}), a test that would
  * start after the deadline throws {@link RegexLimitError}, which lets an
  * evaluation stop between two regex tests of the same rule (the clock is
  * read every CLOCK_EVERY_UNITS of work, not on every tiny test).
@@ -81,9 +82,25 @@ export interface Deadline {
   deadline: number;
   now: () => number;
 }
-let current: Deadline | undefined;
-/** Regex work (instruction × character units) since the clock was last read. */
-let sinceClock = 0;
+
+/**
+ * The deadline the patterns of one compiler read, and the regex work since
+ * its clock was last read. One per schema compiler (compiler.ts's
+ * SchemaCompiler, whose validators set the deadline passed to them for the
+ * duration of one validation): ajv calls `test(input)` with nothing else,
+ * so the deadline reaches a compiled pattern through the clock it was
+ * compiled with, never through process-global state (issue 21).
+ */
+export interface RegexClock {
+  deadline: Deadline | undefined;
+  /** Regex work (instruction × character units) since the clock was last read. */
+  sinceClock: number;
+}
+
+export function newRegexClock(): RegexClock {
+  return { deadline: undefined, sinceClock: 0 };
+}
+
 /**
  * The clock is read once this much regex work has accumulated (and before
  * any single test at least this large): ~65 K units is at most ~0.4 ms of
@@ -94,16 +111,17 @@ let sinceClock = 0;
 const CLOCK_EVERY_UNITS = 2 ** 16;
 
 /**
- * Runs `fn` with a deadline (same clock as `now`): every regex test that
- * would start after it throws a RegexLimitError. Synchronous on purpose, so
- * the deadline cannot leak to unrelated work; nesting restores the outer one.
+ * Runs `fn` with a deadline on `clock` (same clock as `now`): every test of
+ * a pattern compiled with that clock that would start after it throws a
+ * RegexLimitError. Synchronous on purpose, so the deadline cannot leak to
+ * unrelated work; nesting restores the outer one.
  */
-export function withDeadline<T>(at: number, now: () => number, fn: () => T): T {
-  const outer = enterDeadline({ deadline: at, now });
+export function withDeadline<T>(clock: RegexClock, at: number, now: () => number, fn: () => T): T {
+  const outer = enterDeadline(clock, { deadline: at, now });
   try {
     return fn();
   } finally {
-    leaveDeadline(outer);
+    leaveDeadline(clock, outer);
   }
 }
 
@@ -112,16 +130,16 @@ export function withDeadline<T>(at: number, now: () => number, fn: () => T): T {
  * closure per rule cost ~0.4 µs per rule there): returns the outer deadline,
  * which the caller must restore with leaveDeadline in a `finally`.
  */
-export function enterDeadline(d: Deadline): Deadline | undefined {
-  const outer = current;
-  current = d;
+export function enterDeadline(clock: RegexClock, d: Deadline): Deadline | undefined {
+  const outer = clock.deadline;
+  clock.deadline = d;
   // A new deadline starts counting afresh: its first large test reads the clock.
-  sinceClock = 0;
+  clock.sinceClock = 0;
   return outer;
 }
 
-export function leaveDeadline(outer: Deadline | undefined): void {
-  current = outer;
+export function leaveDeadline(clock: RegexClock, outer: Deadline | undefined): void {
+  clock.deadline = outer;
 }
 
 /** Why RE2 refuses a construct that JavaScript has, in the words of a fix. */
@@ -218,6 +236,7 @@ export function compileLinear(pattern: string, options: CompileOptions = {}): Li
     );
   }
   const key = `re2:/${pattern}/`;
+  const clock = options.clock;
   const match = literalMatcher(pattern) ?? ((input: string): boolean => re.test(input));
   // One unit per instruction per character: RE2's worst case, checked
   // before running so an over-budget search costs nothing.
@@ -227,7 +246,7 @@ export function compileLinear(pattern: string, options: CompileOptions = {}): Li
         `regular expression /${shorten(pattern)}/ (${programSize} instructions) on a string of ${inputLength} characters exceeds the matching budget of ${MAX_TEST_COST} units; shorten the pattern or the value`,
       );
     }
-    readClock(programSize * characters);
+    if (clock !== undefined) readClock(clock, programSize * characters);
   };
   return {
     source: pattern,
@@ -269,6 +288,8 @@ export interface CompileOptions {
    * @default true
    */
   ecmaEscapes?: boolean;
+  /** The clock whose deadline this pattern's tests respect (none: no deadline, only the per-test budget). */
+  clock?: RegexClock;
 }
 
 function shorten(pattern: string): string {
@@ -276,23 +297,25 @@ function shorten(pattern: string): string {
 }
 
 /** Counts regex work and reads the clock of the current deadline every CLOCK_EVERY_UNITS of it. */
-function readClock(cost: number): void {
-  if (current === undefined) return;
-  sinceClock += cost;
-  if (sinceClock >= CLOCK_EVERY_UNITS) {
-    sinceClock = 0;
-    if (current.now() > current.deadline) throw new RegexLimitError('the evaluation time budget ran out before this regular expression ran', { deadline: true });
+function readClock(clock: RegexClock, cost: number): void {
+  const d = clock.deadline;
+  if (d === undefined) return;
+  clock.sinceClock += cost;
+  if (clock.sinceClock >= CLOCK_EVERY_UNITS) {
+    clock.sinceClock = 0;
+    if (d.now() > d.deadline) throw new RegexLimitError('the evaluation time budget ran out before this regular expression ran', { deadline: true });
   }
 }
 
 /**
- * ajv's `code.regExp` engine: ajv calls it with the pattern and "u" (the
- * JSON Schema unicode flag). RE2 always matches code points, which is what
- * "u" asks for, so the flag needs no translation.
+ * ajv's `code.regExp` engine for patterns that respect `clock`'s deadline:
+ * ajv calls it with the pattern and "u" (the JSON Schema unicode flag). RE2
+ * always matches code points, which is what "u" asks for, so the flag needs
+ * no translation.
  */
-export function ajvRegExp(pattern: string, _flags: string): LinearRegExp {
-  return compileLinear(pattern);
+export function ajvRegExp(clock: RegexClock): ((pattern: string, flags: string) => LinearRegExp) & { code: string } {
+  const engine = (pattern: string, _flags: string): LinearRegExp => compileLinear(pattern, { clock });
+  // ajv embeds this name only in standalone (generated-source) output, which
+  // Portal does not use; it must be a string for ajv's function cache.
+  return Object.assign(engine, { code: 'portalRe2' });
 }
-// ajv embeds this name only in standalone (generated-source) output, which
-// Portal does not use; it must be a string for ajv's function cache.
-ajvRegExp.code = 'portalRe2';

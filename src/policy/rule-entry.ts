@@ -6,7 +6,7 @@
  * what it matches: fail closed).
  */
 import { compileCelRule, type CelRule } from './cel-rule.ts';
-import { compileSchema, type Validator } from './compiler.ts';
+import type { SchemaCompiler, Validator } from './compiler.ts';
 import { ruleRef, type RuleRef } from './exceptions.ts';
 import { isEmptySelector } from './label-selector.ts';
 import { usesVersionKeyword } from './pod-security-version.ts';
@@ -146,11 +146,12 @@ const ACCEPT_ALL: Validator = () => [];
 /** Compiles `validate.schema` and `validate.cel` (whichever are given). */
 function compileValidation(
   v: RuleSpec['validate'],
+  compiler: SchemaCompiler,
 ): { ok: true; validate: Validator; release: () => void; cel: CelRule | undefined } | { ok: false; error: string } {
   let validate = ACCEPT_ALL;
   let release = (): void => {};
   if (v.schema !== undefined) {
-    const c = compileSchema(v.schema);
+    const c = compiler.compile(v.schema);
     if (!c.ok) return { ok: false, error: c.error };
     [validate, release] = [c.validate, c.release];
   }
@@ -166,8 +167,8 @@ function compileValidation(
   return { ok: true, validate, release, cel };
 }
 
-const ENFORCEMENTS = new Set(['Deny', 'Warn', 'Audit']);
-const SEVERITIES = new Set(['critical', 'high', 'medium', 'low', 'info']);
+const ENFORCEMENTS: ReadonlySet<string> = new Set(['Deny', 'Warn', 'Audit']);
+const SEVERITIES: ReadonlySet<string> = new Set(['critical', 'high', 'medium', 'low', 'info']);
 
 function specDefaults(spec: Partial<RuleSpec> | undefined): {
   enforcement: Enforcement;
@@ -208,10 +209,10 @@ function stateNames(rule: PortalRuleObject, id: Identity): Pick<RuleState, 'key'
  * it replaces: compiled and in force; or rejected, with the last good
  * version kept in force; or rejected with none ever compiled.
  */
-export function compileRule(rule: PortalRuleObject, hash: string, generation: number, previous: Slot | undefined): Slot {
+export function compileRule(rule: PortalRuleObject, hash: string, generation: number, previous: Slot | undefined, compiler: SchemaCompiler): Slot {
   const id = identity(rule);
   const shape = validateRuleShape(rule);
-  const compiled = shape.ok ? compileValidation(shape.rule.spec.validate) : { ok: false as const, error: `invalid rule: ${shape.problems.join('; ')}` };
+  const compiled = shape.ok ? compileValidation(shape.rule.spec.validate, compiler) : { ok: false as const, error: `invalid rule: ${shape.problems.join('; ')}` };
   if (shape.ok && compiled.ok) {
     previous?.good?.release();
     return compiledSlot(rule, shape.rule.spec, id, hash, generation, compiled);

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { celExpressionCosts, type CelExpressionCost } from './cel-rule.ts';
+import { SchemaCompiler } from './compiler.ts';
 import { ExceptionStore, type ExceptionState } from './exception-store.ts';
 import { exceptionKey, type CompiledException, type ExceptionOptions } from './exceptions.ts';
 import { POD_TEMPLATE_KINDS } from './pod-templates.ts';
@@ -40,11 +41,18 @@ function frozenOptions(options: ExceptionOptions): FrozenOptions {
 
 export class RuleSet implements Replicated<RuleSetChange> {
   readonly #slots = new Map<string, Slot>();
+  /** The compiler of this set's schemas (its ajv instance and the regex clock their patterns read). */
+  readonly #schemas = new SchemaCompiler();
   readonly #exceptions = new ExceptionStore();
   #options: FrozenOptions;
   #privileged: ReadonlySet<string>;
   readonly #feed = new ChangeFeed<RuleSetChange>();
   #revision = 0;
+  /**
+   * @internal candidates.ts's per-kind candidate lists for one revision (kept
+   * by the set they come from, not in a module-level table).
+   */
+  candidateCache: { revision: number; byKind: Map<string, unknown> } | undefined;
   #index: { revision: number; byKind: Map<string, IndexedEntry[]>; wildcard: IndexedEntry[] } | undefined;
 
   /**
@@ -109,7 +117,7 @@ export class RuleSet implements Replicated<RuleSetChange> {
       previous.latest = rule;
       slot = previous;
     } else {
-      slot = compileRule(rule, hash, generation, previous);
+      slot = compileRule(rule, hash, generation, previous, this.#schemas);
       this.#slots.set(key, slot);
     }
     this.#revision++;

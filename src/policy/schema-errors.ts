@@ -61,7 +61,7 @@ function describe(e: ErrorObject, prefix: string): SchemaViolation {
 }
 
 // Wrapper keywords whose own message adds nothing to their branches' errors.
-const WRAPPERS = new Set(['anyOf', 'oneOf', 'if', 'allOf', 'contains']);
+const WRAPPERS: ReadonlySet<string> = new Set(['anyOf', 'oneOf', 'if', 'allOf', 'contains']);
 
 /** Leaf-first, de-duplicated violations in ajv's order. */
 export function toViolations(errors: readonly ErrorObject[], prefix = ''): SchemaViolation[] {

@@ -7,7 +7,7 @@
 import { Ajv } from 'ajv';
 import type { ErrorObject } from 'ajv';
 import { celSizeProblem, compileCelRule } from './cel-rule.ts';
-import { compileSchema, schemaGuardProblem } from './compiler.ts';
+import { SchemaCompiler, schemaGuardProblem } from './compiler.ts';
 import { RULE_CRD_OPENAPI_SCHEMA } from './crd-schema.generated.ts';
 import { labelKeyProblem, labelValueProblem, selectorProblems } from './label-selector.ts';
 import { namespaceGlobProblem } from './namespace-glob.ts';
@@ -182,13 +182,21 @@ export function validateRuleShape(obj: unknown): RuleValidation {
 }
 
 /** Everything, including compiling `validate.schema` and `validate.cel` (the full answer for `portal test` and tooling). */
+/**
+ * The compiler validateRule checks schemas on (compile, then release): one
+ * per process, since a fresh ajv costs ~18 ms per rule. It never evaluates
+ * anything, so no evaluation state (deadline, cost) lives in it; the rules
+ * in force are compiled by their RuleSet's own compiler.
+ */
+const checker = new SchemaCompiler();
+
 export function validateRule(obj: unknown): RuleValidation {
   const shape = validateRuleShape(obj);
   if (!shape.ok) return shape;
   const problems: string[] = [];
   const { schema, cel } = shape.rule.spec.validate;
   if (schema !== undefined) {
-    const compiled = compileSchema(schema);
+    const compiled = checker.compile(schema);
     if (!compiled.ok) problems.push(`spec.${compiled.error}`);
     else compiled.release();
   }

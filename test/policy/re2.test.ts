@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { RE2JS } from 're2js';
-import { compileLinear, MAX_PROGRAM_SIZE, MAX_TEST_COST, RegexLimitError, withDeadline } from '../../src/policy/index.ts';
+import { compileLinear, MAX_PROGRAM_SIZE, MAX_TEST_COST, newRegexClock, RegexLimitError, withDeadline } from '../../src/policy/index.ts';
 
 describe('compileLinear', () => {
   it('literal patterns (anchored or not, with escaped punctuation) answer exactly like RE2', () => {
@@ -36,12 +36,13 @@ describe('compileLinear', () => {
   });
 
   it('inside withDeadline, a test after the deadline throws; outside, nothing changes', () => {
-    const re = compileLinear('^a+$');
+    const clock = newRegexClock();
+    const re = compileLinear('^a+$', { clock });
     // Large enough (programSize × length ≥ 2^16 units) that the clock is read before it runs.
     const long = 'a'.repeat(Math.ceil(2 ** 16 / re.programSize));
     let t = 0;
     const now = (): number => t;
-    withDeadline(10, now, () => {
+    withDeadline(clock, 10, now, () => {
       assert.equal(re.test(long), true);
       t = 11;
       assert.throws(() => re.test(long), /time budget ran out/);
@@ -50,13 +51,14 @@ describe('compileLinear', () => {
   });
 
   it('tiny tests read the clock only once their work adds up to 2^16 units', () => {
-    const re = compileLinear('^a+$');
+    const clock = newRegexClock();
+    const re = compileLinear('^a+$', { clock });
     let reads = 0;
     const now = (): number => {
       reads++;
       return 0;
     };
-    withDeadline(10, now, () => {
+    withDeadline(clock, 10, now, () => {
       for (let i = 0; i < 1000; i++) re.test('aaaa');
     });
     const perTest = re.programSize * 4;

@@ -5,14 +5,8 @@
  * {@link rangeCost}; such calls and operators are not charged the size of
  * their result a second time.
  */
-import { activeMeter } from './meter.ts';
+import { remaining, type Meter } from './meter.ts';
 import { aggregateElements, aggregateTraversal, costOf, regexSize } from './cost.ts';
-
-/** Units left before the active meter's limit: the cap of every size measurement. */
-function remaining(): number {
-  const m = activeMeter();
-  return m === undefined ? Number.POSITIVE_INFINITY : Math.max(0, m.limit - m.used);
-}
 
 const len = (v: unknown): number => (typeof v === 'string' || v instanceof Uint8Array ? v.length : 0);
 
@@ -31,9 +25,9 @@ function keyCount(v: unknown): number {
 }
 
 /** The elements of a list for sets.*: the sum over its elements (0 when empty, as cel-go). */
-function setSize(v: unknown): number {
+function setSize(v: unknown, m: Meter): number {
   if (!Array.isArray(v) || v.length === 0) return 0;
-  return aggregateElements(v, remaining());
+  return aggregateElements(v, remaining(m));
 }
 
 function joinLength(list: unknown, separator: number): number {
@@ -50,7 +44,7 @@ const walkString = (args: unknown[]): number => costOf.stringTraversal(len(args[
  * `sets_contains`, …), the cost of one call from its values (the receiver
  * first for a method call).
  */
-const CALLS: Readonly<Record<string, (args: unknown[]) => number>> = {
+const CALLS: Readonly<Record<string, (args: unknown[], m: Meter) => number>> = {
   contains: ([s, sub]) => (typeof s === 'string' ? costOf.contains(s.length, len(sub)) : 0),
   startsWith: ([, p]) => costOf.startsWith(len(p)),
   endsWith: ([, p]) => costOf.endsWith(len(p)),
@@ -61,22 +55,22 @@ const CALLS: Readonly<Record<string, (args: unknown[]) => number>> = {
   charAt: walkString,
   reverse: walkString,
   strings_quote: walkString,
-  indexOf: ([r]) => (Array.isArray(r) ? costOf.listTraversal(aggregateTraversal(r, remaining())) : costOf.stringTraversal(len(r))),
-  lastIndexOf: ([r]) => (Array.isArray(r) ? costOf.listTraversal(aggregateTraversal(r, remaining())) : costOf.stringTraversal(len(r))),
+  indexOf: ([r], m) => (Array.isArray(r) ? costOf.listTraversal(aggregateTraversal(r, remaining(m))) : costOf.stringTraversal(len(r))),
+  lastIndexOf: ([r], m) => (Array.isArray(r) ? costOf.listTraversal(aggregateTraversal(r, remaining(m))) : costOf.stringTraversal(len(r))),
   replace: ([s, from, to, n]) => costOf.replace(len(s), len(from), len(to), typeof n === 'bigint' ? Number(n) : -1),
   split: ([s]) => costOf.split(len(s)),
   join: ([l, sep]) => costOf.join(joinLength(l, len(sep))),
-  format: ([f, args]) => costOf.format(len(f), aggregateTraversal(args, remaining())),
+  format: ([f, args], m) => costOf.format(len(f), aggregateTraversal(args, remaining(m))),
   portalMatches: ([s, p]) => costOf.regex(len(s), regexSize(len(p))),
   find: ([s, p]) => costOf.regex(len(s), regexSize(len(p))),
   findAll: ([s, p]) => costOf.regex(len(s), regexSize(len(p))),
-  sets_contains: ([a, b]) => costOf.sets(setSize(a), setSize(b)),
-  sets_equivalent: ([a, b]) => costOf.sets(setSize(a), setSize(b)),
-  sets_intersects: ([a, b]) => costOf.sets(setSize(a), setSize(b)),
-  isSorted: ([l]) => costOf.listTraversal(aggregateTraversal(l, remaining())),
-  sum: ([l]) => costOf.listTraversal(aggregateTraversal(l, remaining())),
-  min: ([l]) => costOf.listTraversal(aggregateTraversal(l, remaining())),
-  max: ([l]) => costOf.listTraversal(aggregateTraversal(l, remaining())),
+  sets_contains: ([a, b], m) => costOf.sets(setSize(a, m), setSize(b, m)),
+  sets_equivalent: ([a, b], m) => costOf.sets(setSize(a, m), setSize(b, m)),
+  sets_intersects: ([a, b], m) => costOf.sets(setSize(a, m), setSize(b, m)),
+  isSorted: ([l], m) => costOf.listTraversal(aggregateTraversal(l, remaining(m))),
+  sum: ([l], m) => costOf.listTraversal(aggregateTraversal(l, remaining(m))),
+  min: ([l], m) => costOf.listTraversal(aggregateTraversal(l, remaining(m))),
+  max: ([l], m) => costOf.listTraversal(aggregateTraversal(l, remaining(m))),
   size: ([v]) => (typeof v === 'string' ? costOf.stringTraversal(v.length) : v instanceof Map || v instanceof Set || Array.isArray(v) || v instanceof Uint8Array ? 0 : costOf.stringTraversal(keyCount(v))),
   // Parsers and conversions of a string (or bytes) argument; 0 for other overloads (e.g. CIDR.ip()).
   url: walkString,
@@ -110,9 +104,9 @@ const CALLS: Readonly<Record<string, (args: unknown[]) => number>> = {
 };
 
 /** The cost of a call to `name` with these values (receiver first), or 0. */
-export function callCost(name: string, args: unknown[]): number {
+export function callCost(name: string, args: unknown[], m: Meter): number {
   const f = CALLS[name];
-  return f === undefined ? 0 : f(args);
+  return f === undefined ? 0 : f(args, m);
 }
 
 /** True when calls to `name` have a size-dependent cost (and their result is charged by it). */
@@ -121,14 +115,14 @@ export function isCostedCall(name: string): boolean {
 }
 
 /** The cost of a binary operator on these operands, or 0. */
-export function binaryCost(op: string, l: unknown, r: unknown): number {
+export function binaryCost(op: string, l: unknown, r: unknown, m: Meter): number {
   switch (op) {
     case '==':
     case '!=':
       if (typeof l === 'string' && typeof r === 'string') return costOf.compareStrings(l.length, r.length);
       if (l instanceof Uint8Array && r instanceof Uint8Array) return costOf.compareStrings(l.length, r.length);
       if (isAggregate(l) && isAggregate(r)) {
-        const cap = remaining();
+        const cap = remaining(m);
         return costOf.equalsAggregates(aggregateTraversal(l, cap), aggregateTraversal(r, cap));
       }
       return 0;
@@ -139,7 +133,7 @@ export function binaryCost(op: string, l: unknown, r: unknown): number {
       return (typeof l === 'string' && typeof r === 'string') || (l instanceof Uint8Array && r instanceof Uint8Array) ? costOf.compareStrings(len(l), len(r)) : 0;
     case 'in':
       if (!Array.isArray(r)) return 0;
-      return costOf.inList(r.length, isAggregate(l) ? aggregateTraversal(l, remaining()) : 1);
+      return costOf.inList(r.length, isAggregate(l) ? aggregateTraversal(l, remaining(m)) : 1);
     case '+':
       if (Array.isArray(l) && Array.isArray(r)) return costOf.concat(l.length, r.length);
       return typeof l === 'string' || l instanceof Uint8Array ? costOf.concat(len(l), len(r)) : 0;

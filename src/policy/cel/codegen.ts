@@ -38,12 +38,17 @@
  * Pure: no I/O.
  */
 import { Optional } from '@marcbachmann/cel-js';
-import { built, runtime, type Runtime, MAX_OPERANDS, delegate } from './runtime.ts';
+import { runtime, type Runtime } from './runtime.ts';
+import { selectDelegate } from './runtime-ops.ts';
+import { built, delegateOf, type Delegate } from './values-marks.ts';
+import { MAX_OPERANDS } from './environment.ts';
 import { sizeCost, type Meter } from './meter.ts';
 import { isCostedCall } from './charges.ts';
+import { re2 } from './lib/regex.ts';
+import * as macros from './codegen-macros.ts';
 
 /** A node of cel-js's public AST. */
-interface Node {
+export interface Node {
   op: string;
   args: unknown;
 }
@@ -62,29 +67,35 @@ export interface Generated {
 /** The activation variables (engine.ts declares them, all `dyn`). */
 export interface GenerateOptions {
   variables: readonly string[];
-  /** Functions implemented natively (by name), the rest are delegated. */
-  matches: (s: string, p: string) => boolean;
 }
 
-const COSTED_OPERATORS = new Set(['==', '!=', '<', '<=', '>', '>=', 'in', '+']);
+const COSTED_OPERATORS: ReadonlySet<string> = new Set(['==', '!=', '<', '<=', '>', '>=', 'in', '+']);
 const BINARY: Record<string, string> = { '==': 'eq', '!=': 'ne', '+': 'add', '-': 'sub', '*': 'mul', '/': 'div', '%': 'mod', '<': 'lt', '<=': 'le', '>': 'gt', '>=': 'ge', in: 'inop' };
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-const isNode = (v: unknown): v is Node => v !== null && typeof v === 'object' && typeof (v as Node).op === 'string';
+export const isNode = (v: unknown): v is Node => v !== null && typeof v === 'object' && typeof (v as Node).op === 'string';
 
-function asNode(v: unknown): Node {
+export function asNode(v: unknown): Node {
   if (!isNode(v)) throw new Unsupported('not an AST node');
   return v;
 }
 
-const str = (s: string): string => JSON.stringify(s);
+export const str = (s: string): string => JSON.stringify(s);
+
+/** `s.matches(p)` (renamed portalMatches), `s.find(p)`, `s.findAll(p[, n])`: run natively (lib/regex.ts) with the meter. */
+function isRegexCall(name: string, rcall: boolean, operands: number): boolean {
+  if (name === 'portalMatches') return operands === 2;
+  if (!rcall) return false;
+  return (name === 'find' && operands === 2) || (name === 'findAll' && (operands === 2 || operands === 3));
+}
 
 interface Block {
   lines: string[];
   units: number;
 }
 
-class Generator {
+/** @internal the code generator (codegen-macros.ts generates the macros on it). */
+export class Generator {
   private temps = 0;
   private readonly consts: unknown[] = [];
   private block: Block = { lines: [], units: 0 };
@@ -99,20 +110,20 @@ class Generator {
     return { source: `"use strict";\nreturn function celProgram(ctx, m) {\n${decl}${body.code}\nreturn ${body.value};\n};`, consts: this.consts };
   }
 
-  private temp(): string {
+  temp(): string {
     return `t${this.temps++}`;
   }
 
-  private emit(line: string): void {
+  emit(line: string): void {
     this.block.lines.push(line);
   }
 
-  private charge(units: number): void {
+  charge(units: number): void {
     this.block.units += units;
   }
 
   /** Generates a nested block; its constant units are charged at its start. */
-  private inBlock(f: () => string): { code: string; value: string } {
+  inBlock(f: () => string): { code: string; value: string } {
     const outer = this.block;
     this.block = { lines: [], units: 0 };
     try {
@@ -125,12 +136,12 @@ class Generator {
     }
   }
 
-  private constant(v: unknown): string {
+  constant(v: unknown): string {
     this.consts.push(v);
     return `K[${this.consts.length - 1}]`;
   }
 
-  private literal(v: unknown): string {
+  literal(v: unknown): string {
     switch (typeof v) {
       case 'string':
         return str(v);
@@ -147,7 +158,7 @@ class Generator {
     }
   }
 
-  private lookup(name: string): string | undefined {
+  lookup(name: string): string | undefined {
     for (let i = this.scope.length - 1; i >= 0; i--) {
       const hit = this.scope[i]?.get(name);
       if (hit !== undefined) return hit;
@@ -155,7 +166,7 @@ class Generator {
     return undefined;
   }
 
-  private withScope<T>(bindings: Map<string, string>, f: () => T): T {
+  withScope<T>(bindings: Map<string, string>, f: () => T): T {
     this.scope.push(bindings);
     try {
       return f();
@@ -171,7 +182,7 @@ class Generator {
   }
 
   /** A value as a JS expression evaluated once: literals and locals stay, the rest goes to a temp. */
-  private value(n: Node): string {
+  value(n: Node): string {
     const e = this.expr(n, false);
     if (/^(t\d+|K\[\d+\]|true|false|null|\(?-?\d+n?\)?|"(?:[^"\\]|\\.)*")$/.test(e)) return e;
     const t = this.temp();
@@ -201,22 +212,13 @@ class Generator {
         // A type or constant name (`int`, `cel`): cel-js knows it.
         return this.delegated(name, [], root);
       }
-      case '.': {
-        const [target, field] = n.args as [Node, string];
-        if (isNode(target) && this.namespace(target) !== undefined) return this.delegated(`${this.namespace(target)}.${field}`, [], root);
-        const t = this.value(asNode(target));
-        const f = str(field);
-        const v = this.temp();
-        this.emit(`${v} = (${t} !== null && typeof ${t} === "object" && ${t}.constructor === Object && Object.hasOwn(${t}, ${f})) ? ${t}[${f}] : R.sel(${t}, ${f});`);
-        this.emit(`if (typeof ${v} === "number") ${v} = R.read(${t}, ${v});`);
-        this.sized(v, root);
-        return v;
-      }
+      case '.':
+        return this.select(n, root);
       case '.?': {
         const [target, field] = n.args as [Node, string];
         const t = this.value(asNode(target));
         const v = this.temp();
-        this.emit(`${v} = R.osel(${t}, ${str(field)});`);
+        this.emit(`${v} = R.osel(${t}, ${str(field)}, ${this.constant(selectDelegate(field, true))});`);
         return v;
       }
       case '[]':
@@ -251,34 +253,61 @@ class Generator {
       case 'call':
       case 'rcall':
         return this.call(n, root);
-      default: {
-        const fn = BINARY[n.op];
-        if (fn === undefined) throw new Unsupported(`operator ${n.op}`);
-        const [a, b] = n.args as [Node, Node];
-        const l = this.value(asNode(a));
-        const r = this.value(asNode(b));
-        const costed = COSTED_OPERATORS.has(n.op);
-        if (costed) this.emit(`if ((m.used += R.binaryCost(${str(n.op)}, ${l}, ${r})) > m.limit) R.over(m);`);
-        const v = this.temp();
-        if (n.op === '==' || n.op === '!=') {
-          const same = n.op === '==' ? '===' : '!==';
-          this.emit(`${v} = (typeof ${l} === "string" && typeof ${r} === "string") ? ${l} ${same} ${r} : R.${fn}(${l}, ${r});`);
-        } else {
-          this.emit(`${v} = R.${fn}(${l}, ${r});`);
-        }
-        if (!costed && (n.op === '+' || n.op === '-')) this.sized(v, root);
-        return v;
-      }
+      default:
+        return this.binary(n, root);
     }
   }
 
+  /** `t.f`: a plain map inline, `variables.NAME` through its getter, anything else through R.sel. */
+  private select(n: Node, root: boolean): string {
+    const [target, field] = n.args as [Node, string];
+    if (isNode(target) && this.namespace(target) !== undefined) return this.delegated(`${this.namespace(target)}.${field}`, [], root);
+    const f = str(field);
+    const sd = this.constant(selectDelegate(field, false));
+    if (isNode(target) && target.op === 'id' && target.args === 'variables' && this.lookup('variables') === undefined) {
+      // `variables.NAME`: a getter of the variables object (composition.ts), its value a CEL value already.
+      this.charge(1);
+      const v = this.temp();
+      this.emit(`${v} = ctx.variables[${f}];`);
+      this.emit(`if (${v} === undefined) ${v} = R.sel(ctx.variables, ${f}, ${sd});`);
+      this.sized(v, root);
+      return v;
+    }
+    const t = this.value(asNode(target));
+    const v = this.temp();
+    this.emit(`${v} = (${t} !== null && typeof ${t} === "object" && ${t}.constructor === Object && Object.hasOwn(${t}, ${f})) ? ${t}[${f}] : R.sel(${t}, ${f}, ${sd});`);
+    this.emit(`if (typeof ${v} === "number") ${v} = R.read(${t}, ${v});`);
+    this.sized(v, root);
+    return v;
+  }
+
+  /** The operators of BINARY, with their cost charges. */
+  private binary(n: Node, root: boolean): string {
+    const fn = BINARY[n.op];
+    if (fn === undefined) throw new Unsupported(`operator ${n.op}`);
+    const [a, b] = n.args as [Node, Node];
+    const l = this.value(asNode(a));
+    const r = this.value(asNode(b));
+    const costed = COSTED_OPERATORS.has(n.op);
+    if (costed) this.emit(`if ((m.used += R.binaryCost(${str(n.op)}, ${l}, ${r}, m)) > m.limit) R.over(m);`);
+    const v = this.temp();
+    if (n.op === '==' || n.op === '!=') {
+      const same = n.op === '==' ? '===' : '!==';
+      this.emit(`${v} = (typeof ${l} === "string" && typeof ${r} === "string") ? ${l} ${same} ${r} : R.${fn}(${l}, ${r});`);
+    } else {
+      this.emit(`${v} = R.${fn}(${l}, ${r});`);
+    }
+    if (!costed && (n.op === '+' || n.op === '-')) this.sized(v, root);
+    return v;
+  }
+
   /** A value read from the input: an integral JSON number is a CEL int (runtime.ts's num). */
-  private number(v: string): void {
+  number(v: string): void {
     this.emit(`if (typeof ${v} === "number") ${v} = R.num(${v});`);
   }
 
   /** Charges the size of a produced value (not for the root, as cel-js's meter did not). */
-  private sized(v: string, root: boolean): void {
+  sized(v: string, root: boolean): void {
     if (!root) this.emit(`m.used += R.sz(${v});`);
   }
 
@@ -338,6 +367,8 @@ class Generator {
 
   private map(n: Node, root: boolean): string {
     const entries = n.args as [unknown, unknown][];
+    // `{}` (an orValue default): one shared empty map, as `[]` (CEL values are immutable).
+    if (entries.length === 0) return this.constant(Object.freeze(built({})));
     const keys: string[] = [];
     const values: string[] = [];
     for (const [k, v] of entries) {
@@ -358,21 +389,21 @@ class Generator {
     const ns = receiver ? this.namespace(receiver) : undefined;
 
     // Macros (their arguments are expressions, not values).
-    if (!rcall && name === 'has' && args.length === 1) return this.has(asNode(args[0]));
+    if (!rcall && name === 'has' && args.length === 1) return macros.has(this, asNode(args[0]));
     if (receiver !== undefined && ns === undefined) {
       const iterVar = (a: Node | undefined): string | undefined => (a?.op === 'id' && typeof a.args === 'string' ? a.args : undefined);
       if (args.length === 2 && iterVar(args[0]) !== undefined && ['all', 'exists', 'exists_one', 'map', 'filter'].includes(name)) {
-        return this.comprehension(name, receiver, iterVar(args[0]) as string, undefined, args[1] as Node);
+        return macros.comprehension(this, name, receiver, iterVar(args[0]) as string, undefined, args[1] as Node);
       }
-      if (args.length === 3 && name === 'map' && iterVar(args[0]) !== undefined) return this.comprehension('map', receiver, iterVar(args[0]) as string, args[1], args[2] as Node);
+      if (args.length === 3 && name === 'map' && iterVar(args[0]) !== undefined) return macros.comprehension(this, 'map', receiver, iterVar(args[0]) as string, args[1], args[2] as Node);
       if ((args.length === 3 || args.length === 4) && iterVar(args[0]) !== undefined && iterVar(args[1]) !== undefined) {
         const kinds = args.length === 3 ? ['all', 'exists', 'existsOne', 'transformList', 'transformMap', 'transformMapEntry'] : ['transformList', 'transformMap', 'transformMapEntry'];
-        if (kinds.includes(name)) return this.twoVar(name, receiver, iterVar(args[0]) as string, iterVar(args[1]) as string, args.length === 4 ? args[2] : undefined, args[args.length - 1] as Node);
+        if (kinds.includes(name)) return macros.twoVar(this, name, receiver, iterVar(args[0]) as string, iterVar(args[1]) as string, args.length === 4 ? args[2] : undefined, args[args.length - 1] as Node);
       }
-      if (name === 'orValue' && args.length === 1) return this.orValue(receiver, asNode(args[0]));
-      if (name === 'or' && args.length === 1) return this.or(receiver, asNode(args[0]));
+      if (name === 'orValue' && args.length === 1) return macros.orValue(this, receiver, asNode(args[0]));
+      if (name === 'or' && args.length === 1) return macros.or(this, receiver, asNode(args[0]));
     }
-    if (ns === 'cel' && name === 'bind' && args.length === 3 && args[0]?.op === 'id') return this.bind(args[0].args as string, args[1] as Node, args[2] as Node);
+    if (ns === 'cel' && name === 'bind' && args.length === 3 && args[0]?.op === 'id') return macros.bind(this, args[0].args as string, args[1] as Node, args[2] as Node);
     if (ns === 'optional' && name === 'none' && args.length === 0) return 'R.NONE';
     if (ns === 'optional' && name === 'of' && args.length === 1) {
       const a = this.value(args[0] as Node);
@@ -387,260 +418,70 @@ class Generator {
     for (let i = all.length - 1; i >= 0; i--) values[i] = this.value(all[i] as Node);
     operands.push(...values);
     const costed = isCostedCall(name);
-    if (costed) this.emit(`if ((m.used += R.callCost(${str(name)}, [${operands.join(', ')}])) > m.limit) R.over(m);`);
+    if (costed) this.emit(`if ((m.used += R.callCost(${str(name)}, [${operands.join(', ')}], m)) > m.limit) R.over(m);`);
     const v = this.temp();
     const [a0, a1] = operands;
     if (rcall && ns === undefined && operands.length === 1 && (name === 'hasValue' || name === 'value')) {
-      this.emit(`${v} = ${a0} instanceof R.Optional ? ${a0}.${name}() : R.call(${str(this.callSource(name, ns, rcall, 1))}, ${a0});`);
+      this.emit(`${v} = ${a0} instanceof R.Optional ? ${a0}.${name}() : R.call(${this.callDelegate(name, ns, rcall, 1)}, ${a0});`);
     } else if (name === 'size' && operands.length === 1) {
       this.emit(`${v} = Array.isArray(${a0}) ? BigInt(${a0}.length) : R.size(${a0});`);
     } else if (rcall && ns === undefined && operands.length === 2 && (name === 'startsWith' || name === 'endsWith' || name === 'contains')) {
       const method = name === 'contains' ? 'includes' : name;
-      this.emit(`${v} = (typeof ${a0} === "string" && typeof ${a1} === "string") ? ${a0}.${method}(${a1}) : R.call(${str(this.callSource(name, ns, rcall, 2))}, ${a0}, ${a1});`);
-    } else if (name === 'portalMatches' && operands.length === 2) {
-      const fn = this.constant(this.opts.matches);
-      this.emit(`${v} = (typeof ${a0} === "string" && typeof ${a1} === "string") ? ${fn}(${a0}, ${a1}) : R.call(${str(this.callSource(name, ns, rcall, 2))}, ${a0}, ${a1});`);
+      this.emit(`${v} = (typeof ${a0} === "string" && typeof ${a1} === "string") ? ${a0}.${method}(${a1}) : R.call(${this.callDelegate(name, ns, rcall, 2)}, ${a0}, ${a1});`);
+    } else if (ns === undefined && isRegexCall(name, rcall, operands.length)) {
+      // The regex functions run here with the evaluation's meter; a constant pattern is compiled once, now.
+      const re = this.constantPattern(all[1]);
+      const fallback = `R.call(${this.callDelegate(name, ns, rcall, operands.length)}${operands.map((o) => `, ${o}`).join('')})`;
+      const strings = `typeof ${a0} === "string" && typeof ${a1} === "string"`;
+      if (name === 'portalMatches') this.emit(`${v} = (${strings}) ? R.matches(${a0}, ${a1}, m, ${re}) : ${fallback};`);
+      else if (name === 'find') this.emit(`${v} = (${strings}) ? R.find(${a0}, ${a1}, m, ${re}) : ${fallback};`);
+      else if (operands.length === 2) this.emit(`${v} = (${strings}) ? R.built(R.findAll(${a0}, ${a1}, -1, m, ${re})) : ${fallback};`);
+      else this.emit(`${v} = (${strings} && typeof ${operands[2]} === "bigint") ? R.built(R.findAll(${a0}, ${a1}, Number(${operands[2]}), m, ${re})) : ${fallback};`);
     } else {
-      const source = this.callSource(name, ns, rcall, operands.length);
-      this.emit(`${v} = R.call(${str(source)}${operands.map((o) => `, ${o}`).join('')});`);
+      const d = this.callDelegate(name, ns, rcall, operands.length);
+      this.emit(`${v} = R.call(${d}${operands.map((o) => `, ${o}`).join('')});`);
     }
     if (!costed) this.sized(v, root);
     return v;
   }
 
-  /** The CEL source of a delegated call, its operands named `__a0`… (checked now, so an impossible delegate is Unsupported). */
-  private callSource(name: string, ns: string | undefined, rcall: boolean, count: number): string {
+  /** The delegate of a call, its operands named `__a0`…, as a constant (parsed now, so an impossible delegate is Unsupported). */
+  private callDelegate(name: string, ns: string | undefined, rcall: boolean, count: number): string {
     if (!IDENT.test(name)) throw new Unsupported(`function name ${name}`);
     const ops = Array.from({ length: count }, (_, i) => `__a${i}`);
     const source = !rcall ? `${name}(${ops.join(', ')})` : ns !== undefined ? `${ns}.${name}(${ops.join(', ')})` : `${ops[0]}.${name}(${ops.slice(1).join(', ')})`;
+    return this.constant(this.parsedDelegate(source));
+  }
+
+  /** A constant pattern compiled now (compile() refused the invalid ones), else `undefined`. */
+  private constantPattern(n: Node | undefined): string {
+    if (n?.op !== 'value' || typeof n.args !== 'string') return 'undefined';
     try {
-      delegate(source);
+      return this.constant(re2(n.args));
+    } catch {
+      return 'undefined';
+    }
+  }
+
+  /** A delegate parsed now; Unsupported when cel-js refuses it. */
+  private parsedDelegate(source: string): Delegate {
+    try {
+      return delegateOf(source, true);
     } catch {
       throw new Unsupported(`cannot delegate ${source}`);
     }
-    return source;
   }
 
   /** A name cel-js resolves (a type such as `int`, a namespaced constant). */
   private delegated(text: string, operands: string[], root: boolean): string {
     if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(text)) throw new Unsupported(`name ${text}`);
-    try {
-      delegate(text);
-    } catch {
-      throw new Unsupported(`cannot delegate ${text}`);
-    }
+    const d = this.constant(this.parsedDelegate(text));
     const v = this.temp();
-    this.emit(`${v} = R.call(${str(text)}${operands.map((o) => `, ${o}`).join('')});`);
+    this.emit(`${v} = R.call(${d}${operands.map((o) => `, ${o}`).join('')});`);
     this.sized(v, root);
     return v;
   }
 
-  /** has(a.b.c): cel-js's has macro (the root must be an identifier). */
-  private has(arg: Node): string {
-    const props: { op: string; field: string }[] = [];
-    let cur = arg;
-    if (cur.op !== '.') throw new Unsupported('has() argument');
-    while (cur.op === '.' || cur.op === '.?') {
-      const [t, f] = cur.args as [Node, string];
-      props.push({ op: cur.op, field: f });
-      cur = asNode(t);
-    }
-    if (cur.op !== 'id') throw new Unsupported('has() root');
-    const root = this.value(cur);
-    const v = this.temp();
-    // Fields from the root outwards.
-    const steps = props.reverse();
-    const fields = this.constant(steps.map((s) => s.field));
-    const ops = this.constant(steps.map((s) => s.op));
-    this.emit(`${v} = R.has(${root}, ${fields}, ${ops});`);
-    return v;
-  }
-
-  /** The per-iteration prologue: the limit is checked once per iteration at least. */
-  private comprehension(kind: string, receiver: Node, iterVar: string, filter: unknown, body: Node): string {
-    const coll = this.value(receiver);
-    this.charge(1); // init (cel-js evaluates a literal node for it)
-    const items = this.temp();
-    const i = this.temp();
-    const accu = this.temp();
-    const error = this.temp();
-    const x = this.temp();
-    this.emit(`m.used += R.rangeCost(${coll});`);
-    this.emit(`${items} = R.range(${coll});`);
-    const label = (what: string): string => str(`${what} must return bool`);
-    const scope = new Map([[iterVar, x]]);
-    // Each iteration: the step node (a ternary, or the push) and what it evaluates.
-    const step = (inner: () => string): { code: string; value: string } =>
-      this.withScope(scope, () =>
-        this.inBlock(() => {
-          this.charge(2);
-          return inner();
-        }),
-      );
-    let loop: string;
-    switch (kind) {
-      case 'all':
-      case 'exists': {
-        const decisive = kind === 'exists';
-        const p = step(() => this.expr(body));
-        loop = [
-          `${accu} = ${!decisive}; ${error} = undefined;`,
-          `for (${i} = 0; ${i} < ${items}.length; ${i}++) {`,
-          `if (${accu} === ${decisive}) break;`,
-          `${x} = ${items}[${i}]; if (typeof ${x} === "number") ${x} = R.read(${coll}, ${x});`,
-          `try {\n${p.code}\n${accu} = R.cond(${p.value}, ${label(`${kind}(var, predicate) predicate`)});\n} catch (e) { ${error} ??= R.caught(e); }`,
-          `}`,
-          `if (${error} !== undefined && ${accu} === ${!decisive}) throw ${error};`,
-        ].join('\n');
-        break;
-      }
-      case 'exists_one': {
-        const p = step(() => this.expr(body));
-        loop = [
-          `${accu} = 0;`,
-          `for (${i} = 0; ${i} < ${items}.length; ${i}++) {`,
-          `${x} = ${items}[${i}]; if (typeof ${x} === "number") ${x} = R.read(${coll}, ${x});`,
-          `${p.code}\nif (R.cond(${p.value}, ${label('exists_one(var, predicate) predicate')})) ${accu}++;`,
-          `}`,
-          `${accu} = ${accu} === 1;`,
-        ].join('\n');
-        break;
-      }
-      case 'map':
-      case 'filter': {
-        const f = kind === 'filter' ? body : filter === undefined ? undefined : asNode(filter);
-        const t = kind === 'filter' ? undefined : body;
-        const s = step(() => {
-          if (f === undefined) {
-            const tv = this.expr(t as Node);
-            this.emit(`${accu}.push(${tv});`);
-            return 'undefined';
-          }
-          const fv = this.value(f);
-          const kept = this.inBlock(() => (t === undefined ? x : this.expr(t)));
-          const what = kind === 'filter' ? 'filter(var, predicate) predicate' : 'map(var, filter, transform) filter predicate';
-          this.emit(`if (R.cond(${fv}, ${label(what)})) {\n${kept.code}\n${accu}.push(${kept.value});\n}`);
-          return 'undefined';
-        });
-        loop = [`${accu} = [];`, `for (${i} = 0; ${i} < ${items}.length; ${i}++) {`, `${x} = ${items}[${i}]; if (typeof ${x} === "number") ${x} = R.read(${coll}, ${x});`, s.code, `}`, `R.built(${accu});`].join('\n');
-        break;
-      }
-      default:
-        throw new Unsupported(`macro ${kind}`);
-    }
-    this.emit(loop);
-    return accu;
-  }
-
-  /** The two-variable comprehensions of lib/comprehensions.ts (cel-go ext.TwoVarComprehensions). */
-  private twoVar(kind: string, receiver: Node, kVar: string, vVar: string, filter: unknown, body: Node): string {
-    const coll = this.value(receiver);
-    const items = this.temp();
-    const i = this.temp();
-    const accu = this.temp();
-    const error = this.temp();
-    const k = this.temp();
-    const val = this.temp();
-    const r = this.temp();
-    this.emit(`m.used += R.rangeCost(${coll});`);
-    this.emit(`${items} = R.entries(${coll});`);
-    const scope = new Map([
-      [kVar, k],
-      [vVar, val],
-    ]);
-    const head = `for (${i} = 0; ${i} < ${items}.length; ${i}++) {\n${k} = ${items}[${i}][0]; ${val} = ${items}[${i}][1];\nif (m.used > m.limit) R.over(m);`;
-    const b = this.withScope(scope, () => this.inBlock(() => this.expr(body)));
-    const f = filter === undefined ? undefined : this.withScope(scope, () => this.inBlock(() => this.expr(asNode(filter))));
-    const filtered = (inner: string): string => (f === undefined ? inner : `${f.code}\nif (${f.value} === true) {\n${inner}\n}`);
-    let loop: string;
-    switch (kind) {
-      case 'all':
-      case 'exists': {
-        const decisive = kind === 'exists';
-        loop = [
-          `${accu} = ${!decisive}; ${error} = undefined;`,
-          head,
-          `try {\n${b.code}\n${r} = ${b.value};\n} catch (e) { ${r} = R.caught(e); }`,
-          `if (${r} === ${decisive}) { ${accu} = ${decisive}; break; }`,
-          `if (${r} instanceof Error) ${error} ??= ${r}; else if (typeof ${r} !== "boolean") throw R.err(${str(`${kind}: the predicate must give a bool`)});`,
-          `}`,
-          `if (${accu} === ${!decisive} && ${error} !== undefined) throw ${error};`,
-        ].join('\n');
-        break;
-      }
-      case 'existsOne':
-        loop = [`${accu} = 0;`, head, b.code, `if (${b.value} === true) ${accu}++;`, `}`, `${accu} = ${accu} === 1;`].join('\n');
-        break;
-      case 'transformList':
-        loop = [`${accu} = [];`, head, filtered(`${b.code}\n${accu}.push(${b.value});`), `}`, `R.built(${accu});`].join('\n');
-        break;
-      case 'transformMap':
-        loop = [`${accu} = {};`, head, filtered(`${b.code}\nR.put(${accu}, String(${k}), ${b.value});`), `}`, `R.built(${accu});`].join('\n');
-        break;
-      case 'transformMapEntry':
-        loop = [`${accu} = {};`, head, filtered(`${b.code}\nR.putEntry(${accu}, ${b.value});`), `}`, `R.built(${accu});`].join('\n');
-        break;
-      default:
-        throw new Unsupported(`macro ${kind}`);
-    }
-    this.emit(loop);
-    return accu;
-  }
-
-  private bind(name: string, val: Node, body: Node): string {
-    const v = this.value(val);
-    const local = this.temp();
-    this.emit(`${local} = ${v};`);
-    return this.withScope(new Map([[name, local]]), () => this.value(body));
-  }
-
-  /**
-   * `x.orValue(d)`. On a `.?` chain, each step yields the field's value or
-   * ABSENT, with no Optional allocated.
-   */
-  private orValue(receiver: Node, arg: Node): string {
-    const v = this.temp();
-    const dflt = this.inBlock(() => this.expr(arg));
-    if (receiver.op === '.?') {
-      const chain = this.chain(receiver);
-      this.emit(`if (${chain} === R.ABSENT) {\n${dflt.code}\n${v} = ${dflt.value};\n} else ${v} = ${chain};`);
-      return v;
-    }
-    const o = this.value(receiver);
-    this.emit(`${v} = R.optional(${o}, "optional.orValue(value) receiver");`);
-    this.emit(`if (${v}.hasValue()) ${v} = ${v}.value(); else {\n${dflt.code}\n${v} = ${dflt.value};\n}`);
-    return v;
-  }
-
-  /** The value of a `.?` chain, or R.ABSENT. Each step is charged as a node. */
-  private chain(n: Node): string {
-    const [target, field] = n.args as [Node, string];
-    const t = asNode(target);
-    const f = str(field);
-    const v = this.temp();
-    if (t.op === '.?') {
-      const inner = this.chain(t);
-      this.charge(1);
-      this.emit(
-        `${v} = (${inner} !== null && typeof ${inner} === "object" && ${inner}.constructor === Object) ? (Object.hasOwn(${inner}, ${f}) ? ${inner}[${f}] : R.ABSENT) : R.ostep(${inner}, ${f});`,
-      );
-      this.emit(`if (typeof ${v} === "number") ${v} = R.read(${inner}, ${v});`);
-      return v;
-    }
-    const base = this.value(t);
-    this.charge(1);
-    this.emit(`${v} = R.ostart(${base}, ${f});`);
-    return v;
-  }
-
-  private or(receiver: Node, arg: Node): string {
-    const o = this.value(receiver);
-    const v = this.temp();
-    const alt = this.inBlock(() => this.expr(arg));
-    this.emit(`${v} = R.optional(${o}, "optional.or(optional) receiver");`);
-    this.emit(`if (!${v}.hasValue()) {\n${alt.code}\n${v} = R.optional(${alt.value}, "optional.or(optional) argument");\n}`);
-    return v;
-  }
 }
 
 /** Generates the JavaScript function of a checked AST. Throws Unsupported for shapes it does not compile. */

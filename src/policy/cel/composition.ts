@@ -13,19 +13,10 @@
  *   messageExpression's value (if it evaluates to a non-empty string without
  *   error), else `message`, else `failed expression: EXPR`.
  */
-import {
-  compile,
-  celContext,
-  evaluate,
-  newBudget,
-  runUnmetered,
-  type Activation,
-  type Budget,
-  type CompileError,
-  type Program,
-} from './engine.ts';
-import { activeMeter, charge } from './meter.ts';
-import { celValuesOnly } from './runtime.ts';
+import { compile, type CompileError, type Program } from './compile.ts';
+import { celContext, classify, newBudget, PER_CALL_COST_LIMIT, type Activation, type Budget, type EvalResult } from './engine.ts';
+import type { Meter } from './meter.ts';
+import { bindVariables, variablesObject, type VariablesObject } from './variables.ts';
 
 export interface NamedExpression {
   name: string;
@@ -62,6 +53,8 @@ export interface Composition {
   readonly matchConditions: readonly { name: string; program: Program }[];
   readonly variables: readonly { name: string; program: Program }[];
   readonly validations: readonly CompiledValidation[];
+  /** @internal the lazily evaluated `variables` object (variables.ts), when there are variables. */
+  readonly vars: VariablesObject | undefined;
 }
 
 export type CompositionResult = Composition | { ok: false; errors: FieldCompileError[] };
@@ -104,7 +97,8 @@ export function compileComposition(spec: CompositionSpec): CompositionResult {
     else fail(`validations[${i}].expression`, p);
   });
   if (errors.length > 0) return { ok: false, errors };
-  return Object.freeze({ ok: true as const, matchConditions, variables, validations });
+  const vars = variables.length > 0 ? variablesObject(variables) : undefined;
+  return Object.freeze({ ok: true as const, matchConditions, variables, validations, vars });
 }
 
 /** One validation's outcome. */
@@ -120,159 +114,114 @@ export type CompositionOutcome =
   | { matched: 'error'; condition: string; message: string; kind: 'runtime' | 'cost'; cost: number }
   | { matched: true; validations: ValidationOutcome[]; cost: number };
 
-/** Marker so a variable that failed rethrows the same error each time it is read. */
-class VariableFailed extends Error {}
-
-/** Where a `variables` object keeps its per-evaluation state (a symbol: invisible to CEL's key iteration). */
-const STATE = Symbol('variables');
-
-interface VariablesState {
-  context: Record<string, unknown>;
-  /** The request's shared context (celContext), key of the shared values. */
-  base: object;
-  /** Per variable: undefined (not yet read), { value } or { error }. */
-  slots: ({ value: unknown } | { error: unknown } | undefined)[];
+/**
+ * The CEL context of an activation for this request: built once per
+ * activation object and request (in the request's Budget), so compositions
+ * evaluated on the same activation share it, and the variable values that
+ * depend on it only.
+ */
+export function contextFor(activation: object, budget: Budget, build: () => Record<string, unknown>): Record<string, unknown> {
+  budget.contexts ??= new Map();
+  let context = budget.contexts.get(activation) as Record<string, unknown> | undefined;
+  if (context === undefined) budget.contexts.set(activation, (context = build()));
+  return context;
 }
 
-/**
- * Per composition, once: the property descriptors of its `variables` object.
- * Each getter evaluates its expression on first read (under the reading
- * expression's meter) and caches the value or the error in the object's
- * state. Shared getters (they find the state through `this`) make a
- * `variables` object per evaluation cost one allocation per variable read,
- * not a closure and a descriptor per variable per evaluation.
- */
-const descriptorCache = new WeakMap<Composition, PropertyDescriptorMap>();
-
-/**
- * Values of variables that read no other variable, per request context, by
- * expression text, with the cost their computation charged. Only complete
- * computations are stored (an error or an exceeded limit is recomputed, so
- * it is charged and reported like the first time). CEL values are never
- * mutated, so sharing them between compositions is safe.
- */
-const sharedValues = new WeakMap<object, Map<string, { value: unknown; cost: number }>>();
-
-function sharedValuesOf(base: object): Map<string, { value: unknown; cost: number }> {
-  let m = sharedValues.get(base);
-  if (m === undefined) {
-    m = new Map();
-    sharedValues.set(base, m);
+/** One expression on the composition's meter: a boolean as is (the common case, no result object), anything else classified. */
+function test(program: Program, context: Record<string, unknown>, meter: Meter, budget: Budget): boolean | EvalResult {
+  meter.used = 0;
+  meter.limit = Math.min(PER_CALL_COST_LIMIT, budget.remaining);
+  let value: unknown;
+  let failure: unknown;
+  try {
+    value = program.exec(context, meter);
+  } catch (e) {
+    failure = e ?? new Error(String(e));
   }
-  return m;
+  if (failure === undefined && typeof value === 'boolean' && meter.used <= meter.limit) {
+    budget.remaining = Math.max(0, budget.remaining - meter.used);
+    return value;
+  }
+  return classify(program, meter, budget, PER_CALL_COST_LIMIT, value, failure, false);
 }
 
-function variableDescriptors(c: Composition): PropertyDescriptorMap {
-  const hit = descriptorCache.get(c);
-  if (hit) return hit;
-  const descriptors: PropertyDescriptorMap = {};
-  c.variables.forEach(({ name, program }, index) => {
-    // A variable that reads no other variable has the same value and cost in
-    // every composition evaluated on the request (CEL is deterministic): the
-    // Pod Security rules each declare `variables.all`, computed once.
-    const shareable = !program.expression.includes('variables');
-    descriptors[name] = {
-      enumerable: true,
-      get(this: { [STATE]: VariablesState }) {
-        const state = this[STATE];
-        let slot = state.slots[index];
-        if (slot === undefined) {
-          const values = shareable ? sharedValuesOf(state.base) : undefined;
-          const hit = values?.get(program.expression);
-          try {
-            if (hit !== undefined) {
-              // Computed by another composition for this request: charge what computing it costs.
-              charge(hit.cost);
-              slot = { value: hit.value };
-            } else {
-              const before = activeMeter()?.used;
-              const value = runUnmetered(program, state.context);
-              const after = activeMeter()?.used;
-              if (values !== undefined && before !== undefined && after !== undefined) values.set(program.expression, { value, cost: after - before });
-              slot = { value };
-            }
-          } catch (e) {
-            slot = { error: e };
-          }
-          state.slots[index] = slot;
-        }
-        if ('error' in slot) {
-          const e = slot.error;
-          if (e instanceof Error && e.name === 'CostLimitExceeded') throw e;
-          throw new VariableFailed(`variable "${name}" failed: ${e instanceof Error ? ((e as { summary?: string }).summary ?? e.message.split('\n')[0]) : String(e)}`);
-        }
-        return slot.value;
-      },
+const NO_OUTCOMES: readonly ValidationOutcome[] = Object.freeze([]);
+
+/**
+ * Evaluates a composition on a context (see contextFor). With `passes`
+ * false, the outcome lists only failed and erroring validations (the
+ * rule path: nothing is allocated for a validation that passes).
+ */
+export function runComposition(c: Composition, shared: Record<string, unknown>, budget: Budget, passes = true): CompositionOutcome {
+  // One meter per request, reset for each expression (evaluation is synchronous).
+  const meter: Meter = (budget.meter ??= { used: 0, limit: 0 });
+  let context = shared;
+  if (c.vars !== undefined) {
+    // A literal, not a spread: one object shape for every composition.
+    context = {
+      object: shared['object'],
+      oldObject: shared['oldObject'],
+      request: shared['request'],
+      params: shared['params'],
+      namespaceObject: shared['namespaceObject'],
+      variables: c.vars,
     };
-  });
-  descriptorCache.set(c, descriptors);
-  return descriptors;
-}
-
-/**
- * The `variables` object for one evaluation (see variableDescriptors). One
- * object per composition, reused: each evaluation gives it fresh state.
- * Evaluation is synchronous and a composition never evaluates itself, so no
- * two evaluations of one composition overlap, and values never outlive their
- * evaluation (outcomes carry only results and messages).
- */
-const variablesObjects = new WeakMap<Composition, { [STATE]: VariablesState }>();
-
-function lazyVariables(c: Composition, context: Record<string, unknown>, base: object): Record<string, unknown> {
-  const state: VariablesState = { context, base, slots: [] };
-  let vars = variablesObjects.get(c);
-  if (vars === undefined) {
-    // Built by CEL: a number a variable gives is a CEL value already (runtime.ts).
-    vars = celValuesOnly(Object.defineProperties({ [STATE]: state }, variableDescriptors(c)));
-    variablesObjects.set(c, vars);
+    bindVariables(c.vars, context, shared, meter, budget);
   }
-  vars[STATE] = state;
-  return vars as unknown as Record<string, unknown>;
-}
-
-/**
- * Evaluates a composition against one activation. `budget` is the request's
- * budget (shared across every policy evaluated for the request).
- */
-export function evaluateComposition(c: Composition, activation: Activation, budget: Budget = newBudget()): CompositionOutcome {
-  const shared = celContext(activation);
-  const context: Record<string, unknown> = c.variables.length > 0 ? { ...shared } : (shared as Record<string, unknown>);
-  if (c.variables.length > 0) context['variables'] = lazyVariables(c, context, shared);
   let cost = 0;
   let conditionError: { condition: string; message: string; kind: 'runtime' | 'cost' } | undefined;
   for (const mc of c.matchConditions) {
-    const r = evaluate(mc.program, context, budget, undefined, true);
-    cost += r.cost;
+    const r = test(mc.program, context, meter, budget);
+    cost += Math.min(meter.used, meter.limit + 1);
+    if (r === false) return { matched: false, condition: mc.name, cost };
+    if (r === true) continue;
     if (!r.ok) {
       conditionError ??= { condition: mc.name, message: r.message, kind: r.kind };
       if (r.kind === 'cost') break;
-      continue;
     }
-    if (r.value === false) return { matched: false, condition: mc.name, cost };
   }
   if (conditionError) return { matched: 'error', ...conditionError, cost };
-  const validations: ValidationOutcome[] = [];
-  c.validations.forEach((v, index) => {
-    const r = evaluate(v.program, context, budget, undefined, true);
-    cost += r.cost;
-    if (!r.ok) {
-      validations.push({ index, result: 'error', message: r.message, kind: r.kind });
-      return;
+  let validations: ValidationOutcome[] | undefined;
+  for (let index = 0; index < c.validations.length; index++) {
+    const v = c.validations[index] as CompiledValidation;
+    const r = test(v.program, context, meter, budget);
+    cost += Math.min(meter.used, meter.limit + 1);
+    if (r === true) {
+      if (passes) (validations ??= []).push({ index, result: 'pass' });
+      continue;
     }
-    if (r.value === true) {
-      validations.push({ index, result: 'pass' });
-      return;
+    if (r !== false && !r.ok) {
+      (validations ??= []).push({ index, result: 'error', message: r.message, kind: r.kind });
+      continue;
     }
     let message = v.spec.message ?? '';
     if (v.messageProgram) {
-      const m = evaluate(v.messageProgram, context, budget, undefined, true);
+      meter.used = 0;
+      meter.limit = Math.min(PER_CALL_COST_LIMIT, budget.remaining);
+      let value: unknown;
+      let failure: unknown;
+      try {
+        value = v.messageProgram.exec(context, meter);
+      } catch (e) {
+        failure = e ?? new Error(String(e));
+      }
+      const m = classify(v.messageProgram, meter, budget, PER_CALL_COST_LIMIT, value, failure, false);
       cost += m.cost;
       // The API server falls back to `message` when messageExpression fails
       // or gives an empty string (it logs the failure).
       if (m.ok && typeof m.value === 'string' && m.value.trim() !== '') message = m.value.replace(/\s*\n\s*/g, ' ');
     }
     if (message === '') message = `failed expression: ${v.spec.expression.trim()}`;
-    validations.push({ index, result: 'fail', message, reason: v.spec.reason ?? 'Invalid' });
-  });
-  return { matched: true, validations, cost };
+    (validations ??= []).push({ index, result: 'fail', message, reason: v.spec.reason ?? 'Invalid' });
+  }
+  return { matched: true, validations: validations ?? (NO_OUTCOMES as ValidationOutcome[]), cost };
+}
+
+/**
+ * Evaluates a composition against one activation. `budget` is the request's
+ * budget (shared across every policy evaluated for the request); compositions
+ * evaluated on the same activation object and budget share their contexts.
+ */
+export function evaluateComposition(c: Composition, activation: Activation, budget: Budget = newBudget()): CompositionOutcome {
+  return runComposition(c, contextFor(activation, budget, () => celContext(activation)), budget);
 }

@@ -1,90 +1,43 @@
 /**
  * The CEL engine: Kubernetes' CEL environment on top of cel-js
- * (adr/0010-cel-engine-cel-js.md says why cel-js).
+ * (adr/0010-cel-engine-cel-js.md says why cel-js, adr/0016 why generated
+ * JavaScript).
  *
- * - compile() parses and type-checks once per policy generation, never per
- *   request, and refuses what the API server refuses (unknown variables, type
- *   errors, `authorizer`, wrong result type) with the position of the fault.
+ * - compile() (compile.ts) parses and type-checks once per policy
+ *   generation and generates the JavaScript that evaluates the expression;
  * - evaluate() runs a compiled Program against an Activation under a cost
  *   meter: a per-call limit like the API server's (1,000,000) and a shared
  *   per-request Budget (10,000,000). Exceeding either is an `EvalError` of
  *   kind `cost`, never a stall.
  *
+ * The meter is created per evaluation and handed to the generated code:
+ * nothing here is process-global (issue 21).
+ *
  * Pure: no I/O.
  */
-import { Environment, type ParseResult } from '@marcbachmann/cel-js';
-import { activeMeter, CostLimitExceeded, enterMeter, exitMeter, type Meter } from './meter.ts';
-import { generate, Unsupported, type Exec } from './codegen.ts';
-import { builtDeep, cel, MAX_OPERANDS, operandName, setDelegateEnvironment } from './runtime.ts';
-import { estimateCost } from './estimate.ts';
-import { lineColumn, offsetOf, rewriteNamespacedCalls, unescapeFieldName, walk } from './source.ts';
-import { toCel } from './values.ts';
-import { registerLibraries } from './lib/index.ts';
-import { constantRegexProblem, matches } from './lib/regex.ts';
+import { CostLimitExceeded, type Meter } from './meter.ts';
+import { cel } from './values-marks.ts';
+import { failureMessage, type Program } from './compile.ts';
+
+export { ACTIVATION_VARIABLES, type ActivationVariable } from './environment.ts';
+export {
+  compile,
+  failureMessage,
+  interpreted,
+  MAX_EXPRESSION_LENGTH,
+  MAX_NESTING_DEPTH,
+  type CompileError,
+  type CompileOptions,
+  type CompileResult,
+  type Program,
+  type ResultType,
+  type SourcePosition,
+} from './compile.ts';
 
 /** celconfig.PerCallLimit: the most one expression evaluation may cost. */
 export const PER_CALL_COST_LIMIT = 1_000_000;
 /** celconfig.RuntimeCELCostBudget: the most all evaluations for one request may cost. */
 export const PER_REQUEST_COST_BUDGET = 10_000_000;
-/** Longest expression accepted (the API server caps validation expressions at 5 KiB... we allow 10 KiB). */
-export const MAX_EXPRESSION_LENGTH = 10 * 1024;
-
-/** The variables an expression may name (plus `authorizer`, which Portal refuses). */
-export const ACTIVATION_VARIABLES = ['object', 'oldObject', 'request', 'params', 'namespaceObject', 'variables'] as const;
-export type ActivationVariable = (typeof ACTIVATION_VARIABLES)[number];
-
-/** Where in the expression a compile error is. Offsets are 0-based, line and column 1-based. */
-export interface SourcePosition {
-  offset: number;
-  line: number;
-  column: number;
-}
-
-/** Why an expression does not compile. */
-export interface CompileError {
-  ok: false;
-  /** One line, without the position (see `position`). */
-  message: string;
-  position: SourcePosition;
-  expression: string;
-}
-
-/** The type an expression must produce. */
-export type ResultType = 'bool' | 'string' | 'any';
-
-export interface CompileOptions {
-  /**
-   * Names of the composition variables (`variables.NAME`) this expression may
-   * read; naming any other is a compile error.
-   * @default []
-   */
-  variables?: readonly string[];
-  /** @default "bool" */
-  resultType?: ResultType;
-}
-
-/** A compiled expression. Opaque; reusable across requests; immutable. */
-export interface Program {
-  readonly ok: true;
-  readonly expression: string;
-  readonly resultType: ResultType;
-  /** @internal the cel-js program (its public evaluation: the fallback, and the reference of the differential tests). */
-  readonly run: ParseResult;
-  /** @internal what evaluate() runs: the generated function (codegen.ts), or `run` under the active meter. */
-  readonly exec: Exec;
-  /**
-   * Why the expression runs on cel-js's evaluation instead of generated
-   * code (undefined: it is compiled). Its cost is then only what library
-   * functions charge, and the evaluation deadline bounds it.
-   */
-  readonly fallback: string | undefined;
-  /** @internal the generated JavaScript (undefined for a fallback), for tests. */
-  readonly source: string | undefined;
-  /** Estimated worst-case cost (estimate.ts), shown in /debug/vars. */
-  readonly estimatedCost: number;
-}
-
-export type CompileResult = Program | CompileError;
 
 /**
  * The values an expression sees. Plain JSON (as in an AdmissionReview); a
@@ -101,9 +54,24 @@ export interface Activation {
   variables?: Readonly<Record<string, unknown>>;
 }
 
-/** The per-request cost budget, shared by every evaluation of one request. */
+/**
+ * The per-request evaluation context: the cost budget shared by every
+ * evaluation of one request, and what the rules of the request share
+ * (cel-rule.ts and composition.ts keep their per-request values here, not
+ * in module state). Create one per request with newBudget().
+ */
 export interface Budget {
   remaining: number;
+  /** @internal the CEL contexts of the request's activations (cel-rule.ts, composition.ts), by activation or input. */
+  contexts?: Map<object, unknown>;
+  /** @internal the meter compositions of this request run their expressions on (reset for each one). */
+  meter?: Meter;
+  /** @internal the last context cel-rule.ts looked up (most rules of a request share it). */
+  last?: { key: object; template: string; context: Record<string, unknown> };
+  /** @internal the last entry of `values` looked up (variables.ts). */
+  lastValues?: { base: object; values: Map<string, { value: unknown; cost: number }> };
+  /** @internal values of variables that read no other variable, by context, then expression (variables.ts). */
+  values?: Map<object, Map<string, { value: unknown; cost: number }>>;
 }
 
 /** A fresh per-request budget. */
@@ -128,214 +96,9 @@ export interface EvalValue {
 
 export type EvalResult = EvalValue | EvalError;
 
-const env = new Environment({
-  unlistedVariablesAreDyn: false,
-  enableOptionalTypes: true,
-  // Kubernetes' CEL accepts mixed literals such as [1, 'a'] as list(dyn).
-  homogeneousAggregateLiterals: false,
-  limits: { maxAstNodes: 10_000, maxDepth: 100, maxListElements: 1_000, maxMapEntries: 1_000, maxCallArguments: 32 },
-});
-// All dyn: a typed declaration makes cel-js check the value's type on every
-// read, which for `variables` (a map of lazily computed values) meant a deep
-// type walk of every variable at each reference.
-for (const v of ACTIVATION_VARIABLES) env.registerVariable(v, 'dyn');
-registerLibraries(env);
-// Operations the generated code hands to cel-js (runtime.ts) are parsed in a
-// copy of the environment where their operands are dyn variables.
-const delegateEnv = env.clone();
-for (let i = 0; i < MAX_OPERANDS; i++) delegateEnv.registerVariable(operandName(i), 'dyn');
-setDelegateEnvironment(delegateEnv);
 
-/**
- * The same program evaluated by cel-js's public evaluation instead of the
- * generated code. For the differential tests and benchmarks.
- * @internal
- */
-export function interpreted(program: Program): Program {
-  return Object.freeze({ ...program, exec: (context: Record<string, unknown>) => builtDeep(program.run(celValues(context))) });
-}
-
-/** How many evaluations ran on cel-js instead of generated code, by expression (engine-wide, this thread). */
-const fallbackEvaluations = new Map<string, number>();
-
-/** Fallback evaluations so far, by expression (for the metric; see Program.fallback). */
-export function fallbackCounts(): ReadonlyMap<string, number> {
-  return fallbackEvaluations;
-}
-
-function executable(run: ParseResult, expression: string): { exec: Exec; fallback: string | undefined; source: string | undefined } {
-  try {
-    const g = generate(run.ast, { variables: ACTIVATION_VARIABLES, matches });
-    return { exec: g.exec, fallback: undefined, source: g.source };
-  } catch (e) {
-    if (!(e instanceof Unsupported)) throw e;
-    const exec: Exec = (context) => {
-      fallbackEvaluations.set(expression, (fallbackEvaluations.get(expression) ?? 0) + 1);
-      return builtDeep(run(celValues(context)));
-    };
-    return { exec, fallback: e.message, source: undefined };
-  }
-}
-
-function compileError(expression: string, message: string, offset: number): CompileError {
-  const o = Math.max(0, Math.min(offset, expression.length));
-  return { ok: false, message, position: { offset: o, ...lineColumn(expression, o) }, expression };
-}
-
-interface CelErrorLike {
-  summary?: string;
-  message?: string;
-  node?: { pos?: number; start?: number };
-  range?: { start?: number };
-}
-
-function errorOffset(e: CelErrorLike): number {
-  return e.range?.start ?? e.node?.start ?? e.node?.pos ?? 0;
-}
-
-/**
- * The message of an evaluation failure. A stack overflow (a value nested
- * deeper than the evaluator's recursion can follow) says so, since its own
- * message names no input.
- */
-export function failureMessage(e: unknown): string {
-  if (e instanceof RangeError && /call stack/i.test(e.message)) return `the input is nested too deeply to evaluate (${e.message})`;
-  return summary(e).replace(/portalMatches/g, 'matches');
-}
-
-function summary(e: unknown): string {
-  if (e !== null && typeof e === 'object') {
-    const c = e as CelErrorLike;
-    if (typeof c.summary === 'string') return c.summary;
-    if (typeof c.message === 'string') return c.message.split('\n')[0] ?? c.message;
-  }
-  return String(e);
-}
-
-/**
- * How deep an expression may nest: cel-go's parser refuses more
- * (maxRecursionDepth, 250 by default, as the API server uses it), and every
- * later pass over the tree (checks, cost charges, evaluation) recurses once
- * per level, so a deeper one (`a + a + … + a` within 10 KiB is ~2,500
- * levels) would exhaust the stack instead of being refused. A chain of one
- * logical operator (`a || b || …`) counts as one level, as cel-go balances
- * those.
- */
-export const MAX_NESTING_DEPTH = 250;
-
-/** The nesting depth of a parsed expression, without recursion (the tree may be too deep for it). */
-function nestingDepth(root: unknown): number {
-  const isNode = (v: unknown): v is { op: string; args: unknown } => v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as { op?: unknown }).op === 'string';
-  let max = 0;
-  // [value, depth of the node that holds it, that node's op]
-  const stack: Array<[unknown, number, string]> = [[root, 0, '']];
-  while (stack.length > 0) {
-    const [v, parentDepth, parentOp] = stack.pop() as [unknown, number, string];
-    if (Array.isArray(v)) {
-      for (const x of v) stack.push([x, parentDepth, parentOp]);
-      continue;
-    }
-    if (!isNode(v)) continue;
-    const chained = (v.op === '&&' || v.op === '||') && v.op === parentOp;
-    const depth = chained ? parentDepth : parentDepth + 1;
-    if (depth > max) max = depth;
-    if (depth > MAX_NESTING_DEPTH) return depth;
-    stack.push([v.args, depth, v.op]);
-  }
-  return max;
-}
-
-/**
- * Compiles an expression. Never throws. The position of a CompileError points
- * into `expression` as given.
- */
-export function compile(expression: string, options: CompileOptions = {}): CompileResult {
-  const resultType = options.resultType ?? 'bool';
-  if (typeof expression !== 'string' || expression.trim() === '') {
-    return compileError(String(expression ?? ''), 'the expression is empty', 0);
-  }
-  if (expression.length > MAX_EXPRESSION_LENGTH) {
-    return compileError(expression, `the expression is ${expression.length} characters long, more than the ${MAX_EXPRESSION_LENGTH} allowed`, MAX_EXPRESSION_LENGTH);
-  }
-  let run: ParseResult;
-  try {
-    run = env.parse(rewriteNamespacedCalls(expression));
-  } catch (e) {
-    return compileError(expression, summary(e), errorOffset(e as CelErrorLike));
-  }
-  const depth = nestingDepth(run.ast);
-  if (depth > MAX_NESTING_DEPTH) {
-    return compileError(expression, `the expression nests ${depth} levels deep, more than the ${MAX_NESTING_DEPTH} allowed (the API server's CEL parser has the same limit); split it with variables`, 0);
-  }
-  const declared = new Set(options.variables ?? []);
-  let refusal: CompileError | undefined;
-  walk(run.ast, (n) => {
-    if (refusal) return;
-    if (n.op === 'id' && n.args === 'authorizer') {
-      refusal = compileError(expression, '`authorizer` is not supported by Portal (it evaluates without the API server\'s authorizer); remove the authorization check', offsetOf(n));
-      return;
-    }
-    if ((n.op === '.' || n.op === '.?') && Array.isArray(n.args)) {
-      const [target, field] = n.args as [{ op?: string; args?: unknown }, string];
-      if (target.op === 'id' && target.args === 'variables' && !declared.has(field)) {
-        refusal = compileError(expression, `undefined variable "variables.${field}"${declared.size ? ` (declared: ${[...declared].join(', ')})` : ' (no variables are declared before this expression)'}`, offsetOf(n));
-        return;
-      }
-      // Kubernetes escapes property names that are not CEL identifiers.
-      const unescaped = unescapeFieldName(field);
-      if (unescaped !== field) (n.args as unknown[])[1] = unescaped;
-    }
-    if ((n.op === 'rcall' || n.op === 'call') && Array.isArray(n.args)) {
-      const name = n.args[0];
-      if (name === 'matches' || name === 'find' || name === 'findAll') {
-        // A constant pattern that cannot run (invalid, or a program over
-        // re2.ts's size limit) is refused now, as the API server does.
-        const literal = (n.op === 'rcall' ? (n.args[2] as unknown[] | undefined)?.[0] : (n.args[1] as unknown[] | undefined)?.[1]) as
-          | { op?: string; args?: unknown; pos?: number; start?: number }
-          | undefined;
-        if (literal?.op === 'value' && typeof literal.args === 'string') {
-          const problem = constantRegexProblem(literal.args);
-          if (problem !== undefined) {
-            refusal = compileError(expression, problem, offsetOf(literal as { op: string; args: unknown }));
-            return;
-          }
-        }
-      }
-      // cel-js's `matches` is a backtracking JS RegExp: use the RE2 one.
-      if (name === 'matches') (n.args as unknown[])[0] = 'portalMatches';
-    }
-  });
-  if (refusal) return refusal;
-  const checked = run.check();
-  if (!checked.valid) {
-    const e = checked.error as CelErrorLike | undefined;
-    return compileError(expression, summary(e).replace(/portalMatches/g, 'matches'), e ? errorOffset(e) : 0);
-  }
-  const t = checked.type ?? 'dyn';
-  if (resultType !== 'any' && t !== resultType && t !== 'dyn') {
-    return compileError(expression, `the expression must evaluate to ${resultType}, but it evaluates to ${t}`, 0);
-  }
-  const { exec, fallback, source } = executable(run, expression);
-  return Object.freeze({ ok: true as const, expression, resultType, run, exec, fallback, source, estimatedCost: estimateCost(run.ast) });
-}
-
-const contexts = new WeakMap<Activation, Readonly<Record<string, unknown>>>();
-
-/**
- * The context of an activation: its objects as given (the generated code
- * reads JSON as parsed, runtime.ts), missing → null. Cached per activation
- * object (callers share one activation across the rules of a request);
- * callers that add `variables` must copy it.
- */
-export function celContext(a: Activation): Readonly<Record<string, unknown>> {
-  const hit = contexts.get(a);
-  if (hit) return hit;
-  const c = buildContext(a);
-  contexts.set(a, c);
-  return c;
-}
-
-function buildContext(a: Activation): Record<string, unknown> {
+/** The context of an activation: its objects as given (the generated code reads JSON as parsed), missing → null. */
+export function celContext(a: Activation): Record<string, unknown> {
   return {
     object: a.object ?? null,
     oldObject: a.oldObject ?? null,
@@ -345,43 +108,7 @@ function buildContext(a: Activation): Record<string, unknown> {
     variables: a.variables ?? EMPTY,
   };
 }
-
-/**
- * A context as cel-js's own evaluation needs it (the fallback): JSON → CEL
- * values (toCel, cached per object), and `variables` read through getters
- * that convert what the lazily evaluated variables give.
- */
-function celValues(context: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const k of ACTIVATION_VARIABLES) {
-    if (k !== 'variables') out[k] = toCel(context[k]);
-  }
-  const vars = context['variables'] as Record<string, unknown> | undefined;
-  const converted: Record<string, unknown> = {};
-  if (vars !== undefined && vars !== null) {
-    for (const name of Object.keys(vars)) Object.defineProperty(converted, name, { enumerable: true, get: () => cel(vars[name]) });
-  }
-  out['variables'] = converted;
-  return out;
-}
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze(Object.create(null) as Record<string, unknown>);
-
-/**
- * Runs a program with an already-converted context under the active meter.
- * Internal: composition.ts evaluates lazy variables with it.
- */
-export function runUnmetered(program: Program, context: Record<string, unknown>): unknown {
-  return program.exec(context, activeMeterOrUnlimited());
-}
-
-const UNLIMITED: Meter = { used: 0, limit: Number.POSITIVE_INFINITY };
-
-function activeMeterOrUnlimited(): Meter {
-  const m = activeMeter();
-  if (m !== undefined) return m;
-  UNLIMITED.used = 0;
-  return UNLIMITED;
-}
 
 function checkType(program: Program, value: unknown): string | undefined {
   if (program.resultType === 'bool' && typeof value !== 'boolean') return `the expression evaluated to ${describe(value)}, not a bool`;
@@ -394,6 +121,45 @@ function describe(v: unknown): string {
   if (typeof v === 'bigint') return 'an int';
   if (Array.isArray(v)) return 'a list';
   return `a ${typeof v}`;
+}
+
+/** The cost error of a meter over its limit. */
+export function costError(meter: Meter, perCallLimit: number, cost: number): EvalError {
+  const which = meter.limit < perCallLimit ? `the request's CEL cost budget (${PER_REQUEST_COST_BUDGET} units in all)` : `the per-expression cost limit (${perCallLimit} units)`;
+  return { ok: false, kind: 'cost', message: `evaluation exceeded ${which}; simplify the expression or bound its loops`, cost };
+}
+
+/**
+ * What an execution of `program` on `meter` gave (`failure`: what it threw,
+ * undefined when it returned `value`), as a result; `budget` is debited
+ * with what was spent. The one place results are made, for evaluate() and
+ * composition.ts.
+ */
+export function classify(program: Program, meter: Meter, budget: Budget, perCallLimit: number, value: unknown, failure: unknown, raw: boolean): EvalResult {
+  const cost = Math.min(meter.used, meter.limit + 1);
+  budget.remaining = Math.max(0, budget.remaining - cost);
+  if (meter.used > meter.limit) return costError(meter, perCallLimit, cost);
+  if (failure !== undefined) {
+    if (failure instanceof CostLimitExceeded) return { ok: false, kind: 'cost', message: `evaluation exceeded the cost limit (${meter.limit} units)`, cost };
+    return { ok: false, kind: 'runtime', message: failureMessage(failure), cost };
+  }
+  // Aggregates read from the input leave as CEL values (integral numbers as ints).
+  if (!raw && value !== null && typeof value === 'object') value = cel(value);
+  const wrong = checkType(program, value);
+  if (wrong) return { ok: false, kind: 'runtime', message: wrong, cost };
+  return { ok: true, value, cost };
+}
+
+/** Runs `program` on `meter` (its `limit` set by the caller); see classify. */
+export function run(program: Program, context: Record<string, unknown>, meter: Meter, budget: Budget, perCallLimit: number, raw: boolean): EvalResult {
+  let value: unknown;
+  let failure: unknown;
+  try {
+    value = program.exec(context, meter);
+  } catch (e) {
+    failure = e ?? new Error(String(e));
+  }
+  return classify(program, meter, budget, perCallLimit, value, failure, raw);
 }
 
 /**
@@ -409,36 +175,7 @@ export function evaluate(
   /** Leave an aggregate result as the generated code gave it (for values other expressions read, e.g. VAP variables). */
   raw = false,
 ): EvalResult {
-  const limit = Math.min(perCallLimit, budget.remaining);
-  const meter: Meter = { used: 0, limit };
-  let value: unknown;
-  let failure: unknown;
-  const outer = enterMeter(meter);
-  try {
-    // Converting the activation walks the objects: inside the try, so a
-    // hostile object (nested 100,000 deep) is an evaluation error too.
-    const context = converted ? (activation as Record<string, unknown>) : celContext(activation as Activation);
-    value = program.exec(context, meter);
-  } catch (e) {
-    failure = e;
-  } finally {
-    exitMeter(outer);
-  }
-  const cost = Math.min(meter.used, limit + 1);
-  budget.remaining = Math.max(0, budget.remaining - cost);
-  if (meter.used > limit) {
-    const which = limit < perCallLimit ? `the request's CEL cost budget (${PER_REQUEST_COST_BUDGET} units in all)` : `the per-expression cost limit (${perCallLimit} units)`;
-    return { ok: false, kind: 'cost', message: `evaluation exceeded ${which}; simplify the expression or bound its loops`, cost };
-  }
-  if (failure !== undefined) {
-    if (failure instanceof CostLimitExceeded) {
-      return { ok: false, kind: 'cost', message: `evaluation exceeded the cost limit (${limit} units)`, cost };
-    }
-    return { ok: false, kind: 'runtime', message: failureMessage(failure), cost };
-  }
-  // Aggregates read from the input leave as CEL values (integral numbers as ints).
-  if (!raw && value !== null && typeof value === 'object') value = cel(value);
-  const wrong = checkType(program, value);
-  if (wrong) return { ok: false, kind: 'runtime', message: wrong, cost };
-  return { ok: true, value, cost };
+  const meter: Meter = { used: 0, limit: Math.min(perCallLimit, budget.remaining) };
+  const context = converted ? (activation as Record<string, unknown>) : celContext(activation as Activation);
+  return run(program, context, meter, budget, perCallLimit, raw);
 }

@@ -36,7 +36,7 @@ interface Estimate {
 
 const isNode = (v: unknown): v is Node => v !== null && typeof v === 'object' && typeof (v as Node).op === 'string';
 const cap = (n: number): number => (Number.isFinite(n) ? Math.min(n, CAP) : CAP);
-const ITERATING = new Set(['all', 'exists', 'exists_one', 'existsOne', 'map', 'filter', 'transformList', 'transformMap', 'transformMapEntry']);
+const ITERATING: ReadonlySet<string> = new Set(['all', 'exists', 'exists_one', 'existsOne', 'map', 'filter', 'transformList', 'transformMap', 'transformMapEntry']);
 
 function est(n: unknown, scope: Map<string, number>): Estimate {
   if (!isNode(n)) return { cost: 0, size: 0 };

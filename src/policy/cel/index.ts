@@ -9,6 +9,8 @@ export {
   PER_REQUEST_COST_BUDGET,
   compile,
   evaluate,
+  celContext,
+  classify,
   failureMessage,
   newBudget,
   type Activation,
@@ -26,7 +28,9 @@ export {
 export {
   MAX_MATCH_CONDITIONS,
   compileComposition,
+  contextFor,
   evaluateComposition,
+  runComposition,
   type Composition,
   type CompositionOutcome,
   type CompositionResult,
@@ -37,4 +41,4 @@ export {
   type ValidationSpec,
 } from './composition.ts';
 export { fromCel, toCel } from './values.ts';
-export { celValuesOnly } from './runtime.ts';
+export { celValuesOnly } from './values-marks.ts';

@@ -2,12 +2,13 @@
  * The cost meter of one CEL evaluation, the counterpart of cel-go's
  * `ActualCostTracker` that the API server uses.
  *
- * The generated code (codegen.ts) charges each node it evaluates on the
- * meter it is given, inline; library functions (lib/) charge the work that
- * depends on their inputs through {@link charge}, on the meter of the
- * evaluation running now (cel-js is synchronous, and each worker thread has
- * its own module instance). Exceeding the limit throws
- * {@link CostLimitExceeded}, which engine.ts turns into a `cost` error.
+ * The meter travels with the evaluation: the generated code (codegen.ts)
+ * receives it as a parameter and charges each node inline, and hands it to
+ * every runtime helper whose cost depends on its inputs (charges.ts, the
+ * regex functions). Nothing here is process-global (issue 21): two
+ * evaluations never share a meter, and a meter lives only as long as its
+ * evaluation. Exceeding the limit throws {@link CostLimitExceeded}, which
+ * engine.ts turns into a `cost` error.
  */
 /** A meter for one evaluation. `limit` already accounts for the request budget. */
 export interface Meter {
@@ -15,7 +16,7 @@ export interface Meter {
   limit: number;
 }
 
-/** Thrown through cel-js when a meter is exhausted. */
+/** Thrown when a meter is exhausted. */
 export class CostLimitExceeded extends Error {
   constructor(readonly meter: Meter) {
     super(`cost limit ${meter.limit} exceeded`);
@@ -23,19 +24,15 @@ export class CostLimitExceeded extends Error {
   }
 }
 
-let active: Meter | undefined;
-
-/** The meter of the evaluation running now (cel-js is synchronous). */
-export function activeMeter(): Meter | undefined {
-  return active;
-}
-
-/** Charge extra units to the running evaluation (library functions). */
-export function charge(units: number): void {
-  const m = active;
-  if (m === undefined) return;
+/** Charges `units` to `m`; throws CostLimitExceeded past its limit. */
+export function charge(m: Meter, units: number): void {
   m.used += units;
   if (m.used > m.limit) throw new CostLimitExceeded(m);
+}
+
+/** Units left before `m`'s limit: the cap of every size measurement. */
+export function remaining(m: Meter): number {
+  return Math.max(0, m.limit - m.used);
 }
 
 /** The size charge of a value: 0.1 per character or element, rounded up. */
@@ -44,15 +41,4 @@ export function sizeCost(value: unknown): number {
   if (Array.isArray(value) || value instanceof Uint8Array) return Math.ceil(value.length * 0.1);
   if (value instanceof Map || value instanceof Set) return Math.ceil(value.size * 0.1);
   return 0;
-}
-
-/** Makes `meter` the active one; returns the previous one for exitMeter (always call it, in a finally). */
-export function enterMeter(meter: Meter): Meter | undefined {
-  const outer = active;
-  active = meter;
-  return outer;
-}
-
-export function exitMeter(outer: Meter | undefined): void {
-  active = outer;
 }

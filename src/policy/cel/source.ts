@@ -5,7 +5,7 @@
  */
 
 /** CEL's reserved words, which Kubernetes escapes as `__{word}__` in field names. */
-const RESERVED = new Set([
+const RESERVED: ReadonlySet<string> = new Set([
   'true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if',
   'import', 'let', 'loop', 'package', 'namespace', 'return', 'var', 'void', 'while',
 ]);

@@ -6,13 +6,10 @@
  *
  * The conversion is a deep copy into plain objects (cel-js reads map entries
  * with Object.hasOwn, so inherited members are never visible; a `__proto__`
- * key is defined as an own property). It is done once per input object: a
- * WeakMap keyed by the caller's root object lets every rule evaluated against
- * the same request share it. Only roots are cached: a WeakMap entry per
- * nested object made the conversion ~10x slower.
+ * key is defined as an own property). Not cached: only cel-js's own
+ * evaluation (a fallback expression) needs it, since the generated code
+ * reads the JSON as parsed.
  */
-
-const converted = new WeakMap<object, unknown>();
 
 function convert(value: unknown): unknown {
   switch (typeof value) {
@@ -45,15 +42,10 @@ function convert(value: unknown): unknown {
   }
 }
 
-/** The CEL value for a JSON value. Cached per root object identity. */
+/** The CEL value for a JSON value. */
 export function toCel(value: unknown): unknown {
   if (value === null || value === undefined) return null;
-  if (typeof value !== 'object') return convert(value);
-  const hit = converted.get(value);
-  if (hit !== undefined) return hit;
-  const out = convert(value);
-  converted.set(value, out);
-  return out;
+  return convert(value);
 }
 
 /** A CEL result as JSON (int → number where safe, else string; maps → objects). */

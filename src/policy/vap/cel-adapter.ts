@@ -5,9 +5,14 @@
  * object whose getters evaluate lazily (once per evaluation, see
  * evaluate.ts), so an expression that never reads a variable never pays for
  * it.
+ *
+ * Per evaluation this costs one context object: the `variables` object of a
+ * policy is built once (per list of names, kept by this engine instance) and
+ * reads the running evaluation's resolver through a symbol property, and a
+ * boolean result is a shared outcome object.
  */
-import { celValuesOnly, compile, evaluate, failureMessage, type Program } from '../cel/index.ts';
-import type { Activation, CompileEnv, CompileOutcome, CostBudget, ExpressionEngine, RunOutcome } from './engine.ts';
+import { celValuesOnly, classify, compile, PER_CALL_COST_LIMIT, type Program } from '../cel/index.ts';
+import type { Activation, CompileEnv, CompileOutcome, CostBudget, ExpressionEngine, RunOutcome, VariableResolver } from './engine.ts';
 
 interface VapProgram {
   program: Program;
@@ -19,31 +24,48 @@ function compileMessage(message: string, line: number, column: number): string {
   return `ERROR: <input>:${line}:${column}: ${message}`;
 }
 
-function variablesObject(activation: Activation, names: readonly string[]): Record<string, unknown> {
-  const vars = Object.create(null) as Record<string, unknown>;
+/** Where a variables object finds the evaluation running now (a symbol: invisible to CEL). */
+const RESOLVER = Symbol('resolver');
+type VariablesObject = Record<string, unknown> & { [RESOLVER]: VariableResolver | undefined };
+
+function variablesObject(names: readonly string[]): VariablesObject {
+  const vars = Object.create(null) as VariablesObject;
+  vars[RESOLVER] = undefined;
   for (const name of names) {
-    Object.defineProperty(vars, name, { enumerable: true, get: () => activation.variables.get(name) });
+    Object.defineProperty(vars, name, {
+      enumerable: true,
+      get(this: VariablesObject) {
+        return (this[RESOLVER] as VariableResolver).get(name);
+      },
+    });
   }
   // Variables hold what expressions gave (the generated code's values): read as CEL values.
   return celValuesOnly(vars);
 }
 
-/** The objects as given: the generated code reads JSON as parsed (src/policy/cel/runtime.ts). */
-function celContextOf(activation: Activation): Record<string, unknown> {
-  return {
-    object: activation.object ?? null,
-    oldObject: activation.oldObject ?? null,
-    request: activation.request ?? null,
-    params: activation.params ?? null,
-    namespaceObject: activation.namespaceObject ?? null,
-    variables: variablesObject(activation, activation.variables.names()),
-  };
-}
+const TRUE: RunOutcome = Object.freeze({ ok: true, value: true });
+const FALSE: RunOutcome = Object.freeze({ ok: true, value: false });
 
 export function celEngine(): ExpressionEngine<VapProgram> {
-  // The CEL context of one activation (values converted once, the lazy
-  // variables object) is built once and reused by every expression of the evaluation.
-  const contexts = new WeakMap<Activation, Record<string, unknown>>();
+  // One variables object per policy (its names list is the compiled
+  // policy's, stable), reused by its evaluations: evaluation is synchronous
+  // and a policy's evaluation never starts another of the same policy.
+  const variables = new WeakMap<readonly string[], VariablesObject>();
+  const contextOf = (activation: Activation): Record<string, unknown> => {
+    const names = activation.variables.names();
+    let vars = variables.get(names);
+    if (vars === undefined) variables.set(names, (vars = variablesObject(names)));
+    vars[RESOLVER] = activation.variables;
+    // The objects as given: the generated code reads JSON as parsed (src/policy/cel/values-marks.ts).
+    return {
+      object: activation.object ?? null,
+      oldObject: activation.oldObject ?? null,
+      request: activation.request ?? null,
+      params: activation.params ?? null,
+      namespaceObject: activation.namespaceObject ?? null,
+      variables: vars,
+    };
+  };
   return {
     compile(expression: string, env: CompileEnv): CompileOutcome<VapProgram> {
       const resultType = env.resultType === 'bool' ? 'bool' : env.resultType === 'string' ? 'string' : 'any';
@@ -51,19 +73,27 @@ export function celEngine(): ExpressionEngine<VapProgram> {
       if (!out.ok) return { ok: false, error: compileMessage(out.message, out.position.line, out.position.column) };
       return { ok: true, program: { program: out, resultType: env.resultType } };
     },
+    describe(p: VapProgram): { estimatedCost: number; fallback?: string } {
+      return { estimatedCost: p.program.estimatedCost, ...(p.program.fallback !== undefined ? { fallback: p.program.fallback } : {}) };
+    },
     run(p: VapProgram, activation: Activation, budget: CostBudget): RunOutcome {
-      let context = contexts.get(activation);
-      if (context === undefined) {
-        try {
-          context = celContextOf(activation);
-        } catch (e) {
-          // Converting walks the objects: one nested too deeply is an error of the expression.
-          return { ok: false, error: failureMessage(e), cost: false };
-        }
-        contexts.set(activation, context);
+      let context = activation.engineState as Record<string, unknown> | undefined;
+      if (context === undefined) activation.engineState = context = contextOf(activation);
+      else (context['variables'] as VariablesObject)[RESOLVER] = activation.variables;
+      const meter = { used: 0, limit: Math.min(PER_CALL_COST_LIMIT, budget.remaining) };
+      let value: unknown;
+      let failure: unknown;
+      try {
+        value = p.program.exec(context, meter);
+      } catch (e) {
+        failure = e ?? new Error(String(e));
+      }
+      if (failure === undefined && typeof value === 'boolean' && meter.used <= meter.limit && p.resultType === 'bool') {
+        budget.remaining = Math.max(0, budget.remaining - meter.used);
+        return value ? TRUE : FALSE;
       }
       // A variable's value (resultType any) stays as the generated code gave it: other expressions read it.
-      const r = evaluate(p.program, context, budget, undefined, true, p.resultType === 'any');
+      const r = classify(p.program, meter, budget, PER_CALL_COST_LIMIT, value, failure, p.resultType === 'any');
       if (!r.ok) return { ok: false, error: r.message, cost: r.kind === 'cost' };
       if (p.resultType === 'string-or-null' && r.value !== null && typeof r.value !== 'string') {
         return { ok: false, error: 'the expression must evaluate to a string or null', cost: false };

@@ -27,6 +27,8 @@ export interface Activation {
   namespaceObject: unknown;
   /** Lazily evaluated, cached per evaluation: `variables.NAME`. */
   variables: VariableResolver;
+  /** The engine's own state for this activation (its context, built on the first run); undefined until then. */
+  engineState: unknown;
 }
 
 export interface VariableResolver {
@@ -48,6 +50,8 @@ export interface ExpressionEngine<P = unknown> {
   compile(expression: string, env: CompileEnv): CompileOutcome<P>;
   /** Runs a compiled expression; charges `budget` with what it used (capped per call by the engine's per-call limit). */
   run(program: P, activation: Activation, budget: CostBudget): RunOutcome;
+  /** The estimated worst-case cost of a compiled expression, and why it runs on a fallback (for /debug/vars). */
+  describe?(program: P): { estimatedCost: number; fallback?: string };
 }
 
 /** kube's celconfig.PerCallLimit: one expression evaluation. */

@@ -6,6 +6,7 @@ export {
   compilePolicy,
   compileErrors,
   evaluatePolicies,
+  plan,
   COST_BUDGET_MESSAGE,
   type CompiledPolicy,
   type PolicyCompileError,
@@ -16,6 +17,7 @@ export {
 export { admissionOutcome, verdictOf, reasonToCode, denialMessage, warningMessage, VALIDATION_FAILURE_ANNOTATION, type VapAdmissionOutcome, type VapDenial } from './outcome.ts';
 export { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type ExpressionEngine, type Activation, type CompileEnv, type CostBudget, type RunOutcome } from './engine.ts';
 export { celEngine } from './cel-adapter.ts';
+export { expressionCosts, type ExpressionCost } from './compiled.ts';
 export { VapSet, type VapSetChange } from './vap-set.ts';
 export { ParamStore, paramKindKey, type ParamChange, type ParamScope } from './param-store.ts';
 export { vapVerdicts, SEVERITY_ANNOTATION, CATEGORY_ANNOTATION } from './verdicts.ts';

@@ -81,12 +81,17 @@ export function ruleMatches(rule: NamedRuleWithOperations, a: VapAttributes, res
   );
 }
 
+function sameResource(x: GroupVersionResource, y: GroupVersionResource): boolean {
+  return x.group === y.group && x.version === y.version && x.resource === y.resource;
+}
+
 function matchesRules(
   rules: readonly NamedRuleWithOperations[],
   equivalentPolicy: boolean,
   a: VapAttributes,
   equivalents: EquivalentResources,
 ): { resource: GroupVersionResource } | undefined {
+  if (rules.length === 0) return undefined;
   for (const rule of rules) {
     if (!ruleMatches(rule, a)) continue;
     const names = rule.resourceNames ?? [];
@@ -94,10 +99,11 @@ function matchesRules(
     if (names.length === 0 || names.includes(a.name)) return { resource: a.resource };
   }
   if (!equivalentPolicy) return undefined;
-  const same = (x: GroupVersionResource): boolean => x.group === a.resource.group && x.version === a.resource.version && x.resource === a.resource.resource;
+  const alternatives = equivalents(a.resource);
+  if (alternatives.length === 1 && sameResource(alternatives[0] as GroupVersionResource, a.resource)) return undefined;
   for (const rule of rules) {
-    for (const eq of equivalents(a.resource)) {
-      if (same(eq)) continue;
+    for (const eq of alternatives) {
+      if (sameResource(eq, a.resource)) continue;
       // Upstream does not check resourceNames on the equivalent retry either.
       if (ruleMatches(rule, a, eq)) return { resource: eq };
     }
@@ -127,8 +133,7 @@ function namespaceSelectorMatches(
 function objectSelectorMatches(m: MatchResources, a: VapAttributes): boolean {
   if (isEmptySelector(m.objectSelector)) return true;
   const selector = m.objectSelector ?? {};
-  const test = (o: KubeObject | null): boolean => o !== null && selectorMatches(selector, labelsOf(o));
-  return test(a.object) || test(a.oldObject);
+  return (a.object !== null && selectorMatches(selector, labelsOf(a.object))) || (a.oldObject !== null && selectorMatches(selector, labelsOf(a.oldObject)));
 }
 
 /**

@@ -67,7 +67,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const CEL_IDENTIFIER = /^[_a-zA-Z][_a-zA-Z0-9]*$/;
 /** CEL reserved words cannot name a variable (they would not parse as `variables.NAME`). */
-const CEL_RESERVED = new Set([
+const CEL_RESERVED: ReadonlySet<string> = new Set([
   'true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let', 'loop',
   'package', 'namespace', 'return', 'var', 'void', 'while',
 ]);

@@ -7,7 +7,8 @@
 import { ChangeFeed, type Replicated } from '../replicated.ts';
 import { celEngine } from './cel-adapter.ts';
 import type { ExpressionEngine } from './engine.ts';
-import { compileErrors, compilePolicy, evaluatePolicies, type BindingEvaluation, type CompiledPolicy, type EvaluateOptions, type PolicyCompileError } from './evaluate.ts';
+import { expressionCosts, type ExpressionCost } from './compiled.ts';
+import { compileErrors, compilePolicy, evaluatePolicies, plan, type Plan, type BindingEvaluation, type CompiledPolicy, type EvaluateOptions, type PolicyCompileError } from './evaluate.ts';
 import type { ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, VapAttributes, VapContext } from './types.ts';
 
 function version(o: { metadata: { generation?: number; resourceVersion?: string } }): string {
@@ -27,7 +28,7 @@ export class VapSet implements Replicated<VapSetChange> {
   private readonly bindings = new Map<string, ValidatingAdmissionPolicyBinding>();
   private readonly engine: ExpressionEngine<unknown>;
   /** What evaluate() hands the evaluator, rebuilt only after a change. */
-  private compiled: { policies: CompiledPolicy<unknown>[]; bindings: ValidatingAdmissionPolicyBinding[] } | undefined;
+  private compiled: Plan<unknown> | undefined;
 
   constructor(engine: ExpressionEngine<unknown> = celEngine() as ExpressionEngine<unknown>) {
     this.engine = engine;
@@ -99,19 +100,26 @@ export class VapSet implements Replicated<VapSetChange> {
     return { policies: this.policies.size, bindings: this.bindings.size };
   }
 
+  /**
+   * Per policy: each expression's estimated worst-case cost and whether it
+   * runs as generated JavaScript (`fallback`: why not), for /debug/vars, so
+   * an operator sees the expensive policies before they run.
+   */
+  expressionCosts(): { policy: string; expressions: ExpressionCost[] }[] {
+    return [...this.policies.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([policy, p]) => ({ policy, expressions: expressionCosts(p.compiled, this.engine) }));
+  }
+
   policyNames(): string[] {
     return [...this.policies.keys()].sort();
   }
 
   evaluate(a: VapAttributes, ctx: VapContext, opts: EvaluateOptions = {}): BindingEvaluation[] {
-    this.compiled ??= { policies: [...this.policies.values()].map((p) => p.compiled), bindings: [...this.bindings.values()] };
-    return evaluatePolicies(
-      this.compiled.policies,
-      this.compiled.bindings,
-      a,
-      ctx,
-      this.engine,
-      opts,
+    this.compiled ??= plan(
+      [...this.policies.values()].map((p) => p.compiled),
+      [...this.bindings.values()],
     );
+    return evaluatePolicies(this.compiled, a, ctx, this.engine, opts);
   }
 }

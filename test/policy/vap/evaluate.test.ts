@@ -275,3 +275,29 @@ void describe('params', () => {
     );
   });
 });
+
+describe('expression cost estimates (/debug/vars)', () => {
+  it('VapSet.expressionCosts gives each compiled expression its field and estimated worst-case cost', async () => {
+    const { VapSet: Set_ } = await import('../../../src/policy/vap/index.ts');
+    const set = new Set_();
+    set.upsertPolicy({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: 'costs' },
+      spec: {
+        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }] },
+        variables: [{ name: 'names', expression: 'object.spec.containers.map(c, c.name)' }],
+        validations: [{ expression: "variables.names.all(n, n != 'x')", messageExpression: "'bad: ' + variables.names.join(',')" }, { expression: 'nope(' }],
+      },
+    } as never);
+    const [entry] = set.expressionCosts();
+    assert.equal(entry?.policy, 'costs');
+    const fields = entry?.expressions.map((e) => e.field);
+    // The expression that does not compile has no estimate.
+    assert.deepEqual(fields, ['spec.variables[0].expression', 'spec.validations[0].expression', 'spec.validations[0].messageExpression']);
+    for (const e of entry?.expressions ?? []) {
+      assert.ok(e.estimatedCost > 0 && Number.isFinite(e.estimatedCost), `${e.field}: ${e.estimatedCost}`);
+      assert.equal(e.fallback, undefined);
+    }
+  });
+});

@@ -13,8 +13,6 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { celError } from './errors.ts';
-import { rangeCost } from '../charges.ts';
-import { charge } from '../meter.ts';
 
 interface Ctx {
   forkWithVariable(name: string, type: unknown): Ctx;
@@ -62,8 +60,9 @@ function entries(coll: unknown): [unknown, unknown][] {
 function evaluate(kind: Kind) {
   return (ev: Ev, m: Macro, ctx: Ctx): unknown => {
     const coll = ev.run(m.receiver, ctx);
-    // Listing a map's entries walks it (charges.ts's rangeCost, as for one-variable comprehensions).
-    charge(rangeCost(coll));
+    // Only cel-js's own evaluation runs this (a fallback expression, charged
+    // per node before it runs, engine.ts); generated code compiles these
+    // macros itself and charges each step.
     const bind = (k: unknown, v: unknown): Ctx => ctx.forkWithVariable(m.k, m.dyn).setIterValue(k, ev).forkWithVariable(m.v, m.dyn).setIterValue(v, ev);
     const items = entries(coll);
     switch (kind) {

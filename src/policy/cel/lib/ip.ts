@@ -1,3 +1,4 @@
+// Hand-written, not ipaddr.js: ipaddr.js reads "010.1.1.1" as octal (8.1.1.1), accepts "0x7f.0.0.1" and zones ("fe80::1%eth0") and prints "::ffff:102:304", where Go's netip (Kubernetes) refuses or prints "::ffff:1.2.3.4".
 /**
  * Kubernetes' IP and CIDR libraries (apiserver/pkg/cel/library/ip.go,
  * cidr.go), which parse like Go's netip: no leading zeros in IPv4, no zones,

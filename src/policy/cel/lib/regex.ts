@@ -18,33 +18,25 @@
 import type { Environment } from '@marcbachmann/cel-js';
 import { compileLinear, RegexLimitError, type LinearRegExp } from '../../re2.ts';
 import { costOf, regexSize } from '../cost.ts';
-import { charge } from '../meter.ts';
+import { charge, type Meter } from '../meter.ts';
 import { celError } from './errors.ts';
-
-/** Compiled patterns, shared by every expression; bounded so hostile input cannot grow it. */
-const cache = new Map<string, LinearRegExp>();
-const CACHE_MAX = 512;
-/** Longer patterns (from objects, not rules) are not cached: 512 of them would hold too much memory. */
-const CACHE_PATTERN_MAX = 1024;
 
 function compilePattern(pattern: string): LinearRegExp {
   return compileLinear(pattern, { ecmaEscapes: false });
 }
 
+/**
+ * A pattern compiled for CEL, or a CEL error. Not cached: a constant
+ * pattern is compiled once by the code generator (codegen.ts passes it in),
+ * and a pattern computed at run time is compiled by each call, which its
+ * cost (cel-go's regex figure, from the pattern's length) pays for.
+ */
 export function re2(pattern: string): LinearRegExp {
-  const hit = cache.get(pattern);
-  if (hit) return hit;
-  let re: LinearRegExp;
   try {
-    re = compilePattern(pattern);
+    return compilePattern(pattern);
   } catch (e) {
     throw celError(e instanceof Error ? e.message : String(e));
   }
-  if (pattern.length <= CACHE_PATTERN_MAX) {
-    if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
-    cache.set(pattern, re);
-  }
-  return re;
 }
 
 /**
@@ -60,9 +52,14 @@ export function constantRegexProblem(pattern: string): string | undefined {
   }
 }
 
-/** What a program larger than its pattern's length costs on top of cel-go's figure (charged by charges.ts). */
-function chargeProgram(s: string, p: string, re: LinearRegExp): void {
-  if (re.programSize > p.length) charge(costOf.regex(s.length, regexSize(p.length, re.programSize)) - costOf.regex(s.length, regexSize(p.length)));
+/**
+ * What a program larger than its pattern's length costs on top of cel-go's
+ * figure (charged by charges.ts). `m` undefined: a call cel-js's own
+ * evaluation makes (a fallback expression), which is charged per node
+ * before it runs (engine.ts).
+ */
+function chargeProgram(m: Meter | undefined, s: string, p: string, re: LinearRegExp): void {
+  if (m !== undefined && re.programSize > p.length) charge(m, costOf.regex(s.length, regexSize(p.length, re.programSize)) - costOf.regex(s.length, regexSize(p.length)));
 }
 
 /** Runs a regex operation; a matching budget or deadline overrun is a CEL evaluation error. */
@@ -75,31 +72,35 @@ function run<T>(f: () => T): T {
   }
 }
 
-/** `s.matches(p)` on RE2 (the generated code calls it directly). */
-export function matches(s: string, p: string): boolean {
-  const re = re2(p);
-  chargeProgram(s, p, re);
-  return run(() => re.test(s));
+/** `s.matches(p)` on RE2. `re`: `p` compiled already (a constant pattern). */
+export function matches(s: string, p: string, m?: Meter, re: LinearRegExp = re2(p)): boolean {
+  chargeProgram(m, s, p, re);
+  try {
+    return re.test(s);
+  } catch (e) {
+    if (e instanceof RegexLimitError) throw celError(e.message);
+    throw e;
+  }
 }
 
-function find(s: string, p: string): string {
-  const re = re2(p);
-  chargeProgram(s, p, re);
+/** `s.find(p)`. */
+export function find(s: string, p: string, m?: Meter, re: LinearRegExp = re2(p)): string {
+  chargeProgram(m, s, p, re);
   return run(() => re.find(s) ?? '');
 }
 
-function findAll(s: string, p: string, limit: number): string[] {
+/** `s.findAll(p[, limit])`: each search after the first pays for the rest of the input it may scan again. */
+export function findAll(s: string, p: string, limit: number, m?: Meter, re: LinearRegExp = re2(p)): string[] {
   if (limit === 0) return [];
-  const re = re2(p);
-  chargeProgram(s, p, re);
+  chargeProgram(m, s, p, re);
   const size = regexSize(p.length, re.programSize);
-  return run(() => re.findAll(s, limit, (from) => charge(costOf.regex(s.length - from, size))));
+  return run(() => re.findAll(s, limit, m === undefined ? undefined : (from) => charge(m, costOf.regex(s.length - from, size))));
 }
 
 export function registerRegex(env: Environment): void {
-  env.registerFunction('string.portalMatches(string): bool', matches);
-  env.registerFunction('portalMatches(string, string): bool', matches);
-  env.registerFunction('string.find(string): string', find);
+  env.registerFunction('string.portalMatches(string): bool', (s: string, p: string) => matches(s, p));
+  env.registerFunction('portalMatches(string, string): bool', (s: string, p: string) => matches(s, p));
+  env.registerFunction('string.find(string): string', (s: string, p: string) => find(s, p));
   env.registerFunction('string.findAll(string): list<string>', (s: string, p: string) => findAll(s, p, -1));
   env.registerFunction('string.findAll(string, int): list<string>', (s: string, p: string, n: bigint) => findAll(s, p, Number(n)));
 }

@@ -1,3 +1,4 @@
+// Hand-written, not npm `semver`: it accepts "v1.2.3" and " 1.2.3" in strict mode and refuses numbers above 2^53, where Kubernetes' blang/semver refuses any prefix and takes uint64.
 /**
  * Kubernetes' semver library (1.33+, apiserver/pkg/cel/library/semverlib.go):
  * semver, isSemver, major, minor, patch, compareTo, isGreaterThan, isLessThan.
