@@ -4,12 +4,12 @@
  * too long costs one worker, never the event loop that answers probes and
  * every other request.
  *
- * - Policies: each worker compiles its own copy (compiled code cannot cross
- *   threads). The stores on the main thread (RuleSet, VapSet, ParamStore)
- *   record their changes; the pool numbers them (`seq`) and broadcasts
- *   them; each task carries the `seq` it must be evaluated at, and a worker
- *   that has not applied it yet waits. A new worker (start-up, replacement)
- *   asks for a snapshot of every store.
+ * - Policies: each worker compiles its own copy, kept current by the
+ *   stores' numbered changes (replication.ts); a task carries the revision
+ *   it must be evaluated at.
+ * - Reviews: an admission review travels whole, as its text; the worker
+ *   reads and answers it (policy/review/answer.ts), so the main thread
+ *   parses nothing on the common path.
  * - Deadline (`--evaluation-timeout`): the evaluator checks it between rules
  *   and inside regex work (cooperative); a rule that is still running
  *   `graceMs` after it is abandoned: the task's signal aborts, piscina
