@@ -15,6 +15,7 @@
  * still allowed and the others denied "not ready", with their uid.
  */
 import type { Logger } from 'pino';
+import { toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { AdmissionMetrics } from '../observability/metrics.ts';
 import {
@@ -148,7 +149,7 @@ export class Answerer {
 
   #logEncodeError(out: Outcome, err: unknown): void {
     try {
-      this.#deps.log.error({ [LogKey.error]: err, [LogKey.uid]: out.response.uid }, 'cannot encode the admission answer');
+      this.#deps.log.error({ [LogKey.error]: toError(err), [LogKey.uid]: out.response.uid }, 'cannot encode the admission answer');
     } catch {
       // The denial still goes out.
     }
@@ -179,8 +180,7 @@ export class Answerer {
     try {
       this.#deps.gate.record(true);
       this.#deps.metrics.errors.inc({ reason: 'internal' });
-      const err = typeof out.cause === 'string' ? new Error(out.cause) : out.cause;
-      this.#deps.log.error({ [LogKey.error]: err, [LogKey.uid]: out.response.uid }, 'internal error while deciding');
+      this.#deps.log.error({ [LogKey.error]: toError(out.cause), [LogKey.uid]: out.response.uid }, 'internal error while deciding');
     } catch {
       // Bookkeeping is broken too; the denial still goes out.
     }

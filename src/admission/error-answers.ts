@@ -7,6 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import { toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { AdmissionMetrics } from '../observability/metrics.ts';
 import { internalErrorReview, reviewIdentity } from '../policy/review/answer.ts';
@@ -32,7 +33,7 @@ function noteInternal(deps: ErrorAnswerDeps, err: unknown, uid: string | undefin
     if (uid !== undefined) deps.gate.record(true);
     else deps.metrics.requests.inc({ operation: '', kind: '', decision: 'invalid' });
     deps.metrics.errors.inc({ reason: 'internal' });
-    deps.log.error({ [LogKey.error]: err, ...(uid !== undefined ? { [LogKey.uid]: uid } : {}) }, 'unexpected error in the admission server');
+    deps.log.error({ [LogKey.error]: toError(err), ...(uid !== undefined ? { [LogKey.uid]: uid } : {}) }, 'unexpected error in the admission server');
   } catch {
     // Still answer.
   }

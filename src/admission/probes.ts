@@ -11,6 +11,7 @@ import type { DebugVars } from '../observability/debug-vars.ts';
 import { guardConnections } from './connection-guard.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { ReadinessGate } from './readiness.ts';
+import { toError } from '../observability/errors.ts';
 
 /** A liveness check: `true` when healthy, otherwise the reason. */
 export type HealthCheck = () => true | string;
@@ -98,7 +99,7 @@ export function buildProbesServer(opts: ProbesServerOptions): FastifyInstance {
       const text = await opts.registry.metrics();
       return reply.type(opts.registry.contentType).send(text);
     } catch (err) {
-      opts.logger.error({ [LogKey.error]: err }, 'cannot collect metrics');
+      opts.logger.error({ [LogKey.error]: toError(err) }, 'cannot collect metrics');
       return reply.code(500).type('text/plain').send('cannot collect metrics\n');
     }
   });

@@ -18,6 +18,7 @@ import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import type { Logger } from 'pino';
 import { caBundleProblem } from '../config/ca-bundle.ts';
 import { LogKey } from '../observability/log-keys.ts';
+import { toError } from '../observability/errors.ts';
 
 /** TLS 1.2 minimum (DESIGN §3); the apiserver speaks 1.2 and 1.3. */
 export const TLS_MIN_VERSION = 'TLSv1.2' as const;
@@ -98,7 +99,7 @@ export async function watchTlsFiles(opts: TlsReloaderOptions, signal: AbortSigna
         try {
           next = await readTlsFiles(opts);
         } catch (err) {
-          log.warn({ [LogKey.error]: err }, 'cannot read TLS files; keeping the current certificate');
+          log.warn({ [LogKey.error]: toError(err) }, 'cannot read TLS files; keeping the current certificate');
           opts.onRejected?.((err as Error).message);
           continue;
         }
@@ -114,7 +115,7 @@ export async function watchTlsFiles(opts: TlsReloaderOptions, signal: AbortSigna
           // bundle parses) before switching.
           createSecureContext(secureContextOptions(next));
         } catch (err) {
-          log.warn({ [LogKey.error]: err }, 'new TLS files are not a valid pair yet; keeping the current certificate');
+          log.warn({ [LogKey.error]: toError(err) }, 'new TLS files are not a valid pair yet; keeping the current certificate');
           opts.onRejected?.((err as Error).message);
           continue;
         }
@@ -140,10 +141,10 @@ export async function watchTlsFiles(opts: TlsReloaderOptions, signal: AbortSigna
   for (const dir of new Set(files.map((f) => dirname(f)))) {
     try {
       const w = watch(dir, { persistent: false }, schedule);
-      w.on('error', (err) => log.debug({ [LogKey.error]: err, [LogKey.dir]: dir }, 'TLS directory watch failed; relying on polling'));
+      w.on('error', (err) => log.debug({ [LogKey.error]: toError(err), [LogKey.dir]: dir }, 'TLS directory watch failed; relying on polling'));
       watchers.push(w);
     } catch (err) {
-      log.debug({ [LogKey.error]: err, [LogKey.dir]: dir }, 'cannot watch TLS directory; relying on polling');
+      log.debug({ [LogKey.error]: toError(err), [LogKey.dir]: dir }, 'cannot watch TLS directory; relying on polling');
     }
   }
   const poll = setInterval(() => void check(), opts.pollIntervalMs ?? 10_000);

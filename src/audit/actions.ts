@@ -182,7 +182,7 @@ export class ActionExecutor {
 
   #count(action: string, outcome: ActionOutcome): ActionOutcome {
     this.#metrics?.actions.inc({ action, outcome: outcome.status });
-    if (outcome.status === 'error') this.#logger?.warn({ action, reason: outcome.reason }, 'audit action failed');
+    if (outcome.status === 'error') this.#logger?.warn({ [LogKey.action]: action, [LogKey.reason]: outcome.reason }, 'audit action failed');
     return outcome;
   }
 
@@ -301,7 +301,7 @@ export class ActionExecutor {
       evicted = 'the pod is gone';
     }
     if (evicted === undefined) {
-      this.#logger?.info({ epoch: record.epoch, [LogKey.namespace]: meta.namespace, [LogKey.name]: meta.name }, 'unconfirmed eviction never happened: evicting now');
+      this.#logger?.info({ [LogKey.epoch]: record.epoch, [LogKey.namespace]: meta.namespace, [LogKey.name]: meta.name }, 'unconfirmed eviction never happened: evicting now');
       this.#o.store.forget(key);
       return 'evict';
     }

@@ -27,7 +27,7 @@ import type { FencedWriter } from '../kube/fenced-writer.ts';
 import { TokenBucket } from '../kube/rate-limiter.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import type { Runnable } from '../manager/runnable.ts';
-import { ErrorCode, isPortalError, PortalError } from '../observability/errors.ts';
+import { ErrorCode, isPortalError, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { ExceptionState, RuleSet, RuleState } from '../policy/index.ts';
 import { ExceptionStatusWriter } from './exception-status.ts';
@@ -204,7 +204,7 @@ export class AuditActuator implements Runnable {
       await Promise.allSettled([flushing, purging]);
       await Promise.all([this.status.close(), this.exceptionStatus.close()]);
       this.#running = false;
-      this.#log.info({ epoch: term.epochString }, 'audit actuation stopped');
+      this.#log.info({ [LogKey.epoch]: term.epochString }, 'audit actuation stopped');
     }
   }
 
@@ -266,7 +266,7 @@ export class AuditActuator implements Runnable {
       }
       if (++seen % SLICE === 0) await new Promise((r) => setImmediate(r));
     }
-    this.#log.info({ epoch: term.epochString, objects: objects.length, pending }, 'leading: pending audit side effects enqueued');
+    this.#log.info({ [LogKey.epoch]: term.epochString, [LogKey.objects]: objects.length, [LogKey.pending]: pending }, 'leading: pending audit side effects enqueued');
     if (takeover) {
       takeover.scanned = true;
       this.#takeoverProgress(acting);
@@ -346,12 +346,12 @@ export class AuditActuator implements Runnable {
     try {
       marked = await this.#planner.reconcile(acting.term.epochString, acting.signal);
     } catch (err) {
-      this.#log.error({ err: (err as Error).message }, 'comparing the reports with evaluation failed; the next full pass compares again');
+      this.#log.error({ [LogKey.error]: toError(err) }, 'comparing the reports with evaluation failed; the next full pass compares again');
       return;
     }
     if (!acting.reconciled) {
       acting.reconciled = true;
-      this.#log.info({ epoch: acting.term.epochString, reports: this.#evaluator.reports.size, marked }, 'leading: reports that differ from evaluation marked for writing');
+      this.#log.info({ [LogKey.epoch]: acting.term.epochString, [LogKey.reports]: this.#evaluator.reports.size, [LogKey.marked]: marked }, 'leading: reports that differ from evaluation marked for writing');
     }
   }
 
@@ -369,7 +369,7 @@ export class AuditActuator implements Runnable {
         return;
       } catch (err) {
         if (acting.signal.aborted || isPortalError(err, ErrorCode.TermExpired)) return;
-        this.#log.warn({ err: (err as Error).message, attempt }, 'deleting the reports of the other report API failed; retrying');
+        this.#log.warn({ [LogKey.error]: toError(err), [LogKey.attempt]: attempt }, 'deleting the reports of the other report API failed; retrying');
         await sleep(PURGE_RETRY_MS[Math.min(attempt, PURGE_RETRY_MS.length - 1)]!, acting.signal).catch(() => {});
       }
     }
@@ -420,7 +420,7 @@ export class AuditActuator implements Runnable {
     } catch (err) {
       if (isPortalError(err, ErrorCode.TermExpired) || signal.aborted) {
         // Not this key's fault: the next leader (maybe us again) picks it up as pending.
-        this.#log.debug({ key }, 'side effects stopped: the leader term ended');
+        this.#log.debug({ [LogKey.key]: key }, 'side effects stopped: the leader term ended');
         return;
       }
       throw err;

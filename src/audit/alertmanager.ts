@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { backoffDelay, sleep } from '../kube/backoff.ts';
 import type { FencedWriter, WriteTerm } from '../kube/fenced-writer.ts';
-import { ErrorCode, PortalError, isPortalError } from '../observability/errors.ts';
+import { ErrorCode, PortalError, isPortalError, toError } from '../observability/errors.ts';
 import { alertMetrics, type AlertMetrics } from './metrics.ts';
 import { LogKey } from '../observability/log-keys.ts';
 
@@ -162,7 +162,7 @@ export class AlertmanagerClient {
         if (alerts.some((a) => JSON.stringify(Object.entries(a.labels ?? {}).sort(([x], [y]) => (x < y ? -1 : 1))) === want && (!a.endsAt || Date.parse(a.endsAt) > now))) return true;
       } catch (err) {
         signal.throwIfAborted();
-        this.#logger?.debug({ url, err: (err as Error).message }, 'alertmanager alert query failed');
+        this.#logger?.debug({ [LogKey.url]: url, [LogKey.error]: toError(err) }, 'alertmanager alert query failed');
       }
     }
     return answered ? false : undefined;
@@ -213,7 +213,7 @@ export class AlertmanagerClient {
       health.consecutiveFailures++;
       health.lastErrorAt = Date.now();
       health.lastError = outcome.error ?? 'unknown error';
-      this.#logger?.warn({ url, attempts: outcome.attempts, error: outcome.error }, 'alertmanager did not accept alerts');
+      this.#logger?.warn({ [LogKey.url]: url, [LogKey.attempts]: outcome.attempts, [LogKey.reason]: outcome.error }, 'alertmanager did not accept alerts');
     }
     return outcome;
   }

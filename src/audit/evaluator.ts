@@ -26,7 +26,7 @@ import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import type { KubeClient } from '../kube/client.ts';
 import { ResilientInformer, type InformerEvent } from '../kube/informer.ts';
-import { ErrorCode, isPortalError } from '../observability/errors.ts';
+import { ErrorCode, isPortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { evaluate, exemptVerdicts, type RuleSet, type RuleState } from '../policy/index.ts';
 import type { ExemptionTransition } from './exception-events.ts';
@@ -395,7 +395,7 @@ export class AuditEvaluator {
       this.#queue.add(key);
     } catch (err) {
       if (isPortalError(err, ErrorCode.Closed)) return;
-      this.#log.warn({ key, err: (err as Error).message }, 'audit queue rejected a key; the next full pass retries it');
+      this.#log.warn({ [LogKey.key]: key, [LogKey.error]: toError(err) }, 'audit queue rejected a key; the next full pass retries it');
     }
   }
 
@@ -508,7 +508,7 @@ export class AuditEvaluator {
       this.#updateCoverage();
       this.#gauges.objects.set(this.#objects.size);
     } catch (err) {
-      this.#log.warn({ err: (err as Error).message }, 'audit tick failed, retrying');
+      this.#log.warn({ [LogKey.error]: toError(err) }, 'audit tick failed, retrying');
       this.#revision = '';
     } finally {
       this.#ticking = false;
@@ -527,12 +527,12 @@ export class AuditEvaluator {
       else unresolved.push(r.reason);
     }
     if (unresolved.join() !== this.#unresolved.join()) {
-      for (const reason of unresolved) this.#log.warn({ reason }, 'a matched kind is not audited');
+      for (const reason of unresolved) this.#log.warn({ [LogKey.reason]: reason }, 'a matched kind is not audited');
       this.#unresolved = unresolved;
     }
     if (unresolved.length > 0) this.#resolver.forget();
     const { started, stopped } = this.#informers.sync(wanted, signal);
-    if (started.length || stopped.length) this.#log.info({ started: started.map((r) => r.kind), stopped: stopped.map((r) => r.kind) }, 'audited kinds changed');
+    if (started.length || stopped.length) this.#log.info({ [LogKey.started]: started.map((r) => r.kind), [LogKey.stopped]: stopped.map((r) => r.kind) }, 'audited kinds changed');
     for (const r of stopped) {
       // Objects of a kind no rule matches any more: their reports go (nothing applies).
       for (const [key, st] of this.#objects) if (st.gvk.group === r.group && st.gvk.kind === r.kind) this.enqueue(key);
@@ -567,7 +567,7 @@ export class AuditEvaluator {
       for (const key of this.#exempting.get(s.display) ?? []) this.enqueue(key);
     }
     if (changed.length > 0) {
-      this.#log.info({ exceptions: changed }, 'exceptions expired: their objects are evaluated again');
+      this.#log.info({ [LogKey.exceptions]: changed }, 'exceptions expired: their objects are evaluated again');
       this.#step?.exceptionsChanged?.(changed);
     }
     this.#armExpiry();
@@ -652,7 +652,7 @@ export class AuditEvaluator {
     for (const key of this.#ruleLastPass.keys()) if (!this.#deps.ruleSet.state(key)) this.#ruleLastPass.delete(key);
     this.#gauges.passSeconds.set((performance.now() - this.#passStartedAt) / 1000);
     this.#step?.passEnded?.(at, rules);
-    this.#log.info({ objects: this.#objects.size, rules: rules.size, seconds: (performance.now() - this.#passStartedAt) / 1000 }, 'full audit pass done');
+    this.#log.info({ [LogKey.objects]: this.#objects.size, [LogKey.rules]: rules.size, [LogKey.seconds]: (performance.now() - this.#passStartedAt) / 1000 }, 'full audit pass done');
     if (this.#passAgain && this.#passReady) setImmediate(() => this.fullPass());
   }
 

@@ -20,6 +20,7 @@ import type { Runnable } from '../manager/runnable.ts';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 import { EXCEPTION_KIND, RULE_API_VERSION, type GroupVersionKind } from '../policy/types.ts';
 import { LeaderEvents } from './leader-events.ts';
+import { LogKey } from '../observability/log-keys.ts';
 
 export const EXCEPTION_EVENT_CONTROLLER = 'portal.dev/audit';
 /** Transitions noted this long before a replica starts leading were written by the leader of the time. */
@@ -46,7 +47,7 @@ export class ExceptionEvents implements Runnable {
     this.#identity = deps.identity;
     this.#events = new LeaderEvents({
       writer: deps.writer,
-      logger: deps.logger.child({ subcomponent: 'exception-events' }),
+      logger: deps.logger.child({ [LogKey.subcomponent]: 'exception-events' }),
       maxAgeMs: MAX_AGE_MS,
       ...(deps.writeLimiter ? { writeLimiter: deps.writeLimiter } : {}),
     });

@@ -10,11 +10,11 @@
  * the objects the audit finds it exempting now.
  */
 import type { Logger } from 'pino';
-import { apiStatusCode, describeApiError, type KubeClient } from '../kube/client.ts';
+import { apiStatusCode, type KubeClient } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import { LogKey } from '../observability/log-keys.ts';
-import { isPortalError } from '../observability/errors.ts';
+import { isPortalError, toError } from '../observability/errors.ts';
 import type { ExceptionState } from '../policy/index.ts';
 import { exceptionConditions } from '../policy/exceptions.ts';
 import type { Condition, ExceptionStatus, KubeObject } from '../policy/types.ts';
@@ -128,7 +128,7 @@ export class ExceptionStatusWriter {
           this.#written.delete(display);
           continue;
         }
-        this.#log.warn({ exception: display, err: describeApiError(err) }, 'exception status write failed, will retry');
+        this.#log.warn({ [LogKey.exception]: display, [LogKey.error]: toError(err) }, 'exception status write failed, will retry');
       }
     }
   }

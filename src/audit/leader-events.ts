@@ -18,10 +18,11 @@
  */
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { apiStatusCode, describeApiError } from '../kube/client.ts';
+import { apiStatusCode } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
-import { ErrorCode, isPortalError } from '../observability/errors.ts';
+import { ErrorCode, isPortalError, toError } from '../observability/errors.ts';
+import { LogKey } from '../observability/log-keys.ts';
 
 export interface QueuedEvent {
   /** Deterministic: the same fact always gives the same key (and Event name). */
@@ -129,7 +130,7 @@ export class LeaderEvents {
     } catch (err) {
       if (apiStatusCode(err) === 409) return true;
       if (isPortalError(err, ErrorCode.TermExpired) || signal.aborted) return false;
-      this.#log.warn({ err: describeApiError(err), event: p.body.metadata?.name, reason: p.body.reason }, 'could not record an event; retrying');
+      this.#log.warn({ [LogKey.error]: toError(err), [LogKey.event]: p.body.metadata?.name, [LogKey.reason]: p.body.reason }, 'could not record an event; retrying');
       return false;
     }
   }

@@ -26,11 +26,12 @@
 import { createHash } from 'node:crypto';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { apiStatusCode, describeApiError } from '../kube/client.ts';
+import { apiStatusCode } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import type { Runnable } from '../manager/runnable.ts';
-import { ErrorCode, isPortalError, PortalError } from '../observability/errors.ts';
+import { ErrorCode, isPortalError, PortalError, toError } from '../observability/errors.ts';
+import { LogKey } from '../observability/log-keys.ts';
 
 /** The policy an Event is about. */
 export interface ProblemSubject {
@@ -109,7 +110,7 @@ export class ProblemEvents implements Runnable {
     this.#recheckMs = deps.recheckMs ?? RECHECK_MS_DEFAULT;
     this.#clusterNamespace = deps.clusterScopedNamespace ?? CLUSTER_SCOPED_EVENT_NAMESPACE;
     this.#writer = deps.writer;
-    this.#log = deps.logger.child({ subcomponent: 'problem-events' });
+    this.#log = deps.logger.child({ [LogKey.subcomponent]: 'problem-events' });
     this.#identity = deps.identity;
   }
 
@@ -200,10 +201,10 @@ export class ProblemEvents implements Runnable {
       if (isPortalError(err, ErrorCode.TermExpired) || signal.aborted) return false;
       // The policy's namespace is gone (a PortalRule deleted with its namespace): nothing to report on.
       if (apiStatusCode(err) === 404 || apiStatusCode(err) === 403) {
-        this.#log.warn({ err: describeApiError(err), kind: p.subject.kind, name: p.subject.name, namespace, reason: p.problem.reason }, 'cannot record a policy problem event; dropping it');
+        this.#log.warn({ [LogKey.error]: toError(err), [LogKey.kind]: p.subject.kind, [LogKey.name]: p.subject.name, [LogKey.namespace]: namespace, [LogKey.reason]: p.problem.reason }, 'cannot record a policy problem event; dropping it');
         return true;
       }
-      this.#log.warn({ err: describeApiError(err), kind: p.subject.kind, name: p.subject.name, reason: p.problem.reason }, 'could not record a policy problem event; retrying');
+      this.#log.warn({ [LogKey.error]: toError(err), [LogKey.kind]: p.subject.kind, [LogKey.name]: p.subject.name, [LogKey.reason]: p.problem.reason }, 'could not record a policy problem event; retrying');
       return false;
     }
   }

@@ -28,6 +28,7 @@ import { reportContentEqual, reportKey, type Report, type ReportIdentity } from 
 import type { ReportWrite, ReportWriter } from './report-writer.ts';
 import { WorkQueue } from './work-queue.ts';
 import { WorkerPool, type HandlerResult } from './worker-pool.ts';
+import { toError } from '../observability/errors.ts';
 
 export interface ReportFlusherOptions {
   /** `--report-flush`: each report is written at most once per interval. */
@@ -131,7 +132,7 @@ export class ReportFlusher {
       else queue.add(key, task);
     } catch (err) {
       // Full: the next touch or full pass marks it again.
-      this.#log.warn({ report: key, err: (err as Error).message }, 'report backlog full; the report is written on a later change or pass');
+      this.#log.warn({ [LogKey.report]: key, [LogKey.error]: toError(err) }, 'report backlog full; the report is written on a later change or pass');
     }
   }
 

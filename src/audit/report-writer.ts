@@ -17,7 +17,7 @@ import { apiStatusCode, callOptions, describeApiError, type KubeClient } from '.
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import { ResilientInformer, stripManagedFields, type InformerEvent } from '../kube/informer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
-import { ErrorCode, PortalError, isPortalError } from '../observability/errors.ts';
+import { ErrorCode, PortalError, isPortalError, toError } from '../observability/errors.ts';
 import type { KubeObject } from '../policy/types.ts';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, REPORT_API_INFO, REPORT_APIS, reportContentEqual, reportKey, type Report, type ReportApi, type ReportApiInfo, type ReportIdentity } from '../policy/report.ts';
 import { LogKey } from '../observability/log-keys.ts';
@@ -186,7 +186,7 @@ export class ReportWriter {
         // The owner is gone (GC) or the report vanished: forget it; the next event decides.
         this.#observed.delete(key);
       }
-      this.#logger.debug({ report: key, err: describeApiError(err) }, 'report write failed');
+      this.#logger.debug({ [LogKey.report]: key, [LogKey.error]: toError(err) }, 'report write failed');
       throw new PortalError(ErrorCode.Kube, `${identity.kind} ${key}: ${describeApiError(err)}`, { cause: err });
     }
   }
@@ -239,7 +239,7 @@ export class ReportWriter {
         }
       }
     }
-    if (deleted > 0) this.#logger.info({ api: other.apiVersion, deleted }, 'deleted the reports Portal wrote in the other report API');
+    if (deleted > 0) this.#logger.info({ [LogKey.api]: other.apiVersion, [LogKey.deleted]: deleted }, 'deleted the reports Portal wrote in the other report API');
     return deleted;
   }
 

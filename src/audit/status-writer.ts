@@ -13,10 +13,10 @@
  * a new leader does not rewrite every rule's status after a failover.
  */
 import type { Logger } from 'pino';
-import { apiStatusCode, describeApiError, type KubeClient } from '../kube/client.ts';
+import { apiStatusCode, type KubeClient } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
-import { isPortalError } from '../observability/errors.ts';
+import { isPortalError, toError } from '../observability/errors.ts';
 import { matchesPods, type RuleState } from '../policy/index.ts';
 import type { Condition, KubeObject, RuleSpec, RuleStatus } from '../policy/types.ts';
 import { validateActions } from './actions.ts';
@@ -162,7 +162,7 @@ export class StatusWriter {
         if (signal.aborted || isPortalError(err)) {
           this.#dirty.add(key);
           if (signal.aborted) return;
-          this.#logger.info({ rule: key, err: (err as Error).message }, 'status write fenced');
+          this.#logger.info({ [LogKey.rule]: key, [LogKey.error]: toError(err) }, 'status write fenced');
           return;
         }
         if (apiStatusCode(err) === 404) continue; // rule deleted meanwhile
@@ -170,10 +170,10 @@ export class StatusWriter {
         if (apiStatusCode(err) === 409) {
           // Changed since observed (a spec edit, another writer): decide again on the next flush, on the newer object.
           this.#written.delete(key);
-          this.#logger.debug({ rule: key }, 'rule changed since observed; status write retried');
+          this.#logger.debug({ [LogKey.rule]: key }, 'rule changed since observed; status write retried');
           continue;
         }
-        this.#logger.warn({ rule: key, err: describeApiError(err) }, 'rule status write failed, will retry');
+        this.#logger.warn({ [LogKey.rule]: key, [LogKey.error]: toError(err) }, 'rule status write failed, will retry');
       }
     }
   }

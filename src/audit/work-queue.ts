@@ -13,7 +13,7 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { backoffDelay } from '../kube/backoff.ts';
-import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 import { queueMetrics, type QueueMetrics } from './metrics.ts';
 import { LogKey } from '../observability/log-keys.ts';
 
@@ -95,7 +95,7 @@ export class WorkQueue<T = undefined> {
     this.#maxRetries = options.maxRetries ?? 8;
     this.#baseDelayMs = options.baseDelayMs ?? 200;
     this.#maxDelayMs = options.maxDelayMs ?? 60_000;
-    this.#logger = options.logger?.child({ [LogKey.subcomponent]: 'work-queue', queue: this.name });
+    this.#logger = options.logger?.child({ [LogKey.subcomponent]: 'work-queue', [LogKey.queue]: this.name });
     this.#metrics = options.registry ? queueMetrics(options.registry) : undefined;
     if (!(this.#maxSize > 0) || !(this.#maxRetries >= 0) || !(this.#baseDelayMs >= 0) || !(this.#maxDelayMs >= this.#baseDelayMs)) {
       throw new PortalError(ErrorCode.ConfigInvalid, `work queue "${this.name}": invalid options`);
@@ -189,7 +189,7 @@ export class WorkQueue<T = undefined> {
     if (failures > this.#maxRetries) {
       this.#failures.delete(key);
       this.#metrics?.drops.inc({ queue: this.name, reason: 'max_retries' });
-      this.#logger?.error({ key, failures: failures - 1, err: error }, 'audit work item dropped after max retries');
+      this.#logger?.error({ [LogKey.key]: key, [LogKey.failures]: failures - 1, [LogKey.error]: toError(error) }, 'audit work item dropped after max retries');
       return 'dropped';
     }
     this.#failures.set(key, failures);

@@ -8,7 +8,7 @@
  * alert re-sends).
  */
 import type { Logger } from 'pino';
-import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 import type { WorkItem, WorkQueue } from './work-queue.ts';
 import { LogKey } from '../observability/log-keys.ts';
 
@@ -35,7 +35,7 @@ export class WorkerPool<T> {
     this.#queue = queue;
     this.#handler = handler;
     this.#concurrency = options.concurrency ?? 4;
-    this.#logger = options.logger?.child({ [LogKey.subcomponent]: 'worker-pool', queue: queue.name });
+    this.#logger = options.logger?.child({ [LogKey.subcomponent]: 'worker-pool', [LogKey.queue]: queue.name });
     if (!Number.isInteger(this.#concurrency) || this.#concurrency < 1) {
       throw new PortalError(ErrorCode.ConfigInvalid, `worker pool: concurrency must be a positive integer, got ${this.#concurrency}`);
     }
@@ -75,10 +75,10 @@ export class WorkerPool<T> {
       } catch (err) {
         if (signal.aborted) {
           // Shutting down (or the leader term ended): not a failure of the key.
-          this.#logger?.debug({ key: work.key }, 'audit work interrupted');
+          this.#logger?.debug({ [LogKey.key]: work.key }, 'audit work interrupted');
         } else {
           const outcome = this.#queue.retry(work.key, work.item, err);
-          this.#logger?.warn({ key: work.key, attempt: work.attempt + 1, outcome, err }, 'audit work failed');
+          this.#logger?.warn({ [LogKey.key]: work.key, [LogKey.attempt]: work.attempt + 1, [LogKey.outcome]: outcome, [LogKey.error]: toError(err) }, 'audit work failed');
         }
       } finally {
         this.#inFlight--;

@@ -9,6 +9,7 @@ import { buildReplica, ListenError } from '../manager/replica.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './command.ts';
+import { toError } from '../observability/errors.ts';
 
 export interface ReplicaOptions {
   config: Readonly<ServeConfig>;
@@ -43,7 +44,7 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
     try {
       await replica.start(o.signal, { force: o.force });
     } catch (err) {
-      log.error({ [LogKey.error]: err }, 'stopped after a failure');
+      log.error({ [LogKey.error]: toError(err) }, 'stopped after a failure');
       return EXIT_FAILURE;
     }
     // The Manager logs a shutdown that outlived the grace period itself; the

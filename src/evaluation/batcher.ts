@@ -31,6 +31,7 @@
 import type { Logger } from 'pino';
 import { LogKey } from '../observability/log-keys.ts';
 import { CLAIM_CLOSED, epochNow, SLOT_BYTES, SLOT_CLAIM, SLOT_HEADER, SLOT_ID, SLOT_ITEM, SLOT_KEY_LENGTH, type ItemOutcome, type Task, type TaskItem } from './protocol.ts';
+import { toError } from '../observability/errors.ts';
 
 /** One attempt's outcome: the worker's result, or abandoned (with the rule or VAP that was running, if one was). */
 export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined };
@@ -287,7 +288,7 @@ export class Batcher {
         if (o === undefined) continue;
         if ('ok' in o) this.#settle(it, { ok: true, value: o.ok });
         else {
-          this.#deps.log.error({ rule: o.thrown }, 'evaluation threw (a bug): handled as abandoned');
+          this.#deps.log.error({ [LogKey.rule]: o.thrown }, 'evaluation threw (a bug): handled as abandoned');
           this.#settle(it, { ok: false, running: o.thrown });
         }
       }
@@ -296,7 +297,7 @@ export class Batcher {
       const closed = this.#deps.closedError(err);
       const running = this.#runningIndex(batch);
       const key = this.#runningKey(batch);
-      if (closed === undefined && !batch.abort.aborted) this.#deps.log.warn({ [LogKey.error]: err }, 'evaluation worker lost during a task');
+      if (closed === undefined && !batch.abort.aborted) this.#deps.log.warn({ [LogKey.error]: toError(err) }, 'evaluation worker lost during a task');
       for (let i = 0; i < batch.items.length; i++) {
         const it = batch.items[i]!;
         if (it.settled || it.batch !== batch) continue;

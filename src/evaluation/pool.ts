@@ -32,7 +32,7 @@
 import type { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import {
   decideAdmission,
@@ -205,7 +205,7 @@ export class EvaluationPool {
       try {
         await piscina?.close();
       } catch (err) {
-        this.#log.warn({ [LogKey.error]: err }, 'evaluation workers did not drain in time; terminated');
+        this.#log.warn({ [LogKey.error]: toError(err) }, 'evaluation workers did not drain in time; terminated');
         await piscina?.destroy();
       }
       this.#replication?.close();
@@ -249,7 +249,7 @@ export class EvaluationPool {
       namespaceLabels: this.#stores.namespaces ? 'mirror' : 'name-only',
     };
     this.#piscina = startThreads({ workers: this.#config.workers, pipeline: this.#config.pipeline, workerData }, {
-      onError: (err) => this.#log.error({ [LogKey.error]: err }, 'evaluation worker failed'),
+      onError: (err) => this.#log.error({ [LogKey.error]: toError(err) }, 'evaluation worker failed'),
       onDestroy: (id) => replication.workerDestroyed(id),
     });
     return this.#piscina;
@@ -354,8 +354,8 @@ export class EvaluationPool {
         [LogKey.kind]: what.kind.kind,
         [LogKey.namespace]: what.namespace,
         [LogKey.name]: what.name,
-        rule: running,
-        deadlineMs: this.#config.timeoutMs,
+        [LogKey.rule]: running,
+        [LogKey.deadlineMs]: this.#config.timeoutMs,
       },
       running === undefined ? 'evaluation deadline passed before it started' : 'evaluation deadline passed while a rule ran: abandoned, worker replaced',
     );

@@ -57,10 +57,10 @@ export class ClusterRuleSource {
     const sink: RuleSink = {
       upsert(rule: PortalRuleObject) {
         const state = ruleSet.upsert(rule);
-        if (state.ready) log.info({ [LogKey.name]: state.key, generation: state.generation }, 'rule in force');
+        if (state.ready) log.info({ [LogKey.name]: state.key, [LogKey.generation]: state.generation }, 'rule in force');
         else {
           log.error(
-            { [LogKey.name]: state.key, generation: state.generation, compiledGeneration: state.compiledGeneration, [LogKey.reason]: state.message },
+            { [LogKey.name]: state.key, [LogKey.generation]: state.generation, [LogKey.compiledGeneration]: state.compiledGeneration, [LogKey.reason]: state.message },
             state.compiledGeneration === undefined
               ? 'rule rejected and never compiled: objects it matches are denied until it is fixed'
               : 'rule rejected: keeping its last good version',
@@ -78,8 +78,8 @@ export class ClusterRuleSource {
       },
       upsertException(exception: KubeObject) {
         const state = ruleSet.upsertException(exception);
-        if (state.valid) log.info({ [LogKey.name]: state.display, generation: state.generation }, 'exception in force');
-        else log.error({ [LogKey.name]: state.display, generation: state.generation, [LogKey.reason]: state.message }, 'exception rejected: it exempts nothing until it is fixed');
+        if (state.valid) log.info({ [LogKey.name]: state.display, [LogKey.generation]: state.generation }, 'exception in force');
+        else log.error({ [LogKey.name]: state.display, [LogKey.generation]: state.generation, [LogKey.reason]: state.message }, 'exception rejected: it exempts nothing until it is fixed');
         return state;
       },
       removeException(key: string) {

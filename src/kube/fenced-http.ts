@@ -51,7 +51,7 @@ import {
   type ObservableMiddleware,
   type RequestContext,
 } from '@kubernetes/client-node';
-import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 
 /** Throws (a PortalError(TermExpired)) when the side effect must not be sent any more. */
 export type Fence = () => void;
@@ -167,7 +167,7 @@ export function sendFenced(url: string, options: FencedSendOptions): Promise<Fen
         fence();
       } catch (err) {
         fenceError = err;
-        req.destroy(err instanceof Error ? err : new Error(String(err)));
+        req.destroy(toError(err));
         return;
       }
       req.end(body);

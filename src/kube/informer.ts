@@ -23,6 +23,8 @@ import type { KubeObject } from '../types/kubernetes.ts';
 import { Backoff, sleep, type BackoffOptions } from './backoff.ts';
 import type { KubeClient } from './client.ts';
 import { kubeGetJson } from './raw-get.ts';
+import { LogKey } from '../observability/log-keys.ts';
+import { toError } from '../observability/errors.ts';
 
 export interface InformerConfig {
   /** For logs. */
@@ -124,7 +126,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
     this.name = config.name;
     this.#client = client;
     this.#config = { staleAfterMs: 150_000, watchTimeoutSeconds: 300, pageSize: 500, ...config };
-    this.#logger = logger.child({ component: 'informer', informer: config.name });
+    this.#logger = logger.child({ [LogKey.informer]: config.name });
   }
 
   /** Subscribes to add/update/delete; returns an unsubscribe function. */
@@ -216,7 +218,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
         }
         if (end === 'stale') {
           this.#stats.staleRestarts++;
-          this.#logger.warn({ staleAfterMs: this.#config.staleAfterMs }, 'watch silent past bound, restarting it');
+          this.#logger.warn({ [LogKey.staleAfterMs]: this.#config.staleAfterMs }, 'watch silent past bound, restarting it');
         }
         // A server that closes watches at once would otherwise make this a hot loop.
         if (performance.now() - startedAt < 1000) await sleep(backoff.next(), signal);
@@ -231,7 +233,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
           needList = true;
         }
         const delay = backoff.next();
-        this.#logger.warn({ err: (err as Error).message, retryInMs: Math.round(delay) }, 'list/watch failed, retrying');
+        this.#logger.warn({ [LogKey.error]: toError(err), [LogKey.retryInMs]: Math.round(delay) }, 'list/watch failed, retrying');
         await sleep(delay, signal);
       }
     }
@@ -258,7 +260,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
     this.#failure = undefined;
     if (!this.#synced) {
       this.#synced = true;
-      this.#logger.info({ objects: items.length, resourceVersion }, 'informer synced');
+      this.#logger.info({ [LogKey.objects]: items.length, [LogKey.resourceVersion]: resourceVersion }, 'informer synced');
       for (const done of [...this.#syncWaiters]) done();
       this.#syncWaiters.clear();
     }
@@ -294,7 +296,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
       try {
         handler(event);
       } catch (err) {
-        this.#logger.error({ err }, 'informer handler threw');
+        this.#logger.error({ [LogKey.error]: toError(err) }, 'informer handler threw');
       }
     }
   }
@@ -360,7 +362,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
         if (settled) return;
         if (signal.aborted) finish('aborted');
         else if (err && isExpired(err)) finish('expired');
-        else if (err) finish(err instanceof Error ? err : new Error(String(err)));
+        else if (err) finish(toError(err));
         else finish('closed');
       };
       new Watch(this.#client.kubeConfig).watch(this.#config.path, query, onEvent, onDone).then(
@@ -374,7 +376,7 @@ export class ResilientInformer<T extends KubeObject = KubeObject> {
             this.#lastActivity = performance.now();
           }
         },
-        (err: unknown) => finish(err instanceof Error ? err : new Error(String(err))),
+        (err: unknown) => finish(toError(err)),
       );
     });
   }

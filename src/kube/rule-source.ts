@@ -11,6 +11,8 @@ import { ruleKey as policyRuleKey } from '../policy/rule-set.ts';
 import { exceptionKey } from '../policy/exceptions.ts';
 import type { KubeClient } from './client.ts';
 import { ResilientInformer, type InformerConfig, type InformerEvent } from './informer.ts';
+import { LogKey } from '../observability/log-keys.ts';
+import { toError } from '../observability/errors.ts';
 
 /** What the source writes into (src/policy's RuleSet satisfies it). */
 export interface RuleSink {
@@ -38,7 +40,7 @@ export class RuleInformerSource {
     const { ruleKey, ...informerOptions } = options;
     this.#sink = sink;
     this.#key = ruleKey ?? policyRuleKey;
-    this.#logger = logger.child({ component: 'rule-source' });
+    this.#logger = logger.child({ [LogKey.subcomponent]: 'rule-source' });
     const base = `/apis/${RULE_GROUP}/${RULE_VERSION}`;
     this.clusterRules = new ResilientInformer(
       client,
@@ -62,7 +64,7 @@ export class RuleInformerSource {
         if (e.type === 'delete') this.#sink.removeException(exceptionKey(e.object));
         else this.#sink.upsertException(e.object);
       } catch (err) {
-        this.#logger.error({ err, exception: exceptionKey(e.object) }, 'rule set rejected exception');
+        this.#logger.error({ [LogKey.error]: toError(err), [LogKey.exception]: exceptionKey(e.object) }, 'rule set rejected exception');
       }
     });
   }
@@ -74,7 +76,7 @@ export class RuleInformerSource {
       else this.#sink.upsert(rule);
     } catch (err) {
       // A rule the sink rejects must not stop the stream of the others.
-      this.#logger.error({ err, rule: this.#key(rule) }, 'rule set rejected rule');
+      this.#logger.error({ [LogKey.error]: toError(err), [LogKey.rule]: this.#key(rule) }, 'rule set rejected rule');
     }
   }
 

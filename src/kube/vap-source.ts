@@ -32,6 +32,8 @@ import {
 import type { KubeClient } from './client.ts';
 import { ResilientInformer, type InformerConfig, type InformerEvent } from './informer.ts';
 import { kubeGetJson } from './raw-get.ts';
+import { LogKey } from '../observability/log-keys.ts';
+import { toError } from '../observability/errors.ts';
 
 export type VapInformerSourceOptions = Pick<InformerConfig, 'staleAfterMs' | 'backoff' | 'watchTimeoutSeconds'>;
 
@@ -62,7 +64,7 @@ export class VapInformerSource {
 
   constructor(client: KubeClient, logger: Logger, options: VapInformerSourceOptions = {}) {
     this.#client = client;
-    this.#logger = logger.child({ component: 'vap-source' });
+    this.#logger = logger.child({ [LogKey.subcomponent]: 'vap-source' });
     this.#options = options;
     const base = `/apis/${VAP_GROUP}/${VAP_VERSION}`;
     this.policies = new ResilientInformer(
@@ -116,7 +118,7 @@ export class VapInformerSource {
       (err: unknown) => {
         // Discovery failed (not "not served"): try again on the next policy event.
         this.#params.delete(key);
-        if (!signal.aborted) this.#logger.warn({ err, paramKind: key }, 'discovery for a paramKind failed');
+        if (!signal.aborted) this.#logger.warn({ [LogKey.error]: toError(err), [LogKey.paramKind]: key }, 'discovery for a paramKind failed');
       },
     );
     this.#params.set(key, { kind: 'resolving', settled });

@@ -31,6 +31,7 @@ import { createLeaderMetrics, type LeaderMetrics } from './metrics.ts';
 import { LeaseEventRecorder, subscribeRecorder, type LeaderEventRecorder } from './recorder.ts';
 import { Term, type LeaderTerm } from './term.ts';
 import { LogKey } from '../observability/log-keys.ts';
+import { toError } from '../observability/errors.ts';
 
 export interface LeaderElectorDeps {
   client: KubeClient;
@@ -86,11 +87,11 @@ export class LeaderElector {
     this.config = config;
     this.identity = deps.identity;
     this.#deps = deps;
-    this.#logger = deps.logger.child({ [LogKey.subcomponent]: 'leader-election', identity: deps.identity, lease: `${config.leaseNamespace}/${config.leaseName}` });
+    this.#logger = deps.logger.child({ [LogKey.subcomponent]: 'leader-election', [LogKey.identity]: deps.identity, [LogKey.lease]: `${config.leaseNamespace}/${config.leaseName}` });
     this.#lock = new LeaseLock(deps.client, config.leaseNamespace, config.leaseName);
     this.#clock = deps.clock ?? SYSTEM_CLOCK;
     this.#state = new ElectionState({ identity: deps.identity, leaseDurationMs: config.leaseDurationMs, healthTimeoutMs: config.healthTimeoutMs, retryPeriodMs: config.retryPeriodMs, renewDeadlineMs: config.renewDeadlineMs }, this.#clock);
-    this.events = deps.bus ?? new EventBus<LeaderEventMap>((event, err) => this.#logger.error({ err, event }, 'leader event listener failed'));
+    this.events = deps.bus ?? new EventBus<LeaderEventMap>((event, err) => this.#logger.error({ [LogKey.error]: toError(err), [LogKey.event]: event }, 'leader event listener failed'));
     this.#metrics = createLeaderMetrics(deps.registry, { isLeader: () => this.isLeader(), heldSeconds: () => this.#heldSecondsNow() });
     this.events.on('BecameLeader', () => this.#metrics.transitions.inc());
     this.#recorder =
@@ -200,7 +201,7 @@ export class LeaderElector {
       this.#endTerm(t, 'term validity ran out without a renewal'),
     );
     this.#term = term;
-    this.#logger.info({ epoch: term.epochString }, 'became leader');
+    this.#logger.info({ [LogKey.epoch]: term.epochString }, 'became leader');
     this.events.emit('BecameLeader', { identity: this.identity, epoch: term.epochString, leaseUid: observed.metadata.uid, term });
     return term;
   }
@@ -227,7 +228,7 @@ export class LeaderElector {
         return true;
       }
       if (signal.aborted) break;
-      this.#logger.debug({ reason: result.reason }, 'lease not acquired');
+      this.#logger.debug({ [LogKey.reason]: result.reason }, 'lease not acquired');
       // client-go: wait.JitterUntil(retryPeriod, JitterFactor 1.2); the Lease
       // watch cuts the wait short when the Lease is released or deleted.
       await sleep(this.config.retryPeriodMs * (1 + Math.random() * JITTER_FACTOR), signal, this.#wake.signal);
@@ -253,7 +254,7 @@ export class LeaderElector {
         }
         const next = this.#state.renewFailed(result, deadline);
         if (next.type === 'demote') return next.reason;
-        this.#logger.warn({ reason: result.reason }, 'lease renewal failed, retrying');
+        this.#logger.warn({ [LogKey.reason]: result.reason }, 'lease renewal failed, retrying');
         await sleep(next.afterMs, signal, term.signal);
         if (this.#state.pastDeadline(deadline) && !signal.aborted && !term.ended) return `failed to renew within renew deadline (${result.reason})`;
       }
@@ -275,7 +276,7 @@ export class LeaderElector {
       } catch (err) {
         if (signal.aborted) return { ok: false, reason: `renew aborted: ${describeApiError(err)}` };
         this.counters.fastPathFallbacks++;
-        this.#logger.debug({ err: describeApiError(err) }, 'fast-path renew failed, falling back to the slow path');
+        this.#logger.debug({ [LogKey.error]: toError(err) }, 'fast-path renew failed, falling back to the slow path');
       }
     }
     let current: ObservedLease | undefined;
@@ -313,7 +314,7 @@ export class LeaderElector {
     if (holder === this.#reportedLeader) return;
     const previous = this.#reportedLeader ?? '';
     this.#reportedLeader = holder;
-    this.#logger.info({ leader: holder, previous }, 'new leader observed');
+    this.#logger.info({ [LogKey.leader]: holder, [LogKey.previous]: previous }, 'new leader observed');
     this.events.emit('NewLeaderObserved', { new: holder, previous });
   }
 
@@ -345,7 +346,7 @@ export class LeaderElector {
     try {
       await informer.start(signal);
     } catch (err) {
-      this.#logger.error({ err }, 'lease watch stopped');
+      this.#logger.error({ [LogKey.error]: toError(err) }, 'lease watch stopped');
     }
   }
 
@@ -360,7 +361,7 @@ export class LeaderElector {
         this.#state.observe(current);
         const decision = this.#state.decideRelease(current);
         if (decision.type === 'not-ours') {
-          this.#logger.info({ holder: decision.holder }, 'lease no longer ours; nothing to release');
+          this.#logger.info({ [LogKey.holder]: decision.holder }, 'lease no longer ours; nothing to release');
           return;
         }
         this.#state.observe(await this.#lock.update(decision.base, decision.record, signal));
@@ -374,7 +375,7 @@ export class LeaderElector {
           await sleep(backoff.next());
           continue;
         }
-        this.#logger.warn({ err: describeApiError(err) }, 'could not release lease; others take over after it expires');
+        this.#logger.warn({ [LogKey.error]: toError(err) }, 'could not release lease; others take over after it expires');
         return;
       }
     }

@@ -6,8 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { callOptions, describeApiError, type KubeClient } from '../kube/client.ts';
+import { callOptions, type KubeClient } from '../kube/client.ts';
 import type { LeaderEventBus } from './events.ts';
+import { LogKey } from '../observability/log-keys.ts';
+import { toError } from '../observability/errors.ts';
 
 export interface LeaderEventRecorder {
   record(event: { reason: string; message: string; type?: 'Normal' | 'Warning'; leaseUid?: string }): void;
@@ -57,7 +59,7 @@ export class LeaseEventRecorder implements LeaderEventRecorder {
       .createNamespacedEvent({ namespace: this.#lease.namespace, body }, callOptions({ timeoutMs: 5000 }))
       .then(
         () => undefined,
-        (err: unknown) => this.#logger.warn({ err: describeApiError(err), reason: event.reason }, 'could not record leader election event'),
+        (err: unknown) => this.#logger.warn({ [LogKey.error]: toError(err), [LogKey.reason]: event.reason }, 'could not record leader election event'),
       )
       .finally(() => this.#pending.delete(p));
     this.#pending.add(p);

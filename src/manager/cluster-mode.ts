@@ -60,7 +60,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   } catch (err) {
     return { title: 'cannot use the cluster', problems: [(err as Error).message] };
   }
-  componentLogger(root, 'serve').info({ [LogKey.url]: client.server, inCluster }, 'cluster mode: rules and namespace labels from the API server');
+  componentLogger(root, 'serve').info({ [LogKey.url]: client.server, [LogKey.inCluster]: inCluster }, 'cluster mode: rules and namespace labels from the API server');
   // Problems of rules and VAPs: counted on every replica, Warning Events on the policy written by the leader only.
   const ruleProblemSink: { problems?: RuleProblems } = {};
   const source = new ClusterRuleSource({

@@ -11,8 +11,9 @@ import { DEFAULTS } from '../config/options.ts';
 import { Backoff, sleep, type BackoffOptions } from '../kube/backoff.ts';
 import type { LeaderEventBus } from '../leader/events.ts';
 import type { LeaderTerm } from '../leader/term.ts';
-import { ErrorCode, PortalError } from '../observability/errors.ts';
+import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 import { GROUPS, type Runnable, type RunnableGroup } from './runnable.ts';
+import { LogKey } from '../observability/log-keys.ts';
 
 /**
  * What the manager needs from the elector (LeaderElector satisfies it): a
@@ -74,7 +75,8 @@ export class Manager {
 
   constructor(config: Partial<ManagerConfig>, deps: ManagerDeps) {
     this.#config = Object.freeze({ ...MANAGER_DEFAULTS, ...config });
-    this.#logger = deps.logger.child({ component: 'manager' });
+    // The caller names the component (componentLogger(root, 'manager')).
+    this.#logger = deps.logger;
     this.#election = deps.election;
   }
 
@@ -135,7 +137,7 @@ export class Manager {
         ];
         const done = election
           .run(controller.signal)
-          .catch((err: unknown) => this.#logger.error({ err }, 'leader election failed'))
+          .catch((err: unknown) => this.#logger.error({ [LogKey.error]: toError(err) }, 'leader election failed'))
           .finally(() => unsubscribe.forEach((off) => off()));
         running.push(['election', { controller, done: [done] }]);
       }
@@ -155,7 +157,7 @@ export class Manager {
   }
 
   async #shutdown(running: Array<[string, Running]>, force: AbortSignal | undefined): Promise<void> {
-    this.#logger.info({ graceMs: this.#config.gracefulShutdownMs }, 'shutting down');
+    this.#logger.info({ [LogKey.graceMs]: this.#config.gracefulShutdownMs }, 'shutting down');
     const stopAll = async () => {
       // The leader group first (LostLeadership also stops it, but the
       // election may be stuck releasing), then each group in reverse.
@@ -163,7 +165,7 @@ export class Manager {
       for (const [name, r] of [...running].reverse()) {
         r.controller.abort();
         await Promise.all(r.done);
-        this.#logger.debug({ group: name }, 'group stopped');
+        this.#logger.debug({ [LogKey.group]: name }, 'group stopped');
       }
     };
     const finished = await within(stopAll(), this.#config.gracefulShutdownMs, force);
@@ -181,14 +183,14 @@ export class Manager {
   async #waitForSync(runnables: Runnable[], signal: AbortSignal): Promise<void> {
     const waits = runnables.filter((r) => r.waitForSync).map((r) => r.waitForSync!(signal));
     if (waits.length === 0) return;
-    this.#logger.info({ informers: waits.length }, 'waiting for informers to sync');
+    this.#logger.info({ [LogKey.informers]: waits.length }, 'waiting for informers to sync');
     await Promise.all(waits);
   }
 
   /** Runs one runnable, restarting it with backoff (or failing the manager) if it throws. */
   async #supervise(r: Runnable, group: string, signal: AbortSignal, term?: LeaderTerm): Promise<void> {
     const backoff = new Backoff({ initialMs: 500, maxMs: 30_000, ...this.#config.restartBackoff });
-    const log = this.#logger.child({ runnable: r.name, group });
+    const log = this.#logger.child({ [LogKey.runnable]: r.name, [LogKey.group]: group });
     while (!signal.aborted) {
       try {
         await r.start(signal, term);
@@ -197,13 +199,13 @@ export class Manager {
       } catch (err) {
         if (signal.aborted) return;
         if (this.#config.onRunnableFailure === 'stop') {
-          log.error({ err }, 'runnable failed; stopping the manager');
+          log.error({ [LogKey.error]: toError(err) }, 'runnable failed; stopping the manager');
           this.#failedWith ??= err;
           this.#failure.abort();
           return;
         }
         const delay = backoff.next();
-        log.error({ err, restartInMs: Math.round(delay) }, 'runnable failed; restarting');
+        log.error({ [LogKey.error]: toError(err), [LogKey.restartInMs]: Math.round(delay) }, 'runnable failed; restarting');
         await sleep(delay, signal);
       }
     }
@@ -219,7 +221,7 @@ export class Manager {
     const begin = () => {
       if (stop.aborted || term.signal.aborted) return;
       if (this.#leader) void this.#stopLeading();
-      this.#logger.info({ epoch: term.epochString, runnables: this.#leaderOnly.length }, 'starting leader-only group');
+      this.#logger.info({ [LogKey.epoch]: term.epochString, [LogKey.runnables]: this.#leaderOnly.length }, 'starting leader-only group');
       this.#leader = { ...this.#startGroup('leader', this.#leaderOnly, term), term };
     };
     if (this.#leaderStopping) void this.#leaderStopping.then(begin);
@@ -233,8 +235,8 @@ export class Manager {
     this.#leader = undefined;
     leader.controller.abort();
     const stopping = within(Promise.all(leader.done), this.#config.gracefulShutdownMs).then((ok) => {
-      if (ok) this.#logger.info({ epoch: leader.term.epochString }, 'leader-only group stopped');
-      else this.#logger.warn({ epoch: leader.term.epochString }, 'leader-only group did not stop within the grace period');
+      if (ok) this.#logger.info({ [LogKey.epoch]: leader.term.epochString }, 'leader-only group stopped');
+      else this.#logger.warn({ [LogKey.epoch]: leader.term.epochString }, 'leader-only group did not stop within the grace period');
       if (this.#leaderStopping === stopping) this.#leaderStopping = undefined;
     });
     this.#leaderStopping = stopping;

@@ -41,6 +41,7 @@ import { fileMode } from './file-mode.ts';
 import { Manager } from './manager.ts';
 import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
 import type { Runnable } from './runnable.ts';
+import { toError } from '../observability/errors.ts';
 
 export interface ReplicaDeps {
   root: Logger;
@@ -129,7 +130,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
       selfSignedDir = await mkdtemp(join(tmpdir(), 'portal-serve-'));
       const files = await writeSelfSigned(selfSignedDir, ['localhost', config.podName], ['127.0.0.1', '::1']);
       tlsFiles = { ...files, caFile: config.clientCaFile };
-      log.info({ [LogKey.dir]: selfSignedDir, caFile: files.caFile }, 'generated a self-signed certificate (local use only)');
+      log.info({ [LogKey.dir]: selfSignedDir, [LogKey.caFile]: files.caFile }, 'generated a self-signed certificate (local use only)');
     }
     // The pair was checked with the configuration; this catches a file
     // replaced in between, which would otherwise throw out of the server factory.
@@ -187,7 +188,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
         log.info({ [LogKey.url]: `${webhookUrl}/validate`, [LogKey.count]: source.ruleSet.size }, 'webhook listening');
         return { probes: probesUrl, webhook: webhookUrl };
       } catch (err) {
-        log.error({ [LogKey.error]: err }, 'cannot start');
+        log.error({ [LogKey.error]: toError(err) }, 'cannot start');
         throw new ListenError(flag, err);
       }
     },

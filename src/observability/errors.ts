@@ -29,3 +29,8 @@ export class PortalError extends Error {
 export function isPortalError(e: unknown, code?: ErrorCode): e is PortalError {
   return e instanceof PortalError && (code === undefined || e.code === code);
 }
+
+/** A thrown value as an Error, so a log's `err` is always an error object (pino's err serializer needs one for type and stack). */
+export function toError(e: unknown): Error {
+  return e instanceof Error ? e : new Error(String(e));
+}

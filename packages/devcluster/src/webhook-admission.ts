@@ -114,10 +114,10 @@ export function createWebhookAdmission(opts: WebhookAdmissionOptions = {}): Webh
       const reason = err instanceof WebhookCallError ? err.message : `failed to call webhook: ${(err as Error).message}`;
       const message = `failed calling webhook "${hook.name}": ${reason}`;
       if (hook.failurePolicy === 'Ignore') {
-        log?.warn({ webhook: hook.name, [LogKey.reason]: reason }, 'failed calling webhook, failing open');
+        log?.warn({ [LogKey.webhook]: hook.name, [LogKey.reason]: reason }, 'failed calling webhook, failing open');
         return { kind: 'allow', warnings };
       }
-      log?.warn({ webhook: hook.name, [LogKey.reason]: reason }, 'failed calling webhook, failing closed');
+      log?.warn({ [LogKey.webhook]: hook.name, [LogKey.reason]: reason }, 'failed calling webhook, failing closed');
       return { kind: 'reject', warnings, status: internalError(message) };
     }
   }

@@ -19,6 +19,7 @@ import { createListener, selfSignedCert } from './listener.ts';
 import { Router } from './router.ts';
 import { errors } from './status.ts';
 import { isPlainObject } from './types.ts';
+import { LogKey } from '../../../../src/observability/log-keys.ts';
 
 export type { AdmissionAttributes, AdmissionContext, AdmissionHook, AdmissionOutcome } from './admission-hook.ts';
 export type { AuditEntry } from './audit.ts';
@@ -136,7 +137,7 @@ function sideApi(faults: Faults, audit: AuditLog, users: Users, requests: Reques
 }
 
 export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiServer> {
-  const logger = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'apiserver' });
+  const logger = (opts.logger ?? pino({ level: 'silent' })).child({ [LogKey.component]: 'apiserver' });
   const abort = new AbortController();
   const tls = opts.tls ?? (await selfSignedCert());
   const cluster = new Cluster(opts.historyLimit ?? 10_000, opts.admission, abort.signal);
@@ -189,7 +190,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
   address = `${host}:${addr.port}`;
   const url = `${plainHttp && !opts.tls ? 'http' : 'https'}://${address}`;
   const httpsUrl = `https://${address}`;
-  logger.info({ url }, 'embedded apiserver listening');
+  logger.info({ [LogKey.url]: url }, 'embedded apiserver listening');
 
   let closing: Promise<void> | undefined;
   return {

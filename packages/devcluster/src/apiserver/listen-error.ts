@@ -1,5 +1,5 @@
 /** The listen errors a user can act on, as one line each (no heavy imports: the CLI checks the port first). */
-import { ErrorCode, PortalError } from '../../../../src/observability/errors.ts';
+import { ErrorCode, PortalError, toError } from '../../../../src/observability/errors.ts';
 
 /** EADDRINUSE / EACCES as a PortalError (ConfigInvalid) with the message a user can act on; other errors unchanged. */
 export function listenError(err: unknown, host: string, port: number): Error {
@@ -10,5 +10,5 @@ export function listenError(err: unknown, host: string, port: number): Error {
   if (code === 'EACCES') {
     return new PortalError(ErrorCode.ConfigInvalid, `not allowed to listen on ${host}:${port}: pass --port with a port above 1023 (0 picks a free one)`, { cause: err });
   }
-  return err instanceof Error ? err : new Error(String(err));
+  return toError(err);
 }

@@ -25,6 +25,8 @@ import { toTable, wantsTable } from './table.ts';
 import { isPlainObject, meta, type Obj, type UserInfo } from './types.ts';
 import { serveWatch, type ActiveWatch } from './watch.ts';
 import { EPHEMERAL_CONTAINERS, servesEphemeralContainers } from './ephemeral-containers.ts';
+import { LogKey } from '../../../../src/observability/log-keys.ts';
+import { toError } from '../../../../src/observability/errors.ts';
 
 /** kube-apiserver's request body limit (3 MiB). */
 const MAX_BODY = 3 * 1024 * 1024;
@@ -183,7 +185,7 @@ export class Router {
     this.route(req, res).catch((e: unknown) => {
       if (e instanceof ApiError) sendJson(res, e.code, e.toStatus());
       else {
-        this.d.logger.error({ err: e }, 'apiserver request failed');
+        this.d.logger.error({ [LogKey.error]: toError(e) }, 'apiserver request failed');
         sendJson(res, 500, errors.internal((e as Error).message).toStatus());
       }
     });

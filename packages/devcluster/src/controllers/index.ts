@@ -14,6 +14,8 @@ import { runDeploymentController } from './deployment.ts';
 import { runJobController } from './job.ts';
 import { runNode } from './node.ts';
 import { runReplicaSetController } from './replicaset.ts';
+import { LogKey } from '../../../../src/observability/log-keys.ts';
+import { toError } from '../../../../src/observability/errors.ts';
 
 export { NODE_NAME } from './node.ts';
 
@@ -31,7 +33,7 @@ export async function startControllers(cluster: Cluster, opts: ControllersOption
   const log = (component: string) => (err: unknown): void => {
     if (signal.aborted) return;
     // Conflicts and denials are retried with backoff; they are normal, hence debug.
-    logger.debug({ component, err: (err as Error).message }, 'controller sync failed; retrying');
+    logger.debug({ [LogKey.component]: component, [LogKey.error]: toError(err) }, 'controller sync failed; retrying');
   };
   const rec = (name: string, component: string) => recorder(host, controllerIdentity(name), component, log(component));
   const node = await runNode(host, { completeAfterMs: opts.podCompleteAfterMs ?? 1000, onError: log('kubelet') }, signal);

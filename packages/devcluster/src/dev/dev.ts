@@ -18,7 +18,7 @@ import { generateCA, generateServingCert } from '../../../../src/admission/certs
 import { buildValidatingWebhookConfiguration, loadChartWebhookValues, type WebhookValues } from '../../../../src/config/webhook-configuration.ts';
 import { RULE_FILE_LIMITS } from '../../../../src/config/manifests.ts';
 import { portalKindResources } from '../../../../src/policy/portal-kinds.ts';
-import { ErrorCode, isPortalError } from '../../../../src/observability/errors.ts';
+import { ErrorCode, isPortalError, toError } from '../../../../src/observability/errors.ts';
 import { LogKey } from '../../../../src/observability/log-keys.ts';
 import { startApiServer, type ApiServer } from '../apiserver/index.ts';
 import { createWebhookAdmission, type WebhookAdmission } from '../webhook-admission.ts';
@@ -255,7 +255,7 @@ function stateWriter(file: string, run: { kubeconfig: string; apiserver: string;
         })),
       };
       writing = writing.then(() => (signal.aborted ? undefined : writeState(file, state))).catch((err: unknown) => {
-        logger.error({ [LogKey.error]: err }, 'cannot write state.json');
+        logger.error({ [LogKey.error]: toError(err) }, 'cannot write state.json');
       });
     },
     written: () => writing,
@@ -327,7 +327,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     if (rt.out.isTTY) rt.out.write('\n');
     return fatal ?? { code: 0 };
   } catch (err) {
-    logger.error({ [LogKey.error]: err }, 'portal dev failed');
+    logger.error({ [LogKey.error]: toError(err) }, 'portal dev failed');
     // A taken port is a usage problem (exit 2), like a bad flag.
     if (isPortalError(err, ErrorCode.ConfigInvalid)) return fatal ?? { code: 2, message: err.message };
     return fatal ?? { code: 1, message: (err as Error).message };

@@ -12,6 +12,7 @@ import { open, readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { backoffDelay } from '../../../../src/kube/backoff.ts';
 import { LogKey } from '../../../../src/observability/log-keys.ts';
+import { toError } from '../../../../src/observability/errors.ts';
 
 export interface ReplicaSpec {
   name: string;
@@ -130,7 +131,7 @@ export class Supervisor {
       child.once('exit', (code, sig) => {
         slot.child = undefined;
         resolve();
-        this.opts.logger?.info({ [LogKey.name]: slot.spec.name, code, [LogKey.signal]: sig }, 'replica exited');
+        this.opts.logger?.info({ [LogKey.name]: slot.spec.name, [LogKey.code]: code, [LogKey.signal]: sig }, 'replica exited');
         if (this.stopping) {
           this.changed();
           return;
@@ -149,11 +150,11 @@ export class Supervisor {
         slot.timer = setTimeout(() => {
           slot.timer = undefined;
           slot.restarts++;
-          this.launch(slot).catch((err: unknown) => this.opts.logger?.error({ [LogKey.error]: err }, 'cannot restart replica'));
+          this.launch(slot).catch((err: unknown) => this.opts.logger?.error({ [LogKey.error]: toError(err) }, 'cannot restart replica'));
         }, delay);
       });
     });
-    child.once('error', (err) => this.opts.logger?.error({ [LogKey.name]: slot.spec.name, [LogKey.error]: err }, 'replica process error'));
+    child.once('error', (err) => this.opts.logger?.error({ [LogKey.name]: slot.spec.name, [LogKey.error]: toError(err) }, 'replica process error'));
     this.changed();
   }
 
