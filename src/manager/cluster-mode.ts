@@ -114,8 +114,14 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     { rules: source.ruleSet, vaps: vaps.set, params: vaps.params },
     { logger: componentLogger(root, 'evaluation'), registry },
   );
-  // Audit evaluations reach that thread one at a time, so queueing never eats an evaluation's deadline (see Gate).
+  // Audit evaluations reach that thread one at a time, and only once it holds the policies, so neither
+  // queueing nor the thread's start-up eats an evaluation's deadline (see Gate).
   const auditTurn = new Gate(AUDIT_THREADS);
+  const onAuditThread = <T>(evaluation: () => Promise<T>): Promise<T> =>
+    auditTurn.run(async () => {
+      await auditEvaluation.whenReady();
+      return evaluation();
+    });
   const { evaluator, actuator } = buildAudit(
     {
       installNamespace: config.installNamespace,
@@ -138,12 +144,12 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       client,
       writer,
       ruleSet: source.ruleSet,
-      evaluate: (input) => auditTurn.run(() => auditEvaluation.audit(input)),
+      evaluate: (input) => onAuditThread(() => auditEvaluation.audit(input)),
       policies: [
         new VapAuditPolicySource(
           vaps,
           (policy, problem, name) => vapProblems.note(policy, problem, name),
-          (attrs, namespaceObject) => auditTurn.run(() => auditEvaluation.vap(attrs, namespaceObject)),
+          (attrs, namespaceObject) => onAuditThread(() => auditEvaluation.vap(attrs, namespaceObject)),
         ),
       ],
       onRuleError: (verdict, object) => ruleProblems.verdictError('audit', verdict, object),

@@ -5,30 +5,18 @@
 // match Pod check it. Before, the server had no such subresource and Portal
 // never saw the request.
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { kubectlPath } from '../support/tools.ts';
-import { until as untilShared } from '../support/until.ts';
+import { kubectl, untilReplicasReady } from './support.ts';
 
-/** Checks that run kubectl or read another process's files: every 100 ms, not the default 20. */
-const until = <T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> => untilShared(what, ms, check, { intervalMs: 100 });
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
-interface State { kubeconfig: string; replicas: { pid: number | null; probes: string }[] }
 
-
-function kubectl(kubeconfig: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
 
 // Compliant with every Deny rule in policies/ (restricted Pod Security).
 const POD = `apiVersion: v1
@@ -59,21 +47,7 @@ void test('portal dev: kubectl debug --profile=sysadmin is denied naming the rul
     dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));
     dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
     const exited = new Promise<number | null>((resolve) => dev?.once('exit', (code) => resolve(code)));
-    const state = await until('state.json with a running replica', 60_000, async () => {
-      try {
-        const s = JSON.parse(await readFile(stateFile, 'utf8')) as State;
-        return s.replicas.length === 1 && s.replicas[0]!.pid !== null ? s : undefined;
-      } catch {
-        return undefined;
-      }
-    });
-    await until('the replica ready', 60_000, async () => {
-      try {
-        return (await fetch(`${state.replicas[0]!.probes}/readyz`, { signal: AbortSignal.timeout(1000) })).status === 200 ? true : undefined;
-      } catch {
-        return undefined;
-      }
-    });
+    const state = await untilReplicasReady(stateFile, 1, 60_000);
     await writeFile(join(dir, 'pod.yaml'), POD);
     const created = await kubectl(state.kubeconfig, ['apply', '-f', join(dir, 'pod.yaml')]);
     assert.equal(created.code, 0, created.stderr);

@@ -3,55 +3,15 @@
 // chain kubectl -> embedded API server -> webhook (HTTPS) -> Portal's denial.
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { kubectlPath } from '../support/tools.ts';
-import { until } from '../support/until.ts';
+import { until, untilReady } from '../support/until.ts';
+import { alive, kubectl, readState, untilReplicasReady } from './support.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-
-interface State {
-  kubeconfig: string;
-  apiserver: string;
-  replicas: { name: string; pid: number | null; webhook: string; probes: string }[];
-}
-
-async function readState(file: string): Promise<State | undefined> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as State;
-  } catch {
-    return undefined;
-  }
-}
-
-
-async function ready(probes: string): Promise<boolean> {
-  try {
-    return (await fetch(`${probes}/readyz`, { signal: AbortSignal.timeout(1000) })).status === 200;
-  } catch {
-    return false;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function kubectl(kubeconfig: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
 
 const PRIVILEGED = `apiVersion: v1
 kind: Pod
@@ -95,13 +55,9 @@ void test('portal dev: kubectl is denied by Portal through the API server; repli
     dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
     const exited = new Promise<number | null>((resolve) => dev?.once('exit', (code) => resolve(code)));
 
-    const state = await until('state.json with two running replicas', 60_000, async () => {
-      const s = await readState(stateFile);
-      return s && s.replicas.length === 2 && s.replicas.every((r) => r.pid !== null) ? s : undefined;
-    });
+    const state = await untilReplicasReady(stateFile, 2, 60_000);
     for (const r of state.replicas) pids.add(r.pid as number);
     assert.ok(output.includes(`portal dev: replicas run Node ${process.version} (${process.execPath})`), output);
-    await until('both replicas ready', 60_000, async () => ((await Promise.all(state.replicas.map((r) => ready(r.probes)))).every(Boolean) ? true : undefined));
 
     await writeFile(join(dir, 'privileged-pod.yaml'), PRIVILEGED);
     await writeFile(join(dir, 'compliant-pod.yaml'), COMPLIANT);
@@ -125,7 +81,7 @@ void test('portal dev: kubectl is denied by Portal through the API server; repli
       return r?.pid && r.pid !== victim.pid ? r : undefined;
     });
     pids.add(restarted.pid as number);
-    await until('restarted replica ready', 30_000, async () => ((await ready(restarted.probes)) ? true : undefined));
+    await untilReady(restarted.probes, 30_000);
 
     // SIGTERM stops the replicas and dev itself, and removes state.json.
     dev.kill('SIGTERM');

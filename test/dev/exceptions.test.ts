@@ -13,35 +13,21 @@
 //   report flips and the audit action runs once;
 // - `kubectl get portalexceptions` shows rules, expiry, exempted count.
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { sideApi, sideGet } from '../support/side-api.ts';
-import { kubectlPath } from '../support/tools.ts';
 import { until } from '../support/until.ts';
 import { runPortal } from '../cli-test/run-portal.ts';
+import { kubectl, untilReplicasReady } from './support.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURES = join(root, 'test', 'fixtures', 'exceptions');
 const WEBHOOK = 'validate.portal.dev';
 const LABEL = 'violation.portal.dev/no-privileged';
-
-interface State {
-  kubeconfig: string;
-  replicas: { name: string; pid: number | null; probes: string }[];
-}
-
-function kubectl(kubeconfig: string, args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-    if (input !== undefined) child.stdin?.end(input);
-  });
-}
 
 function privilegedPod(name: string): string {
   return `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\n  namespace: monitoring\nspec:\n  containers:\n    - name: agent\n      image: nginx:1.27\n      securityContext:\n        privileged: true\n`;
@@ -71,14 +57,6 @@ async function result(kubeconfig: string, pod: string, policy: string): Promise<
   return r ? { result: r.result, ...(r.properties?.['exception'] ? { exception: r.properties['exception'] } : {}) } : undefined;
 }
 
-async function ready(probes: string): Promise<boolean> {
-  try {
-    return (await fetch(`${probes}/readyz`, { signal: AbortSignal.timeout(1000) })).status === 200;
-  } catch {
-    return false;
-  }
-}
-
 void test('PortalExceptions through portal dev and kubectl: scope, rule, expiry, audit annotation, reports; portal test agrees', { timeout: 300_000 }, async () => {
   const dir = await mkdtemp(join(tmpdir(), 'portal-dev-exceptions-'));
   const stateDir = join(dir, 'state');
@@ -92,16 +70,8 @@ void test('PortalExceptions through portal dev and kubectl: scope, rule, expiry,
     );
     dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));
     dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-    const state = await until('state.json with two running replicas', 90_000, async () => {
-      try {
-        const s = JSON.parse(await readFile(join(stateDir, 'state.json'), 'utf8')) as State;
-        return s.replicas.length === 2 && s.replicas.every((r) => r.pid !== null) ? s : undefined;
-      } catch {
-        return undefined;
-      }
-    });
+    const state = await untilReplicasReady(join(stateDir, 'state.json'), 2, 90_000);
     const kc = state.kubeconfig;
-    await until('both replicas ready', 90_000, async () => ((await Promise.all(state.replicas.map((r) => ready(r.probes)))).every(Boolean) ? true : undefined));
     const side = await sideApi(kc);
 
     for (const f of ['resources/namespaces.yaml', 'policies/vap.yaml']) {

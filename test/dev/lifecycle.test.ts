@@ -16,10 +16,8 @@ import { test } from 'node:test';
 import YAML from 'yaml';
 import { killMentioning, processesMentioning } from '../support/processes.ts';
 import { kubectlPath } from '../support/tools.ts';
-import { until as untilShared } from '../support/until.ts';
+import { SLOW_CHECK, until } from '../support/until.ts';
 
-/** Checks that run kubectl or read another process's files: every 100 ms, not the default 20. */
-const until = <T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> => untilShared(what, ms, check, { intervalMs: 100 });
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -132,7 +130,7 @@ void test('portal dev serves HTTPS only; state.json, the status line and the kub
       const state = await until('state.json with a running replica', 60_000, async () => {
         const s = await readState(stateFile);
         return s && s.replicas.length === 1 && s.replicas.every((r) => r.pid !== null) ? s : undefined;
-      });
+      }, SLOW_CHECK);
       assert.match(state.apiserver, /^https:\/\/127\.0\.0\.1:\d+$/);
       const kubeconfig = YAML.parse(await readFile(state.kubeconfig, 'utf8')) as {
         clusters: { cluster: { server: string; 'certificate-authority-data': string } }[];
@@ -146,7 +144,7 @@ void test('portal dev serves HTTPS only; state.json, the status line and the kub
       // The same port does not speak plain HTTP.
       const plain = await plainGet(`${state.apiserver.replace('https://', 'http://')}/version`);
       assert.ok('error' in plain || plain.status === 400, `plain HTTP was answered: ${JSON.stringify(plain)}`);
-      await until('the status line', 30_000, () => (/replicas ready/.test(dev.output()) ? true : undefined));
+      await until('the status line', 30_000, () => (/replicas ready/.test(dev.output()) ? true : undefined), SLOW_CHECK);
       const statusLine = dev.output().split('\n').find((l) => l.includes('replicas ready'))!;
       assert.ok(statusLine.endsWith(state.apiserver), statusLine);
       assert.match(dev.output(), new RegExp(`API server ${state.apiserver.replace(/[.]/g, '\\.')}\\n`));
@@ -157,7 +155,7 @@ void test('portal dev serves HTTPS only; state.json, the status line and the kub
       await dev.exited;
       // The replica runs in its own process group (so Ctrl-C reaches only
       // dev), yet it must not outlive dev.
-      await until('no process left from this portal dev', 30_000, () => (processesMentioning(dir).length === 0 ? true : undefined));
+      await until('no process left from this portal dev', 30_000, () => (processesMentioning(dir).length === 0 ? true : undefined), SLOW_CHECK);
     } finally {
       reap(dir, dev);
     }
@@ -206,7 +204,7 @@ void test('a second portal dev on a state directory in use is refused in one lin
       const state = await until('the first instance running', 90_000, async () => {
         const s = await readState(join(stateDir, 'state.json'));
         return s && s.replicas.every((r) => r.pid !== null) ? s : undefined;
-      });
+      }, SLOW_CHECK);
       assert.equal((await kubectl(state.kubeconfig, dir, 'get', 'namespaces')).code, 0);
       const before = await fingerprint(stateDir);
 
@@ -231,13 +229,13 @@ void test('a second portal dev on a state directory in use is refused in one lin
       // A crash of the holder leaves nothing that blocks the directory.
       first.child.kill('SIGKILL');
       await first.exited;
-      await until('the crashed instance\'s replica gone', 30_000, () => (processesMentioning(dir).length === 0 ? true : undefined));
+      await until('the crashed instance\'s replica gone', 30_000, () => (processesMentioning(dir).length === 0 ? true : undefined), SLOW_CHECK);
       third = startDev(dir, ['--replicas', '1', '--port', '0', '--policies', join(root, 'policies'), '--log-level', 'warn']);
       const started = await until('the third instance running on the same directory', 90_000, async () => {
         if (third?.child.exitCode !== null) throw new Error(`the third instance exited:\n${third?.output()}`);
         const s = await readState(join(stateDir, 'state.json'));
         return s && s.apiserver !== state.apiserver && s.replicas.every((r) => r.pid !== null) ? s : undefined;
-      });
+      }, SLOW_CHECK);
       assert.equal((await kubectl(started.kubeconfig, dir, 'get', 'namespaces')).code, 0);
       third.child.kill('SIGINT');
       assert.equal((await third.exited).code, 0, third.output());

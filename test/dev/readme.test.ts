@@ -20,10 +20,8 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { killMentioning, processesMentioning } from '../support/processes.ts';
 import { kubectlPath } from '../support/tools.ts';
-import { until as untilShared } from '../support/until.ts';
+import { SLOW_CHECK, until } from '../support/until.ts';
 
-/** Checks that run kubectl or read another process's files: every 200 ms, not the default 20. */
-const until = <T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> => untilShared(what, ms, check, { intervalMs: 200 });
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -143,7 +141,7 @@ void test('the README first five minutes, as written, against portal dev and kub
     assert.ok(statusBlock, 'README shows the status line');
     const shown = statusBlock.text.trim();
     const pattern = new RegExp(`^${shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace('portal-0', 'portal-\\d').replace(/\\\.\\\.\\\./g, '.*').replace(/ 0 /g, ' \\d+ ').replace(':6443', ':\\d+')}$`, 'm');
-    await until('the README status line', 90_000, () => (pattern.test(output) ? true : undefined));
+    await until('the README status line', 90_000, () => (pattern.test(output) ? true : undefined), SLOW_CHECK);
     assert.match(output, /API server https:\/\/127\.0\.0\.1:\d+\n/);
 
     const env: NodeJS.ProcessEnv = { PATH: `${dirname(kubectlPath())}:${process.env['PATH'] ?? ''}`, HOME: dir };
@@ -165,7 +163,7 @@ void test('the README first five minutes, as written, against portal dev and kub
         const result = await until(`README: ${step.command}`, readOnly ? 60_000 : 1, async () => {
           const r = await sh(`${exports}${step.command}`, dir, env);
           return readOnly && mismatch(step, r.output) !== undefined ? undefined : r;
-        }).catch(async () => sh(`${exports}${step.command}`, dir, env));
+        }, SLOW_CHECK).catch(async () => sh(`${exports}${step.command}`, dir, env));
         const why = mismatch(step, result.output);
         assert.equal(why, undefined, `README command ${JSON.stringify(step.command)}: ${why}\n${result.output}`);
         if (step.output === undefined && !/denied/.test(result.output)) assert.equal(result.code, 0, `${step.command}\n${result.output}`);
@@ -264,7 +262,7 @@ void test('the README first five minutes, as written, against portal dev and kub
     // "Ctrl-C (SIGINT) stops the replicas and the API server; nothing is left running."
     dev.kill('SIGINT');
     assert.equal(await exited, 0, output);
-    await until('no process left from this portal dev', 30_000, () => (processesMentioning(dir).length === 0 ? true : undefined));
+    await until('no process left from this portal dev', 30_000, () => (processesMentioning(dir).length === 0 ? true : undefined), SLOW_CHECK);
     for (const c of checks.filter((c) => c.when === 'stopped')) await c.check();
   } finally {
     if (dev.exitCode === null && dev.signalCode === null) dev.kill('SIGKILL');

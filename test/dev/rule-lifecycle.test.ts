@@ -15,47 +15,17 @@
 // - `portal dev` lists the rules that need attention and says so on its
 //   status line.
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { killMentioning } from '../support/processes.ts';
-import { kubectlPath } from '../support/tools.ts';
 import { until } from '../support/until.ts';
+import { kubectl, untilReplicasReady } from './support.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-
-interface State {
-  kubeconfig: string;
-  replicas: { name: string; pid: number | null; probes: string }[];
-}
-
-async function readState(file: string): Promise<State | undefined> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as State;
-  } catch {
-    return undefined;
-  }
-}
-
-async function ready(probes: string): Promise<boolean> {
-  try {
-    return (await fetch(`${probes}/readyz`, { signal: AbortSignal.timeout(1000) })).status === 200;
-  } catch {
-    return false;
-  }
-}
-
-function kubectl(kubeconfig: string, args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-    if (stdin !== undefined) child.stdin?.end(stdin);
-  });
-}
 
 const rule = (name: string, enforcement: string, kind: string, validate: string, selector?: string): string => `apiVersion: portal.dev/v1alpha1
 kind: PortalClusterRule
@@ -118,12 +88,8 @@ void test('issue 15 with real kubectl: refused at apply, errors follow enforceme
     dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));
     dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
     const exited = new Promise<number | null>((resolve) => dev?.once('exit', (code) => resolve(code)));
-    const state = await until('state.json with two running replicas', 60_000, async () => {
-      const s = await readState(stateFile);
-      return s && s.replicas.length === 2 && s.replicas.every((r) => r.pid !== null) ? s : undefined;
-    });
+    const state = await untilReplicasReady(stateFile, 2, 60_000);
     const kc = state.kubeconfig;
-    await until('both replicas ready', 60_000, async () => (await Promise.all(state.replicas.map((r) => ready(r.probes)))).every(Boolean));
 
     // 1. A broken Warn rule is refused at apply, dry run included, in the API server's words for a VAP.
     const broken = rule('typo', 'Warn', 'Pod', SYNTAX_ERROR);

@@ -13,17 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { test, type TestContext } from 'node:test';
 import { BACKOFF_INITIAL_MS, Supervisor, type ReplicaState } from '../../packages/devcluster/src/dev/supervisor.ts';
 import { until } from '../support/until.ts';
+import { alive } from './support.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function tempDir(t: TestContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'portal-supervisor-'));

@@ -4,14 +4,13 @@
 // an invalid label means latest, and the leader's audit re-evaluates the
 // namespace's pods when the label changes (issue 9, item 3).
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { startApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
-import { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
+
+
 import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
-import { debugVars, readyz, review, root, startServe, until } from '../replica/support.ts';
+import { debugVars, readyz, review, root, startServe, until, replicaCluster } from '../replica/support.ts';
 
 const NS = 'portal-system';
 const TEAM = 'team';
@@ -49,18 +48,8 @@ function podReview(object: Record<string, unknown>): Record<string, unknown> {
 }
 
 test('cluster mode honours pod-security.kubernetes.io/enforce-version at admission and in the audit', { timeout: 120_000 }, async (t) => {
-  const api = await startApiServer({ port: 0, namespaces: ['default', 'kube-system', 'kube-public', 'kube-node-lease', NS] });
-  t.after(() => api.close());
-  const dir = await mkdtemp(join(tmpdir(), 'portal-pss-version-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const kubeconfig = join(dir, 'kubeconfig');
-  await writeFile(kubeconfig, api.kubeConfig(`system:serviceaccount:${NS}:portal-0`), { mode: 0o600 });
-  const admin = new DevApiClient(api.url, api.adminToken);
-  for (const sub of ['crds', 'files/crds']) {
-    const { objects, problems } = await readManifests(join(root, 'charts', 'portal', sub), ['CustomResourceDefinition']);
-    assert.deepEqual(problems, []);
-    for (const crd of objects) await admin.apply(crd);
-  }
+  const { api, admin, kubeconfig: writeKubeconfig } = await replicaCluster(t, 'portal-pss-version-');
+  const kubeconfig = await writeKubeconfig(`system:serviceaccount:${NS}:portal-0`);
   const { objects: rules } = await readManifests(join(root, 'policies', 'pod-security'), ['PortalClusterRule']);
   const rule = rules.find((o) => o.metadata.name === 'disallow-host-probes');
   assert.ok(rule, 'the shipped disallow-host-probes rule');

@@ -3,14 +3,13 @@
 // the leader metrics read what a single leading replica should.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { startApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
-import { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
+
+
 import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
-import { debugVars, podReview, readyz, review, root, startServe, until } from './support.ts';
+import { debugVars, podReview, readyz, review, root, startServe, until, replicaCluster } from './support.ts';
 
 const NS = 'portal-system';
 const ENV = { POD_NAME: 'portal-0', POD_NAMESPACE: NS };
@@ -31,18 +30,8 @@ function sample(text: string, name: string): number | undefined {
 }
 
 test('a cluster-mode replica: /metrics (admission + leader + audit) passes promtool check metrics', { timeout: 90_000 }, async (t) => {
-  const api = await startApiServer({ port: 0, namespaces: ['default', 'kube-system', 'kube-public', 'kube-node-lease', NS] });
-  t.after(() => api.close());
-  const dir = await mkdtemp(join(tmpdir(), 'portal-metrics-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const kubeconfig = join(dir, 'kubeconfig');
-  await writeFile(kubeconfig, api.kubeConfig(`system:serviceaccount:${NS}:portal-0`), { mode: 0o600 });
-  const admin = new DevApiClient(api.url, api.adminToken);
-  for (const sub of ['crds', 'files/crds']) {
-    const { objects, problems } = await readManifests(join(root, 'charts', 'portal', sub), ['CustomResourceDefinition']);
-    assert.deepEqual(problems, []);
-    for (const crd of objects) await admin.apply(crd);
-  }
+  const { dir, admin, kubeconfig: writeKubeconfig } = await replicaCluster(t, 'portal-metrics-');
+  const kubeconfig = await writeKubeconfig(`system:serviceaccount:${NS}:portal-0`);
   const { objects: rules } = await readManifests(join(root, 'policies', 'pod-security'), ['PortalClusterRule']);
   const rule = rules.find((o) => o.metadata.name === 'disallow-privileged-containers');
   assert.ok(rule);

@@ -6,14 +6,14 @@
 // through the replica's own client and connections, takes no report budget,
 // and the report writes go through the leader-only writer's transport.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+
+
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { startApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
-import { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
+
+
 import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
-import { debugVars, root, startServe, until } from './support.ts';
+import { debugVars, root, startServe, until, replicaCluster } from './support.ts';
 
 const NS = 'portal-system';
 const USER = `system:serviceaccount:${NS}:portal-0`;
@@ -32,20 +32,10 @@ interface ReportVars {
 }
 
 test('a leader renews its Lease on schedule while every report write is held and the backlog is full', { timeout: 180_000 }, async (t) => {
-  const api = await startApiServer({ port: 0, namespaces: ['default', 'kube-system', 'kube-public', 'kube-node-lease', NS] });
-  t.after(() => api.close());
+  const { api, admin, kubeconfig: writeKubeconfig } = await replicaCluster(t, 'portal-backlog-');
   // Let held writes go before the server closes (and before the replica is killed).
   t.after(() => api.faults.clear());
-  const dir = await mkdtemp(join(tmpdir(), 'portal-backlog-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const kubeconfig = join(dir, 'kubeconfig');
-  await writeFile(kubeconfig, api.kubeConfig(USER), { mode: 0o600 });
-  const admin = new DevApiClient(api.url, api.adminToken);
-  for (const sub of ['crds', 'files/crds']) {
-    const { objects, problems } = await readManifests(join(root, 'charts', 'portal', sub), ['CustomResourceDefinition']);
-    assert.deepEqual(problems, []);
-    for (const crd of objects) await admin.apply(crd);
-  }
+  const kubeconfig = await writeKubeconfig(USER);
   const { objects: rules } = await readManifests(join(root, 'policies', 'pod-security'), ['PortalClusterRule']);
   const rule = rules.find((o) => o.metadata.name === 'disallow-privileged-containers');
   assert.ok(rule);

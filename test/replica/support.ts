@@ -5,12 +5,17 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
 import { until, untilReady } from '../support/until.ts';
+import { startApiServer, type ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
+import { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
+import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
 
 export { until, untilReady };
 
@@ -165,4 +170,37 @@ export async function readyz(probes: string): Promise<number | undefined> {
   } catch {
     return undefined;
   }
+}
+
+export interface ReplicaCluster {
+  api: ApiServer;
+  /** A temporary directory, removed after the test. */
+  dir: string;
+  admin: DevApiClient;
+  /** Writes a kubeconfig for `user` into `dir` (mode 0600) and returns its path. */
+  kubeconfig(user: string, file?: string): Promise<string>;
+}
+
+/**
+ * An embedded API server as cluster-mode replicas need it: the install
+ * namespace and Portal's CRDs (the chart's), with an admin client; closed
+ * after the test.
+ */
+export async function replicaCluster(t: TestContext, prefix: string, namespace = 'portal-system'): Promise<ReplicaCluster> {
+  const api = await startApiServer({ port: 0, namespaces: ['default', 'kube-system', 'kube-public', 'kube-node-lease', namespace] });
+  t.after(() => api.close());
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const admin = new DevApiClient(api.url, api.adminToken);
+  for (const sub of ['crds', 'files/crds']) {
+    const { objects, problems } = await readManifests(join(root, 'charts', 'portal', sub), ['CustomResourceDefinition']);
+    if (problems.length > 0) throw new Error(`the chart's CRDs (${sub}): ${problems.join('; ')}`);
+    for (const crd of objects) await admin.apply(crd);
+  }
+  const kubeconfig = async (user: string, file = 'kubeconfig'): Promise<string> => {
+    const path = join(dir, file);
+    await writeFile(path, api.kubeConfig(user), { mode: 0o600 });
+    return path;
+  };
+  return { api, dir, admin, kubeconfig };
 }

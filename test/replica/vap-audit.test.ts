@@ -5,14 +5,13 @@
 // annotation; the result follows the policy (deleting the binding removes
 // it). The VAP is never enforced by the webhook.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { startApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
-import { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
+
+
 import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
-import { debugVars, podReview, readyz, review, root, startServe, until } from './support.ts';
+import { debugVars, podReview, readyz, review, root, startServe, until, replicaCluster } from './support.ts';
 
 const NS = 'portal-system';
 const LEASE = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '500ms'];
@@ -21,18 +20,8 @@ const ENV = { POD_NAME: 'portal-0', POD_NAMESPACE: NS };
 interface Result { policy: string; rule: string; result: string; source: string; message: string; properties?: Record<string, string> }
 
 test('a replica audits a VAP into the reports (policy = VAP, rule = binding, source portal)', { timeout: 90_000 }, async (t) => {
-  const api = await startApiServer({ port: 0, namespaces: ['default', 'kube-system', 'kube-public', 'kube-node-lease', NS] });
-  t.after(() => api.close());
-  const dir = await mkdtemp(join(tmpdir(), 'portal-vap-audit-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const kubeconfig = join(dir, 'kubeconfig');
-  await writeFile(kubeconfig, api.kubeConfig(`system:serviceaccount:${NS}:portal-0`), { mode: 0o600 });
-  const admin = new DevApiClient(api.url, api.adminToken);
-  for (const sub of ['crds', 'files/crds']) {
-    const { objects, problems } = await readManifests(join(root, 'charts', 'portal', sub), ['CustomResourceDefinition']);
-    assert.deepEqual(problems, []);
-    for (const crd of objects) await admin.apply(crd);
-  }
+  const { admin, kubeconfig: writeKubeconfig } = await replicaCluster(t, 'portal-vap-audit-');
+  const kubeconfig = await writeKubeconfig(`system:serviceaccount:${NS}:portal-0`);
   // The violating Pod exists before the policy (the API server would refuse it afterwards).
   const created = await admin.request('POST', '/api/v1/namespaces/default/pods', {
     apiVersion: 'v1',

@@ -4,14 +4,14 @@
 // not repeated by later audit passes nor by the next leader; every replica
 // counts them in portal_vap_evaluation_errors_total{policy,reason}.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+
+
+
 import { test } from 'node:test';
-import { startApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
-import { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
-import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
-import { debugVars, readyz, root, startServe, until } from './support.ts';
+
+
+
+import { debugVars, readyz, startServe, until, replicaCluster } from './support.ts';
 
 const NS = 'portal-system';
 const LEASE = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '500ms', '--audit-interval', '1s'];
@@ -43,16 +43,7 @@ async function metric(probes: string, policy: string, reason: string): Promise<n
 }
 
 test('VAP evaluation problems: one Warning Event on the policy per problem, by the leader only, kept across a leader change', { timeout: 120_000 }, async (t) => {
-  const api = await startApiServer({ port: 0, namespaces: ['default', 'kube-system', 'kube-public', 'kube-node-lease', NS] });
-  t.after(() => api.close());
-  const dir = await mkdtemp(join(tmpdir(), 'portal-vap-events-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const admin = new DevApiClient(api.url, api.adminToken);
-  for (const sub of ['crds', 'files/crds']) {
-    const { objects, problems } = await readManifests(join(root, 'charts', 'portal', sub), ['CustomResourceDefinition']);
-    assert.deepEqual(problems, []);
-    for (const crd of objects) await admin.apply(crd);
-  }
+  const { admin, kubeconfig: writeKubeconfig } = await replicaCluster(t, 'portal-vap-events-');
   const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web' }, spec: { containers: [{ name: 'c', image: 'nginx:1.27' }] } };
   assert.equal((await admin.request('POST', '/api/v1/namespaces/default/pods', pod)).status, 201);
 
@@ -87,8 +78,7 @@ test('VAP evaluation problems: one Warning Event on the policy per problem, by t
   }
 
   const replica = async (name: string): Promise<Awaited<ReturnType<typeof startServe>>> => {
-    const kubeconfig = join(dir, `kubeconfig-${name}`);
-    await writeFile(kubeconfig, api.kubeConfig(`system:serviceaccount:${NS}:${name}`), { mode: 0o600 });
+    const kubeconfig = await writeKubeconfig(`system:serviceaccount:${NS}:${name}`, `kubeconfig-${name}`);
     return startServe(t, ['--kubeconfig', kubeconfig, ...LEASE], { POD_NAME: name, POD_NAMESPACE: NS });
   };
   const a = await replica('portal-0');

@@ -12,6 +12,12 @@ export interface UntilOptions {
   ignoreErrors?: boolean;
 }
 
+/**
+ * For checks that run kubectl or read another process's files: every 100 ms,
+ * not the default 20, since each check costs a process or a file read.
+ */
+export const SLOW_CHECK: Readonly<UntilOptions> = Object.freeze({ intervalMs: 100 });
+
 type Check<T> = () => T | undefined | null | false | Promise<T | undefined | null | false>;
 
 export async function until<T>(what: string, ms: number, check: Check<T>, options: UntilOptions = {}): Promise<T> {

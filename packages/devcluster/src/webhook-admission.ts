@@ -67,6 +67,19 @@ function internalError(message: string): Status {
   return { code: 500, reason: 'InternalError', message: `Internal error occurred: ${message}` };
 }
 
+/** Where a webhook is called: its URL, or its Service's name (and, with `resolveService`, the address that stands for it). */
+async function webhookTarget(hook: ValidatingWebhook, resolveService: WebhookAdmissionOptions['resolveService']): Promise<WebhookTarget> {
+  const { url, service } = hook.clientConfig;
+  if (url !== undefined) return { url: new URL(url) };
+  if (!service) throw new WebhookCallError('webhook has neither clientConfig.url nor clientConfig.service');
+  const path = service.path.startsWith('/') ? service.path : `/${service.path}`;
+  const u = new URL(`https://${service.name}.${service.namespace}.svc:${service.port}${path}`);
+  if (!resolveService) return { url: u };
+  const hostPort = await resolveService(service.namespace, service.name, service.port);
+  const i = hostPort.lastIndexOf(':');
+  return { url: u, connect: { host: hostPort.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(hostPort.slice(i + 1)) } };
+}
+
 export function createWebhookAdmission(opts: WebhookAdmissionOptions = {}): WebhookAdmission {
   const defaultTimeoutSeconds = opts.defaultTimeoutSeconds ?? 10;
   const log = opts.logger?.child({ [LogKey.component]: 'webhook-admission' });
@@ -76,24 +89,12 @@ export function createWebhookAdmission(opts: WebhookAdmissionOptions = {}): Webh
   let agent: https.Agent | undefined;
   const getAgent = (): https.Agent => (agent ??= new https.Agent({ keepAlive: true, timeout: 4000, scheduling: 'lifo' }));
 
-  async function target(hook: ValidatingWebhook): Promise<WebhookTarget> {
-    const { url, service } = hook.clientConfig;
-    if (url !== undefined) return { url: new URL(url) };
-    if (!service) throw new WebhookCallError('webhook has neither clientConfig.url nor clientConfig.service');
-    const path = service.path.startsWith('/') ? service.path : `/${service.path}`;
-    const u = new URL(`https://${service.name}.${service.namespace}.svc:${service.port}${path}`);
-    if (!opts.resolveService) return { url: u };
-    const hostPort = await opts.resolveService(service.namespace, service.name, service.port);
-    const i = hostPort.lastIndexOf(':');
-    return { url: u, connect: { host: hostPort.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(hostPort.slice(i + 1)) } };
-  }
-
   async function call(hook: ValidatingWebhook, a: AdmissionAttributes, signal: AbortSignal): Promise<CallResult> {
     let warnings: string[] = [];
     try {
       const version = pickReviewVersion(hook.admissionReviewVersions);
       if (!version) throw new WebhookCallError('webhook does not accept known AdmissionReview versions');
-      const t = await target(hook);
+      const t = await webhookTarget(hook, opts.resolveService);
       // `?timeout=` is the whole-second deadline the webhook has; kube rounds up.
       t.url.searchParams.set('timeout', `${hook.timeoutSeconds}s`);
       const uid = randomUUID();

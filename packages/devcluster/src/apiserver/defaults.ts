@@ -9,10 +9,11 @@
  * - Every namespace gets a `default` ServiceAccount and the
  *   `kube-root-ca.crt` ConfigMap (the serviceaccount and root-ca-cert
  *   publisher controllers).
+ * - On create, the status an object starts with (defaultOnCreate).
  */
 import { quantityValue } from '../../../../src/policy/quantity.ts';
 import type { ResourceDef } from './registry.ts';
-import { isPlainObject, type Obj } from './types.ts';
+import { clone, isPlainObject, meta, nowTimestamp, type Obj } from './types.ts';
 
 /** Applied to the main resource on every create, update and patch. */
 export function applyDefaults(def: ResourceDef, obj: Obj): void {
@@ -147,4 +148,39 @@ export function namespaceContents(namespace: string, rootCaCert: string): [strin
       data: { 'ca.crt': rootCaCert },
     }],
   ];
+}
+
+/** The status (and namespace finalizer, Service clusterIP) an object gets when it is created. */
+export function defaultOnCreate(def: ResourceDef, obj: Obj, serviceIps: ClusterIpAllocator): void {
+  const m = meta(obj);
+  if (def.group === '' && def.resource === 'namespaces') {
+    m.labels = { ...(m.labels ?? {}), 'kubernetes.io/metadata.name': m.name ?? '' };
+    obj['spec'] = { finalizers: ['kubernetes'] };
+    obj['status'] = { phase: 'Active' };
+    return;
+  }
+  if (def.group === '' && def.resource === 'pods') {
+    obj['status'] = { phase: 'Pending', qosClass: podQosClass(obj) };
+    return;
+  }
+  if (def.group === '' && def.resource === 'services') {
+    serviceIps.assign(obj);
+    obj['status'] = { loadBalancer: {} };
+    return;
+  }
+  if (def.resource === 'customresourcedefinitions') {
+    const spec = (obj['spec'] ?? {}) as Obj;
+    const t = nowTimestamp();
+    obj['status'] = {
+      acceptedNames: clone(spec['names'] ?? {}),
+      conditions: [
+        { type: 'NamesAccepted', status: 'True', lastTransitionTime: t, reason: 'NoConflicts', message: 'no conflicts found' },
+        { type: 'Established', status: 'True', lastTransitionTime: t, reason: 'InitialNamesAccepted', message: 'the initial names have been accepted' },
+      ],
+      storedVersions: Array.isArray(spec['versions'])
+        ? (spec['versions'] as Obj[]).filter((v) => v['storage'] === true).map((v) => String(v['name'])) : [],
+    };
+    return;
+  }
+  if (def.hasStatus) delete obj['status'];
 }

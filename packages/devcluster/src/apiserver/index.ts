@@ -136,6 +136,33 @@ function sideApi(faults: Faults, audit: AuditLog, users: Users, requests: Reques
   };
 }
 
+/** What a fresh kube-apiserver holds: the initial namespaces and, with RBAC, the bootstrap roles and bindings. */
+async function bootstrap(cluster: Cluster, namespaces: readonly string[], rbac: boolean): Promise<void> {
+  const system = { username: ADMIN, uid: 'admin', groups: ['system:masters'] };
+  const nsDef = cluster.registry.get('', 'v1', 'namespaces')!;
+  for (const name of namespaces) {
+    const s: RequestScope = { def: nsDef, namespace: '', name: '', subresource: '', user: system, query: new URLSearchParams(), warnings: [] };
+    await cluster.create(s, { metadata: { name } }, { skipAdmission: true });
+  }
+  if (!rbac) return;
+  for (const [resource, obj] of bootstrapPolicy()) {
+    const def = cluster.registry.get('rbac.authorization.k8s.io', 'v1', resource)!;
+    await cluster.create({ def, namespace: '', name: '', subresource: '', user: system, query: new URLSearchParams(), warnings: [] }, obj, { skipAdmission: true });
+  }
+}
+
+/** A kubeconfig for `user` (bearer token) against the server at `httpsUrl`. */
+function kubeConfigYaml(httpsUrl: string, caCert: string, user: string, token: string): string {
+  return YAML.stringify({
+    apiVersion: 'v1', kind: 'Config',
+    clusters: [{ name: 'portal-dev', cluster: { server: httpsUrl, 'certificate-authority-data': Buffer.from(caCert).toString('base64') } }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: 'portal-dev', context: { cluster: 'portal-dev', user, namespace: 'default' } }],
+    'current-context': 'portal-dev',
+    preferences: {},
+  });
+}
+
 export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiServer> {
   const logger = (opts.logger ?? pino({ level: 'silent' })).child({ [LogKey.component]: 'apiserver' });
   const abort = new AbortController();
@@ -157,19 +184,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
     serverAddress: () => address,
     side: sideApi(faults, audit, users, requests),
   });
-  const system = { username: ADMIN, uid: 'admin', groups: ['system:masters'] };
-  const nsDef = cluster.registry.get('', 'v1', 'namespaces')!;
-  for (const name of opts.namespaces ?? ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
-    const s: RequestScope = { def: nsDef, namespace: '', name: '', subresource: '', user: system, query: new URLSearchParams(), warnings: [] };
-    await cluster.create(s, { metadata: { name } }, { skipAdmission: true });
-  }
-
-  if (access.mode === 'RBAC') {
-    for (const [resource, obj] of bootstrapPolicy()) {
-      const def = cluster.registry.get('rbac.authorization.k8s.io', 'v1', resource)!;
-      await cluster.create({ def, namespace: '', name: '', subresource: '', user: system, query: new URLSearchParams(), warnings: [] }, obj, { skipAdmission: true });
-    }
-  }
+  await bootstrap(cluster, opts.namespaces ?? ['default', 'kube-system', 'kube-public', 'kube-node-lease'], access.mode === 'RBAC');
   let controllers: Controllers | undefined;
   if (opts.controllers) {
     controllers = await startControllers(cluster, opts.controllers === true ? {} : opts.controllers, logger, abort.signal);
@@ -201,14 +216,7 @@ export async function startApiServer(opts: ApiServerOptions = {}): Promise<ApiSe
     addUser: (name, groups) => users.add(name, groups),
     kubeConfig(user) {
       const token = users.tokenFor(user) ?? users.add(user);
-      return YAML.stringify({
-        apiVersion: 'v1', kind: 'Config',
-        clusters: [{ name: 'portal-dev', cluster: { server: httpsUrl, 'certificate-authority-data': Buffer.from(listener.cert).toString('base64') } }],
-        users: [{ name: user, user: { token } }],
-        contexts: [{ name: 'portal-dev', context: { cluster: 'portal-dev', user, namespace: 'default' } }],
-        'current-context': 'portal-dev',
-        preferences: {},
-      });
+      return kubeConfigYaml(httpsUrl, listener.cert, user, token);
     },
     faults: {
       setLatency: (ms, scope) => faults.setLatency(ms, scope),

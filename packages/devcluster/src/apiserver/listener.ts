@@ -67,6 +67,38 @@ function tuned<T extends Server>(s: T): T {
   return s;
 }
 
+/**
+ * One port for both: plain HTTP goes to `http`, a TLS handshake is relayed
+ * to the HTTPS server on its internal loopback port (`tlsPort`, known once it listens).
+ */
+function sniffingServer(http: Server, track: (socket: Socket) => void, tlsPort: () => number): NetServer {
+  return createNet((socket) => {
+    track(socket);
+    // net.Server sockets keep Nagle on (unlike http.Server's): a small watch
+    // event written while the previous one is unacknowledged would wait for
+    // the peer's delayed ACK (~40 ms on Linux).
+    socket.setNoDelay(true);
+    socket.on('error', () => socket.destroy());
+    socket.once('data', (chunk: Buffer) => {
+      if (chunk[0] !== TLS_HANDSHAKE) {
+        socket.pause();
+        socket.unshift(chunk);
+        http.emit('connection', socket);
+        socket.resume();
+        return;
+      }
+      const upstream = connect(tlsPort(), '127.0.0.1');
+      upstream.setNoDelay(true);
+      track(upstream);
+      upstream.once('close', () => socket.destroy());
+      upstream.on('error', () => upstream.destroy());
+      socket.once('close', () => upstream.destroy());
+      upstream.write(chunk);
+      socket.pipe(upstream).pipe(socket);
+    });
+  });
+}
+
 export function createListener(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   tls: { cert: string; key: string },
@@ -110,31 +142,7 @@ export function createListener(
   // the HTTPS server on an internal loopback port.
   let tlsPort = 0;
   https.on('connection', track);
-  const net = createNet((socket) => {
-    track(socket);
-    // net.Server sockets keep Nagle on (unlike http.Server's): a small watch
-    // event written while the previous one is unacknowledged would wait for
-    // the peer's delayed ACK (~40 ms on Linux).
-    socket.setNoDelay(true);
-    socket.on('error', () => socket.destroy());
-    socket.once('data', (chunk: Buffer) => {
-      if (chunk[0] !== TLS_HANDSHAKE) {
-        socket.pause();
-        socket.unshift(chunk);
-        http.emit('connection', socket);
-        socket.resume();
-        return;
-      }
-      const upstream = connect(tlsPort, '127.0.0.1');
-      upstream.setNoDelay(true);
-      track(upstream);
-      upstream.once('close', () => socket.destroy());
-      upstream.on('error', () => upstream.destroy());
-      socket.once('close', () => upstream.destroy());
-      upstream.write(chunk);
-      socket.pipe(upstream).pipe(socket);
-    });
-  });
+  const net = sniffingServer(http, track, () => tlsPort);
   return {
     cert: tls.cert,
     sockets,

@@ -1,3 +1,4 @@
+// Kept here: merge patch, as json-merge-patch 1.0.2 mutates the target, shares the patch's arrays with the result and stops silently at a `__proto__` key; strategic merge, which no library knows our types for.
 /**
  * The four PATCH content types of kube-apiserver, applied to plain JSON.
  * Strategic merge and server-side apply use a fixed table of list merge keys
@@ -5,101 +6,45 @@
  * apply is approximated by a strategic merge of the applied configuration.
  */
 import { ApiError, errors } from './status.ts';
+import YAML from 'yaml';
+import type { ResourceDef } from './registry.ts';
 import { clone, isPlainObject, type Obj } from './types.ts';
+import fastJsonPatch, { type Operation } from 'fast-json-patch';
 
-/** RFC 7386 JSON merge patch. */
+/** RFC 7396 JSON merge patch. */
 export function mergePatch(target: unknown, patch: unknown): unknown {
   if (!isPlainObject(patch)) return clone(patch);
   const out: Obj = isPlainObject(target) ? { ...target } : {};
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
-    else out[k] = mergePatch(out[k], v);
+    // A `__proto__` key stays a plain field (as in Go) instead of setting the prototype.
+    else Object.defineProperty(out, k, { value: mergePatch(out[k], v), enumerable: true, writable: true, configurable: true });
   }
   return out;
 }
 
-function unescapePointer(seg: string): string {
-  return seg.replace(/~1/g, '/').replace(/~0/g, '~');
-}
-
-function parsePointer(p: unknown): string[] {
-  if (typeof p !== 'string') throw new Error('path must be a string');
-  if (p === '') return [];
-  if (!p.startsWith('/')) throw new Error(`invalid JSON pointer "${p}"`);
-  return p.slice(1).split('/').map(unescapePointer);
-}
-
-function getAt(doc: unknown, path: string[]): unknown {
-  let cur = doc;
-  for (const seg of path) {
-    if (Array.isArray(cur)) {
-      const i = Number(seg);
-      if (!/^\d+$/.test(seg) || i >= cur.length) throw new Error(`array index "${seg}" out of bounds`);
-      cur = cur[i];
-    } else if (isPlainObject(cur)) {
-      if (!Object.hasOwn(cur, seg)) throw new Error(`missing key "${seg}"`);
-      cur = cur[seg];
-    } else throw new Error(`cannot traverse "${seg}"`);
-  }
-  return cur;
-}
-
-function parentOf(doc: unknown, path: string[]): { parent: unknown; key: string } {
-  if (path.length === 0) throw new Error('operation on document root is not supported');
-  return { parent: getAt(doc, path.slice(0, -1)), key: path[path.length - 1]! };
-}
-
-function addAt(doc: unknown, path: string[], value: unknown): unknown {
-  if (path.length === 0) return value;
-  const { parent, key } = parentOf(doc, path);
-  if (Array.isArray(parent)) {
-    const i = key === '-' ? parent.length : Number(key);
-    if (!/^(\d+|-)$/.test(key) || i > parent.length) throw new Error(`array index "${key}" out of bounds`);
-    parent.splice(i, 0, value);
-  } else if (isPlainObject(parent)) parent[key] = value;
-  else throw new Error(`cannot add at "${key}": parent is not a container`);
-  return doc;
-}
-
-function removeAt(doc: unknown, path: string[]): unknown {
-  const { parent, key } = parentOf(doc, path);
-  const old = getAt(doc, path);
-  if (Array.isArray(parent)) parent.splice(Number(key), 1);
-  else delete (parent as Obj)[key];
-  return old;
-}
-
-/** RFC 6902 JSON patch. A non-array body is 400, a failing operation 422 (as kube-apiserver). */
+/**
+ * RFC 6902 JSON patch (fast-json-patch). A non-array body is 400, a failing
+ * operation 422, as kube-apiserver (evanphx/json-patch) answers; removing the
+ * document itself is refused there too. The library's own message carries the
+ * whole document, so only its first line goes into ours.
+ */
 export function jsonPatch(target: unknown, ops: unknown): unknown {
   if (!Array.isArray(ops)) {
     throw errors.badRequest('json: cannot unmarshal object into Go value of type jsonpatch.Patch');
   }
-  let doc = clone(target);
-  for (const op of ops) {
-    try {
-      if (!isPlainObject(op)) throw new Error('operation must be an object');
-      const path = parsePointer(op['path']);
-      switch (op['op']) {
-        case 'add': doc = addAt(doc, path, clone(op['value'])); break;
-        case 'remove': removeAt(doc, path); break;
-        case 'replace':
-          getAt(doc, path);
-          if (path.length === 0) doc = clone(op['value']);
-          else { const { parent, key } = parentOf(doc, path); (parent as Obj)[Array.isArray(parent) ? Number(key) : key] = clone(op['value']); }
-          break;
-        case 'move': { const v = removeAt(doc, parsePointer(op['from'])); doc = addAt(doc, path, v); break; }
-        case 'copy': doc = addAt(doc, path, clone(getAt(doc, parsePointer(op['from'])))); break;
-        case 'test':
-          if (JSON.stringify(getAt(doc, path)) !== JSON.stringify(op['value'])) throw new Error(`testing value ${String(op['path'])} failed`);
-          break;
-        default: throw new Error(`unexpected operation "${String(op['op'])}"`);
-      }
-    } catch (e) {
-      if (e instanceof ApiError) throw e;
-      throw new ApiError(422, 'Invalid', `the server rejected our request due to an error in our request: ${(e as Error).message}`);
-    }
+  const invalid = (index: number, why: string): ApiError =>
+    new ApiError(422, 'Invalid', `the server rejected our request due to an error in our request: operation ${index}: ${why}`);
+  ops.forEach((op: unknown, i) => {
+    if (isPlainObject(op) && (op['path'] === '' && op['op'] === 'remove' || op['from'] === '' && op['op'] === 'move')) throw invalid(i, 'operation on document root is not supported');
+  });
+  try {
+    return fastJsonPatch.applyPatch(clone(target), ops as Operation[], true, true).newDocument;
+  } catch (e) {
+    const index = e instanceof fastJsonPatch.JsonPatchError ? (e.index ?? 0) : 0;
+    const op = (ops[index] ?? {}) as Obj;
+    throw invalid(index, `${String(op['op'])} ${JSON.stringify(op['path'])}: ${(e as Error).message.split('\n')[0]}`);
   }
-  return doc;
 }
 
 /**
@@ -178,4 +123,30 @@ function mergeList(cur: unknown[], patch: Obj[], key: string, path: string[]): u
     else out.push(strategicMerge({}, p, path));
   }
   return out;
+}
+
+/** A PATCH body: YAML for server-side apply, JSON for the others (400 when it does not parse). */
+export function decodePatchBody(type: string, raw: string): unknown {
+  try {
+    return type === 'application/apply-patch+yaml' ? YAML.parse(raw) : JSON.parse(raw);
+  } catch (e) {
+    throw errors.badRequest(`error decoding patch: ${(e as Error).message}`);
+  }
+}
+
+/** `existing` patched by a merge, JSON or strategic merge patch (415 for another type, or strategic merge on a custom resource). */
+export function applyPatchBody(type: string, contentType: string, def: ResourceDef, existing: Obj, patchBody: unknown): unknown {
+  switch (type) {
+    case 'application/merge-patch+json':
+      if (!isPlainObject(patchBody)) throw errors.badRequest('error decoding patch: merge patch must be a JSON object');
+      return mergePatch(clone(existing), patchBody);
+    case 'application/json-patch+json':
+      return jsonPatch(existing, patchBody);
+    case 'application/strategic-merge-patch+json':
+      if (!def.builtin) throw errors.unsupportedMediaType(contentType);
+      if (!isPlainObject(patchBody)) throw errors.badRequest('error decoding patch: strategic merge patch must be a JSON object');
+      return strategicMerge(clone(existing), patchBody);
+    default:
+      throw errors.unsupportedMediaType(contentType);
+  }
 }

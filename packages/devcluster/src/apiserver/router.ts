@@ -13,23 +13,20 @@ import type { Cluster, Reply, RequestScope } from './cluster.ts';
 import { apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
 import { evict } from './eviction.ts';
 import type { Faults } from './faults.ts';
-import { decodeObject, encodeObject, PROTOBUF_MEDIA_TYPE, ProtobufError, UnsupportedKind } from './protobuf/codec.ts';
-import { isProtobufBody, wantsProtobuf } from './protobuf/negotiate.ts';
+import { decodeProtobufBody, parseJson, readBody, readBodyBytes, readJsonOrProtobuf, readObjectBody } from './http-body.ts';
+import { sendJson, sendReply } from './http-reply.ts';
+import { isProtobufBody } from './protobuf/negotiate.ts';
 import { OPENAPI_V2_CONTENT_TYPE, openapiV2Json, openapiV2Protobuf, openapiV3Doc, openapiV3Index } from './openapi.ts';
-import { parseJsonBody, parseYamlBody } from './openapi/duplicates.ts';
-import { isScalable, serveScale } from './scale.ts';
+import { NO_RUNTIME, noRuntime, parseResourcePath, requestVerb } from './request-path.ts';
+import { serveScale } from './scale.ts';
 import { SELF_SUBJECT_REVIEW_PATH, selfSubjectReview } from './whoami.ts';
-import type { ResourceDef } from './registry.ts';
 import { ApiError, errors } from './status.ts';
 import { toTable, wantsTable } from './table.ts';
 import { isPlainObject, meta, type Obj, type UserInfo } from './types.ts';
 import { serveWatch, type ActiveWatch } from './watch.ts';
-import { EPHEMERAL_CONTAINERS, servesEphemeralContainers } from './ephemeral-containers.ts';
 import { LogKey } from '../../../../src/observability/log-keys.ts';
 import { toError } from '../../../../src/observability/errors.ts';
 
-/** kube-apiserver's request body limit (3 MiB). */
-const MAX_BODY = 3 * 1024 * 1024;
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
 export interface RouterDeps {
@@ -49,106 +46,6 @@ export interface RouterDeps {
   side: (method: string, path: string, body: unknown) => Promise<Reply>;
 }
 
-function warningHeader(w: string): string {
-  // Node refuses non-latin1 characters in header values; kube-apiserver sends
-  // the warning's raw UTF-8 bytes, so do the same (each byte as one latin1 char).
-  const text = `299 - "${w.replace(/[\\"]/g, (c) => `\\${c}`).replace(/[\r\n]/g, ' ')}"`;
-  return Buffer.from(text, 'utf8').toString('latin1');
-}
-
-export function sendJson(res: ServerResponse, code: number, body: unknown, warnings: string[] = []): void {
-  send(res, code, body, warnings, undefined);
-}
-
-/** Answers in protobuf when the client asked for it first and the kind has a protobuf form (protobuf/negotiate.ts). */
-function sendReply(req: IncomingMessage, res: ServerResponse, code: number, body: unknown, warnings: string[]): void {
-  const proto = wantsProtobuf(req.headers.accept) && isPlainObject(body) ? encodeObject(body) : undefined;
-  send(res, code, body, warnings, proto);
-}
-
-function send(res: ServerResponse, code: number, body: unknown, warnings: string[], proto: Uint8Array | undefined): void {
-  if (res.headersSent || res.destroyed) return;
-  // A string body makes Node send headers and body in one UTF-8 write, which
-  // would re-encode the latin1 Warning bytes; a Buffer keeps them raw.
-  const data = proto ?? Buffer.from(JSON.stringify(body), 'utf8');
-  const headers: Record<string, string | string[] | number> = {
-    'Content-Type': proto ? PROTOBUF_MEDIA_TYPE : 'application/json',
-    'Content-Length': data.length,
-    'Cache-Control': 'no-cache, private',
-  };
-  if (warnings.length) headers['Warning'] = warnings.map(warningHeader);
-  if (code === 429 || code === 500) {
-    const retry = isPlainObject(body) && isPlainObject(body['details']) ? body['details']['retryAfterSeconds'] : undefined;
-    if (typeof retry === 'number') headers['Retry-After'] = String(retry);
-  }
-  res.writeHead(code, headers);
-  res.end(data);
-}
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  return (await readBodyBytes(req)).toString('utf8');
-}
-
-function readBodyBytes(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) {
-        reject(new ApiError(413, 'RequestEntityTooLarge', 'Request entity too large: limit is 3145728'));
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
-
-function parseJson(raw: string): unknown {
-  if (!raw) return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch (e) {
-    throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
-  }
-}
-
-/** Pod subresources served by the kubelet, which `portal dev` does not have. */
-const NO_RUNTIME = new Set(['log', 'exec', 'attach', 'portforward', 'proxy']);
-
-function noRuntime(s: RequestScope): ApiError {
-  return errors.badRequest(`portal dev has no container runtime: pods/${s.subresource} is not available (the Pod "${s.name}" is stored and admitted, never run)`);
-}
-
-/** A protobuf request body as its JSON object: 415 for a kind without a protobuf form, 400 for bad bytes. */
-function decodeProtobufBody(bytes: Buffer): unknown {
-  try {
-    return decodeObject(bytes);
-  } catch (e) {
-    if (e instanceof UnsupportedKind) {
-      throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (${e.message})`,
-        { causes: [{ reason: 'UnsupportedMediaType', message: PROTOBUF_MEDIA_TYPE }] });
-    }
-    if (e instanceof ProtobufError) throw errors.badRequest(`the protobuf body cannot be decoded: ${e.message}`);
-    throw e;
-  }
-}
-
-/** A request body as an object (JSON or protobuf), for the review APIs. */
-async function readJsonOrProtobuf(req: IncomingMessage): Promise<unknown> {
-  if (isProtobufBody(req.headers['content-type'])) return decodeProtobufBody(await readBodyBytes(req));
-  const raw = await readBody(req);
-  try {
-    return raw ? JSON.parse(raw) : undefined;
-  } catch (e) {
-    throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
-  }
-}
-
-interface Parsed { def: ResourceDef; namespace: string; name: string; subresource: string }
 
 export class Router {
   readonly watches = new Set<ActiveWatch>();
@@ -282,10 +179,10 @@ export class Router {
       if (list) return sendJson(res, 200, list);
       return sendJson(res, 404, new ApiError(404, 'NotFound', 'the server could not find the requested resource').toStatus());
     }
-    const parsed = this.parse(group, version, rest);
+    const parsed = parseResourcePath(reg, group, version, rest);
     if (!parsed) return sendJson(res, 404, new ApiError(404, 'NotFound', 'the server could not find the requested resource').toStatus());
     const scope: RequestScope = { ...parsed, user, query, warnings: [], userAgent: req.headers['user-agent'] ?? '' };
-    const verb = this.verb(method, scope);
+    const verb = requestVerb(method, scope);
     const failWith = this.d.faults.errorFor(user.username, verb);
     if (failWith === 500) return sendJson(res, 500, errors.internal('injected fault').toStatus());
     if (failWith === 429) return sendJson(res, 429, errors.tooManyRequests('Too many requests, please try again later.').toStatus());
@@ -318,57 +215,11 @@ export class Router {
     });
   }
 
-  private parse(group: string, version: string, rest: string[]): Parsed | undefined {
-    const reg = this.d.cluster.registry;
-    let namespace = '';
-    let segs = rest;
-    // /namespaces/{ns}/{resource}... except the namespaces resource itself (/namespaces/{name}[/status]).
-    if (segs[0] === 'namespaces' && segs.length >= 3 && !(group === '' && (segs[2] === 'status' || segs[2] === 'finalize') && segs.length === 3)) {
-      namespace = segs[1]!;
-      segs = segs.slice(2);
-    }
-    const def = reg.get(group, version, segs[0]!);
-    if (!def) return undefined;
-    if (namespace && !def.namespaced) return undefined;
-    const name = segs[1] ?? '';
-    const subresource = segs[2] ?? '';
-    if (segs.length > 3) return undefined;
-    if (subresource === 'status' && !def.hasStatus) return undefined;
-    if (subresource === 'eviction' && !def.hasEviction) return undefined;
-    if (subresource === 'scale' && !isScalable(def)) return undefined;
-    if (subresource === EPHEMERAL_CONTAINERS && !servesEphemeralContainers(def)) return undefined;
-    if (NO_RUNTIME.has(subresource) && !(def.group === '' && def.resource === 'pods')) return undefined;
-    const known = subresource === 'status' || subresource === 'eviction' || subresource === 'scale' || subresource === EPHEMERAL_CONTAINERS || NO_RUNTIME.has(subresource);
-    if (subresource && !known) return undefined;
-    return { def, namespace, name, subresource };
-  }
-
-  private verb(method: string, s: RequestScope): string {
-    switch (method) {
-      case 'GET':
-        if (s.name) return 'get';
-        return s.query.get('watch') === 'true' || s.query.get('watch') === '1' ? 'watch' : 'list';
-      case 'POST': return 'create';
-      case 'PUT': return 'update';
-      case 'PATCH': return 'patch';
-      case 'DELETE': return s.name ? 'delete' : 'deletecollection';
-      default: return method.toLowerCase();
-    }
-  }
-
   private async serve(req: IncomingMessage, res: ServerResponse, verb: string, s: RequestScope): Promise<Reply | undefined> {
     const c = this.d.cluster;
     const accept = req.headers.accept;
     const includeObject = s.query.get('includeObject') ?? 'PartialObjectMetadata';
-    const body = async (): Promise<unknown> => {
-      if (isProtobufBody(req.headers['content-type'])) return decodeProtobufBody(await readBodyBytes(req));
-      const raw = await readBody(req);
-      if (!raw) return undefined;
-      const yaml = /^application\/yaml\b/i.test(req.headers['content-type'] ?? '');
-      const decoded = yaml ? parseYamlBody(raw) : parseJsonBody(raw);
-      if (decoded.duplicates.length) s.duplicateFields = decoded.duplicates;
-      return decoded.value;
-    };
+    const body = (): Promise<unknown> => readObjectBody(req, s);
     if (NO_RUNTIME.has(s.subresource)) {
       c.get({ ...s, subresource: '' }); // 404 for a missing pod, as kube
       throw noRuntime(s);

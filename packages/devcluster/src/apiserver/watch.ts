@@ -26,6 +26,53 @@ export interface ActiveWatch {
   close(): void;
 }
 
+/**
+ * The event a watcher that selects `selected` sees for a store event: an
+ * update that moves an object into the selection is ADDED, out of it DELETED
+ * (as kube-apiserver's filtered watches).
+ */
+function watchEventType(ev: StoreEvent, selected: (o: Obj) => boolean): string | undefined {
+  const now = selected(ev.object);
+  const before = ev.old !== undefined && selected(ev.old);
+  if (ev.type === 'ADDED') return now ? 'ADDED' : undefined;
+  if (ev.type === 'DELETED') return before ? 'DELETED' : undefined;
+  if (now && before) return 'MODIFIED';
+  if (now) return 'ADDED';
+  return before ? 'DELETED' : undefined;
+}
+
+/**
+ * The events before the live ones: the current objects (no resourceVersion,
+ * 0, or sendInitialEvents), else the store's history since the given one.
+ * False after an ERROR event, when that history cannot be served.
+ */
+function replay(cluster: Cluster, s: RequestScope, rvParam: string | null, added: (o: Obj) => void, send: (type: string, object: unknown) => void, emit: (ev: StoreEvent) => void): boolean {
+  const def = s.def;
+  const initial = s.query.get('sendInitialEvents') === 'true';
+  if (!rvParam || rvParam === '0' || initial) {
+    for (const o of cluster.store.list(storeKey(def), def.namespaced && s.namespace ? s.namespace : undefined)) added(o);
+    if (initial) {
+      // Streaming lists (WatchListClient, on in kubectl 1.35): the end of the
+      // initial events is a bookmark with this annotation.
+      send('BOOKMARK', { kind: def.kind, apiVersion: groupVersion(def),
+        metadata: { resourceVersion: String(cluster.store.currentRv()), annotations: { 'k8s.io/initial-events-end': 'true' } } });
+    }
+    return true;
+  }
+  const rv = Number(rvParam);
+  if (!Number.isInteger(rv) || rv < 0) {
+    send('ERROR', errors.badRequest(`invalid resource version: ${rvParam}`).toStatus());
+    return false;
+  }
+  const backlog = cluster.store.since(storeKey(def), rv);
+  if (!backlog) {
+    send('ERROR', errors.expired(`too old resource version: ${rv} (${cluster.store.compactedRv() + 1})`).toStatus());
+    return false;
+  }
+  for (const ev of backlog) emit(ev);
+  return true;
+}
+
 export function serveWatch(cluster: Cluster, s: RequestScope, res: ServerResponse, opts: WatchOptions, onClose: () => void): ActiveWatch {
   const def = s.def;
   const match = cluster.filter(s);
@@ -58,14 +105,7 @@ export function serveWatch(cluster: Cluster, s: RequestScope, res: ServerRespons
     res.write(line);
   };
   const emit = (ev: StoreEvent): void => {
-    const now = inScope(ev.object) && match(ev.object);
-    const before = ev.old !== undefined && inScope(ev.old) && match(ev.old);
-    let type: string | undefined;
-    if (ev.type === 'ADDED') type = now ? 'ADDED' : undefined;
-    else if (ev.type === 'DELETED') type = before ? 'DELETED' : undefined;
-    else if (now && before) type = 'MODIFIED';
-    else if (now) type = 'ADDED';
-    else if (before) type = 'DELETED';
+    const type = watchEventType(ev, (o) => inScope(o) && match(o));
     if (type) sendEvent(type, ev);
   };
 
@@ -81,31 +121,9 @@ export function serveWatch(cluster: Cluster, s: RequestScope, res: ServerRespons
   };
   res.on('close', close);
 
-  const initial = s.query.get('sendInitialEvents') === 'true';
-  if (!rvParam || rvParam === '0' || initial) {
-    for (const o of cluster.store.list(storeKey(def), def.namespaced && s.namespace ? s.namespace : undefined)) {
-      if (match(o)) send('ADDED', render ? render(def, present(def, o)) : present(def, o));
-    }
-    if (initial) {
-      // Streaming lists (WatchListClient, on in kubectl 1.35): the end of the
-      // initial events is a bookmark with this annotation.
-      send('BOOKMARK', { kind: def.kind, apiVersion: groupVersion(def),
-        metadata: { resourceVersion: String(cluster.store.currentRv()), annotations: { 'k8s.io/initial-events-end': 'true' } } });
-    }
-  } else {
-    const rv = Number(rvParam);
-    if (!Number.isInteger(rv) || rv < 0) {
-      send('ERROR', errors.badRequest(`invalid resource version: ${rvParam}`).toStatus());
-      close();
-      return { user: s.user.username, close };
-    }
-    const backlog = cluster.store.since(storeKey(def), rv);
-    if (!backlog) {
-      send('ERROR', errors.expired(`too old resource version: ${rv} (${cluster.store.compactedRv() + 1})`).toStatus());
-      close();
-      return { user: s.user.username, close };
-    }
-    for (const ev of backlog) emit(ev);
+  if (!replay(cluster, s, rvParam, (o) => match(o) && send('ADDED', render ? render(def, present(def, o)) : present(def, o)), send, emit)) {
+    close();
+    return { user: s.user.username, close };
   }
   unsubscribe = cluster.store.subscribe(storeKey(def), emit);
   if (bookmarks) {

@@ -9,7 +9,7 @@
  */
 import { ApiError } from '../apiserver/status.ts';
 import { clone, jsonEqual, meta, nowTimestamp, type Obj } from '../apiserver/types.ts';
-import { nextRun, parseCron, CronError } from './cron.ts';
+import { lastRun, nextRun, parseCron, CronError, type Schedule } from './cron.ts';
 import type { Recorder } from './events.ts';
 import { controllerIdentity, CRONJOBS, JOBS, ownerRef, type Host } from './host.ts';
 import { jobFinished } from './job.ts';
@@ -20,6 +20,47 @@ const SCHEDULED_AT = 'batch.kubernetes.io/cronjob-scheduled-timestamp';
 
 function rfc3339(ms: number): string {
   return nowTimestamp(ms);
+}
+
+/** The Job of the run at `due`: named after its minute, so a run is created once. */
+function jobFor(cj: Obj, due: number): Obj {
+  const { name, namespace: ns } = meta(cj);
+  const spec = (cj['spec'] ?? {}) as Obj;
+  const tpl = clone((spec['jobTemplate'] ?? {}) as Obj);
+  const tm = (tpl['metadata'] ?? {}) as Obj;
+  const jobName = `${name ?? ''}-${Math.floor(due / 60_000)}`;
+  const job: Obj = {
+    apiVersion: 'batch/v1', kind: 'Job',
+    metadata: {
+      name: jobName, namespace: ns, labels: tm['labels'] ?? {},
+      annotations: { ...((tm['annotations'] ?? {}) as Record<string, string>), [SCHEDULED_AT]: rfc3339(due) },
+      ownerReferences: [ownerRef('batch/v1', 'CronJob', cj)],
+    },
+    spec: tpl['spec'] ?? {},
+  };
+  return job;
+}
+
+/** The run to start now, if any: the most recent missed one, unless past startingDeadlineSeconds or forbidden by a running Job. */
+function dueRun(cj: Obj, schedule: Schedule, t: number, running: boolean, record: Recorder): number | undefined {
+  const cm = meta(cj);
+  const spec = (cj['spec'] ?? {}) as Obj;
+  const old = (cj['status'] ?? {}) as Obj;
+  const since = Date.parse(String(old['lastScheduleTime'] ?? cm.creationTimestamp ?? rfc3339(t)));
+  // The most recent missed run (kube starts only that one).
+  const latest = lastRun(schedule, t);
+  let due = latest !== undefined && latest > since ? latest : undefined;
+  const deadline = typeof spec['startingDeadlineSeconds'] === 'number' ? spec['startingDeadlineSeconds'] * 1000 : undefined;
+  if (due !== undefined && deadline !== undefined && t - due > deadline) {
+    record(cj, 'Warning', 'MissSchedule', `Missed scheduled time to start a job: ${rfc3339(due)}`);
+    due = undefined;
+  }
+  const policy = spec['concurrencyPolicy'] ?? 'Allow';
+  if (due !== undefined && policy === 'Forbid' && running) {
+    record(cj, 'Normal', 'JobAlreadyActive', 'Not starting job because prior execution is running and concurrency policy is Forbid');
+    due = undefined;
+  }
+  return due;
 }
 
 export function runCronJobController(host: Host, record: Recorder, now: () => number, onError: (err: unknown) => void, signal: AbortSignal): { idle(): Promise<void> } {
@@ -59,20 +100,8 @@ export function runCronJobController(host: Host, record: Recorder, now: () => nu
     }
     const t = now();
     if (spec['suspend'] !== true) {
-      const since = Date.parse(String(old['lastScheduleTime'] ?? cm.creationTimestamp ?? rfc3339(t)));
-      // The most recent missed run (kube starts only that one).
-      let due: number | undefined;
-      for (let n = nextRun(schedule, since), i = 0; n !== undefined && n <= t && i < 100_000; n = nextRun(schedule, n), i++) due = n;
-      const deadline = typeof spec['startingDeadlineSeconds'] === 'number' ? spec['startingDeadlineSeconds'] * 1000 : undefined;
-      if (due !== undefined && deadline !== undefined && t - due > deadline) {
-        record(cj, 'Warning', 'MissSchedule', `Missed scheduled time to start a job: ${rfc3339(due)}`);
-        due = undefined;
-      }
+      const due = dueRun(cj, schedule, t, active.length > 0, record);
       const policy = spec['concurrencyPolicy'] ?? 'Allow';
-      if (due !== undefined && policy === 'Forbid' && active.length > 0) {
-        record(cj, 'Normal', 'JobAlreadyActive', 'Not starting job because prior execution is running and concurrency policy is Forbid');
-        due = undefined;
-      }
       if (due !== undefined) {
         if (policy === 'Replace') {
           for (const j of active) {
@@ -80,18 +109,8 @@ export function runCronJobController(host: Host, record: Recorder, now: () => nu
             record(cj, 'Normal', 'SuccessfulDelete', `Deleted job ${meta(j).name ?? ''}`);
           }
         }
-        const tpl = clone((spec['jobTemplate'] ?? {}) as Obj);
-        const tm = (tpl['metadata'] ?? {}) as Obj;
-        const jobName = `${name}-${Math.floor(due / 60_000)}`;
-        const job: Obj = {
-          apiVersion: 'batch/v1', kind: 'Job',
-          metadata: {
-            name: jobName, namespace: ns, labels: tm['labels'] ?? {},
-            annotations: { ...((tm['annotations'] ?? {}) as Record<string, string>), [SCHEDULED_AT]: rfc3339(due) },
-            ownerReferences: [ownerRef('batch/v1', 'CronJob', cj)],
-          },
-          spec: tpl['spec'] ?? {},
-        };
+        const job = jobFor(cj, due);
+        const jobName = String(meta(job).name);
         try {
           await host.create(IDENTITY, JOBS, ns, job);
           record(cj, 'Normal', 'SuccessfulCreate', `Created job ${jobName}`);

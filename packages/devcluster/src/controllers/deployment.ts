@@ -86,6 +86,110 @@ function condition(type: string, status: string, reason: string, message: string
   return { type, status, lastUpdateTime: same && prev['reason'] === reason && prev['message'] === message ? prev['lastUpdateTime'] : t, lastTransitionTime: same ? prev['lastTransitionTime'] : t, reason, message };
 }
 
+/** The ReplicaSet of the Deployment's current template, labelled and selected by its pod-template-hash. */
+function newReplicaSet(d: Obj, hash: string, revision: number, initial: number, surge: number): Obj {
+  const { name, namespace: ns } = meta(d);
+  const spec = (d['spec'] ?? {}) as Obj;
+  const template = spec['template'] ?? {};
+  const replicas = replicasOf(spec);
+  const t = clone(template) as Obj;
+  const tm = (t['metadata'] ??= {}) as Obj;
+  tm['labels'] = { ...((tm['labels'] ?? {}) as Record<string, string>), [HASH_LABEL]: hash };
+  const sel = clone((spec['selector'] ?? {}) as Obj);
+  sel['matchLabels'] = { ...((sel['matchLabels'] ?? {}) as Record<string, string>), [HASH_LABEL]: hash };
+  const rs: Obj = {
+    apiVersion: 'apps/v1', kind: 'ReplicaSet',
+    metadata: {
+      name: `${name ?? ''}-${hash}`, namespace: ns, labels: tm['labels'], ownerReferences: [ownerRef('apps/v1', 'Deployment', d)],
+      annotations: { [REVISION]: String(revision), 'deployment.kubernetes.io/desired-replicas': String(replicas), 'deployment.kubernetes.io/max-replicas': String(replicas + surge) },
+    },
+    spec: { replicas: initial, minReadySeconds: spec['minReadySeconds'] ?? 0, selector: sel, template: t },
+  };
+  return rs;
+}
+
+/** The status a Deployment shows for its ReplicaSets `all` (`created`: the new one was created by this sync). */
+function deploymentStatus(d: Obj, all: Obj[], created: boolean): Obj {
+  const dm = meta(d);
+  const spec = (d['spec'] ?? {}) as Obj;
+  const replicas = replicasOf(spec);
+  const newRs = all.find((rs) => jsonEqual(templateWithoutHash(rs), spec['template'] ?? {}));
+  const sum = (f: string): number => all.reduce((s, rs) => s + num(rs, 'status', f), 0);
+  const available = sum('availableReplicas');
+  const old = (d['status'] ?? {}) as Obj;
+  const oldConds = Array.isArray(old['conditions']) ? (old['conditions'] as Obj[]) : [];
+  const { unavailable } = surgeAndUnavailable(d);
+  const status: Obj = {
+    observedGeneration: dm.generation ?? 1,
+    replicas: sum('replicas'),
+    updatedReplicas: newRs ? num(newRs, 'status', 'replicas') : 0,
+    readyReplicas: sum('readyReplicas'),
+    availableReplicas: available,
+    unavailableReplicas: Math.max(0, replicas - available),
+  };
+  const conds: Obj[] = [];
+  conds.push(available >= replicas - unavailable
+    ? condition('Available', 'True', 'MinimumReplicasAvailable', 'Deployment has minimum availability.', oldConds)
+    : condition('Available', 'False', 'MinimumReplicasUnavailable', 'Deployment does not have minimum availability.', oldConds));
+  const rsName = newRs ? meta(newRs).name ?? '' : '';
+  const complete = newRs !== undefined && status['updatedReplicas'] === replicas && status['replicas'] === replicas && available === replicas;
+  if (spec['paused'] === true) conds.push(condition('Progressing', 'Unknown', 'DeploymentPaused', 'Deployment is paused', oldConds));
+  else if (complete) conds.push(condition('Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "${rsName}" has successfully progressed.`, oldConds));
+  else if (created) conds.push(condition('Progressing', 'True', 'NewReplicaSetCreated', `Created new replica set "${rsName}"`, oldConds));
+  else if (newRs) conds.push(condition('Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`, oldConds));
+  const failure = newRs ? ((((newRs['status'] ?? {}) as Obj)['conditions'] ?? []) as Obj[]).find((c) => c['type'] === 'ReplicaFailure') : undefined;
+  if (failure) conds.push(condition('ReplicaFailure', 'True', String(failure['reason']), String(failure['message']), oldConds));
+  status['conditions'] = conds;
+  for (const f of ['readyReplicas', 'availableReplicas', 'unavailableReplicas', 'replicas', 'updatedReplicas'] as const) if (status[f] === 0) delete status[f];
+  return status;
+}
+
+type Scale = (d: Obj, rs: Obj, to: number) => Promise<void>;
+
+/** One step of a rolling update: the new ReplicaSet up within maxSurge, or old ones down within maxUnavailable. */
+async function rollingStep(scale: Scale, d: Obj, newRs: Obj, olds: Obj[], replicas: number, surge: number, unavailable: number): Promise<void> {
+  const newSpec = num(newRs, 'spec', 'replicas');
+  const allSpec = [newRs, ...olds].reduce((s, rs) => s + num(rs, 'spec', 'replicas'), 0);
+  // Scale up the new ReplicaSet within maxSurge.
+  if (newSpec < replicas) {
+    const up = Math.min(replicas + surge - allSpec, replicas - newSpec);
+    if (up > 0) {
+      await scale(d, newRs, newSpec + up);
+      return; // the ReplicaSet's events bring the next step
+    }
+  } else if (newSpec > replicas) {
+    await scale(d, newRs, replicas);
+    return;
+  }
+  // Scale down old ReplicaSets within maxUnavailable: unhealthy replicas first, then the oldest.
+  const minAvailable = replicas - unavailable;
+  const newUnavailable = num(newRs, 'spec', 'replicas') - num(newRs, 'status', 'availableReplicas');
+  const maxScaledDown = allSpec - minAvailable - newUnavailable;
+  if (maxScaledDown <= 0) return;
+  let cleaned = 0;
+  for (const rs of olds) {
+    if (cleaned >= maxScaledDown) break;
+    const s = num(rs, 'spec', 'replicas');
+    const avail = num(rs, 'status', 'availableReplicas');
+    if (s === 0 || s <= avail) continue;
+    const down = Math.min(maxScaledDown - cleaned, s - avail);
+    await scale(d, rs, s - down);
+    cleaned += down;
+  }
+  if (cleaned > 0) return;
+  const available = [newRs, ...olds].reduce((s, rs) => s + num(rs, 'status', 'availableReplicas'), 0);
+  if (available <= minAvailable) return;
+  let total = available - minAvailable;
+  for (const rs of olds) {
+    if (total <= 0) break;
+    const s = num(rs, 'spec', 'replicas');
+    if (s === 0) continue;
+    const down = Math.min(s, total);
+    await scale(d, rs, s - down);
+    total -= down;
+  }
+}
+
 export function runDeploymentController(host: Host, record: Recorder, onError: (err: unknown) => void, signal: AbortSignal): { idle(): Promise<void> } {
   const scale = async (d: Obj, rs: Obj, to: number): Promise<void> => {
     const from = num(rs, 'spec', 'replicas');
@@ -121,19 +225,7 @@ export function runDeploymentController(host: Host, record: Recorder, onError: (
       const initial = olds.every((rs) => num(rs, 'spec', 'replicas') === 0 && num(rs, 'status', 'replicas') === 0)
         ? replicas
         : recreate ? 0 : Math.max(0, Math.min(replicas + surge - allSpec, replicas));
-      const t = clone(template) as Obj;
-      const tm = (t['metadata'] ??= {}) as Obj;
-      tm['labels'] = { ...((tm['labels'] ?? {}) as Record<string, string>), [HASH_LABEL]: hash };
-      const sel = clone((spec['selector'] ?? {}) as Obj);
-      sel['matchLabels'] = { ...((sel['matchLabels'] ?? {}) as Record<string, string>), [HASH_LABEL]: hash };
-      const rs: Obj = {
-        apiVersion: 'apps/v1', kind: 'ReplicaSet',
-        metadata: {
-          name: `${name}-${hash}`, namespace: ns, labels: tm['labels'], ownerReferences: [ownerRef('apps/v1', 'Deployment', d)],
-          annotations: { [REVISION]: String(revision), 'deployment.kubernetes.io/desired-replicas': String(replicas), 'deployment.kubernetes.io/max-replicas': String(replicas + surge) },
-        },
-        spec: { replicas: initial, minReadySeconds: spec['minReadySeconds'] ?? 0, selector: sel, template: t },
-      };
+      const rs = newReplicaSet(d, hash, revision, initial, surge);
       newRs = await host.create(IDENTITY, REPLICASETS, ns, rs);
       created = true;
       if (initial > 0) record(d, 'Normal', 'ScalingReplicaSet', `Scaled up replica set ${meta(newRs).name ?? ''} from 0 to ${initial}`);
@@ -149,53 +241,10 @@ export function runDeploymentController(host: Host, record: Recorder, onError: (
       } else if (olds.every((rs) => num(rs, 'spec', 'replicas') === 0)) {
         await scale(d, newRs, replicas);
       } else {
-        await rollingStep(d, newRs, olds, replicas, surge, unavailable);
+        await rollingStep(scale, d, newRs, olds, replicas, surge, unavailable);
       }
     }
     await writeStatus(k, created);
-  };
-
-  const rollingStep = async (d: Obj, newRs: Obj, olds: Obj[], replicas: number, surge: number, unavailable: number): Promise<void> => {
-    const newSpec = num(newRs, 'spec', 'replicas');
-    const allSpec = [newRs, ...olds].reduce((s, rs) => s + num(rs, 'spec', 'replicas'), 0);
-    // Scale up the new ReplicaSet within maxSurge.
-    if (newSpec < replicas) {
-      const up = Math.min(replicas + surge - allSpec, replicas - newSpec);
-      if (up > 0) {
-        await scale(d, newRs, newSpec + up);
-        return; // the ReplicaSet's events bring the next step
-      }
-    } else if (newSpec > replicas) {
-      await scale(d, newRs, replicas);
-      return;
-    }
-    // Scale down old ReplicaSets within maxUnavailable: unhealthy replicas first, then the oldest.
-    const minAvailable = replicas - unavailable;
-    const newUnavailable = num(newRs, 'spec', 'replicas') - num(newRs, 'status', 'availableReplicas');
-    const maxScaledDown = allSpec - minAvailable - newUnavailable;
-    if (maxScaledDown <= 0) return;
-    let cleaned = 0;
-    for (const rs of olds) {
-      if (cleaned >= maxScaledDown) break;
-      const s = num(rs, 'spec', 'replicas');
-      const avail = num(rs, 'status', 'availableReplicas');
-      if (s === 0 || s <= avail) continue;
-      const down = Math.min(maxScaledDown - cleaned, s - avail);
-      await scale(d, rs, s - down);
-      cleaned += down;
-    }
-    if (cleaned > 0) return;
-    const available = [newRs, ...olds].reduce((s, rs) => s + num(rs, 'status', 'availableReplicas'), 0);
-    if (available <= minAvailable) return;
-    let total = available - minAvailable;
-    for (const rs of olds) {
-      if (total <= 0) break;
-      const s = num(rs, 'spec', 'replicas');
-      if (s === 0) continue;
-      const down = Math.min(s, total);
-      await scale(d, rs, s - down);
-      total -= down;
-    }
   };
 
   const writeStatus = async (k: string, created: boolean): Promise<void> => {
@@ -203,37 +252,9 @@ export function runDeploymentController(host: Host, record: Recorder, onError: (
     const d = host.get(DEPLOYMENTS, ns, name);
     if (!d) return;
     const dm = meta(d);
-    const spec = (d['spec'] ?? {}) as Obj;
-    const replicas = replicasOf(spec);
     const all = rss.owned(dm.uid ?? '').filter((rs) => !meta(rs).deletionTimestamp);
-    const newRs = all.find((rs) => jsonEqual(templateWithoutHash(rs), spec['template'] ?? {}));
-    const sum = (f: string): number => all.reduce((s, rs) => s + num(rs, 'status', f), 0);
-    const available = sum('availableReplicas');
     const old = (d['status'] ?? {}) as Obj;
-    const oldConds = Array.isArray(old['conditions']) ? (old['conditions'] as Obj[]) : [];
-    const { unavailable } = surgeAndUnavailable(d);
-    const status: Obj = {
-      observedGeneration: dm.generation ?? 1,
-      replicas: sum('replicas'),
-      updatedReplicas: newRs ? num(newRs, 'status', 'replicas') : 0,
-      readyReplicas: sum('readyReplicas'),
-      availableReplicas: available,
-      unavailableReplicas: Math.max(0, replicas - available),
-    };
-    const conds: Obj[] = [];
-    conds.push(available >= replicas - unavailable
-      ? condition('Available', 'True', 'MinimumReplicasAvailable', 'Deployment has minimum availability.', oldConds)
-      : condition('Available', 'False', 'MinimumReplicasUnavailable', 'Deployment does not have minimum availability.', oldConds));
-    const rsName = newRs ? meta(newRs).name ?? '' : '';
-    const complete = newRs !== undefined && status['updatedReplicas'] === replicas && status['replicas'] === replicas && available === replicas;
-    if (spec['paused'] === true) conds.push(condition('Progressing', 'Unknown', 'DeploymentPaused', 'Deployment is paused', oldConds));
-    else if (complete) conds.push(condition('Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "${rsName}" has successfully progressed.`, oldConds));
-    else if (created) conds.push(condition('Progressing', 'True', 'NewReplicaSetCreated', `Created new replica set "${rsName}"`, oldConds));
-    else if (newRs) conds.push(condition('Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`, oldConds));
-    const failure = newRs ? ((((newRs['status'] ?? {}) as Obj)['conditions'] ?? []) as Obj[]).find((c) => c['type'] === 'ReplicaFailure') : undefined;
-    if (failure) conds.push(condition('ReplicaFailure', 'True', String(failure['reason']), String(failure['message']), oldConds));
-    status['conditions'] = conds;
-    for (const f of ['readyReplicas', 'availableReplicas', 'unavailableReplicas', 'replicas', 'updatedReplicas'] as const) if (status[f] === 0) delete status[f];
+    const status = deploymentStatus(d, all, created);
     if (jsonEqual(status, old)) return;
     await host.update(IDENTITY, DEPLOYMENTS, { ...clone(d), status }, 'status');
   };

@@ -1,3 +1,4 @@
+// Kept instead of node:util parseArgs: unknown flags must reach the replicas verbatim with their values, which parseArgs (strict: false) splits into a boolean and a positional.
 /**
  * `portal dev` options: the flags dev owns, and everything else, which is
  * passed verbatim to every replica's `portal serve` (lease timings,

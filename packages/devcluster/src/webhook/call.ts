@@ -38,13 +38,50 @@ export class WebhookCallError extends Error {
   override readonly name = 'WebhookCallError';
 }
 
+/** The POST of `opts.body` to the target: connected to its address, verified against the URL's name. */
+function requestOptions(opts: PostOptions, hostname: string): https.RequestOptions {
+  const { url } = opts.target;
+  return {
+    method: 'POST',
+    host: opts.target.connect?.host ?? hostname,
+    port: opts.target.connect?.port ?? (url.port ? Number(url.port) : 443),
+    path: `${url.pathname}${url.search}`,
+    // SNI and certificate verification use the URL's name, not the address
+    // we connect to (SNI must not be an IP address).
+    ...(isIP(hostname) === 0 ? { servername: hostname } : {}),
+    checkServerIdentity: (_host, cert) => checkServerIdentity(hostname, cert),
+    headers: {
+      host: url.host,
+      'content-type': 'application/json',
+      accept: 'application/json, */*',
+      'content-length': Buffer.byteLength(opts.body),
+    },
+    ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
+    minVersion: 'TLSv1.2',
+    agent: opts.agent,
+  };
+}
+
+/** The decoded body of a 2xx answer, or why there is none in client-go's words. */
+function decodeAnswer(code: number, text: string): { value: unknown } | { error: string } {
+  if (code < 200 || code > 299) {
+    return {
+      error: text.trim() === ''
+        ? `the server responded with the status code ${code} but did not return more information`
+        : `an error on the server (${JSON.stringify(text.slice(0, 256))}) has prevented the request from succeeding (status ${code})`,
+    };
+  }
+  try {
+    return { value: JSON.parse(text) as unknown };
+  } catch (err) {
+    return { error: `couldn't decode the response: ${(err as Error).message}` };
+  }
+}
+
 /** Resolves with the decoded JSON body of a 2xx answer; rejects with a WebhookCallError. */
 export function postAdmissionReview(opts: PostOptions): Promise<unknown> {
   const { url } = opts.target;
   const hostname = url.hostname.replace(/^\[|\]$/g, '');
-  const port = url.port ? Number(url.port) : 443;
-  const connectHost = opts.target.connect?.host ?? hostname;
-  const connectPort = opts.target.connect?.port ?? port;
   const shown = `Post "${url.href}"`;
   return new Promise((resolve, reject) => {
     let settled = false;
@@ -53,25 +90,7 @@ export function postAdmissionReview(opts: PostOptions): Promise<unknown> {
       settled = true;
       reject(new WebhookCallError(`failed to call webhook: ${reason}`));
     };
-    const req = https.request({
-      method: 'POST',
-      host: connectHost,
-      port: connectPort,
-      path: `${url.pathname}${url.search}`,
-      // SNI and certificate verification use the URL's name, not the address
-      // we connect to (SNI must not be an IP address).
-      ...(isIP(hostname) === 0 ? { servername: hostname } : {}),
-      checkServerIdentity: (_host, cert) => checkServerIdentity(hostname, cert),
-      headers: {
-        host: url.host,
-        'content-type': 'application/json',
-        accept: 'application/json, */*',
-        'content-length': Buffer.byteLength(opts.body),
-      },
-      ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
-      minVersion: 'TLSv1.2',
-      agent: opts.agent,
-    });
+    const req = https.request(requestOptions(opts, hostname));
     const timer = setTimeout(() => req.destroy(new Error('context deadline exceeded')), opts.timeoutMs);
     const onAbort = (): void => {
       req.destroy(new Error('context canceled'));
@@ -102,23 +121,13 @@ export function postAdmissionReview(opts: PostOptions): Promise<unknown> {
       });
       res.on('end', () => {
         cleanup();
-        const text = Buffer.concat(chunks).toString('utf8');
-        const code = res.statusCode ?? 0;
-        if (code < 200 || code > 299) {
-          fail(
-            text.trim() === ''
-              ? `the server responded with the status code ${code} but did not return more information`
-              : `an error on the server (${JSON.stringify(text.slice(0, 256))}) has prevented the request from succeeding (status ${code})`,
-          );
+        const answer = decodeAnswer(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'));
+        if ('error' in answer) {
+          fail(answer.error);
           return;
         }
-        try {
-          const decoded: unknown = JSON.parse(text);
-          settled = true;
-          resolve(decoded);
-        } catch (err) {
-          fail(`couldn't decode the response: ${(err as Error).message}`);
-        }
+        settled = true;
+        resolve(answer.value);
       });
     });
     req.end(opts.body);
