@@ -3,7 +3,7 @@
  * server itself never evaluates requests that could lock out the control
  * plane or Portal.
  */
-import type { AdmissionRequest } from './review.ts';
+import type { AdmissionRequest } from './codec.ts';
 
 /** Kinds the chart never sends; if a misconfigured webhook does, allow them unevaluated. */
 const EXEMPT_KINDS = new Set([
