@@ -4,24 +4,15 @@
  * throw (or rejection) as an internal error and denies with code 500.
  */
 import type { EvaluationInput } from '../policy/types.ts';
+import type { AnsweredReview, Decision } from '../policy/review/answer.ts';
 
-/** A rule a PortalException exempted the request from. */
-export interface Exemption {
-  rule: string;
-  /** `namespace/name` of the PortalException. */
-  exception: string;
-}
-
-export type Decision =
-  | { allowed: true; warnings: string[]; exempted?: Exemption[] }
-  | { allowed: false; code: number; message: string; warnings: string[]; exempted?: Exemption[] };
-
-/**
- * The AdmissionResponse `auditAnnotations` key naming the exceptions that
- * exempted a request (comma-joined): the API server records it, prefixed
- * with the webhook's name, in the request's audit event.
- */
-export const EXCEPTION_AUDIT_ANNOTATION = 'portal.dev/exception';
+export {
+  EXCEPTION_AUDIT_ANNOTATION,
+  nameOnlyNamespaceLabels,
+  type Decision,
+  type Exemption,
+  type NamespaceLabels,
+} from '../policy/review/answer.ts';
 
 /**
  * `body` is the AdmissionReview's JSON text, which holds `input.object` and
@@ -31,9 +22,11 @@ export const EXCEPTION_AUDIT_ANNOTATION = 'portal.dev/exception';
  */
 export type Decide = (input: EvaluationInput, body?: string) => Decision | Promise<Decision>;
 
-/** Labels of a namespace (for namespaceSelector), `undefined` when unknown. */
-export type NamespaceLabels = (namespace: string) => Record<string, string> | undefined;
-
-/** File mode has no cluster: a namespace's only known label is the immutable name label every namespace carries. */
-export const nameOnlyNamespaceLabels: NamespaceLabels = (namespace) =>
-  namespace === '' ? undefined : { 'kubernetes.io/metadata.name': namespace };
+/**
+ * The whole review answered elsewhere (the evaluation pool, adr/0013): the
+ * body goes as text, the answer comes back as text with what the
+ * bookkeeping needs, so the main thread does not parse the review at all.
+ * Called only while the replica is ready; a rejection is Portal's own
+ * error (a denial with code 500, e.g. the pool's queue is full).
+ */
+export type AnswerReview = (body: string) => Promise<AnsweredReview>;

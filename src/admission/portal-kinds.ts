@@ -16,7 +16,7 @@
 import { PORTAL_KINDS_WEBHOOK_PATH } from '../config/webhook-configuration.ts';
 import type { AdmissionDecision, AdmissionMetrics } from '../observability/metrics.ts';
 import { invalidMessage, type PortalKind } from '../policy/portal-kinds.ts';
-import { decodeReview, encodeReview, type AdmissionResponseBody, type ReviewVersion } from './review.ts';
+import { decodeReview, encodeReview, type AdmissionResponseBody, type ReviewVersion } from '../policy/review/codec.ts';
 
 /** The path of the webhook for Portal's own kinds (the chart's second webhook). */
 export const PORTAL_KINDS_PATH = PORTAL_KINDS_WEBHOOK_PATH;

@@ -8,6 +8,7 @@
  *   interface; `ready()` stays false until every informer has synced.
  */
 import { RuleSet, type ExceptionOptions, type PortalExceptionObject, type PortalRuleObject } from '../policy/index.ts';
+import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import { nameOnlyNamespaceLabels, type NamespaceLabels } from './decision.ts';
 
 export interface RuleSource {
@@ -17,6 +18,8 @@ export interface RuleSource {
   /** Why it is not ready (for /readyz and the "not ready" denial). */
   notReadyReason(): string;
   namespaceLabels: NamespaceLabels;
+  /** Cluster mode: the namespace labels as a store the evaluation workers mirror (file mode has only the name label). */
+  readonly namespaceStore?: NamespaceLabelStore | undefined;
   /** Runs until `signal` aborts; resolves after cleanup. */
   start(signal: AbortSignal): Promise<void>;
 }

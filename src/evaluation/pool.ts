@@ -4,12 +4,12 @@
  * too long costs one worker, never the event loop that answers probes and
  * every other request.
  *
- * - Policies: each worker compiles its own copy (compiled code cannot cross
- *   threads). The stores on the main thread (RuleSet, VapSet, ParamStore)
- *   record their changes; the pool numbers them (`seq`) and broadcasts
- *   them; each task carries the `seq` it must be evaluated at, and a worker
- *   that has not applied it yet waits. A new worker (start-up, replacement)
- *   asks for a snapshot of every store.
+ * - Policies: each worker compiles its own copy, kept current by the
+ *   stores' numbered changes (replication.ts); a task carries the revision
+ *   it must be evaluated at.
+ * - Reviews: an admission review travels whole, as its text; the worker
+ *   reads and answers it (policy/review/answer.ts), so the main thread
+ *   parses nothing on the common path.
  * - Deadline (`--evaluation-timeout`): the evaluator checks it between rules
  *   and inside regex work (cooperative); a rule that is still running
  *   `graceMs` after it is abandoned: the task's signal aborts, piscina
@@ -29,11 +29,9 @@
  * Built un-started: the threads start on `start()` or on the first task,
  * whichever comes first; `close()` (idempotent) drains them.
  */
-import { randomUUID } from 'node:crypto';
-import { BroadcastChannel } from 'node:worker_threads';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import type { Logger } from 'pino';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import {
@@ -44,13 +42,17 @@ import {
   type EvaluationBudget,
   type EvaluationInput,
   type KubeObject,
-  type Replicated,
   type RuleSet,
   type RuleVerdict,
 } from '../policy/index.ts';
 import type { BindingEvaluation, ParamStore, VapAttributes, VapSet } from '../policy/vap/index.ts';
+import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
+import { answerReview, nameOnlyNamespaceLabels, readReview, type AnsweredReview, type ReviewContext } from '../policy/review/answer.ts';
 import { Batcher, type Attempt, type ItemBody } from './batcher.ts';
-import { epochNow, MAX_BATCH, SLOT_BYTES, type ChannelMessage, type ItemOutcome, type StoreName, type TaskResults, type WorkerData } from './protocol.ts';
+import { poolMetrics, type PoolMetrics } from './pool-metrics.ts';
+import { PolicyReplication } from './replication.ts';
+import { startThreads } from './threads.ts';
+import { epochNow, MAX_BATCH, SLOT_BYTES, type ItemOutcome, type TaskResults, type WorkerData } from './protocol.ts';
 
 /** Tasks waiting per worker before new ones are refused: at ~50 µs per typical evaluation, 64 is a few ms of work. */
 export const QUEUE_PER_WORKER = 64;
@@ -86,6 +88,8 @@ export interface EvaluationPoolConfig {
   maxBatch?: number;
   /** Batches sent to one worker at once (the one it runs and those waiting on its port). @default PIPELINE (2) */
   pipeline?: number;
+  /** Reviews ({@link EvaluationPool.review}): namespaces allowed unevaluated, the install namespace included. @default [] */
+  exemptNamespaces?: readonly string[];
 }
 
 /** The stores the workers mirror; `rules` always, VAPs and params for the audit. */
@@ -93,27 +97,25 @@ export interface PolicyStores {
   rules: RuleSet;
   vaps?: VapSet | undefined;
   params?: ParamStore | undefined;
+  /** Cluster mode: the namespace labels reviews are answered with (file mode: only the name label). */
+  namespaces?: NamespaceLabelStore | undefined;
 }
+
+/** What a rule error is reported with: the request's identifiers. */
+export type RequestIdentity = Pick<EvaluationInput, 'operation' | 'kind' | 'namespace' | 'name'>;
 
 export interface EvaluationPoolDeps {
   logger: Logger;
   registry?: Registry | undefined;
   /** Sees each rule's `error` verdict at admission (metrics, Events), on the main thread; must not throw. */
-  onRuleError?: ((verdict: RuleVerdict, input: EvaluationInput) => void) | undefined;
+  onRuleError?: ((verdict: RuleVerdict, request: RequestIdentity) => void) | undefined;
 }
 
-type TaskBody = { kind: 'admission'; input: EvaluationInput; body?: string | undefined } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
+type What = () => Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
+
+type TaskBody = { kind: 'admission'; input: EvaluationInput; body?: string | undefined } | { kind: 'review'; body: string } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
 
 const ALLOW: AdmissionDecision = Object.freeze({ allowed: true, warnings: Object.freeze([]) as unknown as string[] }) as AdmissionDecision;
-
-/** The worker module: compiled `.js` beside this file, or the `.ts` source under tsx (which workers must load explicitly). */
-function workerModule(): { filename: string; execArgv: string[] | undefined } {
-  const source = import.meta.url.endsWith('.ts');
-  return {
-    filename: new URL(source ? './worker.ts' : './worker.js', import.meta.url).href,
-    execArgv: source ? ['--import', import.meta.resolve('tsx')] : undefined,
-  };
-}
 
 export class EvaluationPool {
   readonly name: string;
@@ -123,20 +125,14 @@ export class EvaluationPool {
   readonly #onRuleError: EvaluationPoolDeps['onRuleError'];
   readonly #progress: SharedArrayBuffer;
   readonly #batcher: Batcher;
-  readonly #metrics: { abandoned: Counter<'pool'>; rejected: Counter<'pool'> } | undefined;
+  readonly #metrics: PoolMetrics | undefined;
+  readonly #reviewContext: ReviewContext;
   #piscina: Piscina | undefined;
-  #channel: BroadcastChannel | undefined;
-  #unsubscribe: (() => void)[] = [];
-  #seq = 0;
-  #snapshotQueued = false;
+  #replication: PolicyReplication | undefined;
   #closed: Promise<void> | undefined;
   #abandoned = 0;
   #rejected = 0;
-  /** Threads that have held a snapshot (ever), and those of them that were destroyed since. */
-  readonly #synced = new Set<number>();
-  readonly #destroyed = new Set<number>();
   #ready = false;
-  #syncWaiters: (() => void)[] = [];
 
   constructor(config: EvaluationPoolConfig, stores: PolicyStores, deps: EvaluationPoolDeps) {
     if (!Number.isInteger(config.workers) || config.workers < 1) {
@@ -149,7 +145,14 @@ export class EvaluationPool {
       reclaimMs: Math.min(250, Math.max(10, Math.round(config.timeoutMs / 4))),
       maxBatch: MAX_BATCH,
       pipeline: PIPELINE,
+      exemptNamespaces: [],
       ...config,
+    };
+    const namespaces = stores.namespaces;
+    this.#reviewContext = {
+      rules: stores.rules,
+      exempt: new Set(this.#config.exemptNamespaces),
+      namespaceLabels: namespaces ? (ns) => (ns === '' ? undefined : namespaces.labels(ns)) : nameOnlyNamespaceLabels,
     };
     this.#stores = stores;
     this.#log = deps.logger.child({ [LogKey.subcomponent]: `evaluation-${config.name}` });
@@ -174,45 +177,12 @@ export class EvaluationPool {
           this.#piscina
             ? (this.#piscina.run(task, { signal: signal as unknown as AbortSignal }) as Promise<ItemOutcome[]>)
             : Promise.reject(new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`)),
-        seq: () => this.#seq,
+        seq: () => this.#replication?.seq ?? 0,
         progress: this.#progress,
         closedError: (cause) => (this.#closed ? new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`, { cause }) : undefined),
       },
     );
-    if (deps.registry) {
-      const r = deps.registry;
-      const counter = (name: string, help: string): Counter<'pool'> =>
-        (r.getSingleMetric(name) as Counter<'pool'> | undefined) ?? new Counter({ name, help, labelNames: ['pool'], registers: [r] });
-      this.#metrics = {
-        abandoned: counter('portal_evaluation_abandoned_total', 'Evaluations abandoned at the deadline (their worker, if running, was replaced), by pool.'),
-        rejected: counter('portal_evaluation_rejected_total', 'Evaluations refused because the pool queue was full, by pool.'),
-      };
-      const pools = new Map<string, () => { threads: number; queued: number }>();
-      const existing = r.getSingleMetric('portal_evaluation_queue_depth') as (Gauge<'pool'> & { pools?: typeof pools }) | undefined;
-      const gaugePools = existing?.pools ?? pools;
-      gaugePools.set(this.name, () => ({ threads: this.#piscina?.threads.length ?? 0, queued: this.#batcher.waiting() }));
-      if (!existing) {
-        const depth = new Gauge<'pool'>({
-          name: 'portal_evaluation_queue_depth',
-          help: 'Evaluations waiting for a worker, by pool.',
-          labelNames: ['pool'],
-          registers: [r],
-          collect(this: Gauge<'pool'>) {
-            for (const [pool, read] of gaugePools) this.set({ pool }, read().queued);
-          },
-        });
-        (depth as Gauge<'pool'> & { pools?: typeof pools }).pools = gaugePools;
-        new Gauge<'pool'>({
-          name: 'portal_evaluation_workers',
-          help: 'Evaluation worker threads alive, by pool.',
-          labelNames: ['pool'],
-          registers: [r],
-          collect(this: Gauge<'pool'>) {
-            for (const [pool, read] of gaugePools) this.set({ pool }, read().threads);
-          },
-        });
-      }
-    } else this.#metrics = undefined;
+    this.#metrics = deps.registry ? poolMetrics(deps.registry, this.name, () => ({ threads: this.#piscina?.threads.length ?? 0, queued: this.#batcher.waiting() })) : undefined;
   }
 
   // ---- lifecycle -----------------------------------------------------------
@@ -227,8 +197,7 @@ export class EvaluationPool {
   /** Idempotent: refuses new tasks, lets running ones finish, stops the threads. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
-      for (const u of this.#unsubscribe) u();
-      this.#unsubscribe = [];
+      this.#replication?.unsubscribe();
       // What was submitted finishes (each by its deadline at the latest); nothing new is accepted.
       if (this.#piscina) await this.#batcher.drained();
       const piscina = this.#piscina;
@@ -239,7 +208,7 @@ export class EvaluationPool {
         this.#log.warn({ [LogKey.error]: toError(err) }, 'evaluation workers did not drain in time; terminated');
         await piscina?.destroy();
       }
-      this.#channel?.close();
+      this.#replication?.close();
     })();
     return this.#closed;
   }
@@ -254,7 +223,7 @@ export class EvaluationPool {
    */
   ready(): boolean {
     this.#ensure();
-    this.#ready ||= this.#synced.size >= this.#config.workers;
+    this.#ready ||= (this.#replication?.everSynced ?? 0) >= this.#config.workers;
     return this.#ready;
   }
 
@@ -265,78 +234,25 @@ export class EvaluationPool {
   /** Resolves once `threads` distinct workers (default: the pool's size) have held a snapshot. */
   async whenReady(threads = this.#config.workers): Promise<void> {
     this.#ensure();
-    while (this.#synced.size < threads) await new Promise<void>((resolve) => this.#syncWaiters.push(resolve));
+    await this.#replication?.whenSynced(threads);
   }
 
   #ensure(): Piscina {
     if (this.#closed) throw new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`);
     if (this.#piscina) return this.#piscina;
-    const channelName = `portal-evaluation-${this.name}-${randomUUID()}`;
-    const channel = new BroadcastChannel(channelName);
-    channel.unref();
-    channel.onmessage = (event: unknown) => {
-      const m = (event as { data: ChannelMessage }).data;
-      if (m?.type === 'hello') this.#queueSnapshot();
-      else if (m?.type === 'synced') {
-        this.#synced.add(m.thread);
-        for (const w of this.#syncWaiters.splice(0)) w();
-      }
+    const replication = new PolicyReplication(this.name, { rules: this.#stores.rules, vaps: this.#stores.vaps, params: this.#stores.params, namespaces: this.#stores.namespaces });
+    this.#replication = replication;
+    const workerData: WorkerData = {
+      channel: replication.channelName,
+      progress: this.#progress,
+      exemptNamespaces: [...this.#config.exemptNamespaces],
+      namespaceLabels: this.#stores.namespaces ? 'mirror' : 'name-only',
     };
-    this.#channel = channel;
-    const subscribe = <C>(store: StoreName, s: Replicated<C> | undefined): void => {
-      if (s) this.#unsubscribe.push(s.onChange((change) => this.#publish(store, change)));
-    };
-    subscribe('rules', this.#stores.rules);
-    subscribe('vaps', this.#stores.vaps);
-    subscribe('params', this.#stores.params);
-    const { filename, execArgv } = workerModule();
-    const workerData: WorkerData = { channel: channelName, progress: this.#progress };
-    this.#piscina = new Piscina({
-      filename,
-      ...(execArgv ? { execArgv } : {}),
-      minThreads: this.#config.workers,
-      maxThreads: this.#config.workers,
-      // The bound is ours (#attempt): piscina does not count tasks that carry an abort signal against its maxQueue.
-      maxQueue: Number.MAX_SAFE_INTEGER,
-      // A second batch waits on the worker's own port (PIPELINE): the worker starts it as soon as it
-      // finishes the first, without a round trip through the main thread (on a busy machine each wake-up
-      // of the other thread waits for a time slice). A batch stuck behind a slow one is taken back
-      // (batcher.ts), so it is not held hostage.
-      concurrentTasksPerWorker: this.#config.pipeline,
-      idleTimeout: Number.MAX_SAFE_INTEGER,
-      recordTiming: false,
-      workerData,
-    });
-    this.#piscina.on('error', (err: unknown) => this.#log.error({ [LogKey.error]: toError(err) }, 'evaluation worker failed'));
-    this.#piscina.on('workerDestroy', (worker: { id: number }) => {
-      if (worker.id >= 0) this.#destroyed.add(worker.id);
+    this.#piscina = startThreads({ workers: this.#config.workers, pipeline: this.#config.pipeline, workerData }, {
+      onError: (err) => this.#log.error({ [LogKey.error]: toError(err) }, 'evaluation worker failed'),
+      onDestroy: (id) => replication.workerDestroyed(id),
     });
     return this.#piscina;
-  }
-
-  #publish(store: StoreName, change: unknown): void {
-    const channel = this.#channel;
-    if (!channel) return;
-    const seq = this.#seq + 1;
-    channel.postMessage({ type: 'change', seq, store, change } satisfies ChannelMessage);
-    this.#seq = seq;
-  }
-
-  /** Several workers starting at once say hello together: one snapshot answers them all. */
-  #queueSnapshot(): void {
-    if (this.#snapshotQueued) return;
-    this.#snapshotQueued = true;
-    setImmediate(() => {
-      this.#snapshotQueued = false;
-      const changes: { store: StoreName; change: unknown }[] = [];
-      const add = <C>(store: StoreName, s: Replicated<C> | undefined): void => {
-        for (const change of s?.snapshot() ?? []) changes.push({ store, change });
-      };
-      add('rules', this.#stores.rules);
-      add('vaps', this.#stores.vaps);
-      add('params', this.#stores.params);
-      this.#channel?.postMessage({ type: 'snapshot', seq: this.#seq, changes } satisfies ChannelMessage);
-    });
   }
 
   // ---- evaluations -----------------------------------------------------------
@@ -356,7 +272,7 @@ export class EvaluationPool {
             input: { ...input, object: null, oldObject: null, ...(input.request ? { request: { ...input.request, object: null, oldObject: null } } : {}) },
             body,
           };
-    const settled = this.#evaluate(task as TaskBody & { kind: 'admission' }, input, (budget) => {
+    const settled = this.#evaluate(task as TaskBody & { kind: 'admission' }, () => input, (budget) => {
       let errors: RuleVerdict[] | undefined;
       const decision = decideAdmission(this.#stores.rules, input, budget, (v) => (errors ??= []).push(v));
       return errors === undefined ? { decision } : { decision, errors };
@@ -368,15 +284,33 @@ export class EvaluationPool {
     });
   }
 
+  /**
+   * A whole AdmissionReview, as its text, answered in a worker (read,
+   * exemptions, namespace labels, decision, the answer's text): the main
+   * thread parses nothing (adr/0013, "Reviews read in the worker"). Call it
+   * only while the replica is ready. Rejects (QueueFull, Closed) like
+   * {@link decide}.
+   */
+  review(body: string): Promise<AnsweredReview> {
+    const settled = this.#evaluate({ kind: 'review', body }, () => reviewWhat(body), (budget) => answerReview(body, this.#reviewContext, budget));
+    const report = this.#onRuleError;
+    if (report === undefined) return settled;
+    return settled.then((a) => {
+      const request = a.outcome.request;
+      if (a.ruleErrors !== undefined && request !== undefined) for (const v of a.ruleErrors) report(v, request);
+      return a;
+    });
+  }
+
   /** Every rule's verdict for an existing object (the audit). */
   audit(input: EvaluationInput): Promise<RuleVerdict[]> {
-    return this.#evaluate({ kind: 'audit', input }, input, (budget) => evaluate(this.#stores.rules, input, budget));
+    return this.#evaluate({ kind: 'audit', input }, () => input, (budget) => evaluate(this.#stores.rules, input, budget));
   }
 
   /** Every bound ValidatingAdmissionPolicy's evaluation for an existing object (the audit). */
   vap(attrs: VapAttributes, namespaceObject: KubeObject | null): Promise<BindingEvaluation[]> {
     const input = { kind: attrs.kind, namespace: attrs.namespace, name: attrs.name };
-    return this.#evaluate({ kind: 'vap', attrs, namespaceObject }, input, (budget) => {
+    return this.#evaluate({ kind: 'vap', attrs, namespaceObject }, () => input, (budget) => {
       const vaps = this.#stores.vaps;
       const params = this.#stores.params;
       if (!vaps || !params) return [];
@@ -392,7 +326,7 @@ export class EvaluationPool {
    */
   async #evaluate<K extends TaskBody['kind']>(
     body: TaskBody & { kind: K },
-    what: Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>,
+    what: What,
     settle: (budget: EvaluationBudget) => TaskResults[K],
   ): Promise<TaskResults[K]> {
     const ms = this.#config.timeoutMs;
@@ -411,9 +345,10 @@ export class EvaluationPool {
     return settle({ deadline: Number.NEGATIVE_INFINITY, now: epochNow, ms, abandoned: new Set(abandoned) });
   }
 
-  #noteAbandoned(what: Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>, running: string | undefined): void {
+  #noteAbandoned(whatOf: What, running: string | undefined): void {
     this.#abandoned++;
     this.#metrics?.abandoned.inc({ pool: this.name });
+    const what = whatOf();
     this.#log.warn(
       {
         [LogKey.kind]: what.kind.kind,
@@ -450,14 +385,21 @@ export class EvaluationPool {
       queued: this.#batcher.waiting(),
       maxQueue: this.#config.maxQueue,
       /** Workers holding the policies now (a replacement counts once it has its snapshot). */
-      readyThreads: [...this.#synced].filter((id) => !this.#destroyed.has(id)).length,
+      readyThreads: this.#replication?.liveSynced() ?? 0,
       completed: this.#piscina?.completed ?? 0,
       /** Tasks sent, and evaluations they carried (their ratio is the mean batch). */
       ...this.#batcher.stats(),
       abandoned: this.#abandoned,
       rejected: this.#rejected,
-      policyRevision: this.#seq,
+      policyRevision: this.#replication?.seq ?? 0,
       deadlineMs: this.#config.timeoutMs,
     };
   }
+}
+
+/** A review's identifiers for the log of an abandoned evaluation (rare: read again here). */
+function reviewWhat(body: string): Pick<EvaluationInput, 'kind' | 'namespace' | 'name'> {
+  const read = readReview(body);
+  if (read.ok) return read.request;
+  return { kind: { group: '', version: '', kind: '(unreadable review)' }, namespace: '', name: '' };
 }

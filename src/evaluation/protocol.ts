@@ -20,10 +20,11 @@
  *   were running.
  */
 import type { AdmissionDecision, EvaluationInput, KubeObject, RuleVerdict } from '../policy/index.ts';
+import type { AnsweredReview } from '../policy/review/answer.ts';
 import type { BindingEvaluation, VapAttributes } from '../policy/vap/index.ts';
 
 /** The stores a worker mirrors, by name. */
-export type StoreName = 'rules' | 'vaps' | 'params';
+export type StoreName = 'rules' | 'vaps' | 'params' | 'namespaces';
 
 export type ChannelMessage =
   | { type: 'hello' }
@@ -67,12 +68,15 @@ export type TaskItem =
    * less than cloning the objects.
    */
   | (ItemHeader & { kind: 'admission'; input: EvaluationInput; body?: string | undefined })
+  /** A whole AdmissionReview as its text: the worker reads, decides and serialises the answer (answerReview). */
+  | (ItemHeader & { kind: 'review'; body: string })
   | (ItemHeader & { kind: 'audit'; input: EvaluationInput })
   | (ItemHeader & { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null });
 
 export interface TaskResults {
   /** The decision, and the rules' `error` verdicts when there are any (the main thread counts and reports them). */
   admission: { decision: AdmissionDecision; errors?: RuleVerdict[] };
+  review: AnsweredReview;
   audit: RuleVerdict[];
   vap: BindingEvaluation[];
 }
@@ -80,6 +84,10 @@ export interface TaskResults {
 export interface WorkerData {
   channel: string;
   progress: SharedArrayBuffer;
+  /** Reviews: namespaces whose requests are allowed unevaluated (already includes the install namespace). */
+  exemptNamespaces: string[];
+  /** Reviews: namespace labels from the mirrored `namespaces` store (cluster mode), or only the name label (file mode). */
+  namespaceLabels: 'mirror' | 'name-only';
 }
 
 /**

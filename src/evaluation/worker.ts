@@ -10,6 +10,8 @@
  */
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import { decideAdmission, evaluate, RuleSet, type EvaluationBudget, type EvaluationInput, type KubeObject, type Replicated, type RuleVerdict } from '../policy/index.ts';
+import { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
+import { answerReview, nameOnlyNamespaceLabels, type ReviewContext } from '../policy/review/answer.ts';
 import { ParamStore, VapSet } from '../policy/vap/index.ts';
 import {
   CLAIM_CLOSED,
@@ -34,9 +36,11 @@ interface Stores {
   rules: RuleSet;
   vaps: VapSet;
   params: ParamStore;
+  namespaces: NamespaceLabelStore;
 }
 
-const fresh = (): Stores => ({ rules: new RuleSet(), vaps: new VapSet(), params: new ParamStore() });
+const fresh = (): Stores => ({ rules: new RuleSet(), vaps: new VapSet(), params: new ParamStore(), namespaces: new NamespaceLabelStore() });
+const exempt: ReadonlySet<string> = new Set(data.exemptNamespaces);
 
 let stores = fresh();
 /** The last change applied; -1 until the first snapshot. */
@@ -116,10 +120,22 @@ function execute(item: TaskItem, onRule: (key: string) => void): unknown {
     });
   }
   const budget: EvaluationBudget = { deadline: item.deadline, now: epochNow, ms: item.ms, abandoned, onRule };
+  if (item.kind === 'review') return answerReview(item.body, reviewContext(), budget);
   if (item.kind === 'audit') return evaluate(stores.rules, item.input, budget);
   let errors: RuleVerdict[] | undefined;
   const decision = decideAdmission(stores.rules, item.body === undefined ? item.input : withObjects(item.input, item.body), budget, (v) => (errors ??= []).push(v));
   return errors === undefined ? { decision } : { decision, errors };
+}
+
+let context: { stores: Stores; ctx: ReviewContext } | undefined;
+
+/** What reviews are answered with, for the stores in force (a snapshot replaces them). */
+function reviewContext(): ReviewContext {
+  if (context?.stores === stores) return context.ctx;
+  const { rules, namespaces } = stores;
+  const namespaceLabels = data.namespaceLabels === 'mirror' ? (ns: string) => (ns === '' ? undefined : namespaces.labels(ns)) : nameOnlyNamespaceLabels;
+  context = { stores, ctx: { rules, exempt, namespaceLabels } };
+  return context.ctx;
 }
 
 /** The input with the objects the main thread left out, from the review's own text. */

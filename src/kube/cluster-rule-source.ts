@@ -9,6 +9,7 @@
  * admission never depends on the control plane being reachable); staleness
  * shows up in /debug/vars and the informers' own logs instead.
  */
+import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import type { Logger } from 'pino';
 import type { Gauge } from 'prom-client';
 import { LogKey } from '../observability/log-keys.ts';
@@ -44,6 +45,8 @@ export class ClusterRuleSource {
   readonly rules: RuleInformerSource;
   readonly namespaces: NamespaceLabelCache;
   readonly namespaceLabels: (namespace: string) => Record<string, string> | undefined;
+  /** The same labels as a store the evaluation workers mirror. */
+  readonly namespaceStore: NamespaceLabelStore;
 
   constructor(deps: ClusterRuleSourceDeps) {
     const log = deps.logger;
@@ -89,6 +92,7 @@ export class ClusterRuleSource {
     this.namespaces = new NamespaceLabelCache(deps.client, log);
     const cache = this.namespaces;
     this.namespaceLabels = (namespace) => (namespace === '' ? undefined : cache.labels(namespace));
+    this.namespaceStore = cache.store;
   }
 
   ready(): boolean {

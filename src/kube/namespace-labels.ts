@@ -1,14 +1,18 @@
 /**
  * Namespace name → labels, for namespaceSelector matching at admission and in
- * the audit. A thin view over a ResilientInformer of core/v1 Namespaces.
+ * the audit. A ResilientInformer of core/v1 Namespaces feeding a
+ * NamespaceLabelStore, which the evaluation workers mirror.
  */
 import type { Logger } from 'pino';
+import { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import type { KubeObject } from '../types/kubernetes.ts';
 import type { KubeClient } from './client.ts';
 import { ResilientInformer, type InformerConfig } from './informer.ts';
 
 export class NamespaceLabelCache {
   readonly informer: ResilientInformer<KubeObject>;
+  /** The labels of every namespace the informer holds. */
+  readonly store = new NamespaceLabelStore();
 
   constructor(client: KubeClient, logger: Logger, options: Pick<InformerConfig, 'staleAfterMs' | 'backoff' | 'watchTimeoutSeconds'> = {}) {
     this.informer = new ResilientInformer<KubeObject>(
@@ -16,6 +20,11 @@ export class NamespaceLabelCache {
       { name: 'namespaces', path: '/api/v1/namespaces', apiVersion: 'v1', kind: 'Namespace', ...options },
       logger,
     );
+    this.informer.onEvent((event) => {
+      const name = event.object.metadata?.name;
+      if (name === undefined) return;
+      this.store.set(name, event.type === 'delete' ? null : (event.object.metadata?.labels ?? {}));
+    });
   }
 
   /**
@@ -23,9 +32,7 @@ export class NamespaceLabelCache {
    * must treat unknown as "cannot decide" rather than "no labels".
    */
   labels(namespace: string): Record<string, string> | undefined {
-    const ns = this.informer.get(namespace);
-    if (!ns) return undefined;
-    return { ...(ns.metadata?.labels ?? {}) };
+    return this.store.labels(namespace);
   }
 
   start(signal: AbortSignal): Promise<void> {

@@ -112,8 +112,9 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   registerCelFallbacks(registry, () => source.ruleSet.celCosts().map((r) => ({ rule: r.key, expressions: r.expressions.filter((e) => e.fallback !== undefined).length })));
   // Admission evaluates in worker threads with a hard deadline (adr/0013); threads start with the Manager.
   const evaluation = new EvaluationPool(
-    { name: 'admission', workers: config.evaluationWorkers, timeoutMs: config.evaluationTimeout },
-    { rules: source.ruleSet },
+    { name: 'admission', workers: config.evaluationWorkers, timeoutMs: config.evaluationTimeout, exemptNamespaces: config.exemptNamespaces },
+    // Namespace labels travel to the workers like the rules: they answer whole reviews.
+    { rules: source.ruleSet, namespaces: source.namespaceStore },
     {
       logger: componentLogger(root, 'evaluation'),
       registry,
@@ -137,6 +138,8 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     webhook = buildAdmissionServer({
       tls,
       decide: (input, body) => evaluation.decide(input, body),
+      // While ready, the whole review is read and answered in a worker: the main thread parses nothing.
+      answerReview: (body) => evaluation.review(body),
       limits: { maxConnections: config.webhookMaxConnections, maxPerPeer: config.webhookMaxConnectionsPerPeer },
       gate,
       exemptNamespaces: config.exemptNamespaces,

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { depthExceededAt, MAX_JSON_DEPTH } from '../../src/admission/json-depth.ts';
+import { depthExceededAt, MAX_JSON_DEPTH } from '../../src/policy/review/json-depth.ts';
 
 /** Depth of a parsed value, counted as the scan counts: each object or array is one level. */
 function depthOf(v: unknown): number {

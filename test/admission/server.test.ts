@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { makePki, makeServer, allowAll, denyPrivileged, podReview, type TestPki } from './helpers.ts';
-import { MAX_JSON_DEPTH } from '../../src/admission/json-depth.ts';
+import { MAX_JSON_DEPTH } from '../../src/policy/review/json-depth.ts';
 import { ADMISSION_BODY_LIMIT } from '../../src/admission/server.ts';
 
 let pki: TestPki;

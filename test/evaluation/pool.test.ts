@@ -9,6 +9,7 @@ import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { EvaluationPool } from '../../src/evaluation/pool.ts';
+import { NamespaceLabelStore } from '../../src/policy/namespace-label-store.ts';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { decideAdmission, evaluate, RuleSet, type KubeObject, type PortalRuleObject } from '../../src/policy/index.ts';
@@ -243,5 +244,44 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     const passing = await pool.vap(attrs, ns);
     assert.deepEqual(passing, local());
     assert.equal(passing[0]?.result, 'pass');
+  });
+
+  void it('answers a whole review in a worker, with the namespace labels mirrored like the rules and the exempt namespaces', async () => {
+    const rules = new RuleSet();
+    rules.upsert(clusterRule('no-privileged-in-prod', { match: { namespaceSelector: { matchLabels: { env: 'prod' } } } }));
+    const namespaces = new NamespaceLabelStore();
+    namespaces.set('shop', { env: 'dev' });
+    const pool = new EvaluationPool({ name: 'test', workers: 1, timeoutMs: 10_000, exemptNamespaces: ['portal-system'] }, { rules, namespaces }, { logger, registry: new Registry() });
+    pools.push(pool);
+    await warm(pool);
+    const review = (namespace: string, uid: string): string =>
+      JSON.stringify({
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: { uid, kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', namespace, name: 'web', object: pod({ namespace, privileged: true }) },
+      });
+    const answer = async (namespace: string, uid: string) => {
+      const a = await pool.review(review(namespace, uid));
+      return { decision: a.outcome.decision, request: a.outcome.request, wire: JSON.parse(a.payload) as { response: { uid: string; allowed: boolean; status?: { code: number } } } };
+    };
+    const dev = await answer('shop', 'u1');
+    assert.equal(dev.decision, 'allow');
+    assert.deepEqual(dev.wire.response, { uid: 'u1', allowed: true });
+    assert.deepEqual(dev.request, { uid: 'u1', operation: 'CREATE', kind: { group: '', version: 'v1', kind: 'Pod' }, namespace: 'shop', name: 'web' });
+    // A label change reaches the worker before the next review (same revision order as rule changes).
+    namespaces.set('shop', { env: 'prod' });
+    const prod = await answer('shop', 'u2');
+    assert.equal(prod.decision, 'deny');
+    assert.equal(prod.wire.response.uid, 'u2');
+    assert.equal(prod.wire.response.status?.code, 403);
+    // An exempt namespace is allowed unevaluated, whatever its labels.
+    namespaces.set('portal-system', { env: 'prod' });
+    assert.equal((await answer('portal-system', 'u4')).decision, 'exempt');
+    // Malformed and too deep: the 400s, from the worker.
+    const bad = await pool.review('{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u5"}}');
+    assert.equal(bad.outcome.decision, 'invalid');
+    assert.equal(bad.outcome.httpStatus, 400);
+    assert.equal((JSON.parse(bad.payload) as { response: { uid: string } }).response.uid, 'u5');
+    assert.equal((await pool.review('['.repeat(100_000))).outcome.httpStatus, 400);
   });
 });

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
-import { MAX_JSON_DEPTH } from '../../src/admission/json-depth.ts';
+import { MAX_JSON_DEPTH } from '../../src/policy/review/json-depth.ts';
 import { startServe, until, type Serve } from '../replica/support.ts';
 
 // The ageing of /readyz's error window is tested in

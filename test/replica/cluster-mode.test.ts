@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { startApiServer, type ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
 import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
-import { debugVars, podReview, readyz, review, root, startServe, until, type Serve } from './support.ts';
+import { debugVars, podReview, readyz, review, root, startServe, until, untilReady, type Serve } from './support.ts';
 
 const NS = 'portal-system';
 const USER = `system:serviceaccount:${NS}:portal-0`;
@@ -199,6 +199,8 @@ test('cluster mode: sync gate, live rules and namespace labels, election, releas
   await t.test('with the API server gone, it keeps answering admission from its cache', async () => {
     assert.ok(third, 'the third incarnation runs');
     const replica = third;
+    // Its cache is synced and its evaluation workers hold the rules (it leads before that on a loaded machine).
+    await untilReady(replica.probes, 60_000);
     await api.close();
     apiClosed = true;
     const denied = await decision(replica, { privileged: true });

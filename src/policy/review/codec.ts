@@ -3,7 +3,7 @@
  * `v1beta1`, FACTS.md). Decoding never throws: it returns what was wrong and,
  * when it could be read, the request's uid so even an error answer echoes it.
  */
-import type { GroupVersionKind, KubeObject, Operation } from '../policy/types.ts';
+import type { GroupVersionKind, KubeObject, Operation } from '../types.ts';
 
 export const REVIEW_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
 export type ReviewVersion = (typeof REVIEW_VERSIONS)[number];

@@ -3,10 +3,10 @@
  * server itself never evaluates requests that could lock out the control
  * plane or Portal.
  */
-import type { AdmissionRequest } from './review.ts';
+import type { AdmissionRequest } from './codec.ts';
 
 /** Kinds the chart never sends; if a misconfigured webhook does, allow them unevaluated. */
-const EXEMPT_KINDS = new Set([
+const EXEMPT_KINDS: ReadonlySet<string> = new Set([
   'coordination.k8s.io/Lease',
   '/Event',
   'events.k8s.io/Event',
@@ -17,7 +17,7 @@ const EXEMPT_KINDS = new Set([
   'authorization.k8s.io/LocalSubjectAccessReview',
 ]);
 /** Portal's own resources (rules), so a bad rule can always be fixed. */
-const EXEMPT_GROUPS = new Set(['portal.dev']);
+const EXEMPT_GROUPS: ReadonlySet<string> = new Set(['portal.dev']);
 
 export type Exemption = 'namespace' | 'kind' | undefined;
 

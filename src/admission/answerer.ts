@@ -1,0 +1,231 @@
+/**
+ * One admission request on the main thread, from its body to the text on
+ * the wire, shared by fastify's route and the fast path: readiness, the
+ * decision (sent whole to the evaluation pool, or decided in-process), and
+ * the bookkeeping (readiness window, metrics, logs).
+ *
+ * Two ways to a decision:
+ * - `answerReview` (the evaluation pool, adr/0013): while the replica is
+ *   ready, the body goes to a worker as text and comes back as the answer's
+ *   text. The main thread parses nothing: it keeps TLS, HTTP, metrics and
+ *   the fail-closed answers.
+ * - `decide` (in-process deciders, tests): the review is read here and the
+ *   decider gets the evaluation input.
+ * While not ready the review is read here either way: exempt requests are
+ * still allowed and the others denied "not ready", with their uid.
+ */
+import type { Logger } from 'pino';
+import { toError } from '../observability/errors.ts';
+import { LogKey } from '../observability/log-keys.ts';
+import type { AdmissionMetrics } from '../observability/metrics.ts';
+import {
+  decidedOutcome,
+  exemptOutcome,
+  failedOutcome,
+  readReview,
+  serialize,
+  toInput,
+  type AnsweredReview,
+  type Decision,
+  type Outcome,
+} from '../policy/review/answer.ts';
+import type { AdmissionRequest, ReviewVersion } from '../policy/review/codec.ts';
+import type { AnswerReview, Decide, NamespaceLabels } from './decision.ts';
+import type { WireAnswer } from './fast-path.ts';
+import type { ReadinessGate } from './readiness.ts';
+
+export interface AnswererDeps {
+  decide: Decide;
+  answerReview?: AnswerReview | undefined;
+  gate: ReadinessGate;
+  exempt: ReadonlySet<string>;
+  namespaceLabels: NamespaceLabels;
+  metrics: AdmissionMetrics;
+  kindLabel: (kind: string) => string;
+  log: Logger;
+}
+
+export type Answer = (body: unknown) => WireAnswer | Promise<WireAnswer>;
+
+export class Answerer {
+  readonly #deps: AnswererDeps;
+
+  constructor(deps: AnswererDeps) {
+    this.#deps = deps;
+  }
+
+  /** Decides on a raw body and serialises the answer. A throw is the caller's to answer (error-answers.ts). */
+  answer(body: unknown): WireAnswer | Promise<WireAnswer> {
+    const started = performance.now();
+    this.#deps.metrics.inFlight.inc();
+    let out: Outcome | Promise<Outcome>;
+    try {
+      const remote = this.#deps.answerReview;
+      if (remote !== undefined && typeof body === 'string' && this.#deps.gate.synced()) {
+        return remote(body).then(
+          (a) => this.#answered(a, started),
+          (err: unknown) => this.#finish(this.#rejected(body, err), started),
+        );
+      }
+      out = this.#handle(body);
+    } catch (err) {
+      this.#deps.metrics.inFlight.dec();
+      throw err;
+    }
+    if (out instanceof Promise) {
+      return out.then(
+        (o) => this.#finish(o, started),
+        (err: unknown) => {
+          this.#deps.metrics.inFlight.dec();
+          throw err;
+        },
+      );
+    }
+    return this.#finish(out, started);
+  }
+
+  /** The review read and decided on this thread. */
+  #handle(body: unknown): Outcome | Promise<Outcome> {
+    const read = readReview(body);
+    if (!read.ok) return read.outcome;
+    const { apiVersion, request } = read;
+    const exempt = exemptOutcome(apiVersion, request, this.#deps.exempt);
+    if (exempt !== undefined) return exempt;
+    const notReady = this.#deps.gate.sourceReasons();
+    if (notReady.length > 0) return notReadyOutcome(apiVersion, request, notReady);
+    let result: Decision | Promise<Decision>;
+    try {
+      result = this.#deps.decide(toInput(request, this.#deps.namespaceLabels), body as string);
+    } catch (err) {
+      return failedOutcome(apiVersion, request, err);
+    }
+    // Closures only on the (rare) asynchronous path, not allocated per request.
+    return result instanceof Promise
+      ? result.then(
+          (d) => decidedOutcome(apiVersion, request, d),
+          (err: unknown) => failedOutcome(apiVersion, request, err),
+        )
+      : decidedOutcome(apiVersion, request, result);
+  }
+
+  /** The pool refused or lost the review (e.g. its queue is full): read here for the uid; exemptions still hold. */
+  #rejected(body: string, err: unknown): Outcome {
+    const read = readReview(body);
+    if (!read.ok) return read.outcome;
+    return exemptOutcome(read.apiVersion, read.request, this.#deps.exempt) ?? failedOutcome(read.apiVersion, read.request, err);
+  }
+
+  #answered(a: AnsweredReview, started: number): WireAnswer {
+    this.#deps.metrics.inFlight.dec();
+    if (a.encodeError !== undefined) this.#logEncodeError(a.outcome, new Error(a.encodeError));
+    try {
+      this.#account(a.outcome, started);
+    } catch (err) {
+      // Decided, but not recorded: still answered with its uid, as a denial (see finish).
+      if (a.outcome.request) return this.#wire(this.#failedAndNoted(a.outcome.apiVersion, a.outcome.request, err));
+    }
+    return { status: a.outcome.httpStatus, payload: a.payload };
+  }
+
+  #finish(out: Outcome, started: number): WireAnswer {
+    this.#deps.metrics.inFlight.dec();
+    let result = out;
+    try {
+      this.#account(out, started);
+    } catch (err) {
+      // The decision is made but could not be recorded: the request is
+      // still answered, with its uid, and as a denial (fail closed): a
+      // replica whose bookkeeping is broken must not keep admitting unseen.
+      if (out.request) result = this.#failedAndNoted(out.apiVersion, out.request, err);
+    }
+    return this.#wire(result);
+  }
+
+  #wire(out: Outcome): WireAnswer {
+    const { payload, encodeError } = serialize(out);
+    if (encodeError !== undefined) this.#logEncodeError(out, encodeError);
+    return { status: out.httpStatus, payload };
+  }
+
+  #logEncodeError(out: Outcome, err: unknown): void {
+    try {
+      this.#deps.log.error({ [LogKey.error]: toError(err), [LogKey.uid]: out.response.uid }, 'cannot encode the admission answer');
+    } catch {
+      // The denial still goes out.
+    }
+  }
+
+  /** Readiness, metrics and the log of one outcome. */
+  #account(out: Outcome, started: number): void {
+    switch (out.decision) {
+      case 'allow':
+      case 'warn':
+      case 'deny':
+        if (out.exempted !== undefined) for (const e of out.exempted) this.#deps.metrics.exceptionsApplied.inc({ exception: e.exception, rule: e.rule });
+        this.#deps.gate.record(false);
+        break;
+      case 'error':
+        this.#noteFailure(out);
+        break;
+      case 'invalid':
+        this.#deps.metrics.errors.inc({ reason: 'invalid_input' });
+        break;
+      default:
+    }
+    this.#observe(out, started);
+  }
+
+  /** Never throws: the answer that carries the uid must not depend on the logger or the metrics working. */
+  #noteFailure(out: Outcome): void {
+    try {
+      this.#deps.gate.record(true);
+      this.#deps.metrics.errors.inc({ reason: 'internal' });
+      this.#deps.log.error({ [LogKey.error]: toError(out.cause), [LogKey.uid]: out.response.uid }, 'internal error while deciding');
+    } catch {
+      // Bookkeeping is broken too; the denial still goes out.
+    }
+  }
+
+  #failedAndNoted(apiVersion: ReviewVersion, request: NonNullable<Outcome['request']>, err: unknown): Outcome {
+    const out = failedOutcome(apiVersion, request, err);
+    this.#noteFailure(out);
+    return out;
+  }
+
+  #observe(out: Outcome, started: number): void {
+    const r = out.request;
+    const ms = performance.now() - started;
+    this.#deps.metrics.answered(r?.operation ?? '', r ? this.#deps.kindLabel(r.kind.kind) : '', out.decision, ms / 1000);
+    if (out.decision === 'error' || this.#deps.log.isLevelEnabled('debug')) {
+      // Identifiers only: never the object (it can be a Secret).
+      this.#deps.log[out.decision === 'error' ? 'warn' : 'debug'](
+        {
+          [LogKey.uid]: out.response.uid,
+          [LogKey.operation]: r?.operation,
+          [LogKey.kind]: r?.kind.kind,
+          [LogKey.namespace]: r?.namespace,
+          [LogKey.name]: r?.name,
+          [LogKey.decision]: out.decision,
+          [LogKey.durationMs]: ms,
+          [LogKey.reason]: out.response.status?.message,
+        },
+        'admission request',
+      );
+    }
+  }
+
+}
+
+function notReadyOutcome(apiVersion: ReviewVersion, request: AdmissionRequest, reasons: string[]): Outcome {
+  return {
+    httpStatus: 200,
+    apiVersion,
+    request,
+    decision: 'not_ready',
+    response: {
+      uid: request.uid,
+      allowed: false,
+      status: { code: 503, reason: 'ServiceUnavailable', message: `portal is not ready (${reasons.join('; ')}); the request is denied until it is` },
+    },
+  };
+}
