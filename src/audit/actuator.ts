@@ -24,7 +24,6 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { KubeClient } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
-import { TokenBucket } from '../kube/rate-limiter.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import type { Runnable } from '../manager/runnable.ts';
 import { ErrorCode, isPortalError, PortalError, toError } from '../observability/errors.ts';
@@ -32,12 +31,8 @@ import { LogKey } from '../observability/log-keys.ts';
 import type { ExceptionState, RuleSet, RuleState } from '../policy/index.ts';
 import { ExceptionStatusWriter } from './exception-status.ts';
 import type { KubeObject } from '../policy/types.ts';
-import { ActionExecutor, type ActionOutcome, type ActionTarget } from './actions.ts';
-import { decideAlert } from './alert-scheduler.ts';
-import { AlertmanagerClient } from './alertmanager.ts';
 import { aborted, type AuditEvaluator, type AuditStep, type ObjectState } from './evaluator.ts';
-import { actionKey } from './idempotency.ts';
-import { LedgerWriter } from './ledger-writer.ts';
+import { ObjectActions } from './object-actions.ts';
 import { ReportFlusher } from './report-flusher.ts';
 import { ReportPlanner, type ReportConfig } from './report-planner.ts';
 import { sleep } from '../kube/backoff.ts';
@@ -102,11 +97,9 @@ export class AuditActuator implements Runnable {
   readonly name = 'audit-actuator';
   readonly status: StatusWriter;
   readonly exceptionStatus: ExceptionStatusWriter;
-  readonly #config: Readonly<AuditActuatorConfig>;
   readonly #evaluator: AuditEvaluator;
   readonly #log: Logger;
-  readonly #executor: ActionExecutor;
-  readonly #alertmanager: AlertmanagerClient;
+  readonly #actions: ObjectActions;
   readonly #planner: ReportPlanner;
   readonly flusher: ReportFlusher;
   #acting: Acting | undefined;
@@ -118,21 +111,20 @@ export class AuditActuator implements Runnable {
   firstSideEffectAt: number | undefined;
 
   constructor(config: AuditActuatorConfig, deps: AuditActuatorDeps) {
-    this.#config = Object.freeze({ ...config });
     this.#evaluator = deps.evaluator;
     this.#log = deps.logger.child({ [LogKey.subcomponent]: 'audit-actuator' });
     const { client, writer } = deps;
-    this.#alertmanager = new AlertmanagerClient({ urls: config.alertmanagerUrls, writer, logger: this.#log, registry: deps.registry });
-    this.#executor = new ActionExecutor({
+    this.#actions = new ObjectActions({
+      client,
       writer,
-      writeLimiter: client.writeLimiter,
-      // N per minute, burst 1: evictions spread evenly (see ActionExecutorOptions).
-      evictionLimiter: new TokenBucket({ qps: Math.max(config.maxEvictionsPerMinute, 1e-6) / 60, burst: 1 }),
-      ledger: new LedgerWriter({ writer, namespace: config.installNamespace, writeLimiter: client.writeLimiter }),
-      alertmanager: this.#alertmanager,
-      store: this.#evaluator.store,
-      exemptNamespaces: new Set([...config.exemptNamespaces, config.installNamespace]),
+      evaluator: this.#evaluator,
+      installNamespace: config.installNamespace,
+      exemptNamespaces: config.exemptNamespaces,
+      maxEvictionsPerMinute: config.maxEvictionsPerMinute,
+      alertmanagerUrls: config.alertmanagerUrls,
       resendIntervalMs: config.alertResendIntervalMs,
+      touchReport: (key, st) => this.#planner.touch(key, st),
+      onSideEffect: () => this.#sideEffect(),
       logger: this.#log,
       registry: deps.registry,
     });
@@ -259,7 +251,7 @@ export class AuditActuator implements Runnable {
     const objects = this.#evaluator.objects();
     for (const [key, st] of objects) {
       if (acting.signal.aborted) return;
-      if (this.#pending(key, st)) {
+      if (this.#actions.pending(key, st)) {
         takeover?.keys.add(key);
         this.#evaluator.enqueue(key);
         pending++;
@@ -313,32 +305,6 @@ export class AuditActuator implements Runnable {
     this.#scheduleStatus(acting);
   }
 
-  /** Does this object still need an action (as far as this replica has observed)? Reports: {@link #reconcileReports}. */
-  #pending(key: string, st: ObjectState): boolean {
-    const store = this.#evaluator.store;
-    const now = Date.now();
-    for (const rule of this.#evaluator.rulesOf(st)) {
-      const violating = st.violating.has(rule.display);
-      const k = (type: 'label' | 'annotate' | 'alert' | 'evict') => actionKey({ rule: rule.display, gvk: st.gvk, namespace: st.object.metadata?.namespace ?? '', name: st.object.metadata?.name ?? '', actionType: type });
-      for (const a of rule.actions) {
-        if (!violating || st.deleted) continue;
-        if ((a.type === 'label' || a.type === 'annotate') && !store.has(k(a.type))) return true;
-        // An unconfirmed eviction intent is settled by the executor (it reads the pod).
-        if (a.type === 'evict' && this.#config.maxEvictionsPerMinute > 0 && store.get(k('evict'))?.state !== 'done') return true;
-      }
-      if (this.#alertmanager.configured) {
-        const wants = violating && !st.deleted && rule.actions.some((a) => a.type === 'alert');
-        const record = store.get(k('alert'));
-        // An unconfirmed intent (its sender died or was fenced) is settled with Alertmanager by the executor.
-        if (wants && record?.state === 'intent') return true;
-        const d = decideAlert(record, wants, now, this.#config.alertResendIntervalMs);
-        if (d.type === 'fire' || d.type === 'resolve') return true;
-        if (d.type === 'wait') this.#evaluator.enqueueAfter(key, d.dueAt - now);
-      }
-    }
-    return false;
-  }
-
   /** Compares every report with evaluation and marks those that differ (once per term, then after each pass). */
   async #reconcileReports(acting: Acting): Promise<void> {
     if (acting.signal.aborted) return;
@@ -382,41 +348,8 @@ export class AuditActuator implements Runnable {
     const { term, signal } = acting;
     if (signal.aborted) return;
     if (!this.#evaluator.observedSynced()) return { requeueAfterMs: 500 };
-    const store = this.#evaluator.store;
-    const outcomes: ActionOutcome[] = [];
     try {
-      // 1. The report: marked dirty when what it says about the object changed (the flusher writes it).
-      this.#planner.touch(key, st);
-      // 2. Actions of every rule the object violates; alert resolution for the others.
-      const target: ActionTarget = { gvk: st.gvk, object: st.object };
-      const states = this.#evaluator.ruleStates();
-      const meta = st.object.metadata ?? {};
-      for (const { display, actions } of this.#evaluator.rulesOf(st)) {
-        const verdict = st.verdicts.find((v) => v.rule === display);
-        const violating = !st.deleted && st.violating.has(display);
-        if (violating && verdict) {
-          if (actions.some((a) => a.type === 'label' || a.type === 'annotate')) outcomes.push(await this.#counted(this.#executor.mark(target, display, actions, term, signal)));
-          if (actions.some((a) => a.type === 'evict') && this.#config.maxEvictionsPerMinute > 0) outcomes.push(await this.#counted(this.#executor.evict(target, display, term, signal)));
-        }
-        const wantsAlert = actions.some((a) => a.type === 'alert');
-        const alertKey = actionKey({ rule: display, gvk: st.gvk, namespace: meta.namespace ?? '', name: meta.name ?? '', actionType: 'alert' });
-        if ((wantsAlert && violating) || store.has(alertKey)) {
-          if (!this.#alertmanager.configured) {
-            if (wantsAlert && violating) outcomes.push({ status: 'skipped', reason: 'no --alertmanager-url configured' });
-            continue;
-          }
-          const violation = {
-            rule: display,
-            severity: verdict?.severity ?? states.get(display)?.severity ?? 'medium',
-            kind: st.gvk.kind,
-            namespace: meta.namespace ?? '',
-            name: meta.name ?? '',
-            message: verdict?.message ?? `${display}: violation resolved`,
-            epoch: term.epochString,
-          };
-          outcomes.push(await this.#counted(this.#executor.alert(target, violation, wantsAlert && violating, term, signal)));
-        }
-      }
+      return await this.#actions.act(key, st, term, signal);
     } catch (err) {
       if (isPortalError(err, ErrorCode.TermExpired) || signal.aborted) {
         // Not this key's fault: the next leader (maybe us again) picks it up as pending.
@@ -425,21 +358,6 @@ export class AuditActuator implements Runnable {
       }
       throw err;
     }
-    this.#evaluator.prune(key, st);
-    const errors = outcomes.filter((o): o is Extract<ActionOutcome, { status: 'error' }> => o.status === 'error');
-    if (errors.length > 0) throw new Error(errors.map((e) => e.reason).join('; '));
-    let after: number | undefined;
-    for (const o of outcomes) {
-      const ms = o.status === 'retry' ? o.afterMs : o.status === 'done' ? o.requeueAfterMs : undefined;
-      if (ms !== undefined && (after === undefined || ms < after)) after = ms;
-    }
-    return after !== undefined ? { requeueAfterMs: Math.max(0, after) } : undefined;
-  }
-
-  async #counted(p: Promise<ActionOutcome>): Promise<ActionOutcome> {
-    const o = await p;
-    if (o.status === 'done') this.#sideEffect();
-    return o;
   }
 
   #sideEffect(): void {

@@ -18,15 +18,13 @@ import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import type { Runnable } from '../manager/runnable.ts';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
-import { EXCEPTION_KIND, RULE_API_VERSION, type GroupVersionKind } from '../policy/types.ts';
-import { LeaderEvents } from './leader-events.ts';
 import { LogKey } from '../observability/log-keys.ts';
+import { EXCEPTION_KIND, RULE_API_VERSION, type GroupVersionKind } from '../policy/types.ts';
+import { eventBody, LeaderEvents } from './leader-events.ts';
 
 export const EXCEPTION_EVENT_CONTROLLER = 'portal.dev/audit';
 /** Transitions noted this long before a replica starts leading were written by the leader of the time. */
 const MAX_AGE_MS = 10 * 60_000;
-/** Event messages are capped by the API server at 1 KiB (as client-go truncates them). */
-const MAX_MESSAGE = 1024;
 
 export interface ExemptionTransition {
   exception: { namespace: string; name: string; uid: string | undefined; generation: number };
@@ -74,27 +72,21 @@ export class ExceptionEvents implements Runnable {
   }
 
   #event(key: string, t: ExemptionTransition): CoreV1Event {
-    const now = new Date();
     const o = t.object;
     const what = `${o.gvk.kind} ${o.namespace ? `${o.namespace}/` : ''}${o.name}`;
     const rules = t.rules.join(', ');
     const text = t.started ? `exempts ${what} from ${rules}` : `no longer exempts ${what} from ${rules}${t.why ? `: ${t.why}` : ''}`;
-    return {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: `${t.exception.name.slice(0, 200)}.${key}`, namespace: t.exception.namespace },
+    return eventBody({
+      name: `${t.exception.name.slice(0, 200)}.${key}`,
+      namespace: t.exception.namespace,
       involvedObject: { apiVersion: RULE_API_VERSION, kind: EXCEPTION_KIND, name: t.exception.name, namespace: t.exception.namespace, ...(t.exception.uid ? { uid: t.exception.uid } : {}) },
       related: { apiVersion: o.gvk.group ? `${o.gvk.group}/${o.gvk.version}` : o.gvk.version, kind: o.gvk.kind, name: o.name, ...(o.namespace ? { namespace: o.namespace } : {}), ...(o.uid ? { uid: o.uid } : {}) },
       reason: t.started ? 'Exempting' : 'ExemptionEnded',
-      message: text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE - 3)}...` : text,
+      message: text,
       type: 'Normal',
-      count: 1,
-      firstTimestamp: now,
-      lastTimestamp: now,
-      source: { component: 'portal' },
       reportingComponent: EXCEPTION_EVENT_CONTROLLER,
       reportingInstance: this.#identity,
-    };
+    });
   }
 
   stats(): Record<string, unknown> {

@@ -9,6 +9,7 @@
  */
 import type { KubeClient } from '../kube/client.ts';
 import { kubeGetJson } from '../kube/raw-get.ts';
+import { guessResource } from '../policy/vap/resources.ts';
 
 export interface KindResource {
   group: string;
@@ -28,33 +29,23 @@ export function apiVersionOf(r: Pick<KindResource, 'group' | 'version'>): string
   return r.group === '' ? r.version : `${r.group}/${r.version}`;
 }
 
-const b = (group: string, version: string, kind: string, resource: string, namespaced = true): KindResource => ({ group, version, kind, resource, namespaced });
+/** group, version, namespaced kinds, cluster-scoped kinds; resources are the kinds' regular plurals (guessResource). */
+const BUILTIN_GROUPS: readonly [group: string, version: string, namespaced: readonly string[], cluster: readonly string[]][] = [
+  ['', 'v1', ['Pod', 'Service', 'ConfigMap', 'ServiceAccount', 'ReplicationController', 'PersistentVolumeClaim'], ['Namespace', 'PersistentVolume', 'Node']],
+  ['apps', 'v1', ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet'], []],
+  ['batch', 'v1', ['Job', 'CronJob'], []],
+  ['networking.k8s.io', 'v1', ['Ingress', 'NetworkPolicy'], []],
+  ['policy', 'v1', ['PodDisruptionBudget'], []],
+  ['rbac.authorization.k8s.io', 'v1', ['Role', 'RoleBinding'], ['ClusterRole', 'ClusterRoleBinding']],
+];
 
 /** The built-in kinds a Portal rule is likely to match (the workloads plus common config objects). */
-export const BUILTIN_KINDS: readonly KindResource[] = Object.freeze([
-  b('', 'v1', 'Pod', 'pods'),
-  b('', 'v1', 'Service', 'services'),
-  b('', 'v1', 'ConfigMap', 'configmaps'),
-  b('', 'v1', 'ServiceAccount', 'serviceaccounts'),
-  b('', 'v1', 'ReplicationController', 'replicationcontrollers'),
-  b('', 'v1', 'PersistentVolumeClaim', 'persistentvolumeclaims'),
-  b('', 'v1', 'Namespace', 'namespaces', false),
-  b('', 'v1', 'PersistentVolume', 'persistentvolumes', false),
-  b('', 'v1', 'Node', 'nodes', false),
-  b('apps', 'v1', 'Deployment', 'deployments'),
-  b('apps', 'v1', 'StatefulSet', 'statefulsets'),
-  b('apps', 'v1', 'DaemonSet', 'daemonsets'),
-  b('apps', 'v1', 'ReplicaSet', 'replicasets'),
-  b('batch', 'v1', 'Job', 'jobs'),
-  b('batch', 'v1', 'CronJob', 'cronjobs'),
-  b('networking.k8s.io', 'v1', 'Ingress', 'ingresses'),
-  b('networking.k8s.io', 'v1', 'NetworkPolicy', 'networkpolicies'),
-  b('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets'),
-  b('rbac.authorization.k8s.io', 'v1', 'Role', 'roles'),
-  b('rbac.authorization.k8s.io', 'v1', 'RoleBinding', 'rolebindings'),
-  b('rbac.authorization.k8s.io', 'v1', 'ClusterRole', 'clusterroles', false),
-  b('rbac.authorization.k8s.io', 'v1', 'ClusterRoleBinding', 'clusterrolebindings', false),
-]);
+export const BUILTIN_KINDS: readonly KindResource[] = Object.freeze(
+  BUILTIN_GROUPS.flatMap(([group, version, namespaced, cluster]) => [
+    ...namespaced.map((kind) => ({ group, version, kind, resource: guessResource(kind), namespaced: true })),
+    ...cluster.map((kind) => ({ group, version, kind, resource: guessResource(kind), namespaced: false })),
+  ]),
+);
 
 const builtins = new Map(BUILTIN_KINDS.map((r) => [`${r.group}/${r.kind}`, r]));
 

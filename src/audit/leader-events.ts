@@ -11,10 +11,12 @@
  * Event — by this leader after a restart, or by the next leader, whose
  * follower time queued the same Events — answers 409 and writes nothing.
  *
- * Bounded: at most `maxPending` Events wait (the oldest are dropped, and
- * counted); entries queued more than `maxAgeMs` before this replica starts
+ * Bounded: at most `maxPending` Events wait (beyond, the oldest are dropped,
+ * or the new one with `whenFull: 'drop-new'`, and counted); entries queued more than `maxAgeMs` before this replica starts
  * leading are dropped then (a live leader has written them; Events are a
- * record for people, not side effects owed exactly once).
+ * record for people, not side effects owed exactly once). An Event whose
+ * namespace is gone or forbidden (404, 403) is dropped with a warning: no
+ * retry would ever write it.
  */
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -39,6 +41,8 @@ export interface LeaderEventsOptions {
   writeLimiter?: { take(signal?: AbortSignal): Promise<void> };
   /** @default 10000 */
   maxPending?: number;
+  /** Which Event a full queue drops. @default 'drop-oldest' */
+  whenFull?: 'drop-oldest' | 'drop-new';
   /** Queued longer than this before the term starts: dropped then (undefined: kept). */
   maxAgeMs?: number;
   /** Called once an Event exists (created, or found created by an earlier leader). */
@@ -46,6 +50,43 @@ export interface LeaderEventsOptions {
 }
 
 const RETRY_MS = 5000;
+/** Event messages are capped by the API server at 1 KiB (as client-go truncates them). */
+const MAX_MESSAGE = 1024;
+
+function clipEventMessage(text: string): string {
+  return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE - 3)}...` : text;
+}
+
+/** A core/v1 Event Portal writes now (count 1, its message clipped), reported by `portal.dev/audit` on this replica. */
+export function eventBody(e: {
+  name: string;
+  namespace: string;
+  involvedObject: NonNullable<CoreV1Event['involvedObject']>;
+  related?: CoreV1Event['related'];
+  reason: string;
+  message: string;
+  type: 'Normal' | 'Warning';
+  reportingComponent: string;
+  reportingInstance: string;
+}): CoreV1Event {
+  const now = new Date();
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: e.name, namespace: e.namespace },
+    involvedObject: e.involvedObject,
+    ...(e.related ? { related: e.related } : {}),
+    reason: e.reason,
+    message: clipEventMessage(e.message),
+    type: e.type,
+    count: 1,
+    firstTimestamp: now,
+    lastTimestamp: now,
+    source: { component: 'portal' },
+    reportingComponent: e.reportingComponent,
+    reportingInstance: e.reportingInstance,
+  };
+}
 
 export class LeaderEvents {
   readonly #o: LeaderEventsOptions;
@@ -75,6 +116,10 @@ export class LeaderEvents {
     if (this.#pending.has(e.key)) return;
     const max = this.#o.maxPending ?? 10_000;
     if (this.#pending.size >= max) {
+      if (this.#o.whenFull === 'drop-new') {
+        this.dropped++;
+        return;
+      }
       const oldest = this.#pending.keys().next();
       if (!oldest.done) this.#pending.delete(oldest.value);
       this.dropped++;
@@ -130,6 +175,11 @@ export class LeaderEvents {
     } catch (err) {
       if (apiStatusCode(err) === 409) return true;
       if (isPortalError(err, ErrorCode.TermExpired) || signal.aborted) return false;
+      // The namespace is gone (e.g. a PortalRule deleted with its namespace) or closed to us: nothing to report on.
+      if (apiStatusCode(err) === 404 || apiStatusCode(err) === 403) {
+        this.#log.warn({ [LogKey.error]: toError(err), [LogKey.event]: p.body.metadata?.name, [LogKey.namespace]: p.namespace, [LogKey.reason]: p.body.reason }, 'cannot record an event; dropping it');
+        return true;
+      }
       this.#log.warn({ [LogKey.error]: toError(err), [LogKey.event]: p.body.metadata?.name, [LogKey.reason]: p.body.reason }, 'could not record an event; retrying');
       return false;
     }

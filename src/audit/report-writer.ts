@@ -110,7 +110,6 @@ export class ReportWriter {
   async apply(identity: ReportIdentity, desired: Report | undefined, term: LeaderTerm, signal: AbortSignal): Promise<ReportWrite> {
     const key = cacheKey(identity.namespace, identity.name);
     let current = this.#observed.get(key);
-    const co = this.#client.customObjects;
     const wco = this.#writer.customObjects;
     const { group: GROUP, version: VERSION } = this.api;
     const ns = identity.namespace;
@@ -121,9 +120,7 @@ export class ReportWriter {
       // Absent from a cache whose watch is not running (yet, e.g. right after a takeover, or again):
       // it may exist all the same. Read it rather than try a create that is likely to conflict.
       try {
-        current = (ns
-          ? await co.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name }, opts)
-          : await co.getClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name }, opts)) as Report;
+        current = await this.#read(identity, plural, opts);
         this.#remember(key, current);
       } catch (err) {
         if (signal.aborted) throw err;
@@ -155,9 +152,7 @@ export class ReportWriter {
           } catch (err) {
             if (isPortalError(err) || apiStatusCode(err) !== 409) throw err;
             // Stored already (our cache lags): read it and compare again.
-            current = (ns
-              ? await co.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural, name: identity.name }, opts)
-              : await co.getClusterCustomObject({ group: GROUP, version: VERSION, plural, name: identity.name }, opts)) as Report;
+            current = await this.#read(identity, plural, opts);
             this.#remember(key, current);
             if (reportContentEqual(current, desired)) return this.#count('unchanged');
             continue;
@@ -189,6 +184,16 @@ export class ReportWriter {
       this.#logger.debug({ [LogKey.report]: key, [LogKey.error]: toError(err) }, 'report write failed');
       throw new PortalError(ErrorCode.Kube, `${identity.kind} ${key}: ${describeApiError(err)}`, { cause: err });
     }
+  }
+
+  /** The stored report, read from the API server (the cache may lag or not be watching). */
+  async #read(identity: ReportIdentity, plural: string, opts: ReturnType<typeof callOptions>): Promise<Report> {
+    const co = this.#client.customObjects;
+    const { group, version } = this.api;
+    const ns = identity.namespace;
+    return (ns
+      ? await co.getNamespacedCustomObject({ group, version, namespace: ns, plural, name: identity.name }, opts)
+      : await co.getClusterCustomObject({ group, version, plural, name: identity.name }, opts)) as Report;
   }
 
   /** Checked right before each request (the FencedWriter checks again at the socket). */

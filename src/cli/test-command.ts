@@ -16,7 +16,7 @@
  * `pod-security.kubernetes.io/enforce-version: V` unless its Namespace in the
  * inputs sets that label itself.
  */
-import { editDistance, parseArgs, type FlagDef } from './args.ts';
+import { editDistance, parseArgs, type FlagDef, type ParsedArgs } from './args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { readManifests } from '../config/manifests.ts';
 import { isVapDocument, type VapDocuments } from '../config/vap-manifests.ts';
@@ -119,6 +119,32 @@ interface Inputs {
   judging: OfflineJudging;
 }
 
+/** How exceptions are judged, from --now, --exception-namespaces and --max-exception-lifetime; problems are added to `problems`. */
+function judgingFlags(values: ParsedArgs['values'], problems: string[]): OfflineJudging {
+  const nowFlag = values.get('now')?.at(-1);
+  let now = Date.now();
+  if (nowFlag !== undefined) {
+    const parsed = parseRfc3339(nowFlag);
+    if (parsed === undefined) problems.push(`--now "${nowFlag}" is not an RFC 3339 date-time; write it like 2026-12-31T00:00:00Z`);
+    else now = parsed;
+  }
+  const exceptionNamespaces = (values.get('exception-namespaces') ?? []).flatMap((v) => v.split(',')).filter((v) => v !== '');
+  for (const ns of exceptionNamespaces) {
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(ns) || ns.length > 63) problems.push(`--exception-namespaces: "${ns}" is not a valid namespace name`);
+  }
+  const lifetimeFlag = values.get('max-exception-lifetime')?.at(-1);
+  let maxLifetimeMs: number | undefined;
+  if (lifetimeFlag !== undefined) {
+    const ms = parseDuration(lifetimeFlag);
+    if (ms === undefined) problems.push(`--max-exception-lifetime "${lifetimeFlag}" is not a duration; write it like 720h`);
+    else if (ms > 0) maxLifetimeMs = ms;
+  }
+  return {
+    exceptions: { exceptionNamespaces: exceptionNamespaces.length > 0 ? exceptionNamespaces : [DEFAULT_EXCEPTION_NAMESPACE], maxLifetimeMs },
+    now,
+  };
+}
+
 /** Reads and checks everything; returns the problems instead when there are any. */
 async function load(argv: string[], io: CommandIO): Promise<{ help: true } | { problems: string[] } | Inputs> {
   const args = parseArgs(argv, FLAGS, 'portal test');
@@ -135,24 +161,7 @@ async function load(argv: string[], io: CommandIO): Promise<{ help: true } | { p
     const p = podSecurityVersionProblem(podSecurityVersion);
     if (p) problems.push(`--pod-security-version: ${p}`);
   }
-  const nowFlag = args.values.get('now')?.at(-1);
-  let now = Date.now();
-  if (nowFlag !== undefined) {
-    const parsed = parseRfc3339(nowFlag);
-    if (parsed === undefined) problems.push(`--now "${nowFlag}" is not an RFC 3339 date-time; write it like 2026-12-31T00:00:00Z`);
-    else now = parsed;
-  }
-  const exceptionNamespaces = (args.values.get('exception-namespaces') ?? []).flatMap((v) => v.split(',')).filter((v) => v !== '');
-  for (const ns of exceptionNamespaces) {
-    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(ns) || ns.length > 63) problems.push(`--exception-namespaces: "${ns}" is not a valid namespace name`);
-  }
-  const lifetimeFlag = args.values.get('max-exception-lifetime')?.at(-1);
-  let maxLifetimeMs: number | undefined;
-  if (lifetimeFlag !== undefined) {
-    const ms = parseDuration(lifetimeFlag);
-    if (ms === undefined) problems.push(`--max-exception-lifetime "${lifetimeFlag}" is not a duration; write it like 720h`);
-    else if (ms > 0) maxLifetimeMs = ms;
-  }
+  const judging = judgingFlags(args.values, problems);
   const policyDirs = args.values.get('policies') ?? [];
   if (policyDirs.length === 0) problems.push('--policies DIR is required: the directory (or file) holding the rules to apply');
   if (args.positionals.length === 0) problems.push('no FILE given: name the manifest files or directories to evaluate');
@@ -197,10 +206,6 @@ async function load(argv: string[], io: CommandIO): Promise<{ help: true } | { p
     }
   }
   if (problems.length > 0) return { problems };
-  const judging: OfflineJudging = {
-    exceptions: { exceptionNamespaces: exceptionNamespaces.length > 0 ? exceptionNamespaces : [DEFAULT_EXCEPTION_NAMESPACE], maxLifetimeMs },
-    now,
-  };
   return { format: output as OutputFormat, rules, ruleSources, exceptions, judging, vap, resources, namespaceLabels, podSecurityVersion };
 }
 

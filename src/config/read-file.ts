@@ -102,25 +102,48 @@ function room(target: Buffer, length: number, bound: ReadBound): Buffer | undefi
 /** Sized for the file as it was when checked, plus one byte to notice growth. */
 const firstBuffer = (info: Stats, bound: ReadBound): Buffer => Buffer.allocUnsafe(Math.min(bound.maxBytes + 1, info.size + 1));
 
+/** What reading a file asks of the file system, one step at a time (the async and the sync reader answer the same steps). */
+type Step = { op: 'stat' } | { op: 'open' } | { op: 'fstat' } | { op: 'read'; target: Buffer; offset: number; length: number };
+type Answer = Stats | number | undefined;
+
+/**
+ * The one bounded read: checks the file before and after opening it (a
+ * link, a device, a size over the bound, a file that grows while read) and
+ * reads into a buffer that grows up to the bound. Yields the I/O it needs.
+ */
+function* boundedRead(path: string, bound: ReadBound): Generator<Step, ReadResult, Answer> {
+  const first = (yield { op: 'stat' }) as Stats;
+  const before = sizeOf(first, bound, first.isFile() ? undefined : linkOf(path));
+  if (before) return { ok: false, message: before };
+  yield { op: 'open' };
+  const info = (yield { op: 'fstat' }) as Stats;
+  const now = sizeOf(info, bound);
+  if (now) return { ok: false, message: now };
+  let target: Buffer | undefined = firstBuffer(info, bound);
+  let length = 0;
+  for (;;) {
+    target = room(target, length, bound);
+    if (!target) return { ok: false, message: tooLarge(length, bound) };
+    const n = (yield { op: 'read', target, offset: length, length: target.length - length }) as number;
+    if (n === 0) return { ok: true, bytes: target.subarray(0, length) };
+    length += n;
+  }
+}
+
 /** The file's bytes, at most `bound.maxBytes` of them, or why not. */
 export async function readBoundedFile(path: string, bound: ReadBound): Promise<ReadResult> {
   let handle: Awaited<ReturnType<typeof open>> | undefined;
   try {
-    const first = await stat(path);
-    const before = sizeOf(first, bound, first.isFile() ? undefined : linkOf(path));
-    if (before) return { ok: false, message: before };
-    handle = await open(path, OPEN_FLAGS);
-    const info = await handle.stat();
-    const now = sizeOf(info, bound);
-    if (now) return { ok: false, message: now };
-    let target: Buffer | undefined = firstBuffer(info, bound);
-    let length = 0;
+    const steps = boundedRead(path, bound);
+    let answer: Answer;
     for (;;) {
-      target = room(target, length, bound);
-      if (!target) return { ok: false, message: tooLarge(length, bound) };
-      const { bytesRead } = await handle.read(target, length, target.length - length, null);
-      if (bytesRead === 0) return { ok: true, bytes: target.subarray(0, length) };
-      length += bytesRead;
+      const next = steps.next(answer);
+      if (next.done) return next.value;
+      const step = next.value;
+      if (step.op === 'stat') answer = await stat(path);
+      else if (step.op === 'open') answer = void (handle = await open(path, OPEN_FLAGS));
+      else if (step.op === 'fstat') answer = await handle!.stat();
+      else answer = (await handle!.read(step.target, step.offset, step.length, null)).bytesRead;
     }
   } catch (e) {
     return { ok: false, message: reason(e) };
@@ -133,21 +156,16 @@ export async function readBoundedFile(path: string, bound: ReadBound): Promise<R
 export function readBoundedFileSync(path: string, bound: ReadBound): ReadResult {
   let fd: number | undefined;
   try {
-    const first = statSync(path);
-    const before = sizeOf(first, bound, first.isFile() ? undefined : linkOf(path));
-    if (before) return { ok: false, message: before };
-    fd = openSync(path, OPEN_FLAGS);
-    const info = fstatSync(fd);
-    const now = sizeOf(info, bound);
-    if (now) return { ok: false, message: now };
-    let target: Buffer | undefined = firstBuffer(info, bound);
-    let length = 0;
+    const steps = boundedRead(path, bound);
+    let answer: Answer;
     for (;;) {
-      target = room(target, length, bound);
-      if (!target) return { ok: false, message: tooLarge(length, bound) };
-      const n = readSync(fd, target, length, target.length - length, null);
-      if (n === 0) return { ok: true, bytes: target.subarray(0, length) };
-      length += n;
+      const next = steps.next(answer);
+      if (next.done) return next.value;
+      const step = next.value;
+      if (step.op === 'stat') answer = statSync(path);
+      else if (step.op === 'open') answer = void (fd = openSync(path, OPEN_FLAGS));
+      else if (step.op === 'fstat') answer = fstatSync(fd!);
+      else answer = readSync(fd!, step.target, step.offset, step.length, null);
     }
   } catch (e) {
     return { ok: false, message: reason(e) };

@@ -48,18 +48,9 @@ export interface ClusterModeDeps {
 
 export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps): Mode | BuildProblems {
   const { root, registry, debugVars } = deps;
-  const inCluster = config.kubeconfig === '' && (deps.env.KUBERNETES_SERVICE_HOST ?? '') !== '';
-  let client: KubeClient;
-  try {
-    client = createKubeClient({
-      ...(inCluster ? { inCluster: true } : { kubeconfigPath: config.kubeconfig }),
-      qps: config.kubeApiQps,
-      burst: config.kubeApiBurst,
-      userAgent: `portal/${VERSION} (${config.podName})`,
-    });
-  } catch (err) {
-    return { title: 'cannot use the cluster', problems: [(err as Error).message] };
-  }
+  const connected = clusterClient(config, deps.env);
+  if ('problems' in connected) return connected;
+  const { client, inCluster } = connected;
   componentLogger(root, 'serve').info({ [LogKey.url]: client.server, [LogKey.inCluster]: inCluster }, 'cluster mode: rules and namespace labels from the API server');
   // Problems of rules and VAPs: counted on every replica, Warning Events on the policy written by the leader only.
   const ruleProblemSink: { problems?: RuleProblems } = {};
@@ -76,22 +67,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   const webhookConfig = config.webhookConfiguration !== '' ? new WebhookConfigSource(client, config.webhookConfiguration, componentLogger(root, 'coverage')) : undefined;
 
   const identity = makeIdentity(config.podName);
-  let elector: LeaderElector;
-  try {
-    elector = new LeaderElector(
-      leaderElectionConfig({
-        leaderElect: config.leaderElect,
-        leaseName: config.leaseName,
-        leaseNamespace: config.leaseNamespace,
-        leaseDurationMs: config.leaseDuration,
-        renewDeadlineMs: config.renewDeadline,
-        retryPeriodMs: config.retryPeriod,
-      }),
-      { client, identity, logger: componentLogger(root, 'leader'), registry },
-    );
-  } catch (err) {
-    return { title: 'invalid leader election settings', problems: [(err as Error).message] };
-  }
+  const elector = clusterElector(config, client, identity, root, registry);
+  if ('problems' in elector) return elector;
 
   // The replica's one transport for leader-only writes (fenced at the socket); closed after the Manager stopped.
   const writer = new FencedWriter({ kubeConfig: client.kubeConfig, userAgent: client.userAgent });
@@ -123,23 +100,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       return evaluation();
     });
   const { evaluator, actuator } = buildAudit(
-    {
-      installNamespace: config.installNamespace,
-      exemptNamespaces: config.exemptNamespaces,
-      auditIntervalMs: config.auditInterval,
-      workers: config.auditWorkers,
-      maxEvictionsPerMinute: config.maxEvictionsPerMinute,
-      alertmanagerUrls: config.alertmanagerUrl,
-      alertResendIntervalMs: config.alertResendInterval,
-      reports: {
-        api: config.reportApi,
-        granularity: config.reportGranularity,
-        flushMs: config.reportFlush,
-        qps: config.reportQps,
-        maxResults: config.reportMaxResults,
-        statusFilter: config.reportStatusFilter,
-      },
-    },
+    auditConfig(config),
     {
       client,
       writer,
@@ -164,6 +125,89 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     },
   );
 
+  registerDebugVars(debugVars, registry, { source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation });
+  deps.liveness.add('leader-election', () => elector.healthError() ?? true);
+
+  return {
+    kind: 'cluster',
+    source,
+    election: elector,
+    ruleProblems,
+    runnables: clusterRunnables({ source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation }),
+    close: () => writer.close(),
+  };
+}
+
+/** The API server client, in-cluster or from `--kubeconfig`. */
+function clusterClient(config: Readonly<ServeConfig>, env: ClusterModeDeps['env']): { client: KubeClient; inCluster: boolean } | BuildProblems {
+  const inCluster = config.kubeconfig === '' && (env.KUBERNETES_SERVICE_HOST ?? '') !== '';
+  try {
+    const client = createKubeClient({
+      ...(inCluster ? { inCluster: true } : { kubeconfigPath: config.kubeconfig }),
+      qps: config.kubeApiQps,
+      burst: config.kubeApiBurst,
+      userAgent: `portal/${VERSION} (${config.podName})`,
+    });
+    return { client, inCluster };
+  } catch (err) {
+    return { title: 'cannot use the cluster', problems: [(err as Error).message] };
+  }
+}
+
+function clusterElector(config: Readonly<ServeConfig>, client: KubeClient, identity: string, root: Logger, registry: Registry): LeaderElector | BuildProblems {
+  try {
+    return new LeaderElector(
+      leaderElectionConfig({
+        leaderElect: config.leaderElect,
+        leaseName: config.leaseName,
+        leaseNamespace: config.leaseNamespace,
+        leaseDurationMs: config.leaseDuration,
+        renewDeadlineMs: config.renewDeadline,
+        retryPeriodMs: config.retryPeriod,
+      }),
+      { client, identity, logger: componentLogger(root, 'leader'), registry },
+    );
+  } catch (err) {
+    return { title: 'invalid leader election settings', problems: [(err as Error).message] };
+  }
+}
+
+/** The audit's settings, from the serve flags. */
+function auditConfig(config: Readonly<ServeConfig>): Parameters<typeof buildAudit>[0] {
+  return {
+    installNamespace: config.installNamespace,
+    exemptNamespaces: config.exemptNamespaces,
+    auditIntervalMs: config.auditInterval,
+    workers: config.auditWorkers,
+    maxEvictionsPerMinute: config.maxEvictionsPerMinute,
+    alertmanagerUrls: config.alertmanagerUrl,
+    alertResendIntervalMs: config.alertResendInterval,
+    reports: {
+      api: config.reportApi,
+      granularity: config.reportGranularity,
+      flushMs: config.reportFlush,
+      qps: config.reportQps,
+      maxResults: config.reportMaxResults,
+      statusFilter: config.reportStatusFilter,
+    },
+  };
+}
+
+interface ClusterParts {
+  source: ClusterRuleSource;
+  vaps: VapInformerSource;
+  problemEvents: ProblemEvents;
+  exceptionEvents: ExceptionEvents;
+  webhookConfig: WebhookConfigSource | undefined;
+  elector: LeaderElector;
+  evaluator: ReturnType<typeof buildAudit>['evaluator'];
+  actuator: ReturnType<typeof buildAudit>['actuator'];
+  auditEvaluation: EvaluationPool;
+}
+
+/** /debug/vars and the gauges read at scrape time. */
+function registerDebugVars(debugVars: DebugVars, registry: Registry, parts: ClusterParts): void {
+  const { source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation } = parts;
   debugVars.register('informers', () => source.informerStats());
   debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), events: problemEvents.stats() }));
   debugVars.register('problem_events', () => problemEvents.stats());
@@ -184,29 +228,25 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   });
   debugVars.register('leader_election', () => elector.debugVars());
   debugVars.register('audit', () => ({ ...evaluator.stats(), ...actuator.stats(), evaluation: auditEvaluation.stats() }));
-  deps.liveness.add('leader-election', () => elector.healthError() ?? true);
+}
 
-  return {
-    kind: 'cluster',
-    source,
-    election: elector,
-    ruleProblems,
-    runnables: [
-      ...source.runnables().map((runnable) => ({ runnable, group: 'informers' as const })),
-      // Not an admission dependency: VAP informers never gate readiness (a cluster without
-      // VAPs, or without RBAC for them, still admits); until synced the audit has no VAP verdicts.
-      { runnable: { name: 'vap-informers', start: (signal: AbortSignal) => vaps.start(signal) }, group: 'others' },
-      // Started before the audit evaluation that uses it, stopped with it (a closed pool fails its tasks, which the audit retries).
-      { runnable: { name: 'evaluation-audit', start: (signal: AbortSignal) => auditEvaluation.start(signal) }, group: 'informers' },
-      // Never gates readiness either: only the rules' Covered condition reads it.
-      ...(webhookConfig ? [{ runnable: webhookConfig, group: 'others' as const }] : []),
-      // Every replica evaluates (warm followers) ...
-      { runnable: evaluator, group: 'others' },
-      // ... and only the leader acts: started by the Manager with each term.
-      { runnable: actuator, group: 'others' },
-      { runnable: problemEvents, group: 'others' },
-      { runnable: exceptionEvents, group: 'others' },
-    ],
-    close: () => writer.close(),
-  };
+/** What the Manager runs in cluster mode, by start group. */
+function clusterRunnables(parts: ClusterParts): Mode['runnables'] {
+  const { source, vaps, problemEvents, exceptionEvents, webhookConfig, evaluator, actuator, auditEvaluation } = parts;
+  return [
+    ...source.runnables().map((runnable) => ({ runnable, group: 'informers' as const })),
+    // Not an admission dependency: VAP informers never gate readiness (a cluster without
+    // VAPs, or without RBAC for them, still admits); until synced the audit has no VAP verdicts.
+    { runnable: { name: 'vap-informers', start: (signal: AbortSignal) => vaps.start(signal) }, group: 'others' },
+    // Started before the audit evaluation that uses it, stopped with it (a closed pool fails its tasks, which the audit retries).
+    { runnable: { name: 'evaluation-audit', start: (signal: AbortSignal) => auditEvaluation.start(signal) }, group: 'informers' },
+    // Never gates readiness either: only the rules' Covered condition reads it.
+    ...(webhookConfig ? [{ runnable: webhookConfig, group: 'others' as const }] : []),
+    // Every replica evaluates (warm followers) ...
+    { runnable: evaluator, group: 'others' },
+    // ... and only the leader acts: started by the Manager with each term.
+    { runnable: actuator, group: 'others' },
+    { runnable: problemEvents, group: 'others' },
+    { runnable: exceptionEvents, group: 'others' },
+  ];
 }

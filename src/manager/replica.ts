@@ -172,10 +172,29 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   debugVars.register('cel', () => ({ perExpressionLimit: PER_CALL_COST_LIMIT, rules: source.ruleSet.celCosts() }));
   debugVars.register('manager', () => manager.describe());
 
+  const replica = replicaOf({ config, log, mode: mode.kind, manager, registry, probes, webhook, evaluation, rules: source.ruleSet, cleanup });
+  return { ok: true, replica };
+}
+
+interface ReplicaParts {
+  config: Readonly<ServeConfig>;
+  log: Logger;
+  mode: Replica['mode'];
+  manager: Manager;
+  registry: Registry;
+  probes: ReturnType<typeof buildProbesServer>;
+  webhook: ReturnType<typeof buildAdmissionServer>;
+  evaluation: EvaluationPool;
+  rules: { readonly size: number };
+  cleanup: () => Promise<void>;
+}
+
+/** The built replica's handle: listen on the configured ports, start the Manager, close what was never started. */
+function replicaOf({ config, log, mode, manager, registry, probes, webhook, evaluation, rules, cleanup }: ReplicaParts): Replica {
   let started = false;
   let closed: Promise<void> | undefined;
   const replica: Replica = {
-    mode: mode.kind,
+    mode,
     manager,
     registry,
     async listen() {
@@ -185,7 +204,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
         log.info({ [LogKey.url]: probesUrl }, 'probes listening');
         flag = '--webhook-port';
         const webhookUrl = await webhook.listen({ port: config.webhookPort, host: config.bindAddress });
-        log.info({ [LogKey.url]: `${webhookUrl}/validate`, [LogKey.count]: source.ruleSet.size }, 'webhook listening');
+        log.info({ [LogKey.url]: `${webhookUrl}/validate`, [LogKey.count]: rules.size }, 'webhook listening');
         return { probes: probesUrl, webhook: webhookUrl };
       } catch (err) {
         log.error({ [LogKey.error]: toError(err) }, 'cannot start');
@@ -205,5 +224,5 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
       return closed;
     },
   };
-  return { ok: true, replica };
+  return replica;
 }

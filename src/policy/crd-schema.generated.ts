@@ -2,6 +2,8 @@
 // `node --import tsx test/policy/generate-crd-schema.ts`. Do not edit by hand:
 // edit the CRD manifest and regenerate.
 
+import { CONDITIONS, LABEL_SELECTOR_PROPERTIES } from './crd-shared.generated.ts';
+
 /** The openAPIV3Schema of PortalRule and PortalClusterRule (identical). */
 export const RULE_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = {
   "description": "A Portal admission and audit rule (DESIGN.md §2).",
@@ -140,87 +142,13 @@ export const RULE_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = {
               "description": "Label selector over the labels of the object's namespace.",
               "type": "object",
               "x-kubernetes-map-type": "atomic",
-              "properties": {
-                "matchLabels": {
-                  "type": "object",
-                  "additionalProperties": {
-                    "type": "string"
-                  }
-                },
-                "matchExpressions": {
-                  "type": "array",
-                  "items": {
-                    "type": "object",
-                    "required": [
-                      "key",
-                      "operator"
-                    ],
-                    "properties": {
-                      "key": {
-                        "type": "string"
-                      },
-                      "operator": {
-                        "type": "string",
-                        "enum": [
-                          "In",
-                          "NotIn",
-                          "Exists",
-                          "DoesNotExist"
-                        ]
-                      },
-                      "values": {
-                        "type": "array",
-                        "items": {
-                          "type": "string"
-                        }
-                      }
-                    }
-                  }
-                }
-              }
+              "properties": LABEL_SELECTOR_PROPERTIES
             },
             "objectSelector": {
               "description": "Label selector over the object's labels (object or oldObject).",
               "type": "object",
               "x-kubernetes-map-type": "atomic",
-              "properties": {
-                "matchLabels": {
-                  "type": "object",
-                  "additionalProperties": {
-                    "type": "string"
-                  }
-                },
-                "matchExpressions": {
-                  "type": "array",
-                  "items": {
-                    "type": "object",
-                    "required": [
-                      "key",
-                      "operator"
-                    ],
-                    "properties": {
-                      "key": {
-                        "type": "string"
-                      },
-                      "operator": {
-                        "type": "string",
-                        "enum": [
-                          "In",
-                          "NotIn",
-                          "Exists",
-                          "DoesNotExist"
-                        ]
-                      },
-                      "values": {
-                        "type": "array",
-                        "items": {
-                          "type": "string"
-                        }
-                      }
-                    }
-                  }
-                }
-              }
+              "properties": LABEL_SELECTOR_PROPERTIES
             }
           }
         },
@@ -384,49 +312,7 @@ export const RULE_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = {
           "type": "integer",
           "format": "int64"
         },
-        "conditions": {
-          "type": "array",
-          "x-kubernetes-list-type": "map",
-          "x-kubernetes-list-map-keys": [
-            "type"
-          ],
-          "items": {
-            "type": "object",
-            "required": [
-              "type",
-              "status",
-              "reason",
-              "message"
-            ],
-            "properties": {
-              "type": {
-                "type": "string"
-              },
-              "status": {
-                "type": "string",
-                "enum": [
-                  "True",
-                  "False",
-                  "Unknown"
-                ]
-              },
-              "reason": {
-                "type": "string"
-              },
-              "message": {
-                "type": "string"
-              },
-              "lastTransitionTime": {
-                "type": "string",
-                "format": "date-time"
-              },
-              "observedGeneration": {
-                "type": "integer",
-                "format": "int64"
-              }
-            }
-          }
-        },
+        "conditions": CONDITIONS,
         "violations": {
           "description": "Objects violating the rule now.",
           "type": "integer",

@@ -115,18 +115,15 @@ export function violationMessage(display: string, ruleMessage: string, violation
   return shown.length ? `${head} [${shown.join(', ')}]` : head;
 }
 
+/** The rule applies to the input (its match selects it): evaluate it. */
+const APPLIES: unique symbol = Symbol('applies');
+
 /**
- * The verdict of one candidate rule. With `all` false (admission), the
- * verdicts decide() ignores, pass and skip, are not built: undefined instead.
+ * Whether a candidate's match selects the input: {@link APPLIES}, or the
+ * verdict to give instead (a skip saying why, undefined when `all` is false,
+ * or an error when the match cannot be decided).
  */
-function evaluateOne(
-  c: Candidate,
-  input: EvaluationInput,
-  all: boolean,
-  celBudget: () => Budget,
-  timeBudget: EvaluationBudget | undefined,
-  exemptions: Exemptions | undefined,
-): RuleVerdict | undefined {
+function matchOutcome(c: Candidate, input: EvaluationInput, all: boolean): RuleVerdict | undefined | typeof APPLIES {
   const { entry } = c;
   const m = entry.match;
   const sub = input.subResource ?? '';
@@ -169,6 +166,28 @@ function evaluateOne(
       (input.oldObject !== null && selectorMatches(m.objectSelector, labelsOf(input.oldObject)));
     if (!ok) return all ? skip(entry, 'the object does not match objectSelector') : undefined;
   }
+
+  return APPLIES;
+}
+
+/**
+ * The verdict of one candidate rule. With `all` false (admission), the
+ * verdicts decide() ignores, pass and skip, are not built: undefined instead.
+ */
+function evaluateOne(
+  c: Candidate,
+  input: EvaluationInput,
+  all: boolean,
+  celBudget: () => Budget,
+  timeBudget: EvaluationBudget | undefined,
+  exemptions: Exemptions | undefined,
+): RuleVerdict | undefined {
+  const { entry } = c;
+  const unmatched = matchOutcome(c, input, all);
+  if (unmatched !== APPLIES) return unmatched;
+  const templatePath = c.templatePath;
+  const isNamespace = input.kind.group === '' && input.kind.kind === 'Namespace';
+  const nsName = isNamespace ? input.name : input.namespace;
 
   // The rule applies to this object: a PortalException may exempt it. Built
   // on the admission path too, since the exemption is reported (the audit

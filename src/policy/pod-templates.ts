@@ -2,7 +2,12 @@
  * Workloads whose pod template a Pod rule also checks (DESIGN.md §2), and the
  * Pod that stands in for a template during validation.
  */
-import type { KubeObject } from './types.ts';
+import type { KindMatch, KubeObject } from './types.ts';
+
+/** The rule or exception names core Pods explicitly (its pod-template checks apply). */
+export function namesPod(kinds: readonly KindMatch[]): boolean {
+  return kinds.some((k) => (k.apiGroups.includes('') || k.apiGroups.includes('*')) && k.kinds.includes('Pod'));
+}
 
 export interface PodTemplateKind {
   group: string;

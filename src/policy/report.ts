@@ -36,66 +36,13 @@
  *   `finalizers` subresource for every matched kind and would delay the
  *   resource's foreground deletion for the sake of a report.
  */
+import { MAX_MESSAGE_LENGTH, MANAGED_BY_LABEL, MANAGED_BY_VALUE, NAMESPACE_REPORT_NAME, OMITTED_RESULTS_ANNOTATION, REPORT_API_INFO, REPORT_LABELS, REPORT_SOURCE, VERDICTS, type ReportApi } from './report-api.ts';
+import { compare, resultContentEqual } from './report-compare.ts';
 import type { RuleVerdict, Verdict } from './types.ts';
 
-export const REPORT_APIS = ['openreports', 'wgpolicyk8s'] as const;
-export type ReportApi = (typeof REPORT_APIS)[number];
-export const REPORT_GRANULARITIES = ['resource', 'namespace'] as const;
-export type ReportGranularity = (typeof REPORT_GRANULARITIES)[number];
-export const VERDICTS: readonly Verdict[] = ['pass', 'fail', 'warn', 'error', 'skip'];
+export * from './report-api.ts';
+export { reportContentEqual } from './report-compare.ts';
 
-export interface ReportApiInfo {
-  api: ReportApi;
-  group: string;
-  version: string;
-  apiVersion: string;
-  namespaced: { kind: string; plural: string };
-  cluster: { kind: string; plural: string };
-}
-
-export const REPORT_API_INFO: Readonly<Record<ReportApi, ReportApiInfo>> = Object.freeze({
-  openreports: {
-    api: 'openreports',
-    group: 'openreports.io',
-    version: 'v1alpha1',
-    apiVersion: 'openreports.io/v1alpha1',
-    namespaced: { kind: 'Report', plural: 'reports' },
-    cluster: { kind: 'ClusterReport', plural: 'clusterreports' },
-  },
-  wgpolicyk8s: {
-    api: 'wgpolicyk8s',
-    group: 'wgpolicyk8s.io',
-    version: 'v1alpha2',
-    apiVersion: 'wgpolicyk8s.io/v1alpha2',
-    namespaced: { kind: 'PolicyReport', plural: 'policyreports' },
-    cluster: { kind: 'ClusterPolicyReport', plural: 'clusterpolicyreports' },
-  },
-});
-
-export const REPORT_SOURCE = 'portal';
-export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
-export const MANAGED_BY_VALUE = 'portal';
-/** Labels Portal sets on its reports (docs/reports.md). */
-export const REPORT_LABELS = Object.freeze({
-  /** `resource` or `namespace`: which granularity wrote the report. */
-  granularity: 'reports.portal.dev/granularity',
-  /** Resource reports: the object's kind, name (when it is a valid label value) and uid. */
-  kind: 'reports.portal.dev/kind',
-  name: 'reports.portal.dev/name',
-  uid: 'reports.portal.dev/uid',
-  /** Namespace reports: the namespace they describe. */
-  namespace: 'reports.portal.dev/namespace',
-});
-/** How many results matching `statusFilter` a namespace report does not list (set only when some are left out). */
-export const OMITTED_RESULTS_ANNOTATION = 'reports.portal.dev/omitted-results';
-/** The name of a namespace report (in its namespace) and of the cluster report. */
-export const NAMESPACE_REPORT_NAME = 'portal';
-/**
- * Longest message kept in a report result. The audit's messages name the
- * rule, its message and the first few schema errors (~100-400 characters);
- * 1 KiB keeps them whole while bounding a report of `maxResults` results.
- */
-export const MAX_MESSAGE_LENGTH = 1024;
 /** Longest object name Kubernetes accepts (a DNS subdomain). */
 const MAX_NAME_LENGTH = 253;
 
@@ -284,9 +231,6 @@ function keepUnchanged(results: ReportResult[], previous: Report | undefined): v
 
 const byPolicyThenRule = (a: ReportResult, b: ReportResult): number => compare(a.policy, b.policy) || compare(a.rule, b.rule);
 
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 /**
  * The report of one resource given its verdicts (one per rule or binding
@@ -385,63 +329,4 @@ function assemble(api: ReportApi, id: ReportIdentity, metadata: Report['metadata
   report.summary = summary;
   report.results = results;
   return report;
-}
-
-// ---- comparison ------------------------------------------------------------
-
-function withoutVolatile(properties: Record<string, string> | undefined): Record<string, string> {
-  const { epoch: _epoch, ...rest } = properties ?? {};
-  return rest;
-}
-
-function resultContentEqual(a: ReportResult, b: ReportResult): boolean {
-  return canonical({ ...a, timestamp: null, properties: withoutVolatile(a.properties) }) === canonical({ ...b, timestamp: null, properties: withoutVolatile(b.properties) });
-}
-
-const OWN_PREFIX = 'reports.portal.dev/';
-
-/** The labels or annotations Portal owns (others, set by users or tools, are not Portal's content). */
-function own(map: Record<string, string> | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(map ?? {})) if (k === MANAGED_BY_LABEL || k.startsWith(OWN_PREFIX)) out[k] = v;
-  return out;
-}
-
-/**
- * True when `a` and `b` say the same thing: same kind, place, Portal's labels
- * and annotations, owner, scope, source, limits, summary and results,
- * ignoring timestamps, the epoch property and server-set metadata. A stored
- * report (from the API, with extra metadata and reordered keys) compares
- * equal to a freshly built one.
- */
-export function reportContentEqual(a: Report | undefined, b: Report | undefined): boolean {
-  if (!a || !b) return a === b;
-  return canonical(contentOf(a)) === canonical(contentOf(b));
-}
-
-function contentOf(r: Report): unknown {
-  return {
-    apiVersion: r.apiVersion,
-    kind: r.kind,
-    name: r.metadata?.name,
-    namespace: r.metadata?.namespace ?? '',
-    labels: own(r.metadata?.labels),
-    annotations: own(r.metadata?.annotations),
-    owners: (r.metadata?.ownerReferences ?? []).map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.name, uid: o.uid })),
-    scope: r.scope,
-    source: r.source,
-    configuration: r.configuration,
-    summary: r.summary,
-    results: (r.results ?? []).map((x) => ({ ...x, timestamp: null, properties: withoutVolatile(x.properties) })),
-  };
-}
-
-/** JSON with sorted object keys, so key order (which the API server may change) never matters. */
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (v && typeof v === 'object' && !Array.isArray(v)) {
-      return Object.fromEntries(Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined).sort(([x], [y]) => compare(x, y)));
-    }
-    return v;
-  });
 }

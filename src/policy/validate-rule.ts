@@ -13,7 +13,7 @@ import { labelKeyProblem, labelValueProblem, selectorProblems } from './label-se
 import { namespaceGlobProblem } from './namespace-glob.ts';
 import { podSecurityVersionProblem } from './pod-security-version.ts';
 import { toViolations } from './schema-errors.ts';
-import { RULE_API_VERSION, type PortalRuleObject, type RuleSpec } from './types.ts';
+import { RULE_API_VERSION, type KindMatch, type LabelSelector, type PortalRuleObject, type RuleSpec } from './types.ts';
 
 export type RuleValidation = { ok: true; rule: PortalRuleObject } | { ok: false; problems: string[] };
 
@@ -59,9 +59,15 @@ export function matchesPods(spec: RuleSpec): boolean {
   );
 }
 
-function semanticProblems(spec: RuleSpec): string[] {
+/** What a rule's and an exception's `spec.match` share: namespace globs, selectors, kinds. */
+export function matchProblems(m: {
+  namespaces?: readonly string[] | undefined;
+  excludedNamespaces?: readonly string[] | undefined;
+  namespaceSelector?: LabelSelector | undefined;
+  objectSelector?: LabelSelector | undefined;
+  kinds: readonly KindMatch[];
+}): string[] {
   const problems: string[] = [];
-  const m = spec.match;
   for (const field of ['namespaces', 'excludedNamespaces'] as const) {
     (m[field] ?? []).forEach((glob, i) => {
       const p = namespaceGlobProblem(glob);
@@ -75,6 +81,11 @@ function semanticProblems(spec: RuleSpec): string[] {
       problems.push(`spec.match.kinds[${i}].apiGroups: "*" already means every group; remove the other entries`);
     }
   });
+  return problems;
+}
+
+function semanticProblems(spec: RuleSpec): string[] {
+  const problems = matchProblems(spec.match);
   const version = spec.podSecurity?.version;
   if (version !== undefined) {
     const p = podSecurityVersionProblem(version);

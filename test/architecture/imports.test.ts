@@ -58,6 +58,14 @@ const FORBIDDEN: Record<string, string[]> = {
   cli: ['admission', 'audit', 'evaluation', 'kube', 'leader'],
 };
 
+/**
+ * The product modules packages/devcluster may use: the policy engine, the
+ * manifest readers, the building blocks (kube, observability, types) and the
+ * few admission and audit pieces it shares (certs, the work queue). Never
+ * the composition (cli, manager), leadership or the evaluation pool.
+ */
+const PUBLIC_TO_DEVCLUSTER = new Set(['admission', 'audit', 'config', 'kube', 'observability', 'policy', 'types']);
+
 /** Type-only uses of the Runnable contract are how a component declares it is one. */
 const ALLOWED_TYPE_ONLY = new Set(['manager/runnable.ts']);
 
@@ -67,6 +75,50 @@ test('imports flow one way: no layer imports one above it', () => {
     .filter((e) => !(e.typeOnly && ALLOWED_TYPE_ONLY.has(e.to)))
     .map((e) => `${e.from} → ${e.to}`);
   assert.deepEqual(bad, []);
+});
+
+test('every top-level directory of src/ is a known layer (a new one is guarded from its first file)', () => {
+  const dirs = readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  assert.deepEqual(dirs.filter((d) => !(d in FORBIDDEN)), []);
+  assert.deepEqual(readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name), [], 'every source file lives in a layer');
+});
+
+/** Node modules that do I/O; `from` → what it must not import. */
+const IO_MODULES = /^(node:)?(fs|fs\/promises|net|tls|http|https|http2|child_process|dgram|dns|worker_threads|cluster)$/;
+const NO_IO: Record<string, RegExp> = {
+  // policy/ is pure: admission, the audit and `portal test` run the same evaluator (STYLE.md).
+  policy: IO_MODULES,
+  // observability/ is the bottom layer: logger, keys, metrics, errors; it opens nothing itself.
+  observability: IO_MODULES,
+  types: IO_MODULES,
+};
+
+/** Every bare (package or node:) import in `dir`, with the importing file relative to `dir`. */
+function bareImports(dir: string): { from: string; to: string; typeOnly: boolean }[] {
+  const out: { from: string; to: string; typeOnly: boolean }[] = [];
+  for (const file of files(dir)) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/^(import|export)\s+(type\s+)?[^;]*?from\s+'([^.'][^']*)'/gms)) out.push({ from: relative(dir, file), to: m[3]!, typeOnly: m[2] !== undefined });
+    for (const m of text.matchAll(/\bimport\(\s*'([^.'][^']*)'\s*\)/g)) out.push({ from: relative(dir, file), to: m[1]!, typeOnly: false });
+  }
+  return out;
+}
+
+test('policy/, observability/ and types/ do no I/O; config/ and observability/ reach no Kubernetes client', () => {
+  const bare = bareImports(SRC);
+  const io = bare.filter((e) => !e.typeOnly && NO_IO[top(e.from)]?.test(e.to)).map((e) => `${e.from} → ${e.to}`);
+  assert.deepEqual(io, []);
+  const client = bare.filter((e) => !e.typeOnly && ['config', 'observability', 'policy', 'types'].includes(top(e.from)) && e.to.startsWith('@kubernetes/')).map((e) => `${e.from} → ${e.to}`);
+  assert.deepEqual(client, []);
+});
+
+test('config/ and observability/ sit at the bottom: config/ uses only policy/ (to read rule files), observability/ and types/', () => {
+  const up = edges()
+    .filter((e) => top(e.from) === 'config' || top(e.from) === 'observability')
+    .filter((e) => !e.to.startsWith('../'))
+    .filter((e) => !(top(e.from) === 'config' ? ['config', 'policy', 'observability', 'types'] : ['observability', 'types']).includes(top(e.to)))
+    .map((e) => `${e.from} → ${e.to}`);
+  assert.deepEqual(up, []);
 });
 
 test('nothing outside cli/ imports cli/; ClusterRuleSource is in kube/', () => {
@@ -88,5 +140,13 @@ test('the product never imports the dev cluster; the dev cluster uses the produc
   }
   const fromPackage = edges(DEVCLUSTER).filter((e) => !e.to.startsWith('../packages/'));
   assert.ok(fromPackage.length > 0, 'the dev cluster uses the policy engine');
-  assert.deepEqual(fromPackage.filter((e) => top(e.to) === 'cli').map((e) => `${e.from} → ${e.to}`), []);
+  assert.deepEqual(fromPackage.filter((e) => !PUBLIC_TO_DEVCLUSTER.has(top(e.to))).map((e) => `${e.from} → ${e.to}`), []);
+  // Nor reaches past src/ into the repository (test/, bench/, scripts/): the package ships on its own.
+  const outside = edges(DEVCLUSTER).filter((e) => e.to.startsWith('../') && !e.to.startsWith('../packages/devcluster/'));
+  assert.deepEqual(outside.map((e) => `${e.from} → ${e.to}`), []);
+});
+
+test('only cli/dev-command.ts names the dev cluster package (a type import and a dynamic import)', () => {
+  const named = bareImports(SRC).filter((e) => e.to.startsWith('@portal/') && e.from !== 'cli/dev-command.ts');
+  assert.deepEqual(named.map((e) => `${e.from} → ${e.to}`), []);
 });

@@ -34,7 +34,7 @@ const EXCEPTIONS: Readonly<Record<string, string>> = {
   // Validators of Portal's own CRD shapes: compiled once when the module
   // loads, only run afterwards (ajv adds nothing at validation time).
   'validate-rule.ts:crdAjv': 'the PortalRule CRD schema validator, compiled once at load',
-  'exceptions.ts:crdAjv': 'the PortalException CRD schema validator, compiled once at load',
+  'exception-shape.ts:crdAjv': 'the PortalException CRD schema validator, compiled once at load',
   // validateRule compiles a rule's schema to report errors, then releases
   // it; a fresh ajv costs ~18 ms per call. Nothing evaluates on it.
   'validate-rule.ts:checker': 'compile-and-release checks of rule schemas; never evaluates, so holds no evaluation state',

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { EXCEPTION_CRD_OPENAPI_SCHEMA, RULE_CRD_OPENAPI_SCHEMA } from '../../src/policy/index.ts';
-import { CRD_FILES, crdSchema, EXCEPTION_CRD_FILE, EXCEPTION_GENERATED_FILE, GENERATED_FILE, renderExceptionGenerated, renderGenerated } from './generate-crd-schema.ts';
+import { CRD_FILES, crdSchema, EXCEPTION_CRD_FILE, EXCEPTION_GENERATED_FILE, GENERATED_FILE, renderExceptionGenerated, renderGenerated, renderShared, SHARED_GENERATED_FILE } from './generate-crd-schema.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -18,6 +18,7 @@ function untyped(node: Schema, path: string, out: string[]): string[] {
 
 void describe('CRD manifests', () => {
   void it('the embedded schema is generated from the manifests (regenerate with test/policy/generate-crd-schema.ts)', () => {
+    assert.equal(readFileSync(SHARED_GENERATED_FILE, 'utf8'), renderShared());
     assert.equal(readFileSync(GENERATED_FILE, 'utf8'), renderGenerated());
     assert.deepEqual(crdSchema(CRD_FILES.PortalRule), RULE_CRD_OPENAPI_SCHEMA);
     assert.deepEqual(crdSchema(CRD_FILES.PortalClusterRule), RULE_CRD_OPENAPI_SCHEMA);
