@@ -21,9 +21,9 @@ import { celEnv, parse as bufParse, plan as bufPlan, isCelError } from '@bufbuil
 import { Environment } from '@marcbachmann/cel-js';
 import { loadRulesFromDirectory } from '../src/config/manifests.ts';
 import { compile, evaluate as celEvaluate, newBudget } from '../src/policy/cel/index.ts';
-import { decideAdmission, evaluate, RuleSet, type EvaluationInput, type KubeObject, type PortalRuleObject } from '../src/policy/index.ts';
+import { decideAdmission, evaluate, RuleSet, type KubeObject, type PortalRuleObject } from '../src/policy/index.ts';
 import { celPssRules } from './cel-pss-rules.ts';
-import { realisticPod } from './realistic-pod.ts';
+import { podInput, realisticPod } from './realistic-pod.ts';
 
 const secondsArg = process.argv.indexOf('--seconds');
 const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 4;
@@ -78,16 +78,7 @@ async function main(): Promise<void> {
 
   const pod = realisticPod();
   const review = JSON.stringify({ request: { object: pod } });
-  const inputFor = (object: KubeObject): EvaluationInput => ({
-    operation: 'CREATE',
-    kind: { group: '', version: 'v1', kind: 'Pod' },
-    subResource: '',
-    namespace: 'shop',
-    name: 'checkout-7d9f8b6c5d-x2k4p',
-    object,
-    oldObject: null,
-    namespaceLabels: { 'kubernetes.io/metadata.name': 'shop' },
-  });
+  const inputFor = podInput;
   const fresh = (): KubeObject => (JSON.parse(review) as { request: { object: KubeObject } }).request.object;
 
   // The two libraries must agree on this Pod for the comparison to mean anything.

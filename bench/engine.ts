@@ -13,8 +13,8 @@ import { existsSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadRulesFromDirectory } from '../src/config/manifests.ts';
-import { compileLinear, decide, decideAdmission, evaluate, RuleSet, type EvaluationInput, type PortalRuleObject } from '../src/policy/index.ts';
-import { realisticPod } from './realistic-pod.ts';
+import { compileLinear, decide, decideAdmission, evaluate, RuleSet, type PortalRuleObject } from '../src/policy/index.ts';
+import { podInput, realisticPod } from './realistic-pod.ts';
 
 const secondsArg = process.argv.indexOf('--seconds');
 const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 2;
@@ -124,16 +124,7 @@ async function main(): Promise<void> {
       options: { kind: 'CreateOptions', apiVersion: 'meta.k8s.io/v1' },
     },
   });
-  const input: EvaluationInput = {
-    operation: 'CREATE',
-    kind: { group: '', version: 'v1', kind: 'Pod' },
-    subResource: '',
-    namespace: 'shop',
-    name: 'checkout-7d9f8b6c5d-x2k4p',
-    object: pod,
-    oldObject: null,
-    namespaceLabels: { 'kubernetes.io/metadata.name': 'shop' },
-  };
+  const input = podInput(pod);
   const verdicts = evaluate(rs, input);
   const decision = decide(verdicts);
 

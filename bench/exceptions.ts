@@ -31,8 +31,8 @@
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadRulesFromDirectory } from '../src/config/manifests.ts';
-import { decideAdmission, RuleSet, type EvaluationInput, type PortalExceptionObject } from '../src/policy/index.ts';
-import { realisticPod } from './realistic-pod.ts';
+import { decideAdmission, RuleSet, type PortalExceptionObject } from '../src/policy/index.ts';
+import { podInput, realisticPod } from './realistic-pod.ts';
 
 const roundsArg = process.argv.indexOf('--rounds');
 const ROUNDS = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 7;
@@ -70,16 +70,7 @@ async function main(): Promise<void> {
   if (loaded.errors.length > 0) throw new Error(loaded.errors.map((e) => `${e.source}: ${e.message}`).join('\n'));
   const ruleNames = loaded.rules.map((r) => r.metadata.name);
   const pod = realisticPod();
-  const input: EvaluationInput = {
-    operation: 'CREATE',
-    kind: { group: '', version: 'v1', kind: 'Pod' },
-    subResource: '',
-    namespace: 'shop',
-    name: 'checkout-7d9f8b6c5d-x2k4p',
-    object: pod,
-    oldObject: null,
-    namespaceLabels: { 'kubernetes.io/metadata.name': 'shop' },
-  };
+  const input = podInput(pod);
   const build = (exceptions: PortalExceptionObject[]): RuleSet => {
     const rs = new RuleSet({ exceptionNamespaces: ['portal-system'] });
     for (const r of loaded.rules) rs.upsert(r);

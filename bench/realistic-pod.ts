@@ -1,5 +1,5 @@
 /** The realistic ~3 KB Pod the engine benchmarks evaluate (a Deployment's replica with an init container and a sidecar). */
-import type { KubeObject } from '../src/policy/index.ts';
+import type { EvaluationInput, KubeObject } from '../src/policy/index.ts';
 
 export function realisticPod(): KubeObject {
   const container = (name: string, image: string) => ({
@@ -42,5 +42,19 @@ export function realisticPod(): KubeObject {
       volumes: [{ name: 'config', configMap: { name: 'checkout-config' } }, { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } }],
       terminationGracePeriodSeconds: 30,
     },
+  };
+}
+
+/** The evaluation input of a Pod CREATE in namespace `shop`, as the admission path builds it (the engine benchmarks' request). */
+export function podInput(object: KubeObject): EvaluationInput {
+  return {
+    operation: 'CREATE',
+    kind: { group: '', version: 'v1', kind: 'Pod' },
+    subResource: '',
+    namespace: 'shop',
+    name: 'checkout-7d9f8b6c5d-x2k4p',
+    object,
+    oldObject: null,
+    namespaceLabels: { 'kubernetes.io/metadata.name': 'shop' },
   };
 }

@@ -18,9 +18,9 @@
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadRulesFromDirectory } from '../src/config/manifests.ts';
-import { evaluate, RuleSet, type EvaluationInput, type KubeObject } from '../src/policy/index.ts';
+import { evaluate, RuleSet, type KubeObject } from '../src/policy/index.ts';
 import { admissionOutcome, VapSet, type VapAttributes, type VapContext } from '../src/policy/vap/index.ts';
-import { realisticPod } from './realistic-pod.ts';
+import { podInput, realisticPod } from './realistic-pod.ts';
 
 const secondsArg = process.argv.indexOf('--seconds');
 const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 2;
@@ -89,16 +89,7 @@ async function main(): Promise<void> {
   const pods: KubeObject[] = Array.from({ length: 512 }, () => structuredClone(realisticPod()));
   const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop', labels: { 'kubernetes.io/metadata.name': 'shop' } } };
   const ctx: VapContext = { namespaceObject: ns, params: { scope: () => ({ ok: false, error: 'no params' }), find: () => ({ ok: true, objects: [] }) } };
-  const schemaInput = (pod: KubeObject): EvaluationInput => ({
-    operation: 'CREATE',
-    kind: { group: '', version: 'v1', kind: 'Pod' },
-    subResource: '',
-    namespace: 'shop',
-    name: 'checkout-7d9f8b6c5d-x2k4p',
-    object: pod,
-    oldObject: null,
-    namespaceLabels: { 'kubernetes.io/metadata.name': 'shop' },
-  });
+  const schemaInput = podInput;
   const vapInput = (pod: KubeObject): VapAttributes => ({
     operation: 'CREATE',
     kind: { group: '', version: 'v1', kind: 'Pod' },

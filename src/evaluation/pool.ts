@@ -231,10 +231,10 @@ export class EvaluationPool {
     return `the ${this.name} evaluation workers are starting`;
   }
 
-  /** Resolves once `threads` distinct workers (default: the pool's size) have held a snapshot. */
+  /** Resolves once `threads` distinct workers (default: the pool's size) have held a snapshot; rejects (Closed) if the pool closes first. */
   async whenReady(threads = this.#config.workers): Promise<void> {
     this.#ensure();
-    await this.#replication?.whenSynced(threads);
+    if (!(await this.#replication?.whenSynced(threads))) throw new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`);
   }
 
   #ensure(): Piscina {

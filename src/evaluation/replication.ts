@@ -26,6 +26,7 @@ export class PolicyReplication {
   readonly #synced = new Set<number>();
   readonly #destroyed = new Set<number>();
   #syncWaiters: (() => void)[] = [];
+  #closed = false;
 
   /** Opens the channel and starts recording the stores' changes. */
   constructor(name: string, stores: MirroredStores) {
@@ -67,9 +68,10 @@ export class PolicyReplication {
     if (id >= 0) this.#destroyed.add(id);
   }
 
-  /** Resolves once `threads` distinct workers have held a snapshot. */
-  async whenSynced(threads: number): Promise<void> {
-    while (this.#synced.size < threads) await new Promise<void>((resolve) => this.#syncWaiters.push(resolve));
+  /** Resolves once `threads` distinct workers have held a snapshot; false if closed first (nobody waits for ever on a closed pool). */
+  async whenSynced(threads: number): Promise<boolean> {
+    while (this.#synced.size < threads && !this.#closed) await new Promise<void>((resolve) => this.#syncWaiters.push(resolve));
+    return this.#synced.size >= threads;
   }
 
   /** Stops recording changes (the channel stays open for the workers still draining). */
@@ -78,6 +80,8 @@ export class PolicyReplication {
   }
 
   close(): void {
+    this.#closed = true;
+    for (const w of this.#syncWaiters.splice(0)) w();
     this.unsubscribe();
     this.#channel.close();
   }

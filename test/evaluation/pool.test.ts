@@ -56,6 +56,15 @@ function hugePod(privileged: boolean): KubeObject {
 const body = (object: KubeObject): string => JSON.stringify({ request: { object } });
 
 void describe('evaluation pool', { timeout: 600_000 }, () => {
+  void it('a wait for workers ends when the pool closes: rejected as closed, never pending for ever', async () => {
+    const pool = newPool(new RuleSet());
+    // Two synced threads never come from a one-worker pool: only close() can end this wait.
+    const waiting = pool.whenReady(2);
+    await pool.whenReady(1);
+    await pool.close();
+    await assert.rejects(waiting, (err: Error & { code?: string }) => err.code === 'PORTAL_CLOSED' && /pool is closed/.test(err.message));
+  });
+
   void it('decides as decideAdmission does, in a worker', async () => {
     const rules = new RuleSet();
     rules.upsert(clusterRule('no-privileged'));

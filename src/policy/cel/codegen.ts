@@ -40,12 +40,9 @@
 import { Optional } from '@marcbachmann/cel-js';
 import { runtime, type Runtime } from './runtime.ts';
 import { selectDelegate } from './runtime-ops.ts';
-import { built, delegateOf, type Delegate } from './values-marks.ts';
-import { MAX_OPERANDS } from './environment.ts';
+import { built } from './values-marks.ts';
 import { sizeCost, type Meter } from './meter.ts';
-import { isCostedCall } from './charges.ts';
-import { re2 } from './lib/regex.ts';
-import * as macros from './codegen-macros.ts';
+import * as calls from './codegen-calls.ts';
 
 /** A node of cel-js's public AST. */
 export interface Node {
@@ -71,7 +68,7 @@ export interface GenerateOptions {
 
 const COSTED_OPERATORS: ReadonlySet<string> = new Set(['==', '!=', '<', '<=', '>', '>=', 'in', '+']);
 const BINARY: Record<string, string> = { '==': 'eq', '!=': 'ne', '+': 'add', '-': 'sub', '*': 'mul', '/': 'div', '%': 'mod', '<': 'lt', '<=': 'le', '>': 'gt', '>=': 'ge', in: 'inop' };
-const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export const isNode = (v: unknown): v is Node => v !== null && typeof v === 'object' && typeof (v as Node).op === 'string';
 
@@ -82,12 +79,6 @@ export function asNode(v: unknown): Node {
 
 export const str = (s: string): string => JSON.stringify(s);
 
-/** `s.matches(p)` (renamed portalMatches), `s.find(p)`, `s.findAll(p[, n])`: run natively (lib/regex.ts) with the meter. */
-function isRegexCall(name: string, rcall: boolean, operands: number): boolean {
-  if (name === 'portalMatches') return operands === 2;
-  if (!rcall) return false;
-  return (name === 'find' && operands === 2) || (name === 'findAll' && (operands === 2 || operands === 3));
-}
 
 interface Block {
   lines: string[];
@@ -176,7 +167,7 @@ export class Generator {
   }
 
   /** The dotted text of a namespace (`optional`, `cel`, `math`): an identifier that is not a variable. */
-  private namespace(n: Node): string | undefined {
+  namespace(n: Node): string | undefined {
     if (n.op === 'id' && typeof n.args === 'string' && IDENT.test(n.args) && this.lookup(n.args) === undefined && !this.opts.variables.includes(n.args)) return n.args;
     return undefined;
   }
@@ -210,7 +201,7 @@ export class Generator {
           return t;
         }
         // A type or constant name (`int`, `cel`): cel-js knows it.
-        return this.delegated(name, [], root);
+        return calls.delegated(this, name, [], root);
       }
       case '.':
         return this.select(n, root);
@@ -252,7 +243,7 @@ export class Generator {
         return this.map(n, root);
       case 'call':
       case 'rcall':
-        return this.call(n, root);
+        return calls.call(this, n, root);
       default:
         return this.binary(n, root);
     }
@@ -261,7 +252,7 @@ export class Generator {
   /** `t.f`: a plain map inline, `variables.NAME` through its getter, anything else through R.sel. */
   private select(n: Node, root: boolean): string {
     const [target, field] = n.args as [Node, string];
-    if (isNode(target) && this.namespace(target) !== undefined) return this.delegated(`${this.namespace(target)}.${field}`, [], root);
+    if (isNode(target) && this.namespace(target) !== undefined) return calls.delegated(this, `${this.namespace(target)}.${field}`, [], root);
     const f = str(field);
     const sd = this.constant(selectDelegate(field, false));
     if (isNode(target) && target.op === 'id' && target.args === 'variables' && this.lookup('variables') === undefined) {
@@ -378,107 +369,6 @@ export class Generator {
     const v = this.temp();
     this.emit(`${v} = R.mapOf([${keys.join(', ')}], [${values.join(', ')}]);`);
     if (!root) this.charge(Math.ceil(entries.length * 0.1));
-    return v;
-  }
-
-  private call(n: Node, root: boolean): string {
-    const rcall = n.op === 'rcall';
-    const name = (n.args as unknown[])[0] as string;
-    const receiver = rcall ? asNode((n.args as unknown[])[1]) : undefined;
-    const args = ((rcall ? (n.args as unknown[])[2] : (n.args as unknown[])[1]) as unknown[]).map(asNode);
-    const ns = receiver ? this.namespace(receiver) : undefined;
-
-    // Macros (their arguments are expressions, not values).
-    if (!rcall && name === 'has' && args.length === 1) return macros.has(this, asNode(args[0]));
-    if (receiver !== undefined && ns === undefined) {
-      const iterVar = (a: Node | undefined): string | undefined => (a?.op === 'id' && typeof a.args === 'string' ? a.args : undefined);
-      if (args.length === 2 && iterVar(args[0]) !== undefined && ['all', 'exists', 'exists_one', 'map', 'filter'].includes(name)) {
-        return macros.comprehension(this, name, receiver, iterVar(args[0]) as string, undefined, args[1] as Node);
-      }
-      if (args.length === 3 && name === 'map' && iterVar(args[0]) !== undefined) return macros.comprehension(this, 'map', receiver, iterVar(args[0]) as string, args[1], args[2] as Node);
-      if ((args.length === 3 || args.length === 4) && iterVar(args[0]) !== undefined && iterVar(args[1]) !== undefined) {
-        const kinds = args.length === 3 ? ['all', 'exists', 'existsOne', 'transformList', 'transformMap', 'transformMapEntry'] : ['transformList', 'transformMap', 'transformMapEntry'];
-        if (kinds.includes(name)) return macros.twoVar(this, name, receiver, iterVar(args[0]) as string, iterVar(args[1]) as string, args.length === 4 ? args[2] : undefined, args[args.length - 1] as Node);
-      }
-      if (name === 'orValue' && args.length === 1) return macros.orValue(this, receiver, asNode(args[0]));
-      if (name === 'or' && args.length === 1) return macros.or(this, receiver, asNode(args[0]));
-    }
-    if (ns === 'cel' && name === 'bind' && args.length === 3 && args[0]?.op === 'id') return macros.bind(this, args[0].args as string, args[1] as Node, args[2] as Node);
-    if (ns === 'optional' && name === 'none' && args.length === 0) return 'R.NONE';
-    if (ns === 'optional' && name === 'of' && args.length === 1) {
-      const a = this.value(args[0] as Node);
-      return `R.Optional.of(${a})`;
-    }
-
-    // Functions: operands first (cel-js evaluates arguments last to first).
-    const operands: string[] = [];
-    const all = receiver !== undefined && ns === undefined ? [receiver, ...args] : args;
-    if (all.length > MAX_OPERANDS) throw new Unsupported('too many arguments');
-    const values = new Array<string>(all.length);
-    for (let i = all.length - 1; i >= 0; i--) values[i] = this.value(all[i] as Node);
-    operands.push(...values);
-    const costed = isCostedCall(name);
-    if (costed) this.emit(`if ((m.used += R.callCost(${str(name)}, [${operands.join(', ')}], m)) > m.limit) R.over(m);`);
-    const v = this.temp();
-    const [a0, a1] = operands;
-    if (rcall && ns === undefined && operands.length === 1 && (name === 'hasValue' || name === 'value')) {
-      this.emit(`${v} = ${a0} instanceof R.Optional ? ${a0}.${name}() : R.call(${this.callDelegate(name, ns, rcall, 1)}, ${a0});`);
-    } else if (name === 'size' && operands.length === 1) {
-      this.emit(`${v} = Array.isArray(${a0}) ? BigInt(${a0}.length) : R.size(${a0});`);
-    } else if (rcall && ns === undefined && operands.length === 2 && (name === 'startsWith' || name === 'endsWith' || name === 'contains')) {
-      const method = name === 'contains' ? 'includes' : name;
-      this.emit(`${v} = (typeof ${a0} === "string" && typeof ${a1} === "string") ? ${a0}.${method}(${a1}) : R.call(${this.callDelegate(name, ns, rcall, 2)}, ${a0}, ${a1});`);
-    } else if (ns === undefined && isRegexCall(name, rcall, operands.length)) {
-      // The regex functions run here with the evaluation's meter; a constant pattern is compiled once, now.
-      const re = this.constantPattern(all[1]);
-      const fallback = `R.call(${this.callDelegate(name, ns, rcall, operands.length)}${operands.map((o) => `, ${o}`).join('')})`;
-      const strings = `typeof ${a0} === "string" && typeof ${a1} === "string"`;
-      if (name === 'portalMatches') this.emit(`${v} = (${strings}) ? R.matches(${a0}, ${a1}, m, ${re}) : ${fallback};`);
-      else if (name === 'find') this.emit(`${v} = (${strings}) ? R.find(${a0}, ${a1}, m, ${re}) : ${fallback};`);
-      else if (operands.length === 2) this.emit(`${v} = (${strings}) ? R.built(R.findAll(${a0}, ${a1}, -1, m, ${re})) : ${fallback};`);
-      else this.emit(`${v} = (${strings} && typeof ${operands[2]} === "bigint") ? R.built(R.findAll(${a0}, ${a1}, Number(${operands[2]}), m, ${re})) : ${fallback};`);
-    } else {
-      const d = this.callDelegate(name, ns, rcall, operands.length);
-      this.emit(`${v} = R.call(${d}${operands.map((o) => `, ${o}`).join('')});`);
-    }
-    if (!costed) this.sized(v, root);
-    return v;
-  }
-
-  /** The delegate of a call, its operands named `__a0`…, as a constant (parsed now, so an impossible delegate is Unsupported). */
-  private callDelegate(name: string, ns: string | undefined, rcall: boolean, count: number): string {
-    if (!IDENT.test(name)) throw new Unsupported(`function name ${name}`);
-    const ops = Array.from({ length: count }, (_, i) => `__a${i}`);
-    const source = !rcall ? `${name}(${ops.join(', ')})` : ns !== undefined ? `${ns}.${name}(${ops.join(', ')})` : `${ops[0]}.${name}(${ops.slice(1).join(', ')})`;
-    return this.constant(this.parsedDelegate(source));
-  }
-
-  /** A constant pattern compiled now (compile() refused the invalid ones), else `undefined`. */
-  private constantPattern(n: Node | undefined): string {
-    if (n?.op !== 'value' || typeof n.args !== 'string') return 'undefined';
-    try {
-      return this.constant(re2(n.args));
-    } catch {
-      return 'undefined';
-    }
-  }
-
-  /** A delegate parsed now; Unsupported when cel-js refuses it. */
-  private parsedDelegate(source: string): Delegate {
-    try {
-      return delegateOf(source, true);
-    } catch {
-      throw new Unsupported(`cannot delegate ${source}`);
-    }
-  }
-
-  /** A name cel-js resolves (a type such as `int`, a namespaced constant). */
-  private delegated(text: string, operands: string[], root: boolean): string {
-    if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(text)) throw new Unsupported(`name ${text}`);
-    const d = this.constant(this.parsedDelegate(text));
-    const v = this.temp();
-    this.emit(`${v} = R.call(${d}${operands.map((o) => `, ${o}`).join('')});`);
-    this.sized(v, root);
     return v;
   }
 
