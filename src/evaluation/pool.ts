@@ -34,17 +34,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
-import {
-  decideAdmission,
-  evaluate,
-  hasCandidates,
-  type AdmissionDecision,
-  type EvaluationBudget,
-  type EvaluationInput,
-  type KubeObject,
-  type RuleSet,
-  type RuleVerdict,
-} from '../policy/index.ts';
+import { evaluate, type EvaluationBudget, type EvaluationInput, type KubeObject, type RuleSet, type RuleVerdict } from '../policy/index.ts';
 import type { BindingEvaluation, ParamStore, VapAttributes, VapSet } from '../policy/vap/index.ts';
 import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import { answerReview, nameOnlyNamespaceLabels, readReview, type AnsweredReview, type ReviewContext } from '../policy/review/answer.ts';
@@ -113,9 +103,7 @@ export interface EvaluationPoolDeps {
 
 type What = () => Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
 
-type TaskBody = { kind: 'admission'; input: EvaluationInput; body?: string | undefined } | { kind: 'review'; body: string } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
-
-const ALLOW: AdmissionDecision = Object.freeze({ allowed: true, warnings: Object.freeze([]) as unknown as string[] }) as AdmissionDecision;
+type TaskBody = { kind: 'review'; body: string } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
 
 export class EvaluationPool {
   readonly name: string;
@@ -258,38 +246,11 @@ export class EvaluationPool {
   // ---- evaluations -----------------------------------------------------------
 
   /**
-   * The admission answer (a Decide): `decide(evaluate(rules, input))`. A kind no
-   * rule matches is answered here without a task.
-   */
-  decide(input: EvaluationInput, body?: string): AdmissionDecision | Promise<AdmissionDecision> {
-    if (!hasCandidates(this.#stores.rules, input.kind.group, input.kind.kind)) return ALLOW;
-    // With the review's text, the objects travel as that text (see Task).
-    const task: TaskBody =
-      body === undefined
-        ? { kind: 'admission', input }
-        : {
-            kind: 'admission',
-            input: { ...input, object: null, oldObject: null, ...(input.request ? { request: { ...input.request, object: null, oldObject: null } } : {}) },
-            body,
-          };
-    const settled = this.#evaluate(task as TaskBody & { kind: 'admission' }, () => input, (budget) => {
-      let errors: RuleVerdict[] | undefined;
-      const decision = decideAdmission(this.#stores.rules, input, budget, (v) => (errors ??= []).push(v));
-      return errors === undefined ? { decision } : { decision, errors };
-    });
-    return settled.then((r) => {
-      const report = this.#onRuleError;
-      if (r.errors !== undefined && report !== undefined) for (const v of r.errors) report(v, input);
-      return r.decision;
-    });
-  }
-
-  /**
    * A whole AdmissionReview, as its text, answered in a worker (read,
    * exemptions, namespace labels, decision, the answer's text): the main
    * thread parses nothing (adr/0013, "Reviews read in the worker"). Call it
-   * only while the replica is ready. Rejects (QueueFull, Closed) like
-   * {@link decide}.
+   * only while the replica is ready. Rejects when the queue is full
+   * (QueueFull) or the pool is closed (Closed).
    */
   review(body: string): Promise<AnsweredReview> {
     const settled = this.#evaluate({ kind: 'review', body }, () => reviewWhat(body), (budget) => answerReview(body, this.#reviewContext, budget));
