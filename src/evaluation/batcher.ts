@@ -27,6 +27,13 @@
  * Deadlines are checked by one ticker (every `tickMs` while anything is in
  * flight) rather than a timer per item: a timer per request cost more than
  * a typical evaluation.
+ *
+ * An item submitted without a deadline (the audit's) has one that counts
+ * from when a worker claims it: the worker computes its own, and the ticker
+ * starts the hard one when it sees the claim in the slot (at most `tickMs`
+ * late). So neither a queue nor a replacement worker's start-up eats it;
+ * `startWithinMs` still bounds the wait, so that nothing waits for ever on
+ * workers that cannot start.
  */
 import type { Logger } from 'pino';
 import { LogKey } from '../observability/log-keys.ts';
@@ -66,9 +73,12 @@ export class TaskAbort {
 
 interface Item {
   readonly body: ItemBody;
-  readonly deadline: number;
-  /** Past this (epoch ms) the item is abandoned: deadline + grace. */
-  readonly hard: number;
+  /** Epoch ms; undefined: counts from when a worker claims the item. */
+  readonly deadline: number | undefined;
+  /** Past this (epoch ms) the item is abandoned: deadline + grace (Infinity while an item without a deadline is not claimed). */
+  hard: number;
+  /** Past this (epoch ms) an item without a deadline that no worker claimed is settled as never started. */
+  readonly startBy: number;
   readonly abandoned: string[] | undefined;
   /** Sent alone: a second attempt after an abandon (it ran next to something slow once already). */
   readonly solo: boolean;
@@ -101,6 +111,8 @@ export interface BatcherConfig {
   reclaimMs: number;
   /** How often deadlines and batches are checked. */
   tickMs: number;
+  /** How long an item without a deadline may wait for a worker to claim it. */
+  startWithinMs: number;
 }
 
 export interface BatcherDeps {
@@ -131,6 +143,8 @@ export class Batcher {
   /** Every item not settled, in submission (so deadline) order; settled ones are dropped from the head. */
   #timeline: Item[] = [];
   #timelineHead = 0;
+  /** Items without a deadline, not settled (the audit's: few, so scanned whole on each tick). */
+  #fromStart: Item[] = [];
   readonly #active = new Set<Batch>();
   #ids = 0;
   #dispatchQueued = false;
@@ -172,13 +186,15 @@ export class Batcher {
     return new Promise((resolve) => this.#drainWaiters.push(resolve));
   }
 
-  /** One attempt at evaluating `body` by `deadline` (epoch ms). */
-  attempt(body: ItemBody, deadline: number, abandoned: string[] | undefined, solo: boolean): Promise<Attempt> {
+  /** One attempt at evaluating `body` by `deadline` (epoch ms; undefined: `timeoutMs` from when a worker claims it). */
+  attempt(body: ItemBody, deadline: number | undefined, abandoned: string[] | undefined, solo: boolean): Promise<Attempt> {
     this.#inFlight++;
     return new Promise<Attempt>((resolve, reject) => {
-      const item: Item = { body, deadline, hard: deadline + this.#config.graceMs, abandoned, solo, settled: false, batch: undefined, index: -1, resolve, reject };
+      const hard = deadline === undefined ? Number.POSITIVE_INFINITY : deadline + this.#config.graceMs;
+      const startBy = deadline === undefined ? epochNow() + this.#config.startWithinMs : hard;
+      const item: Item = { body, deadline, hard, startBy, abandoned, solo, settled: false, batch: undefined, index: -1, resolve, reject };
       this.#waiting.push(item);
-      this.#timeline.push(item);
+      (deadline === undefined ? this.#fromStart : this.#timeline).push(item);
       this.#ticker ??= setInterval(() => this.#tick(), this.#config.tickMs).unref();
       if (!this.#dispatchQueued) {
         this.#dispatchQueued = true;
@@ -194,6 +210,11 @@ export class Batcher {
     this.#inFlight--;
     item.resolve(attempt);
     if (this.#inFlight === 0) for (const w of this.#drainWaiters.splice(0)) w();
+  }
+
+  /** Rejects with `err` the items without a deadline that wait for a worker (the pool closes: they would only delay it). */
+  refuseWaiting(err: Error): void {
+    for (const it of this.#waiting) if (it.deadline === undefined && it.batch === undefined) this.#fail(it, err);
   }
 
   #fail(item: Item, err: unknown): void {
@@ -319,6 +340,8 @@ export class Batcher {
       if (i === keep || it.settled || it.batch !== batch) continue;
       it.batch = undefined;
       it.index = -1;
+      // Without a deadline of its own: it counts again from the next claim.
+      if (it.deadline === undefined) it.hard = Number.POSITIVE_INFINITY;
       back.push(it);
     }
     if (back.length > 0) this.#waiting.unshift(...back);
@@ -367,12 +390,30 @@ export class Batcher {
       this.#timeline = t.slice(this.#timelineHead);
       this.#timelineHead = 0;
     }
+    if (this.#fromStart.length > 0) this.#tickFromStart(now);
     if (this.#inFlight === 0 && this.#active.size === 0 && this.#ticker !== undefined) {
       clearInterval(this.#ticker);
       this.#ticker = undefined;
       this.#timeline = [];
       this.#timelineHead = 0;
+      this.#fromStart = [];
     }
+  }
+
+  /** Items without a deadline: the hard deadline starts once a worker claimed one; one never claimed in time never started. */
+  #tickFromStart(now: number): void {
+    const items = this.#fromStart;
+    let kept = 0;
+    for (const item of items) {
+      if (item.settled) continue;
+      items[kept++] = item;
+      if (item.hard === Number.POSITIVE_INFINITY) {
+        const batch = item.batch;
+        if (batch !== undefined && this.#runningIndex(batch) >= item.index) item.hard = now + this.#config.timeoutMs + this.#config.graceMs;
+        else if (item.startBy <= now) this.#expire(item);
+      } else if (item.hard <= now) this.#expire(item);
+    }
+    items.length = kept;
   }
 
   /** An item past its hard deadline: its worker is terminated if it is running it, else it never started in time. */

@@ -34,8 +34,13 @@ export type ChannelMessage =
   | { type: 'snapshot'; seq: number; changes: { store: StoreName; change: unknown }[] };
 
 interface ItemHeader {
-  /** Cooperative deadline, epoch milliseconds (both threads read `performance.timeOrigin + performance.now()`). */
-  deadline: number;
+  /**
+   * Cooperative deadline, epoch milliseconds (both threads read
+   * `performance.timeOrigin + performance.now()`); undefined: `ms` from when
+   * the worker claims the item (the audit: neither its queue nor a worker's
+   * start-up counts).
+   */
+  deadline: number | undefined;
   /** The deadline's length, for messages. */
   ms: number;
   /** Rule keys (or VAP names) abandoned in an earlier attempt: `error` without running. */

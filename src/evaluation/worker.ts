@@ -114,12 +114,13 @@ function recorder(base: number): (key: string) => void {
 
 function execute(item: TaskItem, onRule: (key: string) => void): unknown {
   const abandoned = item.abandoned && item.abandoned.length > 0 ? new Set(item.abandoned) : undefined;
+  const deadline = item.deadline ?? epochNow() + item.ms;
   if (item.kind === 'vap') {
     return stores.vaps.evaluate(item.attrs, { namespaceObject: item.namespaceObject, params: stores.params }, {
-      deadline: { at: item.deadline, now: epochNow, ms: item.ms, abandoned, onPolicy: onRule },
+      deadline: { at: deadline, now: epochNow, ms: item.ms, abandoned, onPolicy: onRule },
     });
   }
-  const budget: EvaluationBudget = { deadline: item.deadline, now: epochNow, ms: item.ms, abandoned, onRule };
+  const budget: EvaluationBudget = { deadline, now: epochNow, ms: item.ms, abandoned, onRule };
   if (item.kind === 'review') return answerReview(item.body, reviewContext(), budget);
   return evaluate(stores.rules, item.input, budget);
 }

@@ -144,6 +144,47 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     assert.ok((pool.stats().abandoned as number) >= 2);
   });
 
+  void it("the audit's deadlines count from a worker's start: neither the queue nor a replacement worker's start-up eats them", async () => {
+    const rules = new RuleSet();
+    rules.upsert(clusterRule('no-privileged'));
+    rules.upsert(slowRule('slow-nonroot', 'Deny'));
+    // One worker and a short deadline: a replacement's start-up (a thread, tsx compiling the engine) is about as long.
+    const pool = new EvaluationPool({ name: 'test', workers: 1, timeoutMs: 1000, deadlineFrom: 'start' }, { rules }, { logger, registry: new Registry() });
+    pools.push(pool);
+    // Not warmed: the first evaluations wait for the worker's start-up too.
+    const huge = input(hugePod(true), { namespace: 'default', name: 'huge', operation: 'AUDIT' });
+    const small = input(pod({ privileged: true }), { namespace: 'default', name: 'web', operation: 'AUDIT' });
+    // Submitted together: the small ones wait behind the stuck rule, its abandon and the replacement worker's start-up.
+    const [slow, ...others] = await Promise.all([pool.audit(huge), pool.audit(small), pool.audit(small)]);
+    // The stuck rule errs; no-privileged keeps its real verdict, evaluated again by the replacement with a fresh deadline.
+    assert.deepEqual(
+      slow!.map((v) => [v.rule, v.result]),
+      [
+        ['no-privileged', 'fail'],
+        ['slow-nonroot', 'error'],
+      ],
+    );
+    for (const verdicts of others) assert.deepEqual(verdicts, evaluate(rules, small));
+    assert.ok((pool.stats().abandoned as number) >= 1);
+  });
+
+  void it('closing refuses the evaluations that wait for a worker without a deadline of their own: the close does not wait on them', async () => {
+    const rules = new RuleSet();
+    rules.upsert(clusterRule('no-privileged'));
+    // One batch at a time, of one evaluation, on a worker still starting: the second waits in the pool.
+    const pool = new EvaluationPool({ name: 'test', workers: 1, timeoutMs: 10_000, deadlineFrom: 'start', maxBatch: 1, pipeline: 1 }, { rules }, { logger, registry: new Registry() });
+    pools.push(pool);
+    const audit = input(pod({ privileged: true }), { namespace: 'default', name: 'web', operation: 'AUDIT' });
+    const sent = pool.audit(audit);
+    const waiting = pool.audit(audit);
+    await new Promise((resolve) => setImmediate(resolve)); // the first is sent
+    const closed = pool.close();
+    await assert.rejects(waiting, (err: Error & { code?: string }) => err.code === 'PORTAL_CLOSED' && /pool is closed/.test(err.message));
+    // The one sent is still evaluated, once the worker is up, before the pool closes.
+    assert.deepEqual(await sent, evaluate(rules, audit));
+    await closed;
+  });
+
   void it('evaluations submitted together travel in one task; each gets its own answer', async () => {
     const rules = new RuleSet();
     rules.upsert(clusterRule('no-privileged'));
