@@ -37,7 +37,9 @@
  */
 import type { Logger } from 'pino';
 import { LogKey } from '../observability/log-keys.ts';
-import { CLAIM_CLOSED, epochNow, SLOT_BYTES, SLOT_CLAIM, SLOT_HEADER, SLOT_ID, SLOT_ITEM, SLOT_KEY_LENGTH, type ItemOutcome, type Task, type TaskItem } from './protocol.ts';
+import { ProgressSlots } from './progress.ts';
+import { epochNow, SLOT_BYTES, type ItemOutcome, type Task, type TaskItem } from './protocol.ts';
+import { TaskAbort } from './task-abort.ts';
 import { toError } from '../observability/errors.ts';
 
 /** One attempt's outcome: the worker's result, or abandoned (with the rule or VAP that was running, if one was). */
@@ -45,31 +47,6 @@ export type Attempt = { ok: true; value: unknown } | { ok: false; running: strin
 
 /** An item as the pool submits it, without the deadline fields the batcher adds. */
 export type ItemBody = TaskItem extends unknown ? Omit<TaskItem, 'deadline' | 'ms' | 'abandoned'> : never;
-
-/**
- * The abort signal of one task, as piscina reads it (`aborted`, one 'abort'
- * listener): an AbortController per task costs more than it needs to.
- */
-export class TaskAbort {
-  aborted = false;
-  #listener: (() => void) | undefined;
-
-  addEventListener(_type: 'abort', listener: () => void): void {
-    this.#listener = listener;
-  }
-
-  removeEventListener(): void {
-    this.#listener = undefined;
-  }
-
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    const l = this.#listener;
-    this.#listener = undefined;
-    l?.();
-  }
-}
 
 interface Item {
   readonly body: ItemBody;
@@ -129,9 +106,7 @@ export interface BatcherDeps {
 export class Batcher {
   readonly #config: BatcherConfig;
   readonly #deps: BatcherDeps;
-  readonly #words: Int32Array;
-  readonly #bytes: Uint8Array;
-  readonly #decoder = new TextDecoder();
+  readonly #slots: ProgressSlots;
   /**
    * Free progress slots. Slots of a terminated worker's task go to the
    * front (reused last): the dying thread may still write to its slot for
@@ -158,8 +133,7 @@ export class Batcher {
   constructor(config: BatcherConfig, deps: BatcherDeps) {
     this.#config = config;
     this.#deps = deps;
-    this.#words = new Int32Array(deps.progress);
-    this.#bytes = new Uint8Array(deps.progress);
+    this.#slots = new ProgressSlots(deps.progress);
     const slots = deps.progress.byteLength / SLOT_BYTES;
     this.#freeSlots = Array.from({ length: slots }, (_, i) => slots - 1 - i);
   }
@@ -273,11 +247,7 @@ export class Batcher {
 
   #send(items: Item[], slot: number): void {
     const id = (this.#ids = (this.#ids % 0x7fffffff) + 1);
-    const words = (slot * SLOT_BYTES) / 4;
-    this.#words[words + SLOT_ID] = 0;
-    this.#words[words + SLOT_KEY_LENGTH] = 0;
-    this.#words[words + SLOT_CLAIM] = 0;
-    this.#words[words + SLOT_ITEM] = -1;
+    this.#slots.reset(slot);
     const batch: Batch = { items, slot, id, abort: new TaskAbort(), reclaimAt: epochNow() + this.#config.reclaimMs, reclaimed: false };
     const ms = this.#config.timeoutMs;
     const taskItems = new Array<TaskItem>(items.length);
@@ -352,7 +322,7 @@ export class Batcher {
     if (batch.reclaimed) return;
     batch.reclaimed = true;
     this.#reclaims++;
-    const claimed = Atomics.exchange(this.#words, (batch.slot * SLOT_BYTES) / 4 + SLOT_CLAIM, CLAIM_CLOSED);
+    const claimed = this.#slots.close(batch.slot);
     // The worker is on item claimed - 1 (or has just finished it); every other item goes back.
     this.#takeBack(batch, claimed - 1);
     this.#dispatch();
@@ -360,19 +330,12 @@ export class Batcher {
 
   /** The index of the item the batch's worker is on (-1: none yet). */
   #runningIndex(batch: Batch): number {
-    const words = (batch.slot * SLOT_BYTES) / 4;
-    return this.#words[words + SLOT_ID] === batch.id ? (this.#words[words + SLOT_ITEM] ?? -1) : -1;
+    return this.#slots.runningIndex(batch.slot, batch.id);
   }
 
   /** The key the worker wrote into the batch's slot (the rule or VAP it was running), if any. */
   #runningKey(batch: Batch): string | undefined {
-    const words = (batch.slot * SLOT_BYTES) / 4;
-    if (this.#words[words + SLOT_ID] !== batch.id) return undefined;
-    const n = this.#words[words + SLOT_KEY_LENGTH] ?? 0;
-    if (n <= 0 || n > SLOT_BYTES - SLOT_HEADER) return undefined;
-    const start = batch.slot * SLOT_BYTES + SLOT_HEADER;
-    // Copy out of shared memory before decoding (TextDecoder refuses shared views).
-    return this.#decoder.decode(this.#bytes.slice(start, start + n));
+    return this.#slots.runningKey(batch.slot, batch.id);
   }
 
   /** Settles what passed its deadline, takes back batches that ran long; stops when nothing is in flight. */
