@@ -29,7 +29,12 @@ export function has(g: Generator, arg: Node): string {
   const names = steps.map((s) => s.field);
   const fields = g.constant(names);
   const ops = g.constant(steps.map((s) => s.op));
-  g.emit(`${v} = R.has(${root}, ${fields}, ${ops}, ${g.constant(hasDelegates(names))});`);
+  const general = `R.has(${root}, ${fields}, ${ops}, ${g.constant(hasDelegates(names))})`;
+  if (steps.length === 1) {
+    // has(x.f) on a plain map (the common case) inline: R.has gives the same (present and not undefined).
+    const f = str(names[0] as string);
+    g.emit(`${v} = (${root} !== null && typeof ${root} === "object" && ${root}.constructor === Object) ? (Object.hasOwn(${root}, ${f}) && ${root}[${f}] !== undefined) : ${general};`);
+  } else g.emit(`${v} = ${general};`);
   return v;
 }
 

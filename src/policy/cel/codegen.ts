@@ -43,6 +43,7 @@ import { selectDelegate } from './runtime-ops.ts';
 import { built } from './values-marks.ts';
 import { sizeCost, type Meter } from './meter.ts';
 import * as calls from './codegen-calls.ts';
+import { specialisedComparison } from './codegen-operators.ts';
 
 /** A node of cel-js's public AST. */
 export interface Node {
@@ -280,14 +281,16 @@ export class Generator {
     const l = this.value(asNode(a));
     const r = this.value(asNode(b));
     const costed = COSTED_OPERATORS.has(n.op);
-    if (costed) this.emit(`if ((m.used += R.binaryCost(${str(n.op)}, ${l}, ${r}, m)) > m.limit) R.over(m);`);
     const v = this.temp();
+    const general: string[] = [];
+    if (costed) general.push(`if ((m.used += R.binaryCost(${str(n.op)}, ${l}, ${r}, m)) > m.limit) R.over(m);`);
     if (n.op === '==' || n.op === '!=') {
       const same = n.op === '==' ? '===' : '!==';
-      this.emit(`${v} = (typeof ${l} === "string" && typeof ${r} === "string") ? ${l} ${same} ${r} : R.${fn}(${l}, ${r});`);
+      general.push(`${v} = (typeof ${l} === "string" && typeof ${r} === "string") ? ${l} ${same} ${r} : R.${fn}(${l}, ${r});`);
     } else {
-      this.emit(`${v} = R.${fn}(${l}, ${r});`);
+      general.push(`${v} = R.${fn}(${l}, ${r});`);
     }
+    if (!specialisedComparison(this, n.op, asNode(a), asNode(b), l, r, v, general.join('\n'))) for (const line of general) this.emit(line);
     if (!costed && (n.op === '+' || n.op === '-')) this.sized(v, root);
     return v;
   }

@@ -12,6 +12,7 @@ import { Optional } from '@marcbachmann/cel-js';
 import { Duration, UnsignedInt } from '@marcbachmann/cel-js/evaluator';
 import { CostLimitExceeded, sizeCost } from './meter.ts';
 import { binaryCost, callCost, rangeCost } from './charges.ts';
+import { traversal } from './cost.ts';
 import { find, findAll, matches } from './lib/regex.ts';
 import { built, cel, delegateOf, isInput, isPlain, num, read, viaCelJs, type Delegate } from './values-marks.ts';
 import * as ops from './runtime-ops.ts';
@@ -223,6 +224,8 @@ export const runtime = Object.freeze({
   callCost,
   binaryCost,
   rangeCost,
+  /** ceil(0.1·n): the cost of walking n characters (codegen-operators.ts). */
+  trav: traversal,
   call: viaCelJs,
   err,
 });

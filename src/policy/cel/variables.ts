@@ -69,6 +69,10 @@ function failed(name: string, e: unknown): never {
 
 /** The `variables` object of a composition's variables (built once, at compile time). */
 export function variablesObject(variables: readonly { name: string; program: Program }[]): VariablesObject {
+  // Packed arrays (a holey one costs a check per read), reset in place by bindVariables.
+  const values: unknown[] = variables.map(() => UNSET);
+  const errors: unknown[] = variables.map(() => UNSET);
+  const state: VariablesState = { context: {}, meter: { used: 0, limit: 0 }, shared: undefined, values, errors };
   const descriptors: PropertyDescriptorMap = {};
   variables.forEach(({ name, program }, index) => {
     // A variable that reads no other variable has the same value and cost in
@@ -77,17 +81,18 @@ export function variablesObject(variables: readonly { name: string; program: Pro
     const shareable = !program.expression.includes('variables');
     descriptors[name] = {
       enumerable: true,
-      get(this: VariablesObject) {
-        const state = this[STATE];
-        if (state.values[index] === UNSET && state.errors[index] === UNSET) compute(program, state, index, shareable);
-        if (state.errors[index] !== UNSET) failed(name, state.errors[index]);
-        return state.values[index];
+      // The getter holds its object's state itself (no lookup through `this`).
+      get() {
+        const v = values[index];
+        // Computed already in this evaluation: the common read, one check.
+        if (v !== UNSET) return v;
+        if (errors[index] === UNSET) compute(program, state, index, shareable);
+        if (errors[index] !== UNSET) failed(name, errors[index]);
+        return values[index];
       },
     };
   });
   // Built by CEL: a number a variable gives is a CEL value already (values-marks.ts).
-  const n = variables.length;
-  const state: VariablesState = { context: {}, meter: { used: 0, limit: 0 }, shared: undefined, values: new Array<unknown>(n).fill(UNSET), errors: new Array<unknown>(n).fill(UNSET) };
   const vars = Object.defineProperties({ [STATE]: state } as VariablesObject, descriptors);
   return celValuesOnly(vars);
 }
