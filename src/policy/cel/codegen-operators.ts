@@ -12,7 +12,7 @@
  *
  * Pure: no I/O.
  */
-import { str, type Generator, type Node } from './codegen.ts';
+import type { Generator, Node } from './codegen.ts';
 
 const isString = (n: Node): boolean => n.op === 'value' && typeof n.args === 'string';
 
