@@ -16,7 +16,7 @@
 import { compile, type CompileError, type Program } from './compile.ts';
 import { celContext, classify, newBudget, PER_CALL_COST_LIMIT, type Activation, type Budget, type EvalResult } from './engine.ts';
 import type { Meter } from './meter.ts';
-import { bindVariables, variablesObject, type VariablesObject } from './variables.ts';
+import { bindVariables, compileVariables, type Variables } from './variables.ts';
 
 export interface NamedExpression {
   name: string;
@@ -53,8 +53,8 @@ export interface Composition {
   readonly matchConditions: readonly { name: string; program: Program }[];
   readonly variables: readonly { name: string; program: Program }[];
   readonly validations: readonly CompiledValidation[];
-  /** @internal the lazily evaluated `variables` object (variables.ts), when there are variables. */
-  readonly vars: VariablesObject | undefined;
+  /** @internal the lazily evaluated `variables` (variables.ts), when there are variables. */
+  readonly vars: Variables | undefined;
   /** @internal the context the expressions run on when there are variables (refilled by each evaluation, see contextOf). */
   readonly context: Record<string, unknown> | undefined;
 }
@@ -99,9 +99,14 @@ export function compileComposition(spec: CompositionSpec): CompositionResult {
     else fail(`validations[${i}].expression`, p);
   });
   if (errors.length > 0) return { ok: false, errors };
-  const vars = variables.length > 0 ? variablesObject(variables) : undefined;
-  // A literal in celContext's order: one object shape for every context the generated code reads.
-  const context = vars === undefined ? undefined : { object: null, oldObject: null, request: null, params: null, namespaceObject: null, variables: vars };
+  let vars: Variables | undefined;
+  let context: Record<string, unknown> | undefined;
+  if (variables.length > 0) {
+    // A literal in celContext's order: one object shape for every context the generated code reads.
+    vars = compileVariables(variables);
+    context = { object: null, oldObject: null, request: null, params: null, namespaceObject: null, variables: vars.object };
+    vars.state.context = context;
+  }
   return Object.freeze({ ok: true as const, matchConditions, variables, validations, vars, context });
 }
 
@@ -169,7 +174,7 @@ function contextOf(c: Composition, shared: Record<string, unknown>, meter: Meter
   context['request'] = shared['request'];
   context['params'] = shared['params'];
   context['namespaceObject'] = shared['namespaceObject'];
-  bindVariables(c.vars, context, shared, meter, budget);
+  bindVariables(c.vars, shared, meter, budget);
   return context;
 }
 
