@@ -80,6 +80,21 @@ export function asNode(v: unknown): Node {
 
 export const str = (s: string): string => JSON.stringify(s);
 
+/** Names an object inherits from Object.prototype (`constructor`, `__proto__`, `toString`, …). */
+const INHERITED: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
+
+/**
+ * A plain map's own value of field `f`, or undefined, as a JavaScript
+ * expression. One property read: a map from the input (JSON.parse) or
+ * built by CEL inherits only Object.prototype's names, so for any other
+ * name a read finds an own property or nothing; those names get an
+ * own-property check (Object.hasOwn is a call, several times a read).
+ */
+export function ownField(obj: string, f: string): string {
+  const key = str(f);
+  return INHERITED.has(f) ? `(Object.hasOwn(${obj}, ${key}) ? ${obj}[${key}] : undefined)` : `${obj}[${key}]`;
+}
+
 
 interface Block {
   lines: string[];
@@ -267,7 +282,8 @@ export class Generator {
     }
     const t = this.value(asNode(target));
     const v = this.temp();
-    this.emit(`${v} = (${t} !== null && typeof ${t} === "object" && ${t}.constructor === Object && Object.hasOwn(${t}, ${f})) ? ${t}[${f}] : R.sel(${t}, ${f}, ${sd});`);
+    this.emit(`${v} = (${t} !== null && typeof ${t} === "object" && ${t}.constructor === Object) ? ${ownField(t, field)} : undefined;`);
+    this.emit(`if (${v} === undefined) ${v} = R.sel(${t}, ${f}, ${sd});`);
     this.emit(`if (typeof ${v} === "number") ${v} = R.read(${t}, ${v});`);
     this.sized(v, root);
     return v;
