@@ -13,7 +13,7 @@ import { Duration, UnsignedInt } from '@marcbachmann/cel-js/evaluator';
 import { CostLimitExceeded, sizeCost } from './meter.ts';
 import { binaryCost, callCost, rangeCost } from './charges.ts';
 import { traversal } from './cost.ts';
-import { find, findAll, matches } from './lib/regex.ts';
+import { cachedRe2, find, findAll, matches } from './lib/regex.ts';
 import { built, cel, delegateOf, isInput, isPlain, num, read, viaCelJs, type Delegate } from './values-marks.ts';
 import * as ops from './runtime-ops.ts';
 import { ABSENT, NONE, err } from './runtime-ops.ts';
@@ -211,6 +211,8 @@ export const runtime = Object.freeze({
   matches,
   find,
   findAll,
+  /** A pattern computed at run time, compiled through its call site's cache (codegen-calls.ts). */
+  regex: cachedRe2,
   cond,
   range,
   entries,

@@ -5,7 +5,9 @@
  *   charge charges.ts's binaryCost for every kind of `x`, string or not;
  * - the rule path of a composition (checkComposition) gives undefined when
  *   everything passes and the same failures as runComposition otherwise,
- *   with one context object per composition refilled per evaluation.
+ *   with one context object per composition refilled per evaluation;
+ * - a pattern computed at run time is compiled once per call site (its
+ *   PatternCache), with the same values, errors and cost.
  * Values against cel-js's own evaluation: compiler.test.ts.
  */
 import { describe, it } from 'node:test';
@@ -23,6 +25,7 @@ import {
   type Program,
 } from '../../../src/policy/cel/index.ts';
 import { binaryCost } from '../../../src/policy/cel/charges.ts';
+import { cachedRe2, PATTERN_CACHE_SIZE, patternCache } from '../../../src/policy/cel/lib/regex.ts';
 
 function program(expr: string): Program {
   const p = compile(expr, { resultType: 'any' });
@@ -147,5 +150,41 @@ describe('the rule path of a composition', () => {
     const full = runComposition(c, s2, b2);
     assert.equal(b1.remaining, b2.remaining);
     assert.equal(newBudget().remaining - b2.remaining, full.cost);
+  });
+});
+
+describe('patterns computed at run time', () => {
+  it('are compiled once per call site and pattern, at most PATTERN_CACHE_SIZE kept, errors not kept', () => {
+    const cache = patternCache();
+    const a = cachedRe2(cache, '^a+$');
+    assert.equal(cachedRe2(cache, '^a+$'), a);
+    for (let i = 0; i < PATTERN_CACHE_SIZE * 2; i++) cachedRe2(cache, `^x{${i}}$`);
+    assert.equal(cache.size, PATTERN_CACHE_SIZE);
+    assert.notEqual(cachedRe2(cache, '^a+$'), a, 'evicted, compiled again');
+    assert.throws(() => cachedRe2(cache, '('));
+    assert.throws(() => cachedRe2(cache, '('));
+    assert.equal(cache.has('('), false);
+  });
+
+  it('give the same values, errors and cost as constant patterns', () => {
+    const object = { names: ['abc', 'xyz', 'aaa'], p: '^a', bad: '(' };
+    const dynamic = evaluate(program('object.names.map(n, n.matches(object.p))'), { object });
+    const constant = evaluate(program("object.names.map(n, n.matches('^a'))"), { object });
+    assert.ok(dynamic.ok && constant.ok);
+    if (dynamic.ok && constant.ok) {
+      assert.deepEqual(dynamic.value, [true, false, true]);
+      assert.deepEqual(dynamic.value, constant.value);
+      // Reading `object.p` costs one node more per iteration than the literal (id + select vs value): the call itself costs the same.
+      assert.equal(dynamic.cost - constant.cost, object.names.length);
+    }
+    // Evaluated again (the call site's cache warm), the same program costs the same.
+    const p = program('object.names.map(n, n.matches(object.p))');
+    const first = evaluate(p, { object });
+    const second = evaluate(p, { object });
+    assert.ok(first.ok && second.ok && first.cost === second.cost);
+    for (let i = 0; i < 2; i++) {
+      const r = evaluate(program('object.names.all(n, n.matches(object.bad))'), { object });
+      assert.equal(r.ok, false);
+    }
   });
 });
