@@ -9,7 +9,7 @@
  * Per request this costs one context object (the caller's evaluations of a
  * request share one activation): the `variables` object of a policy is built
  * once (per list of names, kept by this engine instance) and reads the
- * running evaluation's resolver through a symbol property, and a boolean
+ * running evaluation's resolver from the engine's cell, and a boolean
  * result is a shared outcome object.
  */
 import { celValuesOnly, classify, compile, PER_CALL_COST_LIMIT, type Program } from '../cel/index.ts';
@@ -25,23 +25,33 @@ function compileMessage(message: string, line: number, column: number): string {
   return `ERROR: <input>:${line}:${column}: ${message}`;
 }
 
-/** Where a variables object finds the evaluation running now (a symbol: invisible to CEL). */
-const RESOLVER = Symbol('resolver');
-type VariablesObject = Record<string, unknown> & { [RESOLVER]: VariableResolver | undefined };
+/**
+ * Where the variables objects of one engine find the evaluation running now.
+ * One cell per engine, not a property of each variables object: every
+ * getter then reads the same shape (a property per object made the read
+ * megamorphic across policies).
+ */
+interface ResolverCell {
+  resolver: VariableResolver | undefined;
+}
 
-function variablesObject(names: readonly string[]): VariablesObject {
-  const vars = Object.create(null) as VariablesObject;
-  vars[RESOLVER] = undefined;
+type VariablesObject = Record<string, unknown>;
+
+function variablesObject(names: readonly string[], cell: ResolverCell): VariablesObject {
+  // Built from `{}` and given a null prototype at the end: V8 keeps it in
+  // fast mode (Object.create(null) makes a dictionary, slower to read).
+  const vars: VariablesObject = {};
   names.forEach((name, index) => {
     // A name declared twice reads the first (as the resolver's `at` says).
     if (Object.hasOwn(vars, name)) return;
     Object.defineProperty(vars, name, {
       enumerable: true,
-      get(this: VariablesObject) {
-        return (this[RESOLVER] as VariableResolver).at(index);
+      get() {
+        return (cell.resolver as VariableResolver).at(index);
       },
     });
   });
+  Object.setPrototypeOf(vars, null);
   // Variables hold what expressions gave (the generated code's values): read as CEL values.
   return celValuesOnly(vars);
 }
@@ -60,9 +70,12 @@ export function celEngine(): ExpressionEngine<VapProgram> {
   // policy's, stable), reused by its evaluations: evaluation is synchronous
   // and a policy's evaluation never starts another of the same policy.
   const variables = new WeakMap<readonly string[], VariablesObject>();
+  const cell: ResolverCell = { resolver: undefined };
+  const meters: { used: number; limit: number }[] = [];
+  let depth = 0;
   const variablesFor = (names: readonly string[]): VariablesObject => {
     let vars = variables.get(names);
-    if (vars === undefined) variables.set(names, (vars = variablesObject(names)));
+    if (vars === undefined) variables.set(names, (vars = variablesObject(names, cell)));
     return vars;
   };
   // One context per activation (the caller's evaluations of one request
@@ -85,7 +98,8 @@ export function celEngine(): ExpressionEngine<VapProgram> {
       state.context['variables'] = variablesFor(names);
       state.names = names;
     }
-    (state.context['variables'] as VariablesObject)[RESOLVER] = activation.variables;
+    // The variables objects are shared by every activation of this engine: point them at this one.
+    cell.resolver = activation.variables;
     return state;
   };
   return {
@@ -100,14 +114,20 @@ export function celEngine(): ExpressionEngine<VapProgram> {
     },
     run(p: VapProgram, activation: Activation, budget: CostBudget): RunOutcome {
       const context = stateOf(activation).context;
-      const meter = { used: 0, limit: Math.min(PER_CALL_COST_LIMIT, budget.remaining) };
+      // A meter per nesting depth (a variable runs inside the expression
+      // that reads it), reused: nothing keeps a meter past its run.
+      const meter = (meters[depth] ??= { used: 0, limit: 0 });
+      meter.used = 0;
+      meter.limit = Math.min(PER_CALL_COST_LIMIT, budget.remaining);
       let value: unknown;
       let failure: unknown;
+      depth++;
       try {
         value = p.program.exec(context, meter);
       } catch (e) {
         failure = e ?? new Error(String(e));
       }
+      depth--;
       if (failure === undefined && typeof value === 'boolean' && meter.used <= meter.limit && p.resultType === 'bool') {
         budget.remaining = Math.max(0, budget.remaining - meter.used);
         return value ? TRUE : FALSE;

@@ -167,7 +167,11 @@ class Requests {
     let hit = this.others?.get(resource);
     if (hit === undefined) {
       hit = { resource, request: toRequest(this.a, resource), shared: [] };
-      (this.others ??= new Map()).set(resource, hit);
+      // The first resource needs no map (most requests have only one).
+      if (last !== undefined) {
+        this.others ??= new Map([[last.resource, last]]);
+        this.others.set(resource, hit);
+      }
     }
     this.last = hit;
     return hit;
@@ -192,8 +196,7 @@ export function evaluatePolicies<P>(
   const matched: (MatchResult | undefined)[] = [];
   const requests = new Requests(a);
   let run: Evaluation<P> | undefined;
-  for (const { c, match, its, sharedIds } of order.policies) {
-    const name = c.policy.metadata.name;
+  for (const { c, name, names, match, its, sharedIds } of order.policies) {
     const pm = (matched[match] ??= (order.matchers[match] as CompiledMatch)(a, ctx.namespaceObject, opts.equivalents));
     if (!pm.matches) {
       if (pm.error !== undefined) configError(results, c, undefined, pm.error);
@@ -233,7 +236,7 @@ export function evaluatePolicies<P>(
         }
         opts.deadline?.onPolicy?.(name);
         run ??= new Evaluation(engine, { object: a.object, oldObject: a.oldObject, namespaceObject: ctx.namespaceObject });
-        results.push(run.evaluate(c, request, p, template, sharedIds, shared));
+        results.push(run.evaluate(c, names, request, p, template, sharedIds, shared));
       }
     }
   }
@@ -243,6 +246,9 @@ export function evaluatePolicies<P>(
 /** A policy as the evaluator runs it, with what of it and of its bindings is computed once per change. */
 export interface PlannedPolicy<P> {
   c: CompiledPolicy<P>;
+  name: string;
+  /** c.variableNames, the same array for policies with the same names (the engine switches its variables object less). */
+  names: readonly string[];
   /** Index of its matchConstraints in Plan.matchers. */
   match: number;
   /** Its bindings in name order. */
@@ -287,13 +293,19 @@ export function plan<P>(policies: readonly CompiledPolicy<P>[], bindings: readon
     return id;
   };
   const sharedIds = new Map<string, number>();
+  const namesLists = new Map<string, readonly string[]>();
   const planned = [...policies]
     .sort((x, y) => cmp(x.policy.metadata.name, y.policy.metadata.name))
     .map((c): PlannedPolicy<P> => {
       const name = c.policy.metadata.name;
       const its = (byPolicy.get(name) ?? []).slice().sort((x, y) => cmp(x.metadata.name, y.metadata.name));
+      const namesKey = c.variableNames.join('\u0000');
+      const names = namesLists.get(namesKey) ?? c.variableNames;
+      namesLists.set(namesKey, names);
       return {
         c,
+        name,
+        names,
         match: its.length > 0 ? matcher(c.policy.spec.matchConstraints) : -1,
         its: its.map((b) => {
           const notSelected = blank(name, b, undefined);

@@ -51,6 +51,8 @@ export class Evaluation<P> implements VariableResolver {
   /** Fields of the expressions that ran out of cost. */
   costFields: string[] | undefined;
   c!: CompiledPolicy<P>;
+  /** c.variableNames (or an equal array: see PlannedPolicy.names). */
+  private variableNames: readonly string[] = [];
   /** Per variable index, its slot in `shared` (-1: not shared); undefined when this evaluation shares nothing. */
   private sharedIds: readonly number[] | undefined;
   private shared: (SharedValue | undefined)[] | undefined;
@@ -80,6 +82,7 @@ export class Evaluation<P> implements VariableResolver {
    */
   evaluate(
     c: CompiledPolicy<P>,
+    names: readonly string[],
     request: unknown,
     params: unknown,
     template: BindingEvaluation,
@@ -94,6 +97,7 @@ export class Evaluation<P> implements VariableResolver {
       act.engineState = undefined;
     }
     this.c = c;
+    this.variableNames = names;
     this.budget.remaining = RUNTIME_COST_BUDGET;
     this.budgetExceeded = false;
     this.costFields = undefined;
@@ -103,14 +107,12 @@ export class Evaluation<P> implements VariableResolver {
     this.shared = shared;
     this.template = template;
     this.out = undefined;
-    try {
-      evaluateRun(c, this);
-    } finally {
-      const costFields = this.costFields;
-      if (costFields !== undefined) {
-        const out = this.result();
-        for (const field of new Set<string>(costFields)) out.problems.push({ kind: 'cost', field, message: `${field}: the expression exceeded its CEL cost limit` });
-      }
+    // Without try/finally: evaluateRun reports errors as results, and a throw loses the whole call's results anyway.
+    evaluateRun(c, this);
+    const costFields = this.costFields;
+    if (costFields !== undefined) {
+      const out = this.result();
+      for (const field of new Set<string>(costFields)) out.problems.push({ kind: 'cost', field, message: `${field}: the expression exceeded its CEL cost limit` });
     }
     return this.out ?? template;
   }
@@ -136,7 +138,7 @@ export class Evaluation<P> implements VariableResolver {
   }
 
   names(): readonly string[] {
-    return this.c.variableNames;
+    return this.variableNames;
   }
 
   at(index: number): unknown {
