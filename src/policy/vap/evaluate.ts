@@ -151,17 +151,23 @@ function configError(results: BindingEvaluation[], c: CompiledPolicy<unknown>, b
 }
 
 /**
- * The `request` objects of one call (one per matched resource, shared by
- * every policy) and the variable values shared by the policies evaluated on
- * each (run.ts).
+ * One call of evaluatePolicies: the `request` objects (one per matched
+ * resource, shared by every policy), the variable values shared by the
+ * policies evaluated on each (run.ts), and the Evaluation they run on.
  */
-class Requests {
+class Call<P> {
   private last: { resource: GroupVersionResource; request: Record<string, unknown>; shared: (SharedValue | undefined)[] } | undefined;
-  private others: Map<GroupVersionResource, NonNullable<Requests['last']>> | undefined;
+  private others: Map<GroupVersionResource, NonNullable<Call<P>['last']>> | undefined;
+  private run: Evaluation<P> | undefined;
 
-  constructor(private readonly a: VapAttributes) {}
+  constructor(
+    private readonly a: VapAttributes,
+    private readonly ctx: VapContext,
+    private readonly engine: ExpressionEngine<P>,
+    private readonly deadline: EvaluateOptions['deadline'],
+  ) {}
 
-  for(resource: GroupVersionResource): NonNullable<Requests['last']> {
+  private requestFor(resource: GroupVersionResource): NonNullable<Call<P>['last']> {
     const last = this.last;
     if (last !== undefined && last.resource === resource) return last;
     let hit = this.others?.get(resource);
@@ -176,6 +182,42 @@ class Requests {
     this.last = hit;
     return hit;
   }
+
+  /** One (policy, binding, param) evaluation, unless the deadline stops it. */
+  evaluate(pp: PlannedPolicy<P>, pb: PlannedBinding, p: KubeObject | null, resource: GroupVersionResource): BindingEvaluation {
+    const { c, name } = pp;
+    const template = p === null ? pb.pass : blank(name, pb.b, paramDisplay(p));
+    const late = deadlinePassed(this.deadline, name);
+    if (late !== undefined) {
+      const r = p === null ? blank(name, pb.b, undefined) : template;
+      r.result = 'error';
+      if (c.failurePolicy === 'Ignore') r.ignoredErrors.push(late);
+      else r.denyErrors.push(late);
+      return r;
+    }
+    this.deadline?.onPolicy?.(name);
+    const { request, shared } = this.requestFor(resource);
+    this.run ??= new Evaluation(this.engine, { object: this.a.object, oldObject: this.a.oldObject, namespaceObject: this.ctx.namespaceObject });
+    return this.run.evaluate(c, pp.names, request, p, template, pp.sharedIds, shared);
+  }
+}
+
+/** The bindings of a policy that uses params: each binding's params looked up, the policy run once per param. */
+function evaluateWithParams<P>(call: Call<P>, results: BindingEvaluation[], pp: PlannedPolicy<P>, pb: PlannedBinding, a: VapAttributes, ctx: VapContext, resource: GroupVersionResource): void {
+  const { c, name } = pp;
+  const params = collectParams(c.policy, pb.b, a, ctx);
+  if (!params.ok) {
+    configError(results, c, pb.b, params.error).problems.push({ kind: 'params', message: params.error });
+    return;
+  }
+  if (params.params.length === 0) {
+    const r = blank(name, pb.b, undefined);
+    r.result = 'skip';
+    r.skipReason = 'no params found (parameterNotFoundAction Allow)';
+    results.push(r);
+    return;
+  }
+  for (const p of params.params) results.push(call.evaluate(pp, pb, p, resource));
 }
 
 /**
@@ -194,50 +236,20 @@ export function evaluatePolicies<P>(
   const results: BindingEvaluation[] = [];
   // Each distinct matchConstraints / matchResources is judged once per call.
   const matched: (MatchResult | undefined)[] = [];
-  const requests = new Requests(a);
-  let run: Evaluation<P> | undefined;
-  for (const { c, name, names, match, its, sharedIds } of order.policies) {
-    const pm = (matched[match] ??= (order.matchers[match] as CompiledMatch)(a, ctx.namespaceObject, opts.equivalents));
+  const call = new Call(a, ctx, engine, opts.deadline);
+  for (const pp of order.policies) {
+    const pm = (matched[pp.match] ??= (order.matchers[pp.match] as CompiledMatch)(a, ctx.namespaceObject, opts.equivalents));
     if (!pm.matches) {
-      if (pm.error !== undefined) configError(results, c, undefined, pm.error);
+      if (pm.error !== undefined) configError(results, pp.c, undefined, pm.error);
       continue;
     }
-    for (const pb of its) {
-      const b = pb.b;
+    for (const pb of pp.its) {
       const bm = pb.match < 0 ? pm : (matched[pb.match] ??= (order.matchers[pb.match] as CompiledMatch)(a, ctx.namespaceObject, opts.equivalents));
       if (!bm.matches) {
-        if (bm.error !== undefined) configError(results, c, b, bm.error);
+        if (bm.error !== undefined) configError(results, pp.c, pb.b, bm.error);
         else results.push(pb.notSelected);
-        continue;
-      }
-      const params = collectParams(c.policy, b, a, ctx);
-      if (!params.ok) {
-        configError(results, c, b, params.error).problems.push({ kind: 'params', message: params.error });
-        continue;
-      }
-      if (params.params.length === 0) {
-        const r = blank(name, b, undefined);
-        r.result = 'skip';
-        r.skipReason = 'no params found (parameterNotFoundAction Allow)';
-        results.push(r);
-        continue;
-      }
-      const { request, shared } = requests.for(pm.resource);
-      for (const p of params.params) {
-        const template = p === null ? pb.pass : blank(name, b, paramDisplay(p));
-        const late = deadlinePassed(opts.deadline, name);
-        if (late !== undefined) {
-          const r = p === null ? blank(name, b, undefined) : template;
-          r.result = 'error';
-          if (c.failurePolicy === 'Ignore') r.ignoredErrors.push(late);
-          else r.denyErrors.push(late);
-          results.push(r);
-          continue;
-        }
-        opts.deadline?.onPolicy?.(name);
-        run ??= new Evaluation(engine, { object: a.object, oldObject: a.oldObject, namespaceObject: ctx.namespaceObject });
-        results.push(run.evaluate(c, names, request, p, template, sharedIds, shared));
-      }
+      } else if (pb.paramless) results.push(call.evaluate(pp, pb, null, pm.resource));
+      else evaluateWithParams(call, results, pp, pb, a, ctx, pm.resource);
     }
   }
   return results;
@@ -261,6 +273,8 @@ export interface PlannedBinding {
   b: ValidatingAdmissionPolicyBinding;
   /** Index of its matchResources in Plan.matchers; -1 without one (the policy's decides). */
   match: number;
+  /** Without params (no paramKind, or no paramRef): evaluated once, with params null. */
+  paramless: boolean;
   /** Its result when an evaluation without params reports nothing (shared, frozen). */
   pass: BindingEvaluation;
   /** Its result when its matchResources does not select the request (shared, frozen). */
@@ -311,7 +325,8 @@ export function plan<P>(policies: readonly CompiledPolicy<P>[], bindings: readon
           const notSelected = blank(name, b, undefined);
           notSelected.result = 'skip';
           notSelected.skipReason = `binding '${b.metadata.name}' does not select the object`;
-          return { b, match: b.spec.matchResources ? matcher(b.spec.matchResources) : -1, pass: frozen(blank(name, b, undefined)), notSelected: frozen(notSelected) };
+          const paramless = c.policy.spec.paramKind === undefined || b.spec.paramRef === undefined;
+          return { b, match: b.spec.matchResources ? matcher(b.spec.matchResources) : -1, paramless, pass: frozen(blank(name, b, undefined)), notSelected: frozen(notSelected) };
         }),
         sharedIds: c.variableKeys.map((key) => {
           if (key === undefined) return -1;
