@@ -22,6 +22,7 @@
 import type { AdmissionDecision, EvaluationInput, KubeObject, RuleVerdict } from '../policy/index.ts';
 import type { AnsweredReview } from '../policy/review/answer.ts';
 import type { BindingEvaluation, VapAttributes } from '../policy/vap/index.ts';
+import type { PackedReview } from './packed-review.ts';
 
 /** The stores a worker mirrors, by name. */
 export type StoreName = 'rules' | 'vaps' | 'params' | 'namespaces';
@@ -76,7 +77,8 @@ export type TaskItem =
 export interface TaskResults {
   /** The decision, and the rules' `error` verdicts when there are any (the main thread counts and reports them). */
   admission: { decision: AdmissionDecision; errors?: RuleVerdict[] };
-  review: AnsweredReview;
+  /** Packed when it is a plain allow (packed-review.ts). */
+  review: AnsweredReview | PackedReview;
   audit: RuleVerdict[];
   vap: BindingEvaluation[];
 }

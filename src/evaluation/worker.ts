@@ -13,6 +13,7 @@ import { decideAdmission, evaluate, RuleSet, type EvaluationBudget, type Evaluat
 import { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import { answerReview, nameOnlyNamespaceLabels, type ReviewContext } from '../policy/review/answer.ts';
 import { ParamStore, VapSet } from '../policy/vap/index.ts';
+import { packReview } from './packed-review.ts';
 import {
   CLAIM_CLOSED,
   epochNow,
@@ -120,7 +121,7 @@ function execute(item: TaskItem, onRule: (key: string) => void): unknown {
     });
   }
   const budget: EvaluationBudget = { deadline: item.deadline, now: epochNow, ms: item.ms, abandoned, onRule };
-  if (item.kind === 'review') return answerReview(item.body, reviewContext(), budget);
+  if (item.kind === 'review') return packReview(answerReview(item.body, reviewContext(), budget));
   if (item.kind === 'audit') return evaluate(stores.rules, item.input, budget);
   let errors: RuleVerdict[] | undefined;
   const decision = decideAdmission(stores.rules, item.body === undefined ? item.input : withObjects(item.input, item.body), budget, (v) => (errors ??= []).push(v));
