@@ -65,7 +65,8 @@ export class TaskAbort {
 }
 
 interface Item {
-  readonly body: ItemBody;
+  /** Released (with resolve and reject) once settled: see #release. */
+  body: ItemBody | undefined;
   readonly deadline: number;
   /** Past this (epoch ms) the item is abandoned: deadline + grace. */
   readonly hard: number;
@@ -112,6 +113,26 @@ export interface BatcherDeps {
   progress: SharedArrayBuffer;
   /** Called with the error a task failed with when the pool is closing (its items reject with it). */
   closedError: (cause: unknown) => Error | undefined;
+}
+
+const settledAlready = (): void => undefined;
+
+/** piscina's error for the tasks of a worker it terminated (WorkerInfo.destroy: Errors.ThreadTermination). */
+function isTermination(err: unknown): boolean {
+  return err instanceof Error && err.message === 'Terminating worker thread';
+}
+
+/**
+ * A settled item stays referenced (by the timeline until the next tick, by
+ * its batch until the batch ends) while under load the young generation is
+ * collected: what it still points at (the review's text, the promise with
+ * its result) survived the collection and was promoted, and the main
+ * thread's scavenges took tens of ms each (--trace-gc, the pool under load).
+ */
+function release(item: Item): void {
+  item.body = undefined;
+  item.resolve = settledAlready;
+  item.reject = settledAlready;
 }
 
 export class Batcher {
@@ -192,7 +213,9 @@ export class Batcher {
     if (item.settled) return;
     item.settled = true;
     this.#inFlight--;
-    item.resolve(attempt);
+    const resolve = item.resolve;
+    release(item);
+    resolve(attempt);
     if (this.#inFlight === 0) for (const w of this.#drainWaiters.splice(0)) w();
   }
 
@@ -200,7 +223,9 @@ export class Batcher {
     if (item.settled) return;
     item.settled = true;
     this.#inFlight--;
-    item.reject(err);
+    const reject = item.reject;
+    release(item);
+    reject(err);
     if (this.#inFlight === 0) for (const w of this.#drainWaiters.splice(0)) w();
   }
 
@@ -264,7 +289,7 @@ export class Batcher {
       const it = items[i]!;
       it.batch = batch;
       it.index = i;
-      taskItems[i] = { ...it.body, deadline: it.deadline, ms, abandoned: it.abandoned } as TaskItem;
+      taskItems[i] = { ...(it.body as ItemBody), deadline: it.deadline, ms, abandoned: it.abandoned } as TaskItem;
     }
     this.#active.add(batch);
     this.#batches++;
@@ -297,7 +322,9 @@ export class Batcher {
       const closed = this.#deps.closedError(err);
       const running = this.#runningIndex(batch);
       const key = this.#runningKey(batch);
-      if (closed === undefined && !batch.abort.aborted) this.#deps.log.warn({ [LogKey.error]: toError(err) }, 'evaluation worker lost during a task');
+      // A batch waiting behind one whose worker was terminated at its deadline fails with piscina's
+      // termination error: expected, its items are queued again below.
+      if (closed === undefined && !batch.abort.aborted && !isTermination(err)) this.#deps.log.warn({ [LogKey.error]: toError(err) }, 'evaluation worker lost during a task');
       for (let i = 0; i < batch.items.length; i++) {
         const it = batch.items[i]!;
         if (it.settled || it.batch !== batch) continue;
@@ -360,12 +387,15 @@ export class Batcher {
     while (this.#timelineHead < t.length) {
       const item = t[this.#timelineHead]!;
       if (!item.settled && item.hard > now) break;
-      this.#timelineHead++;
+      // Cleared, not only skipped: the array lives long enough to be in the old generation, and what an
+      // old object points at survives every young collection until the next full one (see release()).
+      t[this.#timelineHead++] = undefined as unknown as Item;
       if (!item.settled) this.#expire(item);
     }
     if (this.#timelineHead > 1024 && this.#timelineHead * 2 > t.length) {
       this.#timeline = t.slice(this.#timelineHead);
       this.#timelineHead = 0;
+      t.length = 0;
     }
     if (this.#inFlight === 0 && this.#active.size === 0 && this.#ticker !== undefined) {
       clearInterval(this.#ticker);
