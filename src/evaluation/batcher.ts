@@ -18,7 +18,10 @@
  * sent is taken back: the counter is closed (the worker stops after the
  * item it is on) and every item but that one is queued again, to be sent
  * with the next batch; the results of those that had finished are lost and
- * they are evaluated again (cheap: they were fast). The item still running
+ * they are evaluated again (cheap: they were fast). The same holds for a
+ * batch waiting on a worker's port behind a slow one (threads.ts,
+ * pipelineBalancer), even of one item: none of it started, all of it goes
+ * back. The item still running
  * keeps its deadline: at `deadline + grace` its worker is terminated (the
  * task's signal) and it is settled as abandoned, with the rule that was
  * running (read from the slot). An item whose deadline passes before a
@@ -382,7 +385,8 @@ export class Batcher {
   /** Settles what passed its deadline, takes back batches that ran long; stops when nothing is in flight. */
   #tick(): void {
     const now = epochNow();
-    for (const batch of this.#active) if (!batch.reclaimed && batch.items.length > 1 && batch.reclaimAt <= now) this.#reclaim(batch);
+    // A batch of one is taken back only while its worker has not started it (it waits behind a slow one).
+    for (const batch of this.#active) if (!batch.reclaimed && batch.reclaimAt <= now && (batch.items.length > 1 || this.#runningIndex(batch) < 0)) this.#reclaim(batch);
     const t = this.#timeline;
     while (this.#timelineHead < t.length) {
       const item = t[this.#timelineHead]!;
