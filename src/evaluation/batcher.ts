@@ -385,8 +385,15 @@ export class Batcher {
   /** Settles what passed its deadline, takes back batches that ran long; stops when nothing is in flight. */
   #tick(): void {
     const now = epochNow();
-    // A batch of one is taken back only while its worker has not started it (it waits behind a slow one).
-    for (const batch of this.#active) if (!batch.reclaimed && batch.reclaimAt <= now && (batch.items.length > 1 || this.#runningIndex(batch) < 0)) this.#reclaim(batch);
+    // A batch of one is taken back only when it has not started while another runs long: it waits on that
+    // worker's port. (Not merely because it has not started: on a loaded machine a worker can take longer
+    // than reclaimMs to wake, and taking it back then would only send it again.)
+    let runningLong = false;
+    for (const batch of this.#active) if (batch.reclaimAt <= now && this.#runningIndex(batch) >= 0) runningLong = true;
+    for (const batch of this.#active) {
+      if (batch.reclaimed || batch.reclaimAt > now) continue;
+      if (batch.items.length > 1 || (runningLong && this.#runningIndex(batch) < 0)) this.#reclaim(batch);
+    }
     const t = this.#timeline;
     while (this.#timelineHead < t.length) {
       const item = t[this.#timelineHead]!;
