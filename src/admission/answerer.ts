@@ -9,13 +9,14 @@
  *   ready, the body goes to a worker as text and comes back as the answer's
  *   text. The main thread parses nothing: it keeps TLS, HTTP, metrics and
  *   the fail-closed answers.
- * - `decide` (in-process deciders, tests): the review is read here and the
- *   decider gets the evaluation input.
+ * - `decide` (in-process deciders: `portal test`-style embedding, tests):
+ *   the review is read here and the decider gets the evaluation input.
+ * A server has one or the other (`Decider`).
  * While not ready the review is read here either way: exempt requests are
  * still allowed and the others denied "not ready", with their uid.
  */
 import type { Logger } from 'pino';
-import { toError } from '../observability/errors.ts';
+import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { AdmissionMetrics } from '../observability/metrics.ts';
 import {
@@ -34,16 +35,17 @@ import type { AnswerReview, Decide, NamespaceLabels } from './decision.ts';
 import type { WireAnswer } from './fast-path.ts';
 import type { ReadinessGate } from './readiness.ts';
 
-export interface AnswererDeps {
-  decide: Decide;
-  answerReview?: AnswerReview | undefined;
+/** Where decisions come from: in-process, or whole reviews answered by the evaluation pool. */
+export type Decider = { decide: Decide; answerReview?: undefined } | { answerReview: AnswerReview; decide?: undefined };
+
+export type AnswererDeps = Decider & {
   gate: ReadinessGate;
   exempt: ReadonlySet<string>;
   namespaceLabels: NamespaceLabels;
   metrics: AdmissionMetrics;
   kindLabel: (kind: string) => string;
   log: Logger;
-}
+};
 
 export type Answer = (body: unknown) => WireAnswer | Promise<WireAnswer>;
 
@@ -93,9 +95,12 @@ export class Answerer {
     if (exempt !== undefined) return exempt;
     const notReady = this.#deps.gate.sourceReasons();
     if (notReady.length > 0) return notReadyOutcome(apiVersion, request, notReady);
+    const decide = this.#deps.decide;
+    // With the pool, a ready replica's reviews went there (answer()); readiness does not change within one turn, so this is a bug: fail closed.
+    if (decide === undefined) return failedOutcome(apiVersion, request, new PortalError(ErrorCode.Internal, 'ready, but the review was not sent to the evaluation workers'));
     let result: Decision | Promise<Decision>;
     try {
-      result = this.#deps.decide(toInput(request, this.#deps.namespaceLabels), body as string);
+      result = decide(toInput(request, this.#deps.namespaceLabels));
     } catch (err) {
       return failedOutcome(apiVersion, request, err);
     }

@@ -14,13 +14,7 @@ export {
   type NamespaceLabels,
 } from '../policy/review/answer.ts';
 
-/**
- * `body` is the AdmissionReview's JSON text, which holds `input.object` and
- * `input.oldObject` under `request`: an evaluator on another thread can send
- * that text (a memory copy) and parse it there, instead of cloning the
- * parsed objects (which costs more than parsing).
- */
-export type Decide = (input: EvaluationInput, body?: string) => Decision | Promise<Decision>;
+export type Decide = (input: EvaluationInput) => Decision | Promise<Decision>;
 
 /**
  * The whole review answered elsewhere (the evaluation pool, adr/0013): the

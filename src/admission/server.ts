@@ -14,9 +14,9 @@ import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { AdmissionMetrics } from '../observability/metrics.ts';
 import { PORTAL_KINDS, type PortalKind } from '../policy/portal-kinds.ts';
-import { Answerer } from './answerer.ts';
+import { Answerer, type Decider } from './answerer.ts';
 import { guardConnections } from './connection-guard.ts';
-import type { AnswerReview, Decide, NamespaceLabels } from './decision.ts';
+import type { NamespaceLabels } from './decision.ts';
 import { errorHandler, internalErrorAnswer, statusBody, type ErrorAnswerDeps } from './error-answers.ts';
 import { fastPathServerFactory, type WireAnswer } from './fast-path.ts';
 import { ADMISSION_BODY_LIMIT, CONNECTION_LIMITS, type ConnectionLimits } from './limits.ts';
@@ -26,15 +26,13 @@ import { secureContextOptions, type TlsMaterial } from './tls-reload.ts';
 
 export { ADMISSION_BODY_LIMIT, CONNECTION_LIMITS, type ConnectionLimits } from './limits.ts';
 
-export interface AdmissionServerOptions {
+/**
+ * Where decisions come from, one of: `decide`, the in-process decision; or
+ * `answerReview`, the whole review answered by the evaluation pool
+ * (adr/0013): while the replica is ready the main thread parses nothing.
+ */
+export type AdmissionServerOptions = Decider & {
   tls: TlsMaterial;
-  /** The in-process decision: used when `answerReview` is absent, and by nothing else. */
-  decide: Decide;
-  /**
-   * The whole review answered by the evaluation pool (adr/0013): while the
-   * replica is ready the main thread parses nothing. @default undefined (decide here)
-   */
-  answerReview?: AnswerReview | undefined;
   /** Readiness: `/validate` denies while `gate.synced()` is false; outcomes are recorded in it. */
   gate: ReadinessGate;
   /** Already includes the install namespace. */
@@ -53,7 +51,7 @@ export interface AdmissionServerOptions {
   limits?: Partial<ConnectionLimits>;
   /** What `POST /validate-portal-kinds` checks (issue 15 item 2). @default PORTAL_KINDS */
   portalKinds?: Readonly<Record<string, PortalKind>>;
-}
+};
 
 export type AdmissionServer = FastifyInstance<HttpsServer>;
 
@@ -62,8 +60,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   const bodyLimit = opts.bodyLimit ?? ADMISSION_BODY_LIMIT;
   const errors: ErrorAnswerDeps = { gate: opts.gate, metrics: opts.metrics, log: opts.logger, bodyLimit, drainBytes: limits.drainBytes };
   const answerer = new Answerer({
-    decide: opts.decide,
-    answerReview: opts.answerReview,
+    ...(opts.answerReview !== undefined ? { answerReview: opts.answerReview } : { decide: opts.decide }),
     gate: opts.gate,
     exempt: new Set(opts.exemptNamespaces),
     namespaceLabels: opts.namespaceLabels,

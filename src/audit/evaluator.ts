@@ -28,9 +28,10 @@ import type { InformerEvent, ResilientInformer } from '../kube/informer.ts';
 import { ErrorCode, isPortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { evaluate, exemptVerdicts, type RuleState } from '../policy/index.ts';
-import type { EvaluationInput, KubeObject, RuleAction, RuleVerdict } from '../policy/types.ts';
+import type { EvaluationInput, KubeObject, RuleVerdict } from '../policy/types.ts';
 import type { AuditEvaluatorConfig, AuditEvaluatorDeps, AuditStep, ObjectState } from './audit-step.ts';
 import { AuditedKinds } from './audited-kinds.ts';
+import { AuditRules, type AuditRule } from './audit-rules.ts';
 import type { Coverage } from './coverage.ts';
 import { ExemptionTracker } from './exemption-tracker.ts';
 import { FullPasses } from './full-pass.ts';
@@ -40,8 +41,8 @@ import type { KindResource } from './kind-resources.ts';
 import { ledgerInformer } from './ledger-informer.ts';
 import { ObjectIndex } from './object-index.ts';
 import type { ReportWriter } from './report-writer.ts';
-import { ruleDisplay } from './status-writer.ts';
-import { exemptionsOf, isViolation, sameVerdicts, VerdictInterner } from './verdicts.ts';
+import { auditInput, nextObjectState } from './object-state.ts';
+import { exemptionsOf, VerdictInterner } from './verdicts.ts';
 import { objectKey, parseObjectKey, WorkQueue } from './work-queue.ts';
 import { WorkerPool, type HandlerResult } from './worker-pool.ts';
 
@@ -69,6 +70,7 @@ export class AuditEvaluator {
   readonly #ledger: ResilientInformer<KubeObject>;
   readonly #exempt: ReadonlySet<string>;
   readonly #objects = new ObjectIndex();
+  readonly #rules: AuditRules;
   readonly #verdicts = new VerdictInterner();
   readonly #exemptions: ExemptionTracker;
   readonly #passes: FullPasses;
@@ -85,6 +87,7 @@ export class AuditEvaluator {
     this.#log = deps.logger.child({ [LogKey.subcomponent]: 'audit' });
     const { client } = deps;
     this.#exempt = new Set([...config.exemptNamespaces, config.installNamespace]);
+    this.#rules = new AuditRules(deps.ruleSet, deps.policies ?? []);
     this.#queue = new WorkQueue({ name: 'audit', maxSize: AUDIT_QUEUE_MAX, logger: this.#log, registry: deps.registry });
     const staleOpt = config.staleAfterMs !== undefined ? { staleAfterMs: config.staleAfterMs } : {};
     // A kind that lists for the first time (start-up, or RBAC granted later) is audited by a pass of its own.
@@ -196,11 +199,7 @@ export class AuditEvaluator {
 
   /** Rules with their display key, cached per rule set revision. */
   ruleStates(): Map<string, RuleState> {
-    if (this.#statesRevision !== this.#deps.ruleSet.revision) {
-      this.#statesByDisplay = new Map(this.#deps.ruleSet.states().map((s) => [ruleDisplay(s), s]));
-      this.#statesRevision = this.#deps.ruleSet.revision;
-    }
-    return this.#statesByDisplay;
+    return this.#rules.states();
   }
 
   /**
@@ -208,22 +207,8 @@ export class AuditEvaluator {
    * resolving), with their audit actions: a Portal rule's, else those a
    * policy source gives (a VAP's `policies.portal.dev/audit-actions`).
    */
-  rulesOf(st: ObjectState): Array<{ display: string; state: RuleState | undefined; actions: readonly RuleAction[] }> {
-    const byDisplay = this.ruleStates();
-    const names = new Set([...st.seen, ...st.verdicts.map((v) => v.rule)]);
-    return [...names].map((display) => {
-      const state = byDisplay.get(display);
-      const actions = state?.actions ?? this.#policyActions(display);
-      return { display, state, actions };
-    });
-  }
-
-  #policyActions(display: string): readonly RuleAction[] {
-    for (const p of this.#deps.policies ?? []) {
-      const a = p.actionsFor?.(display);
-      if (a) return a;
-    }
-    return [];
+  rulesOf(st: ObjectState): AuditRule[] {
+    return this.#rules.of(st);
   }
 
   /** Forgets resolved rules (no alert left to resolve) and, once clean, deleted objects. */
@@ -261,9 +246,6 @@ export class AuditEvaluator {
   }
 
   // ---- rules and passes ------------------------------------------------------
-
-  #statesRevision = -1;
-  #statesByDisplay = new Map<string, RuleState>();
 
   #revisionNow(): string {
     return [this.#deps.ruleSet.revision, ...(this.#deps.policies ?? []).map((p) => p.revision)].join('/');
@@ -337,44 +319,23 @@ export class AuditEvaluator {
     const { group, kind, namespace, name } = parseObjectKey(key);
     const resource = this.#informers.resource(group, kind);
     const object = resource ? this.#informers.informer(group, kind)?.get(name, namespace || undefined) : undefined;
-    let verdicts: RuleVerdict[] = [];
+    const current = object && resource ? { gvk: { group, version: resource.version, kind }, object } : undefined;
     const exempt = this.#exempt.has(namespace) || (group === '' && kind === 'Namespace' && this.#exempt.has(name));
-    if (object && resource && !exempt) {
-      const request: EvaluationInput = {
-        operation: 'AUDIT',
-        kind: { group, version: resource.version, kind },
-        namespace,
-        name,
-        object,
-        oldObject: null,
-        namespaceLabels: group === '' && kind === 'Namespace' ? (object.metadata?.labels ?? {}) : namespace ? this.#deps.namespaceLabels(namespace) : undefined,
-        // One instant for every verdict of this object (expiry).
-        now: Date.now(),
-      };
-      verdicts = [...(await (this.#deps.evaluate ?? ((i: EvaluationInput) => evaluate(this.#deps.ruleSet, i)))(request))];
-      const onError = this.#deps.onRuleError;
-      if (onError) for (const v of verdicts) if (v.result === 'error') onError(v, { kind, namespace, name });
-      // Other policy kinds (VAPs) go through the same exceptions as the rules.
-      for (const p of this.#deps.policies ?? []) verdicts.push(...exemptVerdicts(this.#deps.ruleSet, request, await p.evaluate(request)));
-      verdicts = verdicts.map((v) => this.#verdicts.intern(v));
-    }
+    const verdicts = current && !exempt ? await this.#verdictsOf(auditInput(current.gvk, namespace, name, current.object, this.#deps.namespaceLabels)) : [];
     const prev = this.#objects.get(key);
     const exempted = exemptionsOf(verdicts);
-    this.#exemptions.track(key, prev, exempted, object && resource ? object : undefined, resource?.version ?? prev?.gvk.version ?? '');
-    const violating = new Set(verdicts.filter(isViolation).map((v) => v.rule));
-    const seen = new Set([...(prev?.seen ?? []), ...violating]);
-    let next: ObjectState | undefined;
-    if (object && resource) {
-      const uid = object.metadata?.uid;
-      const reportChanged = !prev || prev.deleted || prev.uid !== uid || !sameVerdicts(prev.verdicts, verdicts);
-      const replacedUid = prev?.uid !== undefined && prev.uid !== uid ? prev.uid : undefined;
-      next = { gvk: { group, version: resource.version, kind }, object, uid, verdicts, violating, seen, deleted: false, reportChanged, replacedUid, ...(exempted ? { exempted } : {}) };
-    } else if (prev) {
-      // Gone: keep it until its leader-only clean-up (alert resolution) is done.
-      const { exempted: _gone, ...rest } = prev;
-      next = { ...rest, verdicts: [], violating: new Set(), seen, deleted: true, reportChanged: !prev.deleted };
-    }
+    this.#exemptions.track(key, prev, exempted, current?.object, resource?.version ?? prev?.gvk.version ?? '');
+    const next = nextObjectState(prev, current, verdicts, exempted);
     if (next) this.#violationsChanged(this.#objects.hold(key, next));
+  }
+
+  /** Every policy's verdicts for one object: the rules' (errors reported), then other sources' (VAPs) through the same exceptions. */
+  async #verdictsOf(request: EvaluationInput): Promise<RuleVerdict[]> {
+    const verdicts = [...(await (this.#deps.evaluate ?? ((i: EvaluationInput) => evaluate(this.#deps.ruleSet, i)))(request))];
+    const onError = this.#deps.onRuleError;
+    if (onError) for (const v of verdicts) if (v.result === 'error') onError(v, { kind: request.kind.kind, namespace: request.namespace, name: request.name });
+    for (const p of this.#deps.policies ?? []) verdicts.push(...exemptVerdicts(this.#deps.ruleSet, request, await p.evaluate(request)));
+    return verdicts.map((v) => this.#verdicts.intern(v));
   }
 
   #violationsChanged(changed: ReadonlySet<string>): void {

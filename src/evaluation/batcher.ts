@@ -30,10 +30,19 @@
  * Deadlines are checked by one ticker (every `tickMs` while anything is in
  * flight) rather than a timer per item: a timer per request cost more than
  * a typical evaluation.
+ *
+ * An item submitted without a deadline (the audit's) has one that counts
+ * from when a worker claims it: the worker computes its own, and the ticker
+ * starts the hard one when it sees the claim in the slot (at most `tickMs`
+ * late). So neither a queue nor a replacement worker's start-up eats it;
+ * `startWithinMs` still bounds the wait, so that nothing waits for ever on
+ * workers that cannot start.
  */
 import type { Logger } from 'pino';
 import { LogKey } from '../observability/log-keys.ts';
-import { CLAIM_CLOSED, epochNow, SLOT_BYTES, SLOT_CLAIM, SLOT_HEADER, SLOT_ID, SLOT_ITEM, SLOT_KEY_LENGTH, type ItemOutcome, type Task, type TaskItem } from './protocol.ts';
+import { ProgressSlots } from './progress.ts';
+import { epochNow, SLOT_BYTES, type ItemOutcome, type Task, type TaskItem } from './protocol.ts';
+import { TaskAbort } from './task-abort.ts';
 import { toError } from '../observability/errors.ts';
 
 /** One attempt's outcome: the worker's result, or abandoned (with the rule or VAP that was running, if one was). */
@@ -42,37 +51,15 @@ export type Attempt = { ok: true; value: unknown } | { ok: false; running: strin
 /** An item as the pool submits it, without the deadline fields the batcher adds. */
 export type ItemBody = TaskItem extends unknown ? Omit<TaskItem, 'deadline' | 'ms' | 'abandoned'> : never;
 
-/**
- * The abort signal of one task, as piscina reads it (`aborted`, one 'abort'
- * listener): an AbortController per task costs more than it needs to.
- */
-export class TaskAbort {
-  aborted = false;
-  #listener: (() => void) | undefined;
-
-  addEventListener(_type: 'abort', listener: () => void): void {
-    this.#listener = listener;
-  }
-
-  removeEventListener(): void {
-    this.#listener = undefined;
-  }
-
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    const l = this.#listener;
-    this.#listener = undefined;
-    l?.();
-  }
-}
-
 interface Item {
-  /** Released (with resolve and reject) once settled: see #release. */
+  /** Released (with resolve and reject) once settled: see release(). */
   body: ItemBody | undefined;
-  readonly deadline: number;
-  /** Past this (epoch ms) the item is abandoned: deadline + grace. */
-  readonly hard: number;
+  /** Epoch ms; undefined: counts from when a worker claims the item. */
+  readonly deadline: number | undefined;
+  /** Past this (epoch ms) the item is abandoned: deadline + grace (Infinity while an item without a deadline is not claimed). */
+  hard: number;
+  /** Past this (epoch ms) an item without a deadline that no worker claimed is settled as never started. */
+  readonly startBy: number;
   readonly abandoned: string[] | undefined;
   /** Sent alone: a second attempt after an abandon (it ran next to something slow once already). */
   readonly solo: boolean;
@@ -105,6 +92,8 @@ export interface BatcherConfig {
   reclaimMs: number;
   /** How often deadlines and batches are checked. */
   tickMs: number;
+  /** How long an item without a deadline may wait for a worker to claim it. */
+  startWithinMs: number;
 }
 
 export interface BatcherDeps {
@@ -141,9 +130,7 @@ function release(item: Item): void {
 export class Batcher {
   readonly #config: BatcherConfig;
   readonly #deps: BatcherDeps;
-  readonly #words: Int32Array;
-  readonly #bytes: Uint8Array;
-  readonly #decoder = new TextDecoder();
+  readonly #slots: ProgressSlots;
   /**
    * Free progress slots. Slots of a terminated worker's task go to the
    * front (reused last): the dying thread may still write to its slot for
@@ -155,6 +142,8 @@ export class Batcher {
   /** Every item not settled, in submission (so deadline) order; settled ones are dropped from the head. */
   #timeline: Item[] = [];
   #timelineHead = 0;
+  /** Items without a deadline, not settled (the audit's: few, so scanned whole on each tick). */
+  #fromStart: Item[] = [];
   readonly #active = new Set<Batch>();
   #ids = 0;
   #dispatchQueued = false;
@@ -168,8 +157,7 @@ export class Batcher {
   constructor(config: BatcherConfig, deps: BatcherDeps) {
     this.#config = config;
     this.#deps = deps;
-    this.#words = new Int32Array(deps.progress);
-    this.#bytes = new Uint8Array(deps.progress);
+    this.#slots = new ProgressSlots(deps.progress);
     const slots = deps.progress.byteLength / SLOT_BYTES;
     this.#freeSlots = Array.from({ length: slots }, (_, i) => slots - 1 - i);
   }
@@ -196,13 +184,15 @@ export class Batcher {
     return new Promise((resolve) => this.#drainWaiters.push(resolve));
   }
 
-  /** One attempt at evaluating `body` by `deadline` (epoch ms). */
-  attempt(body: ItemBody, deadline: number, abandoned: string[] | undefined, solo: boolean): Promise<Attempt> {
+  /** One attempt at evaluating `body` by `deadline` (epoch ms; undefined: `timeoutMs` from when a worker claims it). */
+  attempt(body: ItemBody, deadline: number | undefined, abandoned: string[] | undefined, solo: boolean): Promise<Attempt> {
     this.#inFlight++;
     return new Promise<Attempt>((resolve, reject) => {
-      const item: Item = { body, deadline, hard: deadline + this.#config.graceMs, abandoned, solo, settled: false, batch: undefined, index: -1, resolve, reject };
+      const hard = deadline === undefined ? Number.POSITIVE_INFINITY : deadline + this.#config.graceMs;
+      const startBy = deadline === undefined ? epochNow() + this.#config.startWithinMs : hard;
+      const item: Item = { body, deadline, hard, startBy, abandoned, solo, settled: false, batch: undefined, index: -1, resolve, reject };
       this.#waiting.push(item);
-      this.#timeline.push(item);
+      (deadline === undefined ? this.#fromStart : this.#timeline).push(item);
       this.#ticker ??= setInterval(() => this.#tick(), this.#config.tickMs).unref();
       if (!this.#dispatchQueued) {
         this.#dispatchQueued = true;
@@ -220,6 +210,11 @@ export class Batcher {
     release(item);
     resolve(attempt);
     if (this.#inFlight === 0) for (const w of this.#drainWaiters.splice(0)) w();
+  }
+
+  /** Rejects with `err` the items without a deadline that wait for a worker (the pool closes: they would only delay it). */
+  refuseWaiting(err: Error): void {
+    for (const it of this.#waiting) if (it.deadline === undefined && it.batch === undefined) this.#fail(it, err);
   }
 
   #fail(item: Item, err: unknown): void {
@@ -280,11 +275,7 @@ export class Batcher {
 
   #send(items: Item[], slot: number): void {
     const id = (this.#ids = (this.#ids % 0x7fffffff) + 1);
-    const words = (slot * SLOT_BYTES) / 4;
-    this.#words[words + SLOT_ID] = 0;
-    this.#words[words + SLOT_KEY_LENGTH] = 0;
-    this.#words[words + SLOT_CLAIM] = 0;
-    this.#words[words + SLOT_ITEM] = -1;
+    this.#slots.reset(slot);
     const batch: Batch = { items, slot, id, abort: new TaskAbort(), reclaimAt: epochNow() + this.#config.reclaimMs, reclaimed: false };
     const ms = this.#config.timeoutMs;
     const taskItems = new Array<TaskItem>(items.length);
@@ -349,6 +340,8 @@ export class Batcher {
       if (i === keep || it.settled || it.batch !== batch) continue;
       it.batch = undefined;
       it.index = -1;
+      // Without a deadline of its own: it counts again from the next claim.
+      if (it.deadline === undefined) it.hard = Number.POSITIVE_INFINITY;
       back.push(it);
     }
     if (back.length > 0) this.#waiting.unshift(...back);
@@ -359,7 +352,7 @@ export class Batcher {
     if (batch.reclaimed) return;
     batch.reclaimed = true;
     this.#reclaims++;
-    const claimed = Atomics.exchange(this.#words, (batch.slot * SLOT_BYTES) / 4 + SLOT_CLAIM, CLAIM_CLOSED);
+    const claimed = this.#slots.close(batch.slot);
     // The worker is on item claimed - 1 (or has just finished it); every other item goes back.
     this.#takeBack(batch, claimed - 1);
     this.#dispatch();
@@ -367,19 +360,12 @@ export class Batcher {
 
   /** The index of the item the batch's worker is on (-1: none yet). */
   #runningIndex(batch: Batch): number {
-    const words = (batch.slot * SLOT_BYTES) / 4;
-    return this.#words[words + SLOT_ID] === batch.id ? (this.#words[words + SLOT_ITEM] ?? -1) : -1;
+    return this.#slots.runningIndex(batch.slot, batch.id);
   }
 
   /** The key the worker wrote into the batch's slot (the rule or VAP it was running), if any. */
   #runningKey(batch: Batch): string | undefined {
-    const words = (batch.slot * SLOT_BYTES) / 4;
-    if (this.#words[words + SLOT_ID] !== batch.id) return undefined;
-    const n = this.#words[words + SLOT_KEY_LENGTH] ?? 0;
-    if (n <= 0 || n > SLOT_BYTES - SLOT_HEADER) return undefined;
-    const start = batch.slot * SLOT_BYTES + SLOT_HEADER;
-    // Copy out of shared memory before decoding (TextDecoder refuses shared views).
-    return this.#decoder.decode(this.#bytes.slice(start, start + n));
+    return this.#slots.runningKey(batch.slot, batch.id);
   }
 
   /** Settles what passed its deadline, takes back batches that ran long; stops when nothing is in flight. */
@@ -408,12 +394,30 @@ export class Batcher {
       this.#timelineHead = 0;
       t.length = 0;
     }
+    if (this.#fromStart.length > 0) this.#tickFromStart(now);
     if (this.#inFlight === 0 && this.#active.size === 0 && this.#ticker !== undefined) {
       clearInterval(this.#ticker);
       this.#ticker = undefined;
       this.#timeline = [];
       this.#timelineHead = 0;
+      this.#fromStart = [];
     }
+  }
+
+  /** Items without a deadline: the hard deadline starts once a worker claimed one; one never claimed in time never started. */
+  #tickFromStart(now: number): void {
+    const items = this.#fromStart;
+    let kept = 0;
+    for (const item of items) {
+      if (item.settled) continue;
+      items[kept++] = item;
+      if (item.hard === Number.POSITIVE_INFINITY) {
+        const batch = item.batch;
+        if (batch !== undefined && this.#runningIndex(batch) >= item.index) item.hard = now + this.#config.timeoutMs + this.#config.graceMs;
+        else if (item.startBy <= now) this.#expire(item);
+      } else if (item.hard <= now) this.#expire(item);
+    }
+    items.length = kept;
   }
 
   /** An item past its hard deadline: its worker is terminated if it is running it, else it never started in time. */

@@ -21,7 +21,9 @@
  *   running any rule code. A task that never started before its deadline
  *   (queued behind stuck workers) gets the same: `error` for every rule it
  *   matches. Those verdicts go through failurePolicy and enforcement like
- *   any other error.
+ *   any other error. The audit's pool counts each deadline from when a
+ *   worker starts the evaluation (`deadlineFrom: 'start'`): a queue of audit
+ *   work, or a replacement worker starting, does not eat it.
  * - Queue: bounded (`maxQueue`); past it a task is refused at once with a
  *   QueueFull error (admission: a denial, code 500, naming the overload)
  *   rather than waiting for a deadline it cannot meet.
@@ -34,17 +36,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
-import {
-  decideAdmission,
-  evaluate,
-  hasCandidates,
-  type AdmissionDecision,
-  type EvaluationBudget,
-  type EvaluationInput,
-  type KubeObject,
-  type RuleSet,
-  type RuleVerdict,
-} from '../policy/index.ts';
+import { evaluate, type EvaluationBudget, type EvaluationInput, type KubeObject, type RuleSet, type RuleVerdict } from '../policy/index.ts';
 import type { BindingEvaluation, ParamStore, VapAttributes, VapSet } from '../policy/vap/index.ts';
 import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import { answerReview, nameOnlyNamespaceLabels, readReview, type AnsweredReview, type ReviewContext } from '../policy/review/answer.ts';
@@ -91,6 +83,22 @@ export interface EvaluationPoolConfig {
   pipeline?: number;
   /** Reviews ({@link EvaluationPool.review}): namespaces allowed unevaluated, the install namespace included. @default [] */
   exemptNamespaces?: readonly string[];
+  /**
+   * When an evaluation's deadline starts. `submission`: admission, whose
+   * deadline is the request's, queue and worker start-up included. `start`:
+   * the audit, which has no caller waiting, and whose `error` verdicts must
+   * measure the rules, not a queue of audit work or a replacement worker
+   * starting (batcher.ts). @default 'submission'
+   */
+  deadlineFrom?: 'submission' | 'start';
+  /**
+   * With `deadlineFrom: 'start'`: how long an evaluation may wait for a
+   * worker before it is settled as never started, so that nothing waits for
+   * ever on workers that cannot start. Long: a worker starts in seconds on a
+   * busy machine, and the audit's few loops may queue behind a stuck rule or
+   * two. @default max(120 s, 10 × timeoutMs)
+   */
+  startWithinMs?: number;
 }
 
 /** The stores the workers mirror; `rules` always, VAPs and params for the audit. */
@@ -114,9 +122,7 @@ export interface EvaluationPoolDeps {
 
 type What = () => Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
 
-type TaskBody = { kind: 'admission'; input: EvaluationInput; body?: string | undefined } | { kind: 'review'; body: string } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
-
-const ALLOW: AdmissionDecision = Object.freeze({ allowed: true, warnings: Object.freeze([]) as unknown as string[] }) as AdmissionDecision;
+type TaskBody = { kind: 'review'; body: string } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
 
 export class EvaluationPool {
   readonly name: string;
@@ -147,6 +153,8 @@ export class EvaluationPool {
       maxBatch: MAX_BATCH,
       pipeline: PIPELINE,
       exemptNamespaces: [],
+      deadlineFrom: 'submission',
+      startWithinMs: Math.max(120_000, 10 * config.timeoutMs),
       ...config,
     };
     const namespaces = stores.namespaces;
@@ -170,6 +178,7 @@ export class EvaluationPool {
         reclaimMs: this.#config.reclaimMs,
         // Deadlines are enforced within this of `deadline + grace`; grace is at least 20 ms.
         tickMs: Math.max(5, Math.min(25, Math.round(this.#config.graceMs / 2))),
+        startWithinMs: this.#config.startWithinMs,
       },
       {
         log: this.#log,
@@ -199,6 +208,8 @@ export class EvaluationPool {
   close(): Promise<void> {
     this.#closed ??= (async () => {
       this.#replication?.unsubscribe();
+      // Waiting without a deadline (the audit's), they would only delay the close: refused, and the audit retries them.
+      this.#batcher.refuseWaiting(new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`));
       // What was submitted finishes (each by its deadline at the latest); nothing new is accepted.
       if (this.#piscina) await this.#batcher.drained();
       const piscina = this.#piscina;
@@ -259,38 +270,11 @@ export class EvaluationPool {
   // ---- evaluations -----------------------------------------------------------
 
   /**
-   * The admission answer (a Decide): `decide(evaluate(rules, input))`. A kind no
-   * rule matches is answered here without a task.
-   */
-  decide(input: EvaluationInput, body?: string): AdmissionDecision | Promise<AdmissionDecision> {
-    if (!hasCandidates(this.#stores.rules, input.kind.group, input.kind.kind)) return ALLOW;
-    // With the review's text, the objects travel as that text (see Task).
-    const task: TaskBody =
-      body === undefined
-        ? { kind: 'admission', input }
-        : {
-            kind: 'admission',
-            input: { ...input, object: null, oldObject: null, ...(input.request ? { request: { ...input.request, object: null, oldObject: null } } : {}) },
-            body,
-          };
-    const settled = this.#evaluate(task as TaskBody & { kind: 'admission' }, () => input, (budget) => {
-      let errors: RuleVerdict[] | undefined;
-      const decision = decideAdmission(this.#stores.rules, input, budget, (v) => (errors ??= []).push(v));
-      return errors === undefined ? { decision } : { decision, errors };
-    });
-    return settled.then((r) => {
-      const report = this.#onRuleError;
-      if (r.errors !== undefined && report !== undefined) for (const v of r.errors) report(v, input);
-      return r.decision;
-    });
-  }
-
-  /**
    * A whole AdmissionReview, as its text, answered in a worker (read,
    * exemptions, namespace labels, decision, the answer's text): the main
    * thread parses nothing (adr/0013, "Reviews read in the worker"). Call it
-   * only while the replica is ready. Rejects (QueueFull, Closed) like
-   * {@link decide}.
+   * only while the replica is ready. Rejects when the queue is full
+   * (QueueFull) or the pool is closed (Closed).
    */
   review(body: string): Promise<AnsweredReview> {
     return this.#evaluate({ kind: 'review', body }, () => reviewWhat(body), (budget) => answerReview(body, this.#reviewContext, budget), this.#reportReview);
@@ -340,7 +324,7 @@ export class EvaluationPool {
   ): Promise<R> {
     let first: Promise<Attempt>;
     try {
-      first = this.#attempt(body, epochNow() + this.#config.timeoutMs, undefined, true);
+      first = this.#attempt(body, this.#config.deadlineFrom === 'start' ? undefined : epochNow() + this.#config.timeoutMs, undefined, true);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -353,12 +337,13 @@ export class EvaluationPool {
 
   async #retry<K extends TaskBody['kind']>(body: TaskBody & { kind: K }, what: What, settle: (budget: EvaluationBudget) => TaskResults[K], running: string | undefined): Promise<TaskResults[K]> {
     const ms = this.#config.timeoutMs;
+    const fromStart = this.#config.deadlineFrom === 'start';
     this.#noteAbandoned(what, running);
     const abandoned: string[] = [];
     if (running !== undefined) {
       abandoned.push(running);
       // A retry is not refused: it replaces the attempt that was abandoned.
-      const second = await this.#attempt(body, epochNow() + ms, abandoned, false);
+      const second = await this.#attempt(body, fromStart ? undefined : epochNow() + ms, abandoned, false);
       if (second.ok) return second.value as TaskResults[K];
       this.#noteAbandoned(what, second.running);
       if (second.running !== undefined) abandoned.push(second.running);
@@ -378,12 +363,16 @@ export class EvaluationPool {
         [LogKey.rule]: running,
         [LogKey.deadlineMs]: this.#config.timeoutMs,
       },
-      running === undefined ? 'evaluation deadline passed before it started' : 'evaluation deadline passed while a rule ran: abandoned, worker replaced',
+      running !== undefined
+        ? 'evaluation deadline passed while a rule ran: abandoned, worker replaced'
+        : this.#config.deadlineFrom === 'start'
+          ? 'no evaluation worker started the evaluation in time'
+          : 'evaluation deadline passed before it started',
     );
   }
 
   /** Throws (QueueFull, Closed) rather than rejects: #evaluate turns that into its rejection. */
-  #attempt(body: TaskBody, deadline: number, abandoned: string[] | undefined, bounded: boolean): Promise<Attempt> {
+  #attempt(body: TaskBody, deadline: number | undefined, abandoned: string[] | undefined, bounded: boolean): Promise<Attempt> {
     this.#ensure();
     // A retry is sent alone (it ran next to something slow once already) and is not refused: it replaces the attempt that was abandoned.
     if (bounded && this.#batcher.inFlight >= this.#config.maxQueue + this.#config.workers) throw this.#overloaded();

@@ -19,7 +19,7 @@
  *   is terminated, the main thread still knows which item and which rule
  *   were running.
  */
-import type { AdmissionDecision, EvaluationInput, KubeObject, RuleVerdict } from '../policy/index.ts';
+import type { EvaluationInput, KubeObject, RuleVerdict } from '../policy/index.ts';
 import type { AnsweredReview } from '../policy/review/answer.ts';
 import type { BindingEvaluation, VapAttributes } from '../policy/vap/index.ts';
 import type { PackedReview } from './packed-review.ts';
@@ -35,8 +35,13 @@ export type ChannelMessage =
   | { type: 'snapshot'; seq: number; changes: { store: StoreName; change: unknown }[] };
 
 interface ItemHeader {
-  /** Cooperative deadline, epoch milliseconds (both threads read `performance.timeOrigin + performance.now()`). */
-  deadline: number;
+  /**
+   * Cooperative deadline, epoch milliseconds (both threads read
+   * `performance.timeOrigin + performance.now()`); undefined: `ms` from when
+   * the worker claims the item (the audit: neither its queue nor a worker's
+   * start-up counts).
+   */
+  deadline: number | undefined;
   /** The deadline's length, for messages. */
   ms: number;
   /** Rule keys (or VAP names) abandoned in an earlier attempt: `error` without running. */
@@ -62,21 +67,12 @@ export interface Task {
 export type ItemOutcome = { ok: unknown } | { thrown: string | undefined } | undefined;
 
 export type TaskItem =
-  /**
-   * With `body` (the review's JSON text), `input.object`, `input.oldObject`
-   * and those of `input.request` are null and the worker takes them from
-   * `JSON.parse(body).request`: copying a string and parsing it again costs
-   * less than cloning the objects.
-   */
-  | (ItemHeader & { kind: 'admission'; input: EvaluationInput; body?: string | undefined })
   /** A whole AdmissionReview as its text: the worker reads, decides and serialises the answer (answerReview). */
   | (ItemHeader & { kind: 'review'; body: string })
   | (ItemHeader & { kind: 'audit'; input: EvaluationInput })
   | (ItemHeader & { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null });
 
 export interface TaskResults {
-  /** The decision, and the rules' `error` verdicts when there are any (the main thread counts and reports them). */
-  admission: { decision: AdmissionDecision; errors?: RuleVerdict[] };
   /** Packed when it is a plain allow (packed-review.ts). */
   review: AnsweredReview | PackedReview;
   audit: RuleVerdict[];

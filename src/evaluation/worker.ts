@@ -2,14 +2,14 @@
  * An evaluation worker (piscina's task handler; adr/0013). It holds its own
  * compiled copy of the policies, kept current from the main thread's change
  * channel, and evaluates one task at a time with the same functions as
- * `portal test` (decideAdmission, evaluate, VapSet.evaluate).
+ * `portal test` (answerReview, evaluate, VapSet.evaluate).
  *
  * The module does not finish loading before it has a snapshot (top-level
  * await), so piscina counts a worker ready — and gives it tasks — only once
  * it holds the policies; a replaced worker starts from a fresh snapshot.
  */
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
-import { decideAdmission, evaluate, RuleSet, type EvaluationBudget, type EvaluationInput, type KubeObject, type Replicated, type RuleVerdict } from '../policy/index.ts';
+import { evaluate, RuleSet, type EvaluationBudget, type Replicated } from '../policy/index.ts';
 import { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import { answerReview, nameOnlyNamespaceLabels, type ReviewContext } from '../policy/review/answer.ts';
 import { ParamStore, VapSet } from '../policy/vap/index.ts';
@@ -115,17 +115,15 @@ function recorder(base: number): (key: string) => void {
 
 function execute(item: TaskItem, onRule: (key: string) => void): unknown {
   const abandoned = item.abandoned && item.abandoned.length > 0 ? new Set(item.abandoned) : undefined;
+  const deadline = item.deadline ?? epochNow() + item.ms;
   if (item.kind === 'vap') {
     return stores.vaps.evaluate(item.attrs, { namespaceObject: item.namespaceObject, params: stores.params }, {
-      deadline: { at: item.deadline, now: epochNow, ms: item.ms, abandoned, onPolicy: onRule },
+      deadline: { at: deadline, now: epochNow, ms: item.ms, abandoned, onPolicy: onRule },
     });
   }
-  const budget: EvaluationBudget = { deadline: item.deadline, now: epochNow, ms: item.ms, abandoned, onRule };
+  const budget: EvaluationBudget = { deadline, now: epochNow, ms: item.ms, abandoned, onRule };
   if (item.kind === 'review') return packReview(answerReview(item.body, reviewContext(), budget));
-  if (item.kind === 'audit') return evaluate(stores.rules, item.input, budget);
-  let errors: RuleVerdict[] | undefined;
-  const decision = decideAdmission(stores.rules, item.body === undefined ? item.input : withObjects(item.input, item.body), budget, (v) => (errors ??= []).push(v));
-  return errors === undefined ? { decision } : { decision, errors };
+  return evaluate(stores.rules, item.input, budget);
 }
 
 let context: { stores: Stores; ctx: ReviewContext } | undefined;
@@ -137,14 +135,6 @@ function reviewContext(): ReviewContext {
   const namespaceLabels = data.namespaceLabels === 'mirror' ? (ns: string) => (ns === '' ? undefined : namespaces.labels(ns)) : nameOnlyNamespaceLabels;
   context = { stores, ctx: { rules, exempt, namespaceLabels } };
   return context.ctx;
-}
-
-/** The input with the objects the main thread left out, from the review's own text. */
-function withObjects(input: EvaluationInput, body: string): EvaluationInput {
-  const request = (JSON.parse(body) as { request?: { object?: KubeObject | null; oldObject?: KubeObject | null } }).request;
-  const object = request?.object ?? null;
-  const oldObject = request?.oldObject ?? null;
-  return { ...input, object, oldObject, ...(input.request ? { request: { ...input.request, object, oldObject } } : {}) };
 }
 
 /**

@@ -21,7 +21,6 @@ import { ExceptionEvents } from '../audit/exception-events.ts';
 import { ProblemEvents } from '../audit/problem-events.ts';
 import { RuleProblems } from '../audit/rule-problems.ts';
 import { compileProblems, VapProblems } from '../audit/vap-events.ts';
-import { Gate } from '../evaluation/gate.ts';
 import { EvaluationPool } from '../evaluation/pool.ts';
 import { FencedWriter } from '../kube/fenced-writer.ts';
 import { leaderElectionConfig, LeaderElector, makeIdentity } from '../leader/index.ts';
@@ -86,31 +85,25 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   const ruleProblems = new RuleProblems({ registry, events: problemEvents, ruleObject: ruleByDisplay });
   ruleProblemSink.problems = ruleProblems;
   // The audit's own evaluation pool (adr/0013): one thread, so a full pass never takes a worker from admission.
+  // Its deadlines count from when the thread starts an evaluation: neither the queue of audit work nor the
+  // thread's start-up (at first, or after a stuck rule cost it) eats them.
   const auditEvaluation = new EvaluationPool(
-    { name: 'audit', workers: AUDIT_THREADS, timeoutMs: config.evaluationTimeout },
+    { name: 'audit', workers: AUDIT_THREADS, timeoutMs: config.evaluationTimeout, deadlineFrom: 'start' },
     { rules: source.ruleSet, vaps: vaps.set, params: vaps.params },
     { logger: componentLogger(root, 'evaluation'), registry },
   );
-  // Audit evaluations reach that thread one at a time, and only once it holds the policies, so neither
-  // queueing nor the thread's start-up eats an evaluation's deadline (see Gate).
-  const auditTurn = new Gate(AUDIT_THREADS);
-  const onAuditThread = <T>(evaluation: () => Promise<T>): Promise<T> =>
-    auditTurn.run(async () => {
-      await auditEvaluation.whenReady();
-      return evaluation();
-    });
   const { evaluator, actuator } = buildAudit(
     auditConfig(config),
     {
       client,
       writer,
       ruleSet: source.ruleSet,
-      evaluate: (input) => onAuditThread(() => auditEvaluation.audit(input)),
+      evaluate: (input) => auditEvaluation.audit(input),
       policies: [
         new VapAuditPolicySource(
           vaps,
           (policy, problem, name) => vapProblems.note(policy, problem, name),
-          (attrs, namespaceObject) => onAuditThread(() => auditEvaluation.vap(attrs, namespaceObject)),
+          (attrs, namespaceObject) => auditEvaluation.vap(attrs, namespaceObject),
         ),
       ],
       onRuleError: (verdict, object) => ruleProblems.verdictError('audit', verdict, object),

@@ -137,7 +137,6 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     tls = await readTlsFiles(tlsFiles);
     webhook = buildAdmissionServer({
       tls,
-      decide: (input, body) => evaluation.decide(input, body),
       // While ready, the whole review is read and answered in a worker: the main thread parses nothing.
       answerReview: (body) => evaluation.review(body),
       limits: { maxConnections: config.webhookMaxConnections, maxPerPeer: config.webhookMaxConnectionsPerPeer },

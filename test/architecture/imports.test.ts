@@ -51,7 +51,7 @@ const FORBIDDEN: Record<string, string[]> = {
   kube: ['admission', 'audit', 'cli', 'evaluation', 'leader', 'manager'],
   leader: ['admission', 'audit', 'cli', 'evaluation', 'manager'],
   audit: ['admission', 'cli', 'manager'],
-  // admission/ reaches the evaluation pool through its Decide seam, filled in by manager/.
+  // admission/ reaches the evaluation pool through its AnswerReview seam, filled in by manager/.
   admission: ['audit', 'cli', 'evaluation', 'kube', 'leader', 'manager'],
   manager: ['cli'],
   // The CLI parses, builds the replica through manager/, listens and exits.

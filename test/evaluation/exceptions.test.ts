@@ -11,6 +11,7 @@ import { Registry } from 'prom-client';
 import { EvaluationPool } from '../../src/evaluation/pool.ts';
 import { decideAdmission, evaluate, exceptionKey, RuleSet, type ExceptionOptions, type RuleSetChange } from '../../src/policy/index.ts';
 import { clusterRule, exception, input, pod } from '../policy/support.ts';
+import { decideByReview } from './support.ts';
 
 const logger = pino({ level: 'silent' });
 const pools: EvaluationPool[] = [];
@@ -74,30 +75,30 @@ void describe('exceptions on the evaluation pool', { timeout: 300_000 }, () => {
     const elsewhere = privileged('team-a', 'web');
 
     // Several at once, so both workers answer.
-    for (const d of await Promise.all([1, 2, 3, 4].map(() => pool.decide(agent)))) {
+    for (const d of await Promise.all([1, 2, 3, 4].map(() => decideByReview(pool, agent)))) {
       assert.equal(d.allowed, true);
       assert.deepEqual(d.exempted, [{ rule: 'no-priv', exception: 'monitoring/agent' }]);
       assert.deepEqual(d, decideAdmission(rules, agent));
     }
-    assert.equal((await pool.decide(elsewhere)).allowed, false, 'an exception exempts only its own namespace');
+    assert.equal((await decideByReview(pool, elsewhere)).allowed, false, 'an exception exempts only its own namespace');
 
     // A privileged exception, created while the workers run: a change on the channel.
     rules.upsertException(exception('portal-system', 'everywhere', { match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }], names: ['web'] } }));
-    for (const d of await Promise.all([1, 2, 3, 4].map(() => pool.decide(elsewhere)))) {
+    for (const d of await Promise.all([1, 2, 3, 4].map(() => decideByReview(pool, elsewhere)))) {
       assert.deepEqual(d.exempted, [{ rule: 'no-priv', exception: 'portal-system/everywhere' }], 'every worker has it for the next request');
     }
 
     // Deleted: denied again on every worker.
     rules.removeException(exceptionKey({ metadata: { namespace: 'monitoring', name: 'agent' } }));
-    for (const d of await Promise.all([1, 2, 3, 4].map(() => pool.decide(agent)))) assert.equal(d.allowed, false);
+    for (const d of await Promise.all([1, 2, 3, 4].map(() => decideByReview(pool, agent)))) assert.equal(d.allowed, false);
 
     // Expiry is judged when the worker evaluates: no change is sent when an exception expires.
     const expiresAt = Date.now() + 1500;
     rules.upsertException(exception('monitoring', 'brief', { expiresAt: new Date(expiresAt).toISOString() }));
-    assert.equal((await pool.decide(agent)).allowed, true, 'in force before its expiresAt');
+    assert.equal((await decideByReview(pool, agent)).allowed, true, 'in force before its expiresAt');
     const remaining = expiresAt - Date.now();
     if (remaining > 0) await new Promise((r) => setTimeout(r, remaining + 1));
-    for (const d of await Promise.all([1, 2, 3, 4].map(() => pool.decide(agent)))) assert.equal(d.allowed, false, 'expired on every worker');
+    for (const d of await Promise.all([1, 2, 3, 4].map(() => decideByReview(pool, agent)))) assert.equal(d.allowed, false, 'expired on every worker');
 
     // An audit task carries the instant it is judged at (the audit fixes one per object).
     const audit = { ...agent, operation: 'AUDIT' as const, now: expiresAt - 1 };
@@ -112,8 +113,8 @@ void describe('exceptions on the evaluation pool', { timeout: 300_000 }, () => {
     const pool = await newPool(rules, 1);
     const agent = privileged('monitoring');
     assert.equal(decideAdmission(rules, agent).allowed, false, 'refused on the main thread');
-    assert.equal((await pool.decide(agent)).allowed, false, 'and in the worker');
+    assert.equal((await decideByReview(pool, agent)).allowed, false, 'and in the worker');
     rules.upsertException(exception('monitoring', 'forever', { expiresAt: new Date(Date.now() + 600_000).toISOString() }, { creationTimestamp: created, generation: 2 }));
-    assert.equal((await pool.decide(agent)).allowed, true, 'within the cap: in force in the worker');
+    assert.equal((await decideByReview(pool, agent)).allowed, true, 'within the cap: in force in the worker');
   });
 });

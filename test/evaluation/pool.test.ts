@@ -15,6 +15,7 @@ import { parse } from 'yaml';
 import { decideAdmission, evaluate, RuleSet, type KubeObject, type PortalRuleObject } from '../../src/policy/index.ts';
 import { ParamStore, VapSet, type ValidatingAdmissionPolicy, type ValidatingAdmissionPolicyBinding, type VapAttributes } from '../../src/policy/vap/index.ts';
 import { clusterRule, input, pod } from '../policy/support.ts';
+import { decideByReview } from './support.ts';
 
 const logger = pino({ level: 'silent' });
 const pools: EvaluationPool[] = [];
@@ -52,8 +53,6 @@ function hugePod(privileged: boolean): KubeObject {
   for (let i = 0; i < 20_000; i++) spec.containers.push({ name: `c${i}`, image: 'busybox', securityContext: { runAsNonRoot: false } });
   return p;
 }
-/** The review's text, as the server hands it to the pool (the objects travel as text). */
-const body = (object: KubeObject): string => JSON.stringify({ request: { object } });
 
 void describe('evaluation pool', { timeout: 600_000 }, () => {
   void it('a wait for workers ends when the pool closes: rejected as closed, never pending for ever', async () => {
@@ -72,7 +71,7 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     await warm(pool);
     for (const privileged of [false, true]) {
       const inp = input(pod({ privileged }), { namespace: 'default', name: 'web' });
-      assert.deepEqual(await pool.decide(inp), decideAdmission(rules, inp));
+      assert.deepEqual(await decideByReview(pool, inp), decideAdmission(rules, inp));
     }
     const audit = input(pod({ privileged: true }), { namespace: 'default', name: 'web', operation: 'AUDIT' });
     assert.deepEqual(await pool.audit(audit), evaluate(rules, audit));
@@ -85,18 +84,18 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     await warm(pool);
     const inp = input(pod({ privileged: true }), { namespace: 'default', name: 'web' });
     // Both workers busy at once, so both hold the rules.
-    const before = await Promise.all([pool.decide(inp), pool.decide(inp), pool.decide(inp), pool.decide(inp)]);
+    const before = await Promise.all([decideByReview(pool, inp), decideByReview(pool, inp), decideByReview(pool, inp), decideByReview(pool, inp)]);
     for (const d of before) assert.equal(d.allowed, true);
     for (let generation = 2; generation <= 5; generation++) {
       const enforcement = generation % 2 === 0 ? 'Deny' : 'Warn';
       rules.upsert(clusterRule('no-privileged', { enforcement }, generation));
       // Submitted right after the change, to workers that idle (blocked on Atomics.wait) and have not read it yet.
-      const after = await Promise.all([pool.decide(inp), pool.decide(inp), pool.decide(inp), pool.decide(inp)]);
+      const after = await Promise.all([decideByReview(pool, inp), decideByReview(pool, inp), decideByReview(pool, inp), decideByReview(pool, inp)]);
       for (const d of after) assert.equal(d.allowed, enforcement === 'Warn', `generation ${generation} (${enforcement}) is in force`);
     }
     rules.remove('PortalClusterRule/no-privileged');
     rules.upsert(clusterRule('other', { match: { kinds: [{ apiGroups: [''], kinds: ['ConfigMap'] }] } }));
-    assert.deepEqual(await pool.decide(inp), { allowed: true, warnings: [] });
+    assert.deepEqual(await decideByReview(pool, inp), { allowed: true, warnings: [] });
   });
 
   void it('a rule stuck past the deadline is abandoned, its worker replaced; only that rule errs', async () => {
@@ -106,7 +105,7 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     const pool = newPool(rules, { timeoutMs: 3000, workers: 2 });
     await warm(pool);
     const huge = hugePod(true);
-    const d = await pool.decide(input(huge, { namespace: 'default', name: 'web' }), body(huge));
+    const d = await decideByReview(pool, input(huge, { namespace: 'default', name: 'web' }));
     // The Deny rule kept its real verdict (fail), the slow Warn rule is an error (a warning under failurePolicy Fail).
     assert.equal(d.allowed, false);
     assert.match((d as { message: string }).message, /^no-privileged: Privileged containers are not allowed/);
@@ -117,7 +116,7 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     rules.upsert(clusterRule('no-privileged', { enforcement: 'Warn' }, 2));
     rules.remove('PortalClusterRule/slow-nonroot');
     const small = input(pod({ privileged: true }), { namespace: 'default', name: 'web' });
-    const later = await pool.decide(small);
+    const later = await decideByReview(pool, small);
     assert.deepEqual(later, decideAdmission(rules, small));
     assert.equal(later.allowed, true);
     assert.equal(pool.stats().abandoned, 1);
@@ -129,7 +128,7 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     const pool = newPool(rules, { timeoutMs: 3000, workers: 2 });
     await warm(pool);
     const huge = hugePod(false);
-    const d = await pool.decide(input(huge, { namespace: 'default', name: 'web' }), body(huge));
+    const d = await decideByReview(pool, input(huge, { namespace: 'default', name: 'web' }));
     assert.deepEqual(d, {
       allowed: false,
       code: 403,
@@ -145,6 +144,47 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     assert.ok((pool.stats().abandoned as number) >= 2);
   });
 
+  void it("the audit's deadlines count from a worker's start: neither the queue nor a replacement worker's start-up eats them", async () => {
+    const rules = new RuleSet();
+    rules.upsert(clusterRule('no-privileged'));
+    rules.upsert(slowRule('slow-nonroot', 'Deny'));
+    // One worker and a short deadline: a replacement's start-up (a thread, tsx compiling the engine) is about as long.
+    const pool = new EvaluationPool({ name: 'test', workers: 1, timeoutMs: 1000, deadlineFrom: 'start' }, { rules }, { logger, registry: new Registry() });
+    pools.push(pool);
+    // Not warmed: the first evaluations wait for the worker's start-up too.
+    const huge = input(hugePod(true), { namespace: 'default', name: 'huge', operation: 'AUDIT' });
+    const small = input(pod({ privileged: true }), { namespace: 'default', name: 'web', operation: 'AUDIT' });
+    // Submitted together: the small ones wait behind the stuck rule, its abandon and the replacement worker's start-up.
+    const [slow, ...others] = await Promise.all([pool.audit(huge), pool.audit(small), pool.audit(small)]);
+    // The stuck rule errs; no-privileged keeps its real verdict, evaluated again by the replacement with a fresh deadline.
+    assert.deepEqual(
+      slow!.map((v) => [v.rule, v.result]),
+      [
+        ['no-privileged', 'fail'],
+        ['slow-nonroot', 'error'],
+      ],
+    );
+    for (const verdicts of others) assert.deepEqual(verdicts, evaluate(rules, small));
+    assert.ok((pool.stats().abandoned as number) >= 1);
+  });
+
+  void it('closing refuses the evaluations that wait for a worker without a deadline of their own: the close does not wait on them', async () => {
+    const rules = new RuleSet();
+    rules.upsert(clusterRule('no-privileged'));
+    // One batch at a time, of one evaluation, on a worker still starting: the second waits in the pool.
+    const pool = new EvaluationPool({ name: 'test', workers: 1, timeoutMs: 10_000, deadlineFrom: 'start', maxBatch: 1, pipeline: 1 }, { rules }, { logger, registry: new Registry() });
+    pools.push(pool);
+    const audit = input(pod({ privileged: true }), { namespace: 'default', name: 'web', operation: 'AUDIT' });
+    const sent = pool.audit(audit);
+    const waiting = pool.audit(audit);
+    await new Promise((resolve) => setImmediate(resolve)); // the first is sent
+    const closed = pool.close();
+    await assert.rejects(waiting, (err: Error & { code?: string }) => err.code === 'PORTAL_CLOSED' && /pool is closed/.test(err.message));
+    // The one sent is still evaluated, once the worker is up, before the pool closes.
+    assert.deepEqual(await sent, evaluate(rules, audit));
+    await closed;
+  });
+
   void it('evaluations submitted together travel in one task; each gets its own answer', async () => {
     const rules = new RuleSet();
     rules.upsert(clusterRule('no-privileged'));
@@ -152,7 +192,7 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     await warm(pool);
     const inputs = Array.from({ length: 10 }, (_, i) => input(pod({ privileged: i % 2 === 0 }), { namespace: 'default', name: `web-${i}` }));
     const before = pool.stats() as { batches: number; batchedItems: number };
-    const decisions = await Promise.all(inputs.map((inp) => pool.decide(inp)));
+    const decisions = await Promise.all(inputs.map((inp) => decideByReview(pool, inp)));
     decisions.forEach((d, i) => assert.deepEqual(d, decideAdmission(rules, inputs[i]!), `web-${i}`));
     const after = pool.stats() as { batches: number; batchedItems: number };
     assert.equal(after.batchedItems - before.batchedItems, 10);
@@ -168,13 +208,13 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     const huge = hugePod(false);
     const events: string[] = [];
     // Submitted in one turn, the slow one first: one batch, whose worker claims the slow one.
-    const slow = Promise.resolve(pool.decide(input(huge, { namespace: 'tenant-a', name: 'huge' }), body(huge))).then((d) => {
+    const slow = decideByReview(pool, input(huge, { namespace: 'tenant-a', name: 'huge' })).then((d) => {
       events.push('slow');
       return d;
     });
     const inputs = Array.from({ length: 4 }, (_, i) => input(pod({ privileged: i % 2 === 0 }), { namespace: 'tenant-b', name: `web-${i}` }));
     const others = inputs.map((inp, i) =>
-      Promise.resolve(pool.decide(inp, body(inp.object!))).then((d) => {
+      decideByReview(pool, inp).then((d) => {
         events.push(`other ${i}`);
         return d;
       }),
@@ -196,8 +236,8 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     await warm(pool);
     const object = hugePod(false);
     const huge = input(object, { namespace: 'default', name: 'web' });
-    const stuck = [pool.decide(huge, body(object)), pool.decide(huge, body(object))]; // one running, one queued
-    await assert.rejects(Promise.resolve(pool.decide(huge, body(object))), (err: Error) => {
+    const stuck = [decideByReview(pool, huge), decideByReview(pool, huge)]; // one running, one queued
+    await assert.rejects(decideByReview(pool, huge), (err: Error) => {
       assert.match(err.message, /^portal is overloaded: 1 evaluations are already waiting for the 1 test evaluation worker; refused rather than queued$/);
       return true;
     });

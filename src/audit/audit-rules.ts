@@ -1,0 +1,55 @@
+/**
+ * The audit's view of its policies by display key (`name` or
+ * `namespace/name`, as reports and alerts name them): the RuleSet's states,
+ * cached per revision, and the audit actions of a rule or of another policy
+ * source (a VAP's `policies.portal.dev/audit-actions`).
+ */
+import type { RuleSet, RuleState } from '../policy/index.ts';
+import type { RuleAction } from '../policy/types.ts';
+import type { AuditPolicySource, ObjectState } from './audit-step.ts';
+import { ruleDisplay } from './status-writer.ts';
+
+export interface AuditRule {
+  display: string;
+  state: RuleState | undefined;
+  actions: readonly RuleAction[];
+}
+
+export class AuditRules {
+  readonly #ruleSet: RuleSet;
+  readonly #policies: readonly AuditPolicySource[];
+  #revision = -1;
+  #byDisplay = new Map<string, RuleState>();
+
+  constructor(ruleSet: RuleSet, policies: readonly AuditPolicySource[]) {
+    this.#ruleSet = ruleSet;
+    this.#policies = policies;
+  }
+
+  /** Rules with their display key, cached per rule set revision. */
+  states(): Map<string, RuleState> {
+    if (this.#revision !== this.#ruleSet.revision) {
+      this.#byDisplay = new Map(this.#ruleSet.states().map((s) => [ruleDisplay(s), s]));
+      this.#revision = this.#ruleSet.revision;
+    }
+    return this.#byDisplay;
+  }
+
+  /** The rules an object violates or once violated (whose alert may need resolving), with their audit actions. */
+  of(st: ObjectState): AuditRule[] {
+    const byDisplay = this.states();
+    const names = new Set([...st.seen, ...st.verdicts.map((v) => v.rule)]);
+    return [...names].map((display) => {
+      const state = byDisplay.get(display);
+      return { display, state, actions: state?.actions ?? this.#policyActions(display) };
+    });
+  }
+
+  #policyActions(display: string): readonly RuleAction[] {
+    for (const p of this.#policies) {
+      const a = p.actionsFor?.(display);
+      if (a) return a;
+    }
+    return [];
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * The main thread's side of the progress slots (protocol.ts): reset before a
+ * batch is sent, closed to take back the items its worker has not claimed,
+ * and read to learn which item and which rule (or VAP) it is on.
+ */
+import { CLAIM_CLOSED, SLOT_BYTES, SLOT_CLAIM, SLOT_HEADER, SLOT_ID, SLOT_ITEM, SLOT_KEY_LENGTH } from './protocol.ts';
+
+export class ProgressSlots {
+  readonly #words: Int32Array;
+  readonly #bytes: Uint8Array;
+  readonly #decoder = new TextDecoder();
+
+  constructor(progress: SharedArrayBuffer) {
+    this.#words = new Int32Array(progress);
+    this.#bytes = new Uint8Array(progress);
+  }
+
+  /** Before a batch is sent in `slot`: nothing claimed, nothing running. */
+  reset(slot: number): void {
+    const words = (slot * SLOT_BYTES) / 4;
+    this.#words[words + SLOT_ID] = 0;
+    this.#words[words + SLOT_KEY_LENGTH] = 0;
+    this.#words[words + SLOT_CLAIM] = 0;
+    this.#words[words + SLOT_ITEM] = -1;
+  }
+
+  /** Closes the slot's claim counter; returns how many items were claimed before (the worker is on the last of them). */
+  close(slot: number): number {
+    return Atomics.exchange(this.#words, (slot * SLOT_BYTES) / 4 + SLOT_CLAIM, CLAIM_CLOSED);
+  }
+
+  /** The index of the item task `id`'s worker is on (-1: none yet, or the slot holds another task). */
+  runningIndex(slot: number, id: number): number {
+    const words = (slot * SLOT_BYTES) / 4;
+    return this.#words[words + SLOT_ID] === id ? (this.#words[words + SLOT_ITEM] ?? -1) : -1;
+  }
+
+  /** The key task `id`'s worker wrote (the rule or VAP it was running), if any. */
+  runningKey(slot: number, id: number): string | undefined {
+    const words = (slot * SLOT_BYTES) / 4;
+    if (this.#words[words + SLOT_ID] !== id) return undefined;
+    const n = this.#words[words + SLOT_KEY_LENGTH] ?? 0;
+    if (n <= 0 || n > SLOT_BYTES - SLOT_HEADER) return undefined;
+    const start = slot * SLOT_BYTES + SLOT_HEADER;
+    // Copy out of shared memory before decoding (TextDecoder refuses shared views).
+    return this.#decoder.decode(this.#bytes.slice(start, start + n));
+  }
+}
