@@ -14,9 +14,9 @@
  */
 import {
   celContext,
+  checkComposition,
   compileComposition,
   failureMessage,
-  runComposition,
   type Activation,
   type Budget,
   type Composition,
@@ -169,12 +169,21 @@ function contextOf(input: EvaluationInput, template: { path: readonly string[]; 
 }
 
 function lookupContext(input: EvaluationInput, template: { path: readonly string[]; prefix: string } | undefined, key: string, budget: Budget): Record<string, unknown> {
+  const last = budget.last;
+  // The request's first context (often its only one): no table yet.
+  if (last === undefined) return celContext(activationFor(input, template));
   budget.contexts ??= new Map();
-  let byTemplate = budget.contexts.get(input) as Map<string, Record<string, unknown>> | undefined;
-  if (byTemplate === undefined) budget.contexts.set(input, (byTemplate = new Map()));
+  byTemplateOf(budget.contexts, last.key).set(last.template, last.context);
+  const byTemplate = byTemplateOf(budget.contexts, input);
   let context = byTemplate.get(key);
   if (context === undefined) byTemplate.set(key, (context = celContext(activationFor(input, template))));
   return context;
+}
+
+function byTemplateOf(contexts: Map<object, unknown>, input: object): Map<string, Record<string, unknown>> {
+  let byTemplate = contexts.get(input) as Map<string, Record<string, unknown>> | undefined;
+  if (byTemplate === undefined) contexts.set(input, (byTemplate = new Map()));
+  return byTemplate;
 }
 
 /**
@@ -187,14 +196,15 @@ export function evaluateCelRule(
   template: { path: readonly string[]; prefix: string } | undefined,
   budget: Budget,
 ): CelRuleResult {
-  let out: ReturnType<typeof runComposition>;
+  let out: ReturnType<typeof checkComposition>;
   try {
-    out = runComposition(rule.composition, contextOf(input, template, budget), budget, false);
+    out = checkComposition(rule.composition, contextOf(input, template, budget), budget);
   } catch (e) {
     // Building the activation walks the objects (a hostile one can be
     // nested too deeply for that): the rule cannot be evaluated, an `error`.
     return { kind: 'error', why: `evaluation failed: ${failureMessage(e)}`, field: 'spec.validate.cel', cost: false };
   }
+  if (out === undefined) return NO_VIOLATIONS;
   if (out.matched === false) return { kind: 'skip', why: `matchCondition "${out.condition}" is false` };
   if (out.matched === 'error') {
     const i = rule.composition.matchConditions.findIndex((m) => m.name === out.condition);

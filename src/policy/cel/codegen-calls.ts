@@ -12,7 +12,7 @@
 import { delegateOf, type Delegate } from './values-marks.ts';
 import { MAX_OPERANDS } from './environment.ts';
 import { isCostedCall } from './charges.ts';
-import { re2 } from './lib/regex.ts';
+import { patternCache, re2 } from './lib/regex.ts';
 import * as macros from './codegen-macros.ts';
 import { asNode, IDENT, str, Unsupported, type Generator, type Node } from './codegen.ts';
 
@@ -72,7 +72,7 @@ export function call(g: Generator, n: Node, root: boolean): string {
     g.emit(`${v} = (typeof ${a0} === "string" && typeof ${a1} === "string") ? ${a0}.${method}(${a1}) : R.call(${callDelegate(g, name, ns, rcall, 2)}, ${a0}, ${a1});`);
   } else if (ns === undefined && isRegexCall(name, rcall, operands.length)) {
     // The regex functions run here with the evaluation's meter; a constant pattern is compiled once, now.
-    const re = constantPattern(g, all[1]);
+    const re = constantPattern(g, all[1]) ?? `R.regex(${g.constant(patternCache())}, ${a1})`;
     const fallback = `R.call(${callDelegate(g, name, ns, rcall, operands.length)}${operands.map((o) => `, ${o}`).join('')})`;
     const strings = `typeof ${a0} === "string" && typeof ${a1} === "string"`;
     if (name === 'portalMatches') g.emit(`${v} = (${strings}) ? R.matches(${a0}, ${a1}, m, ${re}) : ${fallback};`);
@@ -95,13 +95,16 @@ function callDelegate(g: Generator, name: string, ns: string | undefined, rcall:
   return g.constant(parsedDelegate(source));
 }
 
-/** A constant pattern compiled now (compile() refused the invalid ones), else `undefined`. */
-function constantPattern(g: Generator, n: Node | undefined): string {
-  if (n?.op !== 'value' || typeof n.args !== 'string') return 'undefined';
+/**
+ * A constant pattern compiled now (compile() refused the invalid ones), else
+ * undefined (a pattern computed at run time: the call site's PatternCache).
+ */
+function constantPattern(g: Generator, n: Node | undefined): string | undefined {
+  if (n?.op !== 'value' || typeof n.args !== 'string') return undefined;
   try {
     return g.constant(re2(n.args));
   } catch {
-    return 'undefined';
+    return undefined;
   }
 }
 

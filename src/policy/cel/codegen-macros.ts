@@ -9,7 +9,7 @@
  */
 import { hasDelegates } from './runtime.ts';
 import { selectDelegate } from './runtime-ops.ts';
-import { asNode, str, Unsupported, type Generator, type Node } from './codegen.ts';
+import { asNode, ownField, str, Unsupported, type Generator, type Node } from './codegen.ts';
 
 /** has(a.b.c): cel-js's has macro (the root must be an identifier). */
 export function has(g: Generator, arg: Node): string {
@@ -29,7 +29,11 @@ export function has(g: Generator, arg: Node): string {
   const names = steps.map((s) => s.field);
   const fields = g.constant(names);
   const ops = g.constant(steps.map((s) => s.op));
-  g.emit(`${v} = R.has(${root}, ${fields}, ${ops}, ${g.constant(hasDelegates(names))});`);
+  const general = `R.has(${root}, ${fields}, ${ops}, ${g.constant(hasDelegates(names))})`;
+  if (steps.length === 1) {
+    // has(x.f) on a plain map (the common case) inline: R.has gives the same (present and not undefined).
+    g.emit(`${v} = (${root} !== null && typeof ${root} === "object" && ${root}.constructor === Object) ? ${ownField(root, names[0] as string)} !== undefined : ${general};`);
+  } else g.emit(`${v} = ${general};`);
   return v;
 }
 
@@ -199,7 +203,7 @@ export function chain(g: Generator, n: Node): string {
     const inner = chain(g, t);
     g.charge(1);
     g.emit(
-      `if (${inner} !== null && typeof ${inner} === "object" && ${inner}.constructor === Object) { ${v} = Object.hasOwn(${inner}, ${f}) ? ${inner}[${f}] : R.ABSENT; if (typeof ${v} === "number") ${v} = R.read(${inner}, ${v}); }` +
+      `if (${inner} !== null && typeof ${inner} === "object" && ${inner}.constructor === Object) { ${v} = ${ownField(inner, field)}; if (${v} === undefined) ${v} = R.ABSENT; if (typeof ${v} === "number") ${v} = R.read(${inner}, ${v}); }` +
         ` else ${v} = ${inner} === R.ABSENT ? R.ABSENT : R.ostep(${inner}, ${f}, ${g.constant(selectDelegate(field, true))});`,
     );
     return v;
@@ -208,7 +212,7 @@ export function chain(g: Generator, n: Node): string {
   g.charge(1);
   // A plain map inline; an Optional (or anything else) through R.ostart.
   g.emit(
-    `if (${base} !== null && typeof ${base} === "object" && ${base}.constructor === Object) { ${v} = Object.hasOwn(${base}, ${f}) ? ${base}[${f}] : R.ABSENT; if (typeof ${v} === "number") ${v} = R.read(${base}, ${v}); }` +
+    `if (${base} !== null && typeof ${base} === "object" && ${base}.constructor === Object) { ${v} = ${ownField(base, field)}; if (${v} === undefined) ${v} = R.ABSENT; if (typeof ${v} === "number") ${v} = R.read(${base}, ${v}); }` +
       ` else ${v} = R.ostart(${base}, ${f}, ${g.constant(selectDelegate(field, true))});`,
   );
   return v;

@@ -43,6 +43,7 @@ import { selectDelegate } from './runtime-ops.ts';
 import { built } from './values-marks.ts';
 import { sizeCost, type Meter } from './meter.ts';
 import * as calls from './codegen-calls.ts';
+import { specialisedComparison } from './codegen-operators.ts';
 
 /** A node of cel-js's public AST. */
 export interface Node {
@@ -78,6 +79,21 @@ export function asNode(v: unknown): Node {
 }
 
 export const str = (s: string): string => JSON.stringify(s);
+
+/** Names an object inherits from Object.prototype (`constructor`, `__proto__`, `toString`, …). */
+const INHERITED: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
+
+/**
+ * A plain map's own value of field `f`, or undefined, as a JavaScript
+ * expression. One property read: a map from the input (JSON.parse) or
+ * built by CEL inherits only Object.prototype's names, so for any other
+ * name a read finds an own property or nothing; those names get an
+ * own-property check (Object.hasOwn is a call, several times a read).
+ */
+export function ownField(obj: string, f: string): string {
+  const key = str(f);
+  return INHERITED.has(f) ? `(Object.hasOwn(${obj}, ${key}) ? ${obj}[${key}] : undefined)` : `${obj}[${key}]`;
+}
 
 
 interface Block {
@@ -266,7 +282,8 @@ export class Generator {
     }
     const t = this.value(asNode(target));
     const v = this.temp();
-    this.emit(`${v} = (${t} !== null && typeof ${t} === "object" && ${t}.constructor === Object && Object.hasOwn(${t}, ${f})) ? ${t}[${f}] : R.sel(${t}, ${f}, ${sd});`);
+    this.emit(`${v} = (${t} !== null && typeof ${t} === "object" && ${t}.constructor === Object) ? ${ownField(t, field)} : undefined;`);
+    this.emit(`if (${v} === undefined) ${v} = R.sel(${t}, ${f}, ${sd});`);
     this.emit(`if (typeof ${v} === "number") ${v} = R.read(${t}, ${v});`);
     this.sized(v, root);
     return v;
@@ -280,14 +297,16 @@ export class Generator {
     const l = this.value(asNode(a));
     const r = this.value(asNode(b));
     const costed = COSTED_OPERATORS.has(n.op);
-    if (costed) this.emit(`if ((m.used += R.binaryCost(${str(n.op)}, ${l}, ${r}, m)) > m.limit) R.over(m);`);
     const v = this.temp();
+    const general: string[] = [];
+    if (costed) general.push(`if ((m.used += R.binaryCost(${str(n.op)}, ${l}, ${r}, m)) > m.limit) R.over(m);`);
     if (n.op === '==' || n.op === '!=') {
       const same = n.op === '==' ? '===' : '!==';
-      this.emit(`${v} = (typeof ${l} === "string" && typeof ${r} === "string") ? ${l} ${same} ${r} : R.${fn}(${l}, ${r});`);
+      general.push(`${v} = (typeof ${l} === "string" && typeof ${r} === "string") ? ${l} ${same} ${r} : R.${fn}(${l}, ${r});`);
     } else {
-      this.emit(`${v} = R.${fn}(${l}, ${r});`);
+      general.push(`${v} = R.${fn}(${l}, ${r});`);
     }
+    if (!specialisedComparison(this, n.op, asNode(a), asNode(b), l, r, v, general.join('\n'))) for (const line of general) this.emit(line);
     if (!costed && (n.op === '+' || n.op === '-')) this.sized(v, root);
     return v;
   }

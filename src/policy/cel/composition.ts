@@ -16,7 +16,7 @@
 import { compile, type CompileError, type Program } from './compile.ts';
 import { celContext, classify, newBudget, PER_CALL_COST_LIMIT, type Activation, type Budget, type EvalResult } from './engine.ts';
 import type { Meter } from './meter.ts';
-import { bindVariables, variablesObject, type VariablesObject } from './variables.ts';
+import { bindVariables, compileVariables, type Variables } from './variables.ts';
 
 export interface NamedExpression {
   name: string;
@@ -53,8 +53,10 @@ export interface Composition {
   readonly matchConditions: readonly { name: string; program: Program }[];
   readonly variables: readonly { name: string; program: Program }[];
   readonly validations: readonly CompiledValidation[];
-  /** @internal the lazily evaluated `variables` object (variables.ts), when there are variables. */
-  readonly vars: VariablesObject | undefined;
+  /** @internal the lazily evaluated `variables` (variables.ts), when there are variables. */
+  readonly vars: Variables | undefined;
+  /** @internal the context the expressions run on when there are variables (refilled by each evaluation, see contextOf). */
+  readonly context: Record<string, unknown> | undefined;
 }
 
 export type CompositionResult = Composition | { ok: false; errors: FieldCompileError[] };
@@ -97,8 +99,15 @@ export function compileComposition(spec: CompositionSpec): CompositionResult {
     else fail(`validations[${i}].expression`, p);
   });
   if (errors.length > 0) return { ok: false, errors };
-  const vars = variables.length > 0 ? variablesObject(variables) : undefined;
-  return Object.freeze({ ok: true as const, matchConditions, variables, validations, vars });
+  let vars: Variables | undefined;
+  let context: Record<string, unknown> | undefined;
+  if (variables.length > 0) {
+    // A literal in celContext's order: one object shape for every context the generated code reads.
+    vars = compileVariables(variables);
+    context = { object: null, oldObject: null, request: null, params: null, namespaceObject: null, variables: vars.object };
+    vars.state.context = context;
+  }
+  return Object.freeze({ ok: true as const, matchConditions, variables, validations, vars, context });
 }
 
 /** One validation's outcome. */
@@ -127,65 +136,102 @@ export function contextFor(activation: object, budget: Budget, build: () => Reco
   return context;
 }
 
-/** One expression on the composition's meter: a boolean as is (the common case, no result object), anything else classified. */
+/**
+ * One expression on the composition's meter: a boolean as is (the common
+ * case, no result object), anything else classified. Small enough to be
+ * inlined where it is called.
+ */
 function test(program: Program, context: Record<string, unknown>, meter: Meter, budget: Budget): boolean | EvalResult {
   meter.used = 0;
-  meter.limit = Math.min(PER_CALL_COST_LIMIT, budget.remaining);
+  meter.limit = budget.remaining < PER_CALL_COST_LIMIT ? budget.remaining : PER_CALL_COST_LIMIT;
   let value: unknown;
-  let failure: unknown;
   try {
     value = program.exec(context, meter);
   } catch (e) {
-    failure = e ?? new Error(String(e));
+    return classify(program, meter, budget, PER_CALL_COST_LIMIT, undefined, e ?? new Error(String(e)), false);
   }
-  if (failure === undefined && typeof value === 'boolean' && meter.used <= meter.limit) {
-    budget.remaining = Math.max(0, budget.remaining - meter.used);
+  if (typeof value === 'boolean' && meter.used <= meter.limit) {
+    budget.remaining -= meter.used;
     return value;
   }
-  return classify(program, meter, budget, PER_CALL_COST_LIMIT, value, failure, false);
+  return classify(program, meter, budget, PER_CALL_COST_LIMIT, value, undefined, false);
 }
 
 const NO_OUTCOMES: readonly ValidationOutcome[] = Object.freeze([]);
 
 /**
- * Evaluates a composition on a context (see contextFor). With `passes`
- * false, the outcome lists only failed and erroring validations (the
- * rule path: nothing is allocated for a validation that passes).
+ * The context a composition's expressions run on: the request's shared
+ * context, or, when the composition has variables, its own context object
+ * refilled from the shared one (one object per composition, not one per
+ * evaluation: evaluation is synchronous and never re-enters a composition,
+ * as for the variables' state).
  */
-export function runComposition(c: Composition, shared: Record<string, unknown>, budget: Budget, passes = true): CompositionOutcome {
+function contextOf(c: Composition, shared: Record<string, unknown>, meter: Meter, budget: Budget): Record<string, unknown> {
+  const context = c.context;
+  if (context === undefined || c.vars === undefined) return shared;
+  context['object'] = shared['object'];
+  context['oldObject'] = shared['oldObject'];
+  context['request'] = shared['request'];
+  context['params'] = shared['params'];
+  context['namespaceObject'] = shared['namespaceObject'];
+  bindVariables(c.vars, shared, meter, budget);
+  return context;
+}
+
+/** The message of a failed validation: messageExpression's value, else `message`, else the expression. */
+function failedMessage(v: CompiledValidation, context: Record<string, unknown>, meter: Meter, budget: Budget, spent: { cost: number }): string {
+  let message = v.spec.message ?? '';
+  if (v.messageProgram) {
+    meter.used = 0;
+    meter.limit = Math.min(PER_CALL_COST_LIMIT, budget.remaining);
+    let value: unknown;
+    let failure: unknown;
+    try {
+      value = v.messageProgram.exec(context, meter);
+    } catch (e) {
+      failure = e ?? new Error(String(e));
+    }
+    const m = classify(v.messageProgram, meter, budget, PER_CALL_COST_LIMIT, value, failure, false);
+    spent.cost += m.cost;
+    // The API server falls back to `message` when messageExpression fails
+    // or gives an empty string (it logs the failure).
+    if (m.ok && typeof m.value === 'string' && m.value.trim() !== '') message = m.value.replace(/\s*\n\s*/g, ' ');
+  }
+  return message === '' ? `failed expression: ${v.spec.expression.trim()}` : message;
+}
+
+/**
+ * Evaluates a composition on a context (see contextFor). With `passes`
+ * false, the outcome lists only failed and erroring validations, and a
+ * composition whose conditions all hold and whose validations all pass
+ * gives undefined: nothing is allocated for it (the rule path).
+ */
+function run(c: Composition, shared: Record<string, unknown>, budget: Budget, passes: boolean): CompositionOutcome | undefined {
   // One meter per request, reset for each expression (evaluation is synchronous).
   const meter: Meter = (budget.meter ??= { used: 0, limit: 0 });
-  let context = shared;
-  if (c.vars !== undefined) {
-    // A literal, not a spread: one object shape for every composition.
-    context = {
-      object: shared['object'],
-      oldObject: shared['oldObject'],
-      request: shared['request'],
-      params: shared['params'],
-      namespaceObject: shared['namespaceObject'],
-      variables: c.vars,
-    };
-    bindVariables(c.vars, context, shared, meter, budget);
-  }
+  const context = contextOf(c, shared, meter, budget);
   let cost = 0;
-  let conditionError: { condition: string; message: string; kind: 'runtime' | 'cost' } | undefined;
-  for (const mc of c.matchConditions) {
-    const r = test(mc.program, context, meter, budget);
-    cost += Math.min(meter.used, meter.limit + 1);
-    if (r === false) return { matched: false, condition: mc.name, cost };
-    if (r === true) continue;
-    if (!r.ok) {
-      conditionError ??= { condition: mc.name, message: r.message, kind: r.kind };
-      if (r.kind === 'cost') break;
+  const mcs = c.matchConditions;
+  if (mcs.length > 0) {
+    let conditionError: { condition: string; message: string; kind: 'runtime' | 'cost' } | undefined;
+    for (const mc of mcs) {
+      const r = test(mc.program, context, meter, budget);
+      cost += Math.min(meter.used, meter.limit + 1);
+      if (r === false) return { matched: false, condition: mc.name, cost };
+      if (r === true) continue;
+      if (!r.ok) {
+        conditionError ??= { condition: mc.name, message: r.message, kind: r.kind };
+        if (r.kind === 'cost') break;
+      }
     }
+    if (conditionError) return { matched: 'error', ...conditionError, cost };
   }
-  if (conditionError) return { matched: 'error', ...conditionError, cost };
   let validations: ValidationOutcome[] | undefined;
-  for (let index = 0; index < c.validations.length; index++) {
-    const v = c.validations[index] as CompiledValidation;
+  const vs = c.validations;
+  for (let index = 0; index < vs.length; index++) {
+    const v = vs[index] as CompiledValidation;
     const r = test(v.program, context, meter, budget);
-    cost += Math.min(meter.used, meter.limit + 1);
+    cost += meter.used <= meter.limit ? meter.used : meter.limit + 1;
     if (r === true) {
       if (passes) (validations ??= []).push({ index, result: 'pass' });
       continue;
@@ -194,27 +240,27 @@ export function runComposition(c: Composition, shared: Record<string, unknown>, 
       (validations ??= []).push({ index, result: 'error', message: r.message, kind: r.kind });
       continue;
     }
-    let message = v.spec.message ?? '';
-    if (v.messageProgram) {
-      meter.used = 0;
-      meter.limit = Math.min(PER_CALL_COST_LIMIT, budget.remaining);
-      let value: unknown;
-      let failure: unknown;
-      try {
-        value = v.messageProgram.exec(context, meter);
-      } catch (e) {
-        failure = e ?? new Error(String(e));
-      }
-      const m = classify(v.messageProgram, meter, budget, PER_CALL_COST_LIMIT, value, failure, false);
-      cost += m.cost;
-      // The API server falls back to `message` when messageExpression fails
-      // or gives an empty string (it logs the failure).
-      if (m.ok && typeof m.value === 'string' && m.value.trim() !== '') message = m.value.replace(/\s*\n\s*/g, ' ');
-    }
-    if (message === '') message = `failed expression: ${v.spec.expression.trim()}`;
+    const spent = { cost };
+    const message = failedMessage(v, context, meter, budget, spent);
+    cost = spent.cost;
     (validations ??= []).push({ index, result: 'fail', message, reason: v.spec.reason ?? 'Invalid' });
   }
+  if (validations === undefined && !passes) return undefined;
   return { matched: true, validations: validations ?? (NO_OUTCOMES as ValidationOutcome[]), cost };
+}
+
+/** Evaluates a composition on a context (see contextFor): every validation's outcome. */
+export function runComposition(c: Composition, shared: Record<string, unknown>, budget: Budget): CompositionOutcome {
+  return run(c, shared, budget, true) as CompositionOutcome;
+}
+
+/**
+ * The rule path of {@link runComposition}: undefined when every
+ * matchCondition holds and every validation passes (nothing allocated),
+ * else the outcome, which lists only the failed and erroring validations.
+ */
+export function checkComposition(c: Composition, shared: Record<string, unknown>, budget: Budget): CompositionOutcome | undefined {
+  return run(c, shared, budget, false);
 }
 
 /**

@@ -27,6 +27,7 @@ export {
 } from './engine.ts';
 export {
   MAX_MATCH_CONDITIONS,
+  checkComposition,
   compileComposition,
   contextFor,
   evaluateComposition,

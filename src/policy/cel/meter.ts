@@ -38,7 +38,11 @@ export function remaining(m: Meter): number {
 /** The size charge of a value: 0.1 per character or element, rounded up. */
 export function sizeCost(value: unknown): number {
   if (typeof value === 'string') return value.length > 9 ? Math.ceil(value.length * 0.1) : value.length === 0 ? 0 : 1;
-  if (Array.isArray(value) || value instanceof Uint8Array) return Math.ceil(value.length * 0.1);
+  if (value === null || typeof value !== 'object') return 0;
+  if (Array.isArray(value)) return Math.ceil(value.length * 0.1);
+  // A map read from the input (the common case here) is none of the classes below: no prototype walks.
+  if ((value as { constructor?: unknown }).constructor === Object) return 0;
+  if (value instanceof Uint8Array) return Math.ceil(value.length * 0.1);
   if (value instanceof Map || value instanceof Set) return Math.ceil(value.size * 0.1);
   return 0;
 }

@@ -12,7 +12,8 @@ import { Optional } from '@marcbachmann/cel-js';
 import { Duration, UnsignedInt } from '@marcbachmann/cel-js/evaluator';
 import { CostLimitExceeded, sizeCost } from './meter.ts';
 import { binaryCost, callCost, rangeCost } from './charges.ts';
-import { find, findAll, matches } from './lib/regex.ts';
+import { traversal } from './cost.ts';
+import { cachedRe2, find, findAll, matches } from './lib/regex.ts';
 import { built, cel, delegateOf, isInput, isPlain, num, read, viaCelJs, type Delegate } from './values-marks.ts';
 import * as ops from './runtime-ops.ts';
 import { ABSENT, NONE, err } from './runtime-ops.ts';
@@ -210,6 +211,8 @@ export const runtime = Object.freeze({
   matches,
   find,
   findAll,
+  /** A pattern computed at run time, compiled through its call site's cache (codegen-calls.ts). */
+  regex: cachedRe2,
   cond,
   range,
   entries,
@@ -223,6 +226,8 @@ export const runtime = Object.freeze({
   callCost,
   binaryCost,
   rangeCost,
+  /** ceil(0.1·n): the cost of walking n characters (codegen-operators.ts). */
+  trav: traversal,
   call: viaCelJs,
   err,
 });

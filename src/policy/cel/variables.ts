@@ -6,11 +6,14 @@
  *
  * The `variables` object is built once per composition, at compile time:
  * a plain object (CEL sees a map of exactly the declared names) whose
- * getters find the evaluation's state through a symbol property, so an
- * evaluation costs one small state object, not a closure and a descriptor
- * per variable. The object belongs to its composition (no module-level
- * table); evaluation is synchronous and a composition never evaluates
- * itself, so two evaluations of one composition never overlap.
+ * getters hold the evaluation's state in their closure, so an evaluation
+ * allocates nothing, not a closure and a descriptor per variable. The
+ * composition keeps the state beside the object and resets it for each
+ * evaluation (not through the object: each variables object has its own
+ * hidden class, so one lookup site for all of them would be megamorphic).
+ * The object belongs to its composition (no module-level table);
+ * evaluation is synchronous and a composition never evaluates itself, so
+ * two evaluations of one composition never overlap.
  *
  * Pure: no I/O.
  */
@@ -19,26 +22,28 @@ import { CostLimitExceeded, charge, type Meter } from './meter.ts';
 import type { Program } from './compile.ts';
 import { celValuesOnly } from './values-marks.ts';
 
-/** Where a `variables` object keeps its per-evaluation state (a symbol: invisible to CEL's key iteration). */
-const STATE = Symbol('variables');
-
 /** Not computed yet (a slot's initial value). */
 const UNSET: unique symbol = Symbol('unset');
 
 /** One evaluation's state (one per composition, reset by each evaluation: no allocation per read). */
 export interface VariablesState {
+  /** The context the variables' expressions run on (the composition's, set once, see composition.ts). */
   context: Record<string, unknown>;
   /** The meter of the expression running now (variables are charged to their reader). */
   meter: Meter;
   /** Values of variables that read no other variable, shared by the request's compositions on the same context. */
   shared: Map<string, { value: unknown; cost: number }> | undefined;
   /** Per variable: its value, or UNSET. */
-  values: unknown[];
+  readonly values: unknown[];
   /** Per variable: what its evaluation threw, or UNSET. */
-  errors: unknown[];
+  readonly errors: unknown[];
 }
 
-export type VariablesObject = Record<string, unknown> & { [STATE]: VariablesState };
+/** A composition's variables: the object CEL reads (`variables`) and its per-evaluation state. */
+export interface Variables {
+  readonly object: Readonly<Record<string, unknown>>;
+  readonly state: VariablesState;
+}
 
 /** Marker so a variable that failed rethrows the same error each time it is read. */
 class VariableFailed extends Error {}
@@ -67,8 +72,15 @@ function failed(name: string, e: unknown): never {
   throw new VariableFailed(`variable "${name}" failed: ${e instanceof Error ? ((e as { summary?: string }).summary ?? e.message.split('\n')[0]) : String(e)}`);
 }
 
-/** The `variables` object of a composition's variables (built once, at compile time). */
-export function variablesObject(variables: readonly { name: string; program: Program }[]): VariablesObject {
+/**
+ * The `variables` of a composition's variables (built once, at compile
+ * time); the composition sets `state.context` to its own context object.
+ */
+export function compileVariables(variables: readonly { name: string; program: Program }[]): Variables {
+  // Packed arrays (a holey one costs a check per read), reset in place by bindVariables.
+  const values: unknown[] = variables.map(() => UNSET);
+  const errors: unknown[] = variables.map(() => UNSET);
+  const state: VariablesState = { context: {}, meter: { used: 0, limit: 0 }, shared: undefined, values, errors };
   const descriptors: PropertyDescriptorMap = {};
   variables.forEach(({ name, program }, index) => {
     // A variable that reads no other variable has the same value and cost in
@@ -77,25 +89,24 @@ export function variablesObject(variables: readonly { name: string; program: Pro
     const shareable = !program.expression.includes('variables');
     descriptors[name] = {
       enumerable: true,
-      get(this: VariablesObject) {
-        const state = this[STATE];
-        if (state.values[index] === UNSET && state.errors[index] === UNSET) compute(program, state, index, shareable);
-        if (state.errors[index] !== UNSET) failed(name, state.errors[index]);
-        return state.values[index];
+      get() {
+        const v = values[index];
+        // Computed already in this evaluation: the common read, one check.
+        if (v !== UNSET) return v;
+        if (errors[index] === UNSET) compute(program, state, index, shareable);
+        if (errors[index] !== UNSET) failed(name, errors[index]);
+        return values[index];
       },
     };
   });
   // Built by CEL: a number a variable gives is a CEL value already (values-marks.ts).
-  const n = variables.length;
-  const state: VariablesState = { context: {}, meter: { used: 0, limit: 0 }, shared: undefined, values: new Array<unknown>(n).fill(UNSET), errors: new Array<unknown>(n).fill(UNSET) };
-  const vars = Object.defineProperties({ [STATE]: state } as VariablesObject, descriptors);
-  return celValuesOnly(vars);
+  const object = celValuesOnly(Object.defineProperties({}, descriptors) as Record<string, unknown>);
+  return Object.freeze({ object, state });
 }
 
-/** Starts an evaluation: the object's state is reset; `base` is the request's shared context (key of the shared values). */
-export function bindVariables(vars: VariablesObject, context: Record<string, unknown>, base: object, meter: Meter, budget: Budget): void {
-  const state = vars[STATE];
-  state.context = context;
+/** Starts an evaluation: the state is reset; `base` is the request's shared context (key of the shared values). */
+export function bindVariables(vars: Variables, base: object, meter: Meter, budget: Budget): void {
+  const state = vars.state;
   state.meter = meter;
   state.shared = sharedValues(base, budget);
   const { values, errors } = state;

@@ -6,10 +6,11 @@
  * evaluate.ts), so an expression that never reads a variable never pays for
  * it.
  *
- * Per evaluation this costs one context object: the `variables` object of a
- * policy is built once (per list of names, kept by this engine instance) and
- * reads the running evaluation's resolver through a symbol property, and a
- * boolean result is a shared outcome object.
+ * Per request this costs one context object (the caller's evaluations of a
+ * request share one activation): the `variables` object of a policy is built
+ * once (per list of names, kept by this engine instance) and reads the
+ * running evaluation's resolver from the engine's cell, and a boolean
+ * result is a shared outcome object.
  */
 import { celValuesOnly, classify, compile, PER_CALL_COST_LIMIT, type Program } from '../cel/index.ts';
 import type { Activation, CompileEnv, CompileOutcome, CostBudget, ExpressionEngine, RunOutcome, VariableResolver } from './engine.ts';
@@ -24,23 +25,39 @@ function compileMessage(message: string, line: number, column: number): string {
   return `ERROR: <input>:${line}:${column}: ${message}`;
 }
 
-/** Where a variables object finds the evaluation running now (a symbol: invisible to CEL). */
-const RESOLVER = Symbol('resolver');
-type VariablesObject = Record<string, unknown> & { [RESOLVER]: VariableResolver | undefined };
+/**
+ * Where the variables objects of one engine find the evaluation running now.
+ * One cell per engine, not a property of each variables object: every
+ * getter then reads the same shape (a property per object made the read
+ * megamorphic across policies).
+ */
+interface ResolverCell {
+  resolver: VariableResolver | undefined;
+}
 
-function variablesObject(names: readonly string[]): VariablesObject {
+type VariablesObject = Record<string, unknown>;
+
+function variablesObject(names: readonly string[], cell: ResolverCell): VariablesObject {
+  // No prototype: CEL sees only the declared names.
   const vars = Object.create(null) as VariablesObject;
-  vars[RESOLVER] = undefined;
-  for (const name of names) {
+  names.forEach((name, index) => {
+    // A name declared twice reads the first (as the resolver's `at` says).
+    if (Object.hasOwn(vars, name)) return;
     Object.defineProperty(vars, name, {
       enumerable: true,
-      get(this: VariablesObject) {
-        return (this[RESOLVER] as VariableResolver).get(name);
+      get() {
+        return (cell.resolver as VariableResolver).at(index);
       },
     });
-  }
+  });
   // Variables hold what expressions gave (the generated code's values): read as CEL values.
   return celValuesOnly(vars);
+}
+
+/** An activation's context, and the variable names its `variables` object is for. */
+interface EngineState {
+  context: Record<string, unknown>;
+  names: readonly string[];
 }
 
 const TRUE: RunOutcome = Object.freeze({ ok: true, value: true });
@@ -51,20 +68,37 @@ export function celEngine(): ExpressionEngine<VapProgram> {
   // policy's, stable), reused by its evaluations: evaluation is synchronous
   // and a policy's evaluation never starts another of the same policy.
   const variables = new WeakMap<readonly string[], VariablesObject>();
-  const contextOf = (activation: Activation): Record<string, unknown> => {
-    const names = activation.variables.names();
+  const cell: ResolverCell = { resolver: undefined };
+  const meters: { used: number; limit: number }[] = [];
+  let depth = 0;
+  const variablesFor = (names: readonly string[]): VariablesObject => {
     let vars = variables.get(names);
-    if (vars === undefined) variables.set(names, (vars = variablesObject(names)));
-    vars[RESOLVER] = activation.variables;
-    // The objects as given: the generated code reads JSON as parsed (src/policy/cel/values-marks.ts).
-    return {
-      object: activation.object ?? null,
-      oldObject: activation.oldObject ?? null,
-      request: activation.request ?? null,
-      params: activation.params ?? null,
-      namespaceObject: activation.namespaceObject ?? null,
-      variables: vars,
-    };
+    if (vars === undefined) variables.set(names, (vars = variablesObject(names, cell)));
+    return vars;
+  };
+  // One context per activation (the caller's evaluations of one request
+  // share it); its variables object is switched when the policy changes.
+  const stateOf = (activation: Activation): EngineState => {
+    let state = activation.engineState as EngineState | undefined;
+    const names = activation.variables.names();
+    if (state === undefined) {
+      // The objects as given: the generated code reads JSON as parsed (src/policy/cel/values-marks.ts).
+      const context = {
+        object: activation.object ?? null,
+        oldObject: activation.oldObject ?? null,
+        request: activation.request ?? null,
+        params: activation.params ?? null,
+        namespaceObject: activation.namespaceObject ?? null,
+        variables: variablesFor(names),
+      };
+      activation.engineState = state = { context, names };
+    } else if (state.names !== names) {
+      state.context['variables'] = variablesFor(names);
+      state.names = names;
+    }
+    // The variables objects are shared by every activation of this engine: point them at this one.
+    cell.resolver = activation.variables;
+    return state;
   };
   return {
     compile(expression: string, env: CompileEnv): CompileOutcome<VapProgram> {
@@ -77,17 +111,21 @@ export function celEngine(): ExpressionEngine<VapProgram> {
       return { estimatedCost: p.program.estimatedCost, ...(p.program.fallback !== undefined ? { fallback: p.program.fallback } : {}) };
     },
     run(p: VapProgram, activation: Activation, budget: CostBudget): RunOutcome {
-      let context = activation.engineState as Record<string, unknown> | undefined;
-      if (context === undefined) activation.engineState = context = contextOf(activation);
-      else (context['variables'] as VariablesObject)[RESOLVER] = activation.variables;
-      const meter = { used: 0, limit: Math.min(PER_CALL_COST_LIMIT, budget.remaining) };
+      const context = stateOf(activation).context;
+      // A meter per nesting depth (a variable runs inside the expression
+      // that reads it), reused: nothing keeps a meter past its run.
+      const meter = (meters[depth] ??= { used: 0, limit: 0 });
+      meter.used = 0;
+      meter.limit = Math.min(PER_CALL_COST_LIMIT, budget.remaining);
       let value: unknown;
       let failure: unknown;
+      depth++;
       try {
         value = p.program.exec(context, meter);
       } catch (e) {
         failure = e ?? new Error(String(e));
       }
+      depth--;
       if (failure === undefined && typeof value === 'boolean' && meter.used <= meter.limit && p.resultType === 'bool') {
         budget.remaining = Math.max(0, budget.remaining - meter.used);
         return value ? TRUE : FALSE;

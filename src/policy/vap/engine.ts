@@ -27,14 +27,22 @@ export interface Activation {
   namespaceObject: unknown;
   /** Lazily evaluated, cached per evaluation: `variables.NAME`. */
   variables: VariableResolver;
-  /** The engine's own state for this activation (its context, built on the first run); undefined until then. */
+  /**
+   * The engine's own state for this activation (its context, built on the
+   * first run); undefined until then, and reset to undefined by the caller
+   * when `request` or `params` change.
+   */
   engineState: unknown;
 }
 
 export interface VariableResolver {
-  /** The value of a variable, computing it (and charging its cost) on first use. Throws the variable's error. */
-  get(name: string): unknown;
-  /** The policy's variable names, in order. */
+  /**
+   * The value of the variable at `index` in names() (for a name declared
+   * twice, the first), computing it (and charging its cost) on first use.
+   * Throws the variable's error.
+   */
+  at(index: number): unknown;
+  /** The policy's variable names, in order (the same array for every evaluation of a policy generation). */
   names(): readonly string[];
 }
 

@@ -25,10 +25,10 @@
  */
 import type { KubeObject } from '../types.ts';
 import { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type ExpressionEngine } from './engine.ts';
-import { matchResources, type EquivalentResources } from './match.ts';
-import type { ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, VapAttributes, VapContext } from './types.ts';
+import { compileMatch, type CompiledMatch, type EquivalentResources, type MatchResult } from './match.ts';
+import type { GroupVersionResource, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, VapAttributes, VapContext } from './types.ts';
 import type { BindingEvaluation, CompiledPolicy } from './compiled.ts';
-import { evaluateWithParam } from './run.ts';
+import { Evaluation, type SharedValue } from './run.ts';
 
 export { compileErrors, compilePolicy, expressionCosts, type ExpressionCost, type BindingEvaluation, type CompiledPolicy, type PolicyCompileError, type ValidationFailure } from './compiled.ts';
 export { COST_BUDGET_MESSAGE } from './run.ts';
@@ -131,22 +131,100 @@ function blank(policy: string, b: ValidatingAdmissionPolicyBinding, param: strin
   };
 }
 
+/** A result shared by every request it applies to: frozen, so nothing writes into it. */
+function frozen(r: BindingEvaluation): BindingEvaluation {
+  for (const list of [r.failures, r.denyErrors, r.ignoredErrors, r.problems, r.auditAnnotations]) Object.freeze(list);
+  return Object.freeze(r);
+}
+
 const NO_BINDING = { metadata: { name: '' }, spec: { validationActions: [] } } as unknown as ValidatingAdmissionPolicyBinding;
 
 /** A configuration error of a policy (no binding) or of one of its bindings, handled by the policy's failurePolicy. */
-function configError(results: BindingEvaluation[], c: CompiledPolicy<unknown>, b: ValidatingAdmissionPolicyBinding | undefined, error: string): void {
+function configError(results: BindingEvaluation[], c: CompiledPolicy<unknown>, b: ValidatingAdmissionPolicyBinding | undefined, error: string): BindingEvaluation {
   const r = blank(c.policy.metadata.name, b ?? NO_BINDING, undefined);
   r.result = 'error';
   const msg = b ? `failed to configure binding: ${error}` : `failed to configure policy: ${error}`;
   if (c.failurePolicy === 'Ignore') r.ignoredErrors.push(msg);
   else r.denyErrors.push(msg);
   results.push(r);
+  return r;
+}
+
+/**
+ * One call of evaluatePolicies: the `request` objects (one per matched
+ * resource, shared by every policy), the variable values shared by the
+ * policies evaluated on each (run.ts), and the Evaluation they run on.
+ */
+class Call<P> {
+  private last: { resource: GroupVersionResource; request: Record<string, unknown>; shared: (SharedValue | undefined)[] } | undefined;
+  private others: Map<GroupVersionResource, NonNullable<Call<P>['last']>> | undefined;
+  private run: Evaluation<P> | undefined;
+
+  constructor(
+    private readonly a: VapAttributes,
+    private readonly ctx: VapContext,
+    private readonly engine: ExpressionEngine<P>,
+    private readonly deadline: EvaluateOptions['deadline'],
+  ) {}
+
+  private requestFor(resource: GroupVersionResource): NonNullable<Call<P>['last']> {
+    const last = this.last;
+    if (last !== undefined && last.resource === resource) return last;
+    let hit = this.others?.get(resource);
+    if (hit === undefined) {
+      hit = { resource, request: toRequest(this.a, resource), shared: [] };
+      // The first resource needs no map (most requests have only one).
+      if (last !== undefined) {
+        this.others ??= new Map([[last.resource, last]]);
+        this.others.set(resource, hit);
+      }
+    }
+    this.last = hit;
+    return hit;
+  }
+
+  /** One (policy, binding, param) evaluation, unless the deadline stops it. */
+  evaluate(pp: PlannedPolicy<P>, pb: PlannedBinding, p: KubeObject | null, resource: GroupVersionResource): BindingEvaluation {
+    const { c, name } = pp;
+    const template = p === null ? pb.pass : blank(name, pb.b, paramDisplay(p));
+    const late = deadlinePassed(this.deadline, name);
+    if (late !== undefined) {
+      const r = p === null ? blank(name, pb.b, undefined) : template;
+      r.result = 'error';
+      if (c.failurePolicy === 'Ignore') r.ignoredErrors.push(late);
+      else r.denyErrors.push(late);
+      return r;
+    }
+    this.deadline?.onPolicy?.(name);
+    const { request, shared } = this.requestFor(resource);
+    this.run ??= new Evaluation(this.engine, { object: this.a.object, oldObject: this.a.oldObject, namespaceObject: this.ctx.namespaceObject });
+    return this.run.evaluate(c, pp.names, request, p, template, pp.sharedIds, shared);
+  }
+}
+
+/** The bindings of a policy that uses params: each binding's params looked up, the policy run once per param. */
+function evaluateWithParams<P>(call: Call<P>, results: BindingEvaluation[], pp: PlannedPolicy<P>, pb: PlannedBinding, a: VapAttributes, ctx: VapContext, resource: GroupVersionResource): void {
+  const { c, name } = pp;
+  const params = collectParams(c.policy, pb.b, a, ctx);
+  if (!params.ok) {
+    configError(results, c, pb.b, params.error).problems.push({ kind: 'params', message: params.error });
+    return;
+  }
+  if (params.params.length === 0) {
+    const r = blank(name, pb.b, undefined);
+    r.result = 'skip';
+    r.skipReason = 'no params found (parameterNotFoundAction Allow)';
+    results.push(r);
+    return;
+  }
+  for (const p of params.params) results.push(call.evaluate(pp, pb, p, resource));
 }
 
 /**
  * Every (policy, binding[, param]) that applies to the request, in the
  * order of `order` (plan(): policy name, binding name): what the admission chain turns into a
- * response and the audit and `portal test` into rows.
+ * response and the audit and `portal test` into rows. A (policy, binding)
+ * that admits without params gives its binding's shared (frozen) result.
  */
 export function evaluatePolicies<P>(
   order: Plan<P>,
@@ -156,73 +234,60 @@ export function evaluatePolicies<P>(
   opts: EvaluateOptions = {},
 ): BindingEvaluation[] {
   const results: BindingEvaluation[] = [];
-  // One `request` object per matched resource, shared by every policy.
-  let requests: Map<VapAttributes['resource'], Record<string, unknown>> | undefined;
-  // Variable values shared by the policies evaluated on one `request` object (run.ts).
-  let sharedValues: Map<object, Map<string, { value: unknown; cost: number }>> | undefined;
-  for (const { c, its } of order) {
-    const name = c.policy.metadata.name;
-    const pm = matchResources(c.policy.spec.matchConstraints, a, ctx.namespaceObject, opts.equivalents);
+  // Each distinct matchConstraints / matchResources is judged once per call.
+  const matched: (MatchResult | undefined)[] = [];
+  const call = new Call(a, ctx, engine, opts.deadline);
+  for (const pp of order.policies) {
+    const pm = (matched[pp.match] ??= (order.matchers[pp.match] as CompiledMatch)(a, ctx.namespaceObject, opts.equivalents));
     if (!pm.matches) {
-      if (pm.error !== undefined) configError(results, c, undefined, pm.error);
+      if (pm.error !== undefined) configError(results, pp.c, undefined, pm.error);
       continue;
     }
-    let request: Record<string, unknown> | undefined;
-    for (const b of its) {
-      const bm = b.spec.matchResources ? matchResources(b.spec.matchResources, a, ctx.namespaceObject, opts.equivalents) : pm;
+    for (const pb of pp.its) {
+      const bm = pb.match < 0 ? pm : (matched[pb.match] ??= (order.matchers[pb.match] as CompiledMatch)(a, ctx.namespaceObject, opts.equivalents));
       if (!bm.matches) {
-        if (bm.error !== undefined) configError(results, c, b, bm.error);
-        else {
-          const r = blank(name, b, undefined);
-          r.result = 'skip';
-          r.skipReason = `binding '${b.metadata.name}' does not select the object`;
-          results.push(r);
-        }
-        continue;
-      }
-      const params = collectParams(c.policy, b, a, ctx);
-      if (!params.ok) {
-        configError(results, c, b, params.error);
-        results[results.length - 1]?.problems.push({ kind: 'params', message: params.error });
-        continue;
-      }
-      if (params.params.length === 0) {
-        const r = blank(name, b, undefined);
-        r.result = 'skip';
-        r.skipReason = 'no params found (parameterNotFoundAction Allow)';
-        results.push(r);
-        continue;
-      }
-      if (request === undefined) {
-        requests ??= new Map();
-        request = requests.get(pm.resource);
-        if (request === undefined) requests.set(pm.resource, (request = toRequest(a, pm.resource)));
-      }
-      for (const p of params.params) {
-        const r = blank(name, b, paramDisplay(p));
-        const late = deadlinePassed(opts.deadline, name);
-        if (late !== undefined) {
-          r.result = 'error';
-          if (c.failurePolicy === 'Ignore') r.ignoredErrors.push(late);
-          else r.denyErrors.push(late);
-        } else {
-          opts.deadline?.onPolicy?.(name);
-          sharedValues ??= new Map();
-          let shared = sharedValues.get(request);
-          if (shared === undefined) sharedValues.set(request, (shared = new Map()));
-          evaluateWithParam(c, engine, shared, { object: a.object, oldObject: a.oldObject, request, params: p, namespaceObject: ctx.namespaceObject }, r);
-        }
-        results.push(r);
-      }
+        if (bm.error !== undefined) configError(results, pp.c, pb.b, bm.error);
+        else results.push(pb.notSelected);
+      } else if (pb.paramless) results.push(call.evaluate(pp, pb, null, pm.resource));
+      else evaluateWithParams(call, results, pp, pb, a, ctx, pm.resource);
     }
   }
   return results;
 }
 
-/** Policies in name order, each with its bindings in name order. */
-export type Plan<P> = { c: CompiledPolicy<P>; its: ValidatingAdmissionPolicyBinding[] }[];
+/** A policy as the evaluator runs it, with what of it and of its bindings is computed once per change. */
+export interface PlannedPolicy<P> {
+  c: CompiledPolicy<P>;
+  name: string;
+  /** c.variableNames, the same array for policies with the same names (the engine switches its variables object less). */
+  names: readonly string[];
+  /** Index of its matchConstraints in Plan.matchers. */
+  match: number;
+  /** Its bindings in name order. */
+  its: PlannedBinding[];
+  /** Per variable, its slot among the values shared by the policies of a request (-1: not shared). */
+  sharedIds: readonly number[];
+}
 
-/** The evaluation order of policies and bindings (VapSet computes it once per change). */
+export interface PlannedBinding {
+  b: ValidatingAdmissionPolicyBinding;
+  /** Index of its matchResources in Plan.matchers; -1 without one (the policy's decides). */
+  match: number;
+  /** Without params (no paramKind, or no paramRef): evaluated once, with params null. */
+  paramless: boolean;
+  /** Its result when an evaluation without params reports nothing (shared, frozen). */
+  pass: BindingEvaluation;
+  /** Its result when its matchResources does not select the request (shared, frozen). */
+  notSelected: BindingEvaluation;
+}
+
+/** Policies in name order, each with its bindings; the distinct match criteria, each compiled once. */
+export interface Plan<P> {
+  policies: PlannedPolicy<P>[];
+  matchers: CompiledMatch[];
+}
+
+/** The evaluation order of policies and bindings, and what they need compiled (VapSet computes it once per change). */
 export function plan<P>(policies: readonly CompiledPolicy<P>[], bindings: readonly ValidatingAdmissionPolicyBinding[]): Plan<P> {
   const byPolicy = new Map<string, ValidatingAdmissionPolicyBinding[]>();
   for (const b of bindings) {
@@ -230,10 +295,49 @@ export function plan<P>(policies: readonly CompiledPolicy<P>[], bindings: readon
     list.push(b);
     byPolicy.set(b.spec.policyName, list);
   }
-  return [...policies]
+  const matchers: CompiledMatch[] = [];
+  const matcherIds = new Map<string, number>();
+  const matcher = (m: ValidatingAdmissionPolicy['spec']['matchConstraints']): number => {
+    const key = JSON.stringify(m ?? {});
+    let id = matcherIds.get(key);
+    if (id === undefined) {
+      matcherIds.set(key, (id = matchers.length));
+      matchers.push(compileMatch(m ?? {}));
+    }
+    return id;
+  };
+  const sharedIds = new Map<string, number>();
+  const namesLists = new Map<string, readonly string[]>();
+  const planned = [...policies]
     .sort((x, y) => cmp(x.policy.metadata.name, y.policy.metadata.name))
-    .map((c) => ({ c, its: (byPolicy.get(c.policy.metadata.name) ?? []).slice().sort((x, y) => cmp(x.metadata.name, y.metadata.name)) }))
+    .map((c): PlannedPolicy<P> => {
+      const name = c.policy.metadata.name;
+      const its = (byPolicy.get(name) ?? []).slice().sort((x, y) => cmp(x.metadata.name, y.metadata.name));
+      const namesKey = c.variableNames.join('\u0000');
+      const names = namesLists.get(namesKey) ?? c.variableNames;
+      namesLists.set(namesKey, names);
+      return {
+        c,
+        name,
+        names,
+        match: its.length > 0 ? matcher(c.policy.spec.matchConstraints) : -1,
+        its: its.map((b) => {
+          const notSelected = blank(name, b, undefined);
+          notSelected.result = 'skip';
+          notSelected.skipReason = `binding '${b.metadata.name}' does not select the object`;
+          const paramless = c.policy.spec.paramKind === undefined || b.spec.paramRef === undefined;
+          return { b, match: b.spec.matchResources ? matcher(b.spec.matchResources) : -1, paramless, pass: frozen(blank(name, b, undefined)), notSelected: frozen(notSelected) };
+        }),
+        sharedIds: c.variableKeys.map((key) => {
+          if (key === undefined) return -1;
+          let id = sharedIds.get(key);
+          if (id === undefined) sharedIds.set(key, (id = sharedIds.size));
+          return id;
+        }),
+      };
+    })
     .filter((e) => e.its.length > 0);
+  return { policies: planned, matchers };
 }
 
 function cmp(x: string, y: string): number {

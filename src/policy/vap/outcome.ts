@@ -67,6 +67,11 @@ export function admissionOutcome(results: readonly BindingEvaluation[]): VapAdmi
   const audit: { message: string; policy: string; binding: string; expressionIndex: number; validationActions: string[] }[] = [];
   const annotations: Record<string, string> = {};
   for (const r of results) {
+    // Most results admit and annotate nothing (often a binding's shared pass result).
+    if (r.denyErrors.length === 0 && r.failures.length === 0) {
+      for (const key in r.auditAnnotations) annotations[key] = r.auditAnnotations[key] as string;
+      continue;
+    }
     const binding = r.binding === '' ? undefined : r.binding;
     for (const e of r.denyErrors) {
       denials.push({ policy: r.policy, binding, message: denialMessage(r.policy, binding, e), reason: 'Invalid', code: 422 });

@@ -21,44 +21,127 @@ const MAX_MESSAGE_LENGTH = 5 * 1024;
 const MAX_AUDIT_VALUE_LENGTH = 10 * 1024;
 export const COST_BUDGET_MESSAGE = 'validation failed due to running out of cost budget, no further validation rules will be run';
 
+/** A variable's outcome shared by the policies of one request (see CompiledPolicy.variableKeys), with the cost it took. */
+export interface SharedValue {
+  outcome: RunOutcome;
+  cost: number;
+}
+
+/** The base of every evaluation of one request. */
+export interface RequestInput {
+  object: unknown;
+  oldObject: unknown;
+  namespaceObject: unknown;
+}
+
 /**
- * One (policy, binding, param) evaluation: its budget, its activation and
- * its variables, each computed on first read and kept (the Run is the
- * activation's VariableResolver: no closure per evaluation).
+ * The evaluations of one request: one activation (the engine builds its
+ * context once, not per policy), reset for each (policy, binding, param)
+ * evaluation: its budget, its variables (each computed on first read and
+ * kept; the Evaluation is the activation's VariableResolver), and its
+ * result, built only when something is to be reported: a policy that
+ * admits the request returns its binding's shared pass result and
+ * allocates nothing of its own.
  */
-class Run<P> implements VariableResolver {
+export class Evaluation<P> implements VariableResolver {
   readonly budget: CostBudget = { remaining: RUNTIME_COST_BUDGET };
   private readonly slots: (RunOutcome | undefined)[] = [];
   readonly activation: Activation;
   budgetExceeded = false;
   /** Fields of the expressions that ran out of cost. */
   costFields: string[] | undefined;
+  c!: CompiledPolicy<P>;
+  /** c.variableNames (or an equal array: see PlannedPolicy.names). */
+  private variableNames: readonly string[] = [];
+  /** Per variable index, its slot in `shared` (-1: not shared); undefined when this evaluation shares nothing. */
+  private sharedIds: readonly number[] | undefined;
+  private shared: (SharedValue | undefined)[] | undefined;
+  private template!: BindingEvaluation;
+  private out: BindingEvaluation | undefined;
 
   constructor(
-    private readonly c: CompiledPolicy<P>,
     private readonly engine: ExpressionEngine<P>,
-    /** Variable values shared by the policies of this request (params null only), by CompiledPolicy.variableKeys. */
-    private readonly shared: Map<string, { value: unknown; cost: number }> | undefined,
-    base: Omit<Activation, 'variables' | 'engineState'>,
+    base: RequestInput,
   ) {
     this.activation = {
       object: base.object,
       oldObject: base.oldObject,
-      request: base.request,
-      params: base.params,
+      request: undefined,
+      params: undefined,
       namespaceObject: base.namespaceObject,
       variables: this,
       engineState: undefined,
     };
   }
 
-  names(): readonly string[] {
-    return this.c.variableNames;
+  /**
+   * One (policy, binding, param) evaluation. `template` is its result when
+   * nothing is reported (shared: never written); `shared` holds the
+   * variable values of the policies evaluated on the same `request` object
+   * with params null (`sharedIds` maps the policy's variables to it).
+   */
+  evaluate(
+    c: CompiledPolicy<P>,
+    names: readonly string[],
+    request: unknown,
+    params: unknown,
+    template: BindingEvaluation,
+    sharedIds: readonly number[] | undefined,
+    shared: (SharedValue | undefined)[] | undefined,
+  ): BindingEvaluation {
+    const act = this.activation;
+    // The engine's context holds request and params: a new one when they change.
+    if (act.request !== request || act.params !== params) {
+      act.request = request;
+      act.params = params;
+      act.engineState = undefined;
+    }
+    this.c = c;
+    this.variableNames = names;
+    this.budget.remaining = RUNTIME_COST_BUDGET;
+    this.budgetExceeded = false;
+    this.costFields = undefined;
+    // Cleared by index (setting `length` reallocates): a policy has few variables.
+    for (let i = 0; i < c.variables.length; i++) this.slots[i] = undefined;
+    this.sharedIds = params === null ? sharedIds : undefined;
+    this.shared = shared;
+    this.template = template;
+    this.out = undefined;
+    // Without try/finally: evaluateRun reports errors as results, and a throw loses the whole call's results anyway.
+    evaluateRun(c, this);
+    const costFields = this.costFields;
+    if (costFields !== undefined) {
+      const out = this.result();
+      for (const field of new Set<string>(costFields)) out.problems.push({ kind: 'cost', field, message: `${field}: the expression exceeded its CEL cost limit` });
+    }
+    return this.out ?? template;
   }
 
-  get(name: string): unknown {
-    const index = this.c.variableIndex.get(name);
-    if (index === undefined) throw new Error(`no such key: ${name}`);
+  /** The result of this evaluation, to write into (a copy of the template, made on the first write). */
+  result(): BindingEvaluation {
+    if (this.out === undefined) {
+      const t = this.template;
+      this.out = {
+        policy: t.policy,
+        binding: t.binding,
+        param: t.param,
+        actions: t.actions,
+        result: t.result,
+        failures: [],
+        denyErrors: [],
+        ignoredErrors: [],
+        auditAnnotations: {},
+        problems: [],
+      };
+    }
+    return this.out;
+  }
+
+  names(): readonly string[] {
+    return this.variableNames;
+  }
+
+  at(index: number): unknown {
     let hit = this.slots[index];
     if (hit === undefined) {
       hit = this.variable(index);
@@ -76,16 +159,16 @@ class Run<P> implements VariableResolver {
    */
   private variable(index: number): RunOutcome {
     const e = this.c.variables[index] as CompiledExpression<P>;
-    const key = this.shared === undefined ? undefined : this.c.variableKeys[index];
-    if (key === undefined) return this.exec(e);
-    const known = this.shared?.get(key);
+    const id = this.sharedIds === undefined ? -1 : (this.sharedIds[index] ?? -1);
+    if (id < 0 || this.shared === undefined) return this.exec(e);
+    const known = this.shared[id];
     if (known !== undefined && !this.budgetExceeded && this.budget.remaining >= known.cost) {
       this.budget.remaining -= known.cost;
-      return { ok: true, value: known.value };
+      return known.outcome;
     }
     const before = this.budget.remaining;
     const out = this.exec(e);
-    if (out.ok) this.shared?.set(key, { value: out.value, cost: before - this.budget.remaining });
+    if (out.ok) this.shared[id] = { outcome: out, cost: before - this.budget.remaining };
     return out;
   }
 
@@ -112,7 +195,7 @@ class Run<P> implements VariableResolver {
   }
 }
 
-function validationMessage<P>(run: Run<P>, v: CompiledPolicy<P>['validations'][number]): string {
+function validationMessage<P>(run: Evaluation<P>, v: CompiledPolicy<P>['validations'][number]): string {
   if (v.messageExpression) {
     const out = run.exec(v.messageExpression);
     if (out.ok && typeof out.value === 'string') {
@@ -125,32 +208,15 @@ function validationMessage<P>(run: Run<P>, v: CompiledPolicy<P>['validations'][n
   return `failed expression: ${v.expression.expression.trim()}`;
 }
 
-/** One policy × binding × param: matchConditions, validations, auditAnnotations. */
-export function evaluateWithParam<P>(
-  c: CompiledPolicy<P>,
-  engine: ExpressionEngine<P>,
-  shared: Map<string, { value: unknown; cost: number }> | undefined,
-  base: Omit<Activation, 'variables' | 'engineState'>,
-  out: BindingEvaluation,
-): void {
-  const run = new Run(c, engine, base.params === null ? shared : undefined, base);
-  try {
-    evaluateRun(c, run, out);
-  } finally {
-    if (run.costFields !== undefined) {
-      for (const field of new Set(run.costFields)) out.problems.push({ kind: 'cost', field, message: `${field}: the expression exceeded its CEL cost limit` });
-    }
-  }
-}
-
 /** An evaluation error: a failure under failurePolicy Fail, dropped (and kept in ignoredErrors) under Ignore. */
-function onError(c: CompiledPolicy<unknown>, out: BindingEvaluation, message: string, expressionIndex: number | undefined): void {
+function onError<P>(c: CompiledPolicy<P>, run: Evaluation<P>, message: string, expressionIndex: number | undefined): void {
+  const out = run.result();
   out.result = 'error';
   if (c.failurePolicy === 'Ignore') out.ignoredErrors.push(message);
   else out.failures.push({ message, reason: undefined, expressionIndex, error: true });
 }
 
-function evaluateRun<P>(c: CompiledPolicy<P>, run: Run<P>, out: BindingEvaluation): void {
+function evaluateRun<P>(c: CompiledPolicy<P>, run: Evaluation<P>): void {
   const ignore = c.failurePolicy === 'Ignore';
   // matchConditions: a false one skips the policy even when another errored.
   let errors: string[] | undefined;
@@ -159,6 +225,7 @@ function evaluateRun<P>(c: CompiledPolicy<P>, run: Run<P>, out: BindingEvaluatio
     if (!r.ok) (errors ??= []).push(r.error);
     else if (r.value !== true) {
       if (r.value === false) {
+        const out = run.result();
         out.result = out.result === 'pass' ? 'skip' : out.result;
         out.skipReason = `matchCondition '${m.name}' is false`;
         return;
@@ -167,7 +234,7 @@ function evaluateRun<P>(c: CompiledPolicy<P>, run: Run<P>, out: BindingEvaluatio
     }
   }
   if (errors !== undefined) {
-    onError(c, out, errors.join(', '), undefined);
+    onError(c, run, errors.join(', '), undefined);
     return;
   }
 
@@ -176,21 +243,21 @@ function evaluateRun<P>(c: CompiledPolicy<P>, run: Run<P>, out: BindingEvaluatio
     const v = c.validations[i] as CompiledPolicy<P>['validations'][number];
     const r = run.exec(v.expression);
     if (!r.ok) {
-      onError(c, out, r.error, i);
+      onError(c, run, r.error, i);
       continue;
     }
     if (r.value === true) continue;
     if (r.value !== false) {
-      onError(c, out, `expression '${v.expression.expression}' resulted in a non-bool value`, i);
+      onError(c, run, `expression '${v.expression.expression}' resulted in a non-bool value`, i);
       continue;
     }
+    const out = run.result();
     if (out.result !== 'error') out.result = 'fail';
     out.failures.push({ message: validationMessage(run, v), reason: v.reason, expressionIndex: i, error: false });
   }
 
   for (const a of c.auditAnnotations) {
     const r = run.exec(a.value);
-    const key = `${c.policy.metadata.name}/${a.key}`;
     let error: string | undefined;
     if (!r.ok) error = r.error;
     else if (r.value === null) continue;
@@ -200,9 +267,10 @@ function evaluateRun<P>(c: CompiledPolicy<P>, run: Run<P>, out: BindingEvaluatio
       const value = r.value.trim();
       if (value === '') continue;
       if (value.length > MAX_AUDIT_VALUE_LENGTH) error = `valueExpression '${a.value.expression}' resulted in value that exceeds the maximum length of ${MAX_AUDIT_VALUE_LENGTH}`;
-      else out.auditAnnotations[key] = value;
+      else run.result().auditAnnotations[`${c.policy.metadata.name}/${a.key}`] = value;
     }
     if (error !== undefined) {
+      const out = run.result();
       out.result = 'error';
       if (ignore) out.ignoredErrors.push(error);
       else out.denyErrors.push(error);

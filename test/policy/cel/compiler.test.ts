@@ -107,6 +107,12 @@ const HAND_WRITTEN = [
   "quantity('1Gi').isGreaterThan(quantity('1Mi'))", "object.s.matches('^a')", "object.s.matches('[')", "isURL('https://a.b/c')", "ip('10.0.0.1').family()",
   "sets.contains([1, 2], [1])", "object.s.upperAscii()", "object.s.split('b')", "'%s-%d'.format(['a', 1])", "object.s.indexOf('c')", "[3, 1].sort()",
   "object.l.isSorted()", "[1, 2].sum()", "object.s.charAt(1)", "base64.encode(b'abc')",
+  // comparisons with a literal (specialised when the other operand is a string: codegen-operators.ts)
+  "object.s == 'abcdefghijklmnop'", "'abcdefghijklmnop' != object.s", "object.s != ''", "object.i == 'a'", "object.l == 'a'", "object.spec == 'a'",
+  "object.metadata.name in ['web', 'db']", "object.spec.containers.map(c, c.?securityContext.?seLinuxOptions.?type.orValue('') in ['', 'container_t'])",
+  // field names Object.prototype has: read as own properties only (codegen.ts ownField)
+  'has(object.constructor)', 'has(object.spec.toString)', 'object.?__proto__.orValue(1)', 'object.?spec.?valueOf.orValue(2)', 'object.hasOwnProperty',
+  "{'constructor': 1}.constructor", "{'toString': 'x'}.?toString.orValue('y')", 'object.spec.containers.all(c, !has(c.constructor))',
 ];
 
 describe('generated code evaluates as cel-js\'s public evaluate', () => {
@@ -122,6 +128,24 @@ describe('generated code evaluates as cel-js\'s public evaluate', () => {
       for (const limit of [0, 1, 3, 7, 20]) same(p, { object: pod }, limit);
     }
     assert.ok(compiled > HAND_WRITTEN.length * 0.9, `only ${compiled} of ${HAND_WRITTEN.length} expressions compiled`);
+  });
+
+  it('maps whose own fields are named like Object.prototype\'s', () => {
+    const own = JSON.parse('{"__proto__": 1, "toString": "t", "valueOf": {"x": 2}, "hasOwnProperty": null, "name": "n"}') as Record<string, unknown>;
+    const withConstructor = JSON.parse('{"constructor": "c", "name": "n"}') as Record<string, unknown>;
+    const exprs = [
+      'object.__proto__', 'object.toString', 'object.valueOf.x', 'object.hasOwnProperty', 'object.name', 'object.constructor', 'object.isPrototypeOf',
+      'has(object.__proto__)', 'has(object.toString)', 'has(object.hasOwnProperty)', 'has(object.constructor)', 'has(object.propertyIsEnumerable)',
+      "object.?toString.orValue('no')", 'object.?valueOf.?x.orValue(0)', 'object.?constructor.orValue(0)', 'object.?__defineGetter__.orValue(0)',
+      "object.name == 'n'",
+    ];
+    for (const e of exprs) {
+      const p = program(e);
+      assert.ok(p, e);
+      if (!p) continue;
+      assert.equal(p.fallback, undefined, `${e} is compiled to JavaScript`);
+      for (const object of [own, withConstructor, { spec: {} }]) same(p, { object });
+    }
   });
 
   it('the PSS-style rules on generated objects', () => {

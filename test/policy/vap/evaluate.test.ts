@@ -6,64 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  admissionOutcome,
-  VALIDATION_FAILURE_ANNOTATION,
-  VapSet,
-  verdictOf,
-  type KubeObjectLike,
-  type NamedRuleWithOperations,
-  type ParamProvider,
-  type ValidatingAdmissionPolicy,
-  type ValidatingAdmissionPolicyBinding,
-  type VapAttributes,
-  type VapContext,
-} from './support.ts';
-
-const DEPLOY_RULES: NamedRuleWithOperations[] = [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['deployments'] }];
-
-function policy(name: string, spec: Partial<ValidatingAdmissionPolicy['spec']>): ValidatingAdmissionPolicy {
-  return {
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'ValidatingAdmissionPolicy',
-    metadata: { name },
-    spec: { matchConstraints: { resourceRules: DEPLOY_RULES }, ...spec },
-  };
-}
-function binding(name: string, spec: Partial<ValidatingAdmissionPolicyBinding['spec']> & { policyName: string }): ValidatingAdmissionPolicyBinding {
-  return { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name }, spec: { validationActions: ['Deny'], ...spec } };
-}
-function deployment(replicas: number, labels: Record<string, string> = {}): VapAttributes {
-  const object = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'nginx', namespace: 'default', labels }, spec: { replicas } };
-  return {
-    operation: 'CREATE',
-    kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
-    resource: { group: 'apps', version: 'v1', resource: 'deployments' },
-    subResource: '',
-    namespace: 'default',
-    name: 'nginx',
-    namespaced: true,
-    object,
-    oldObject: null,
-  };
-}
-const NAMESPACE = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default', labels: { 'kubernetes.io/metadata.name': 'default', env: 'test' } } };
-
-function paramsFrom(objects: KubeObjectLike[], namespaced = true): ParamProvider {
-  return {
-    scope: (kind) => (kind.kind === 'ReplicaLimit' ? { ok: true, namespaced } : { ok: false, error: `paramKind kind \`${kind.apiVersion}, Kind=${kind.kind}\` not known` }),
-    find: (_kind, namespace, ref) => ({
-      ok: true,
-      objects: objects.filter((o) => (o.metadata.namespace ?? '') === namespace && ('name' in ref ? o.metadata.name === ref.name : Object.entries(ref.selector.matchLabels ?? {}).every(([k, v]) => o.metadata.labels?.[k] === v))),
-    }),
-  };
-}
-const ctx = (params: ParamProvider = paramsFrom([])): VapContext => ({ namespaceObject: NAMESPACE, params });
-
-function run(set: VapSet, a: VapAttributes, c: VapContext = ctx()) {
-  const results = set.evaluate(a, c);
-  return { results, outcome: admissionOutcome(results) };
-}
+import { binding, ctx, deployment, paramsFrom, policy, run, VALIDATION_FAILURE_ANNOTATION, VapSet, verdictOf, type KubeObjectLike, type ValidatingAdmissionPolicyBinding } from './support.ts';
 
 void describe('validations and validationActions', () => {
   const set = new VapSet();

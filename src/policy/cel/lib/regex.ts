@@ -16,6 +16,7 @@
  * ({@link constantRegexProblem}); any other is a runtime error.
  */
 import type { Environment } from '@marcbachmann/cel-js';
+import { LRUCache } from 'lru-cache';
 import { compileLinear, RegexLimitError, type LinearRegExp } from '../../re2.ts';
 import { costOf, regexSize } from '../cost.ts';
 import { charge, type Meter } from '../meter.ts';
@@ -26,10 +27,10 @@ function compilePattern(pattern: string): LinearRegExp {
 }
 
 /**
- * A pattern compiled for CEL, or a CEL error. Not cached: a constant
- * pattern is compiled once by the code generator (codegen.ts passes it in),
- * and a pattern computed at run time is compiled by each call, which its
- * cost (cel-go's regex figure, from the pattern's length) pays for.
+ * A pattern compiled for CEL, or a CEL error. A constant pattern is
+ * compiled once by the code generator (codegen-calls.ts passes it in); a
+ * pattern computed at run time goes through its call site's
+ * {@link PatternCache}.
  */
 export function re2(pattern: string): LinearRegExp {
   try {
@@ -37,6 +38,33 @@ export function re2(pattern: string): LinearRegExp {
   } catch (e) {
     throw celError(e instanceof Error ? e.message : String(e));
   }
+}
+
+/**
+ * Patterns compiled at one call site whose pattern is computed at run time
+ * (`s.matches(object.spec.pattern)`): a constant of the generated program,
+ * so it belongs to the compiled rule (and its RuleSet), never to the
+ * process. Its cost stays what it was: a call is charged from the pattern's
+ * length and program size, compiled or found here.
+ */
+export type PatternCache = LRUCache<string, LinearRegExp>;
+
+/**
+ * Patterns kept per call site: a rule reads its patterns from a few fields
+ * (a pattern per container or per annotation at most), and a program is at
+ * most MAX_PROGRAM_SIZE instructions (re2.ts), so 16 bound the memory.
+ */
+export const PATTERN_CACHE_SIZE = 16;
+
+export function patternCache(): PatternCache {
+  return new LRUCache<string, LinearRegExp>({ max: PATTERN_CACHE_SIZE });
+}
+
+/** `pattern` compiled (or a CEL error, not kept), from `cache` when it was compiled before. */
+export function cachedRe2(cache: PatternCache, pattern: string): LinearRegExp {
+  let re = cache.get(pattern);
+  if (re === undefined) cache.set(pattern, (re = re2(pattern)));
+  return re;
 }
 
 /**

@@ -1,0 +1,42 @@
+/**
+ * Specialised comparisons of the CEL → JavaScript generator (codegen.ts):
+ * `x == 'lit'`, `x != 'lit'` and `x in ['a', 'b', …]` where one operand is
+ * a string literal or a list of string literals, the shape most policy
+ * checks have. When the other operand is a string at run time, the cost is
+ * known from its length alone and the comparison is one JavaScript
+ * operation (a Set lookup for the list, built once, a constant of the
+ * program); any other value takes the general path, charge and operation
+ * unchanged (R.binaryCost, R.eq / R.inop). Charges are cost.ts's figures:
+ * comparing strings costs the traversal of the shorter one, `in` a list of
+ * n elements costs n for a scalar.
+ *
+ * Pure: no I/O.
+ */
+import type { Generator, Node } from './codegen.ts';
+
+const isString = (n: Node): boolean => n.op === 'value' && typeof n.args === 'string';
+
+/**
+ * Emits `v = l <op> r` for the shapes above and returns true; false (and
+ * nothing emitted) for any other. `l` and `r` are the operands' JavaScript
+ * expressions, `general` the code of the general path.
+ */
+export function specialisedComparison(g: Generator, op: string, a: Node, b: Node, l: string, r: string, v: string, general: string): boolean {
+  if ((op === '==' || op === '!=') && (isString(a) || isString(b))) {
+    const literal = (isString(b) ? b.args : a.args) as string;
+    const x = isString(b) ? l : r;
+    const same = op === '==' ? '===' : '!==';
+    // traversal(min(|x|, |literal|)): 0 when either is empty, 1 up to 10 characters, else by the shorter length.
+    const cost = literal.length === 0 ? '0' : literal.length <= 10 ? `(${x}.length === 0 ? 0 : 1)` : `R.trav(${x}.length < ${literal.length} ? ${x}.length : ${literal.length})`;
+    g.emit(`if (typeof ${x} === "string") {\nif ((m.used += ${cost}) > m.limit) R.over(m);\n${v} = ${l} ${same} ${r};\n} else {\n${general}\n}`);
+    return true;
+  }
+  if (op === 'in' && b.op === 'list') {
+    const items = b.args as Node[];
+    if (items.length === 0 || !items.every(isString)) return false;
+    const set = g.constant(new Set(items.map((i) => i.args as string)));
+    g.emit(`if (typeof ${l} === "string") {\nif ((m.used += ${items.length}) > m.limit) R.over(m);\n${v} = ${set}.has(${l});\n} else {\n${general}\n}`);
+    return true;
+  }
+  return false;
+}

@@ -1,0 +1,190 @@
+/**
+ * The generator's specialised paths (issue 19, session 6) charge and
+ * decide exactly what the general ones do:
+ * - `x == 'lit'`, `x != 'lit'` and `x in ['a', 'b', …]` (codegen-operators.ts)
+ *   charge charges.ts's binaryCost for every kind of `x`, string or not;
+ * - the rule path of a composition (checkComposition) gives undefined when
+ *   everything passes and the same failures as runComposition otherwise,
+ *   with one context object per composition refilled per evaluation;
+ * - a pattern computed at run time is compiled once per call site (its
+ *   PatternCache), with the same values, errors and cost.
+ * Values against cel-js's own evaluation: compiler.test.ts.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  checkComposition,
+  compile,
+  compileComposition,
+  contextFor,
+  celContext,
+  evaluate,
+  newBudget,
+  runComposition,
+  type Composition,
+  type Program,
+} from '../../../src/policy/cel/index.ts';
+import { binaryCost } from '../../../src/policy/cel/charges.ts';
+import { cachedRe2, PATTERN_CACHE_SIZE, patternCache } from '../../../src/policy/cel/lib/regex.ts';
+
+function program(expr: string): Program {
+  const p = compile(expr, { resultType: 'any' });
+  if (!p.ok) assert.fail(`${expr}: ${p.message}`);
+  assert.equal(p.fallback, undefined, `${expr} is compiled`);
+  return p;
+}
+
+function cost(expr: string, object: unknown): number {
+  const r = evaluate(program(expr), { object });
+  if (!r.ok) assert.fail(`${expr}: ${r.message}`);
+  return r.cost;
+}
+
+/** What the operator charges: the cost of `[x OP lit]` minus that of `[x, lit]`, minus its own unit (as cost.test.ts). */
+function charge(call: string, operands: string[], object: unknown): number {
+  return cost(`[${call}]`, object) - cost(`[${operands.join(', ')}]`, object) - 1;
+}
+
+const meter = { used: 0, limit: 1_000_000 };
+const VALUES: Record<string, unknown> = {
+  empty: '',
+  one: 'a',
+  ten: 'abcdefghij',
+  eleven: 'abcdefghijk',
+  long: 'x'.repeat(1000),
+  int: 7,
+  double: 1.5,
+  bool: true,
+  nil: null,
+  list: ['a', 'b'],
+  map: { a: 1 },
+};
+
+describe('specialised comparisons charge what the general path charges', () => {
+  const literals = ['', 'a', 'abcdefghij', 'abcdefghijklmnopqrstuvwxyz'];
+  for (const [name, value] of Object.entries(VALUES)) {
+    it(`== and != with a string literal, on ${name}`, () => {
+      for (const lit of literals) {
+        const l = JSON.stringify(lit);
+        const general = binaryCost('==', value, lit, meter);
+        assert.equal(charge(`object.x == ${l}`, ['object.x', l], { x: value }), general, `x == ${l}`);
+        assert.equal(charge(`${l} != object.x`, [l, 'object.x'], { x: value }), general, `${l} != x`);
+      }
+    });
+    it(`in a list of string literals, on ${name}`, () => {
+      for (const list of [['a'], ['a', 'b', 'abcdefghijklmnop'], ['RuntimeDefault', 'Localhost', '', 'x', 'y', 'z', 'w', 'v', 'u', 't', 's', 'r']]) {
+        const l = `[${list.map((x) => JSON.stringify(x)).join(', ')}]`;
+        assert.equal(charge(`object.x in ${l}`, ['object.x', l], { x: value }), binaryCost('in', value, list, meter), `x in ${l}`);
+      }
+    });
+  }
+
+  it('decide as the general path: membership by value, other types never equal', () => {
+    const r = (e: string, x: unknown): unknown => {
+      const out = evaluate(program(e), { object: { x } });
+      return out.ok ? out.value : `error: ${out.message}`;
+    };
+    assert.equal(r("object.x in ['a', 'b']", 'b'), true);
+    assert.equal(r("object.x in ['a', 'b']", 'c'), false);
+    assert.equal(r("object.x in ['1']", 1), false);
+    assert.equal(r("object.x == 'a'", 'a'), true);
+    assert.equal(r("object.x != 'a'", 1), true);
+    assert.equal(r("object.x == 'abcdefghijklmnop'", 'abcdefghijklmnop'), true);
+  });
+
+  it('a string comparison past the limit is a cost error', () => {
+    const p = program("object.x == 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'");
+    const r = evaluate(p, { object: { x: 'x'.repeat(1000) } }, newBudget(), 5);
+    assert.equal(r.ok, false);
+    if (!r.ok) assert.equal(r.kind, 'cost');
+  });
+});
+
+describe('the rule path of a composition', () => {
+  const compiled = (spec: Parameters<typeof compileComposition>[0]): Composition => {
+    const c = compileComposition(spec);
+    if (!c.ok) assert.fail(JSON.stringify(c.errors));
+    return c;
+  };
+  const c = compiled({
+    variables: [{ name: 'names', expression: 'object.spec.containers.map(c, c.name)' }],
+    validations: [{ expression: "!('bad' in variables.names)", message: 'no bad container' }, { expression: 'size(variables.names) < 3' }],
+  });
+  const ok = { spec: { containers: [{ name: 'a' }] } };
+  const bad = { spec: { containers: [{ name: 'bad' }, { name: 'b' }, { name: 'c' }] } };
+  const shared = (object: unknown, budget = newBudget()): [Record<string, unknown>, ReturnType<typeof newBudget>] => {
+    const activation = { object };
+    return [contextFor(activation, budget, () => celContext(activation)), budget];
+  };
+
+  it('gives undefined when every validation passes, and the failures otherwise', () => {
+    assert.equal(checkComposition(c, ...shared(ok)), undefined);
+    const out = checkComposition(c, ...shared(bad));
+    assert.deepEqual(out?.matched === true && out.validations, [
+      { index: 0, result: 'fail', message: 'no bad container', reason: 'Invalid' },
+      { index: 1, result: 'fail', message: 'failed expression: size(variables.names) < 3', reason: 'Invalid' },
+    ]);
+    // The full path reports passes too, with the cost.
+    const full = runComposition(c, ...shared(ok));
+    assert.ok(full.matched === true && full.cost > 0);
+    assert.deepEqual(full.matched === true && full.validations.map((v) => v.result), ['pass', 'pass']);
+  });
+
+  it('evaluations one after another see their own objects (the context object is refilled)', () => {
+    for (let i = 0; i < 3; i++) {
+      assert.equal(checkComposition(c, ...shared(ok)), undefined);
+      assert.notEqual(checkComposition(c, ...shared(bad)), undefined);
+    }
+    // Two requests interleaved, each with its own budget and shared context.
+    const [a, budgetA] = shared(ok);
+    const [b, budgetB] = shared(bad);
+    assert.equal(checkComposition(c, a, budgetA), undefined);
+    assert.notEqual(checkComposition(c, b, budgetB), undefined);
+    assert.equal(checkComposition(c, a, budgetA), undefined);
+  });
+
+  it('charges the request budget as the full path does', () => {
+    const [s1, b1] = shared(bad);
+    const [s2, b2] = shared(bad);
+    checkComposition(c, s1, b1);
+    const full = runComposition(c, s2, b2);
+    assert.equal(b1.remaining, b2.remaining);
+    assert.equal(newBudget().remaining - b2.remaining, full.cost);
+  });
+});
+
+describe('patterns computed at run time', () => {
+  it('are compiled once per call site and pattern, at most PATTERN_CACHE_SIZE kept, errors not kept', () => {
+    const cache = patternCache();
+    const a = cachedRe2(cache, '^a+$');
+    assert.equal(cachedRe2(cache, '^a+$'), a);
+    for (let i = 0; i < PATTERN_CACHE_SIZE * 2; i++) cachedRe2(cache, `^x{${i}}$`);
+    assert.equal(cache.size, PATTERN_CACHE_SIZE);
+    assert.notEqual(cachedRe2(cache, '^a+$'), a, 'evicted, compiled again');
+    assert.throws(() => cachedRe2(cache, '('));
+    assert.throws(() => cachedRe2(cache, '('));
+    assert.equal(cache.has('('), false);
+  });
+
+  it('give the same values, errors and cost as constant patterns', () => {
+    const object = { names: ['abc', 'xyz', 'aaa'], p: '^a', bad: '(' };
+    const dynamic = evaluate(program('object.names.map(n, n.matches(object.p))'), { object });
+    const constant = evaluate(program("object.names.map(n, n.matches('^a'))"), { object });
+    assert.ok(dynamic.ok && constant.ok);
+    if (dynamic.ok && constant.ok) {
+      assert.deepEqual(dynamic.value, [true, false, true]);
+      assert.deepEqual(dynamic.value, constant.value);
+      // Reading `object.p` costs one node more per iteration than the literal (id + select vs value): the call itself costs the same.
+      assert.equal(dynamic.cost - constant.cost, object.names.length);
+    }
+    // Evaluated again (the call site's cache warm), the same program costs the same.
+    const p = program('object.names.map(n, n.matches(object.p))');
+    const first = evaluate(p, { object });
+    const second = evaluate(p, { object });
+    assert.ok(first.ok && second.ok && first.cost === second.cost);
+    for (let i = 0; i < 2; i++) {
+      const r = evaluate(program('object.names.all(n, n.matches(object.bad))'), { object });
+      assert.equal(r.ok, false);
+    }
+  });
+});
