@@ -18,7 +18,10 @@
  * sent is taken back: the counter is closed (the worker stops after the
  * item it is on) and every item but that one is queued again, to be sent
  * with the next batch; the results of those that had finished are lost and
- * they are evaluated again (cheap: they were fast). The item still running
+ * they are evaluated again (cheap: they were fast). The same holds for a
+ * batch waiting on a worker's port behind a slow one (threads.ts,
+ * pipelineBalancer), even of one item: none of it started, all of it goes
+ * back. The item still running
  * keeps its deadline: at `deadline + grace` its worker is terminated (the
  * task's signal) and it is settled as abandoned, with the rule that was
  * running (read from the slot). An item whose deadline passes before a
@@ -49,7 +52,8 @@ export type Attempt = { ok: true; value: unknown } | { ok: false; running: strin
 export type ItemBody = TaskItem extends unknown ? Omit<TaskItem, 'deadline' | 'ms' | 'abandoned'> : never;
 
 interface Item {
-  readonly body: ItemBody;
+  /** Released (with resolve and reject) once settled: see release(). */
+  body: ItemBody | undefined;
   /** Epoch ms; undefined: counts from when a worker claims the item. */
   readonly deadline: number | undefined;
   /** Past this (epoch ms) the item is abandoned: deadline + grace (Infinity while an item without a deadline is not claimed). */
@@ -101,6 +105,26 @@ export interface BatcherDeps {
   progress: SharedArrayBuffer;
   /** Called with the error a task failed with when the pool is closing (its items reject with it). */
   closedError: (cause: unknown) => Error | undefined;
+}
+
+const settledAlready = (): void => undefined;
+
+/** piscina's error for the tasks of a worker it terminated (WorkerInfo.destroy: Errors.ThreadTermination). */
+function isTermination(err: unknown): boolean {
+  return err instanceof Error && err.message === 'Terminating worker thread';
+}
+
+/**
+ * A settled item stays referenced (by the timeline until the next tick, by
+ * its batch until the batch ends) while under load the young generation is
+ * collected: what it still points at (the review's text, the promise with
+ * its result) survived the collection and was promoted, and the main
+ * thread's scavenges took tens of ms each (--trace-gc, the pool under load).
+ */
+function release(item: Item): void {
+  item.body = undefined;
+  item.resolve = settledAlready;
+  item.reject = settledAlready;
 }
 
 export class Batcher {
@@ -182,7 +206,9 @@ export class Batcher {
     if (item.settled) return;
     item.settled = true;
     this.#inFlight--;
-    item.resolve(attempt);
+    const resolve = item.resolve;
+    release(item);
+    resolve(attempt);
     if (this.#inFlight === 0) for (const w of this.#drainWaiters.splice(0)) w();
   }
 
@@ -195,7 +221,9 @@ export class Batcher {
     if (item.settled) return;
     item.settled = true;
     this.#inFlight--;
-    item.reject(err);
+    const reject = item.reject;
+    release(item);
+    reject(err);
     if (this.#inFlight === 0) for (const w of this.#drainWaiters.splice(0)) w();
   }
 
@@ -255,7 +283,7 @@ export class Batcher {
       const it = items[i]!;
       it.batch = batch;
       it.index = i;
-      taskItems[i] = { ...it.body, deadline: it.deadline, ms, abandoned: it.abandoned } as TaskItem;
+      taskItems[i] = { ...(it.body as ItemBody), deadline: it.deadline, ms, abandoned: it.abandoned } as TaskItem;
     }
     this.#active.add(batch);
     this.#batches++;
@@ -288,7 +316,9 @@ export class Batcher {
       const closed = this.#deps.closedError(err);
       const running = this.#runningIndex(batch);
       const key = this.#runningKey(batch);
-      if (closed === undefined && !batch.abort.aborted) this.#deps.log.warn({ [LogKey.error]: toError(err) }, 'evaluation worker lost during a task');
+      // A batch waiting behind one whose worker was terminated at its deadline fails with piscina's
+      // termination error: expected, its items are queued again below.
+      if (closed === undefined && !batch.abort.aborted && !isTermination(err)) this.#deps.log.warn({ [LogKey.error]: toError(err) }, 'evaluation worker lost during a task');
       for (let i = 0; i < batch.items.length; i++) {
         const it = batch.items[i]!;
         if (it.settled || it.batch !== batch) continue;
@@ -341,17 +371,28 @@ export class Batcher {
   /** Settles what passed its deadline, takes back batches that ran long; stops when nothing is in flight. */
   #tick(): void {
     const now = epochNow();
-    for (const batch of this.#active) if (!batch.reclaimed && batch.items.length > 1 && batch.reclaimAt <= now) this.#reclaim(batch);
+    // A batch of one is taken back only when it has not started while another runs long: it waits on that
+    // worker's port. (Not merely because it has not started: on a loaded machine a worker can take longer
+    // than reclaimMs to wake, and taking it back then would only send it again.)
+    let runningLong = false;
+    for (const batch of this.#active) if (batch.reclaimAt <= now && this.#runningIndex(batch) >= 0) runningLong = true;
+    for (const batch of this.#active) {
+      if (batch.reclaimed || batch.reclaimAt > now) continue;
+      if (batch.items.length > 1 || (runningLong && this.#runningIndex(batch) < 0)) this.#reclaim(batch);
+    }
     const t = this.#timeline;
     while (this.#timelineHead < t.length) {
       const item = t[this.#timelineHead]!;
       if (!item.settled && item.hard > now) break;
-      this.#timelineHead++;
+      // Cleared, not only skipped: the array lives long enough to be in the old generation, and what an
+      // old object points at survives every young collection until the next full one (see release()).
+      t[this.#timelineHead++] = undefined as unknown as Item;
       if (!item.settled) this.#expire(item);
     }
     if (this.#timelineHead > 1024 && this.#timelineHead * 2 > t.length) {
       this.#timeline = t.slice(this.#timelineHead);
       this.#timelineHead = 0;
+      t.length = 0;
     }
     if (this.#fromStart.length > 0) this.#tickFromStart(now);
     if (this.#inFlight === 0 && this.#active.size === 0 && this.#ticker !== undefined) {

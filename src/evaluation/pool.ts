@@ -44,6 +44,7 @@ import { Batcher, type Attempt, type ItemBody } from './batcher.ts';
 import { poolMetrics, type PoolMetrics } from './pool-metrics.ts';
 import { PolicyReplication } from './replication.ts';
 import { startThreads } from './threads.ts';
+import { unpackReview } from './packed-review.ts';
 import { epochNow, MAX_BATCH, SLOT_BYTES, type ItemOutcome, type TaskResults, type WorkerData } from './protocol.ts';
 
 /** Tasks waiting per worker before new ones are refused: at ~50 µs per typical evaluation, 64 is a few ms of work. */
@@ -276,15 +277,17 @@ export class EvaluationPool {
    * (QueueFull) or the pool is closed (Closed).
    */
   review(body: string): Promise<AnsweredReview> {
-    const settled = this.#evaluate({ kind: 'review', body }, () => reviewWhat(body), (budget) => answerReview(body, this.#reviewContext, budget));
-    const report = this.#onRuleError;
-    if (report === undefined) return settled;
-    return settled.then((a) => {
-      const request = a.outcome.request;
-      if (a.ruleErrors !== undefined && request !== undefined) for (const v of a.ruleErrors) report(v, request);
-      return a;
-    });
+    return this.#evaluate({ kind: 'review', body }, () => reviewWhat(body), (budget) => answerReview(body, this.#reviewContext, budget), this.#reportReview);
   }
+
+  /** The rules' `error` verdicts of an answered review, to `onRuleError` (on this thread). */
+  readonly #reportReview = (packed: TaskResults['review']): AnsweredReview => {
+    const a = unpackReview(packed);
+    const report = this.#onRuleError;
+    const request = a.outcome.request;
+    if (report !== undefined && a.ruleErrors !== undefined && request !== undefined) for (const v of a.ruleErrors) report(v, request);
+    return a;
+  };
 
   /** Every rule's verdict for an existing object (the audit). */
   audit(input: EvaluationInput): Promise<RuleVerdict[]> {
@@ -306,21 +309,39 @@ export class EvaluationPool {
    * Runs a task to its deadline; when it is abandoned, evaluates again with the
    * rule that was running skipped, and after a second abandon settles every
    * rule left as `error` on this thread (`settle`, with a passed deadline: no
-   * rule code runs).
+   * rule code runs). `done` sees the result, whichever way it came.
+   *
+   * The first attempt is one promise (the batcher's) and one `then`: at
+   * thousands of reviews per second each async frame and microtask hop of the
+   * common path is measurable (docs/benchmarks.md, "Session 6"); the retries
+   * are rare and stay async.
    */
-  async #evaluate<K extends TaskBody['kind']>(
+  #evaluate<K extends TaskBody['kind'], R = TaskResults[K]>(
     body: TaskBody & { kind: K },
     what: What,
     settle: (budget: EvaluationBudget) => TaskResults[K],
-  ): Promise<TaskResults[K]> {
+    done?: (r: TaskResults[K]) => R,
+  ): Promise<R> {
+    let first: Promise<Attempt>;
+    try {
+      first = this.#attempt(body, this.#config.deadlineFrom === 'start' ? undefined : epochNow() + this.#config.timeoutMs, undefined, true);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return first.then((a) => {
+      if (!a.ok) return this.#retry(body, what, settle, a.running).then(done) as Promise<R>;
+      const r = a.value as TaskResults[K];
+      return done === undefined ? (r as R) : done(r);
+    });
+  }
+
+  async #retry<K extends TaskBody['kind']>(body: TaskBody & { kind: K }, what: What, settle: (budget: EvaluationBudget) => TaskResults[K], running: string | undefined): Promise<TaskResults[K]> {
     const ms = this.#config.timeoutMs;
     const fromStart = this.#config.deadlineFrom === 'start';
-    const first = await this.#attempt(body, fromStart ? undefined : epochNow() + ms, undefined, true);
-    if (first.ok) return first.value as TaskResults[K];
-    this.#noteAbandoned(what, first.running);
+    this.#noteAbandoned(what, running);
     const abandoned: string[] = [];
-    if (first.running !== undefined) {
-      abandoned.push(first.running);
+    if (running !== undefined) {
+      abandoned.push(running);
       // A retry is not refused: it replaces the attempt that was abandoned.
       const second = await this.#attempt(body, fromStart ? undefined : epochNow() + ms, abandoned, false);
       if (second.ok) return second.value as TaskResults[K];
@@ -350,7 +371,8 @@ export class EvaluationPool {
     );
   }
 
-  async #attempt(body: TaskBody, deadline: number | undefined, abandoned: string[] | undefined, bounded: boolean): Promise<Attempt> {
+  /** Throws (QueueFull, Closed) rather than rejects: #evaluate turns that into its rejection. */
+  #attempt(body: TaskBody, deadline: number | undefined, abandoned: string[] | undefined, bounded: boolean): Promise<Attempt> {
     this.#ensure();
     // A retry is sent alone (it ran next to something slow once already) and is not refused: it replaces the attempt that was abandoned.
     if (bounded && this.#batcher.inFlight >= this.#config.maxQueue + this.#config.workers) throw this.#overloaded();

@@ -22,6 +22,7 @@
 import type { EvaluationInput, KubeObject, RuleVerdict } from '../policy/index.ts';
 import type { AnsweredReview } from '../policy/review/answer.ts';
 import type { BindingEvaluation, VapAttributes } from '../policy/vap/index.ts';
+import type { PackedReview } from './packed-review.ts';
 
 /** The stores a worker mirrors, by name. */
 export type StoreName = 'rules' | 'vaps' | 'params' | 'namespaces';
@@ -72,7 +73,8 @@ export type TaskItem =
   | (ItemHeader & { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null });
 
 export interface TaskResults {
-  review: AnsweredReview;
+  /** Packed when it is a plain allow (packed-review.ts). */
+  review: AnsweredReview | PackedReview;
   audit: RuleVerdict[];
   vap: BindingEvaluation[];
 }

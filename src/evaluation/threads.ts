@@ -21,6 +21,41 @@ export interface ThreadsConfig {
   workerData: WorkerData;
 }
 
+type LoadBalancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
+
+/**
+ * Gives a task to the worker with the fewest tasks, up to `perWorker` each,
+ * whether the tasks carry an abort signal or not.
+ *
+ * Why not piscina's default (LeastBusyBalancer): it gives a task with a
+ * signal only to an idle worker (and reports a worker running one as
+ * `currentUsage` Infinity), so the second batch the pool sends (PIPELINE)
+ * waited in piscina's queue on the main thread, and the worker slept until
+ * the main thread woke up, read the first batch's answer and posted the
+ * second: a round trip between the threads per batch. With this balancer the
+ * second batch waits on the worker's own port and starts as soon as the first
+ * ends. Terminating a worker (the signal of the batch it runs) fails every
+ * task on it (piscina's WorkerInfo.destroy); the batcher queues again the
+ * items of the batch that had not started (batcher.ts, #finished).
+ */
+export function pipelineBalancer(perWorker: number): LoadBalancer {
+  return (_task, workers) => {
+    let best: (typeof workers)[number] | null = null;
+    let least = perWorker;
+    for (const w of workers) {
+      if (w.terminating || w.destroyed) continue;
+      // currentUsage is Infinity for a worker running exactly one task with a signal.
+      const n = w.currentUsage === Number.POSITIVE_INFINITY ? 1 : w.currentUsage;
+      if (n < least) {
+        best = w;
+        least = n;
+        if (n === 0) break;
+      }
+    }
+    return best;
+  };
+}
+
 export function startThreads(config: ThreadsConfig, on: { onError: (err: unknown) => void; onDestroy: (id: number) => void }): Piscina {
   const { filename, execArgv } = workerModule();
   const piscina = new Piscina({
@@ -30,11 +65,12 @@ export function startThreads(config: ThreadsConfig, on: { onError: (err: unknown
     maxThreads: config.workers,
     // The bound is the pool's (EvaluationPool#attempt): piscina does not count tasks that carry an abort signal against its maxQueue.
     maxQueue: Number.MAX_SAFE_INTEGER,
-    // A second batch waits on the worker's own port (PIPELINE): the worker starts it as soon as it
-    // finishes the first, without a round trip through the main thread (on a busy machine each wake-up
-    // of the other thread waits for a time slice). A batch stuck behind a slow one is taken back
-    // (batcher.ts), so it is not held hostage.
+    // A second batch waits on the worker's own port (PIPELINE, and pipelineBalancer): the worker starts it
+    // as soon as it finishes the first, without a round trip through the main thread (on a busy machine
+    // each wake-up of the other thread waits for a time slice). A batch stuck behind a slow one is taken
+    // back (batcher.ts), so it is not held hostage.
     concurrentTasksPerWorker: config.pipeline,
+    loadBalancer: pipelineBalancer(config.pipeline),
     idleTimeout: Number.MAX_SAFE_INTEGER,
     recordTiming: false,
     workerData: config.workerData,

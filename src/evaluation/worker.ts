@@ -13,6 +13,7 @@ import { evaluate, RuleSet, type EvaluationBudget, type Replicated } from '../po
 import { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import { answerReview, nameOnlyNamespaceLabels, type ReviewContext } from '../policy/review/answer.ts';
 import { ParamStore, VapSet } from '../policy/vap/index.ts';
+import { packReview } from './packed-review.ts';
 import {
   CLAIM_CLOSED,
   epochNow,
@@ -121,7 +122,7 @@ function execute(item: TaskItem, onRule: (key: string) => void): unknown {
     });
   }
   const budget: EvaluationBudget = { deadline, now: epochNow, ms: item.ms, abandoned, onRule };
-  if (item.kind === 'review') return answerReview(item.body, reviewContext(), budget);
+  if (item.kind === 'review') return packReview(answerReview(item.body, reviewContext(), budget));
   return evaluate(stores.rules, item.input, budget);
 }
 
