@@ -49,6 +49,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { writeSelfSigned } from '../src/admission/certs.ts';
 import { celPssRules } from './cel-pss-rules.ts';
+import { podInput, realisticPod } from './realistic-pod.ts';
 import { closedLoop, openLoop, type LoadResult, type Target } from './load.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -85,58 +86,24 @@ async function rulesDir(dir: string): Promise<string> {
   return out;
 }
 
-/** A realistic Pod that passes the baseline rules (so every rule is evaluated), ~3 KB as a review. */
+/** The review of the engine benchmarks' Pod (realistic-pod.ts: it passes the baseline rules, so every rule is evaluated), ~4 KB. */
 function podReview(): Buffer {
-  const container = (name: string, image: string) => ({
-    name,
-    image,
-    imagePullPolicy: 'IfNotPresent',
-    args: ['--port=8080', '--log-level=info', '--metrics-addr=:9090'],
-    ports: [{ name: 'http', containerPort: 8080, protocol: 'TCP' }, { name: 'metrics', containerPort: 9090, protocol: 'TCP' }],
-    env: [
-      { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-      { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-      { name: 'LOG_FORMAT', value: 'json' },
-    ],
-    resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
-    readinessProbe: { httpGet: { path: '/readyz', port: 8080 }, periodSeconds: 5 },
-    livenessProbe: { httpGet: { path: '/livez', port: 8080 }, periodSeconds: 10 },
-    securityContext: { allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } },
-    volumeMounts: [{ name: 'config', mountPath: '/etc/app', readOnly: true }, { name: 'tmp', mountPath: '/tmp' }],
-  });
+  const object = realisticPod();
+  const input = podInput(object);
   const review = {
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
     request: {
       uid: '705ab4f5-6393-11e8-b7cc-42010a800002',
-      kind: { group: '', version: 'v1', kind: 'Pod' },
+      kind: input.kind,
       resource: { group: '', version: 'v1', resource: 'pods' },
-      requestKind: { group: '', version: 'v1', kind: 'Pod' },
+      requestKind: input.kind,
       requestResource: { group: '', version: 'v1', resource: 'pods' },
-      name: 'checkout-7d4b9c6f5-x2k8p',
-      namespace: 'shop',
-      operation: 'CREATE',
+      name: input.name,
+      namespace: input.namespace,
+      operation: input.operation,
       userInfo: { username: 'system:serviceaccount:kube-system:replicaset-controller', uid: 'a1b2c3', groups: ['system:serviceaccounts', 'system:serviceaccounts:kube-system', 'system:authenticated'] },
-      object: {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: {
-          name: 'checkout-7d4b9c6f5-x2k8p',
-          generateName: 'checkout-7d4b9c6f5-',
-          namespace: 'shop',
-          labels: { app: 'checkout', team: 'payments', 'pod-template-hash': '7d4b9c6f5', 'app.kubernetes.io/version': '2.14.1' },
-          annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9090' },
-          ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'checkout-7d4b9c6f5', uid: 'f0e1d2c3-b4a5-6789-0123-456789abcdef', controller: true, blockOwnerDeletion: true }],
-        },
-        spec: {
-          serviceAccountName: 'checkout',
-          securityContext: { runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } },
-          containers: [container('checkout', 'registry.example.com/shop/checkout:2.14.1'), container('envoy', 'registry.example.com/mesh/envoy:1.31.2')],
-          volumes: [{ name: 'config', configMap: { name: 'checkout-config' } }, { name: 'tmp', emptyDir: {} }],
-          nodeSelector: { 'kubernetes.io/os': 'linux' },
-          tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
-        },
-      },
+      object,
       oldObject: null,
       dryRun: false,
       options: { apiVersion: 'meta.k8s.io/v1', kind: 'CreateOptions' },

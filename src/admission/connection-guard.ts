@@ -64,6 +64,22 @@ export interface ConnectionGuard {
   stats(): { open: number; peers: number };
 }
 
+/** The connection to close at the cap (`byKey` in age order), or undefined when every one has a request in flight. */
+function victim(byKey: ReadonlyMap<string, Conn>): [string, Conn] | undefined {
+  let silent: [string, Conn] | undefined;
+  let idle: [string, Conn] | undefined;
+  for (const entry of byKey) {
+    const c = entry[1];
+    if (!c.secure) return entry; // oldest unfinished handshake
+    if (c.inFlight !== 0) continue;
+    // A connection that never carried a request goes before a keep-alive client's idle one: closing the
+    // latter races with the client's next request on it (which then fails), and it is what a real client holds.
+    if (!c.served) silent ??= entry; // oldest silent one
+    else if (idle === undefined || c.idleSince < idle[1].idleSince) idle = entry;
+  }
+  return silent ?? idle;
+}
+
 export function guardConnections(server: TlsServer | HttpServer, opts: ConnectionGuardOptions): ConnectionGuard {
   const handshake = opts.tls ?? true;
   const now = opts.now ?? (() => performance.now());
@@ -82,22 +98,6 @@ export function guardConnections(server: TlsServer | HttpServer, opts: Connectio
     opts.onCount?.(byKey.size);
   };
 
-  /** The connection to close at the cap, or undefined when every one has a request in flight. */
-  const victim = (): [string, Conn] | undefined => {
-    let silent: [string, Conn] | undefined;
-    let idle: [string, Conn] | undefined;
-    for (const entry of byKey) {
-      const c = entry[1];
-      if (!c.secure) return entry; // oldest unfinished handshake
-      if (c.inFlight !== 0) continue;
-      // A connection that never carried a request goes before a keep-alive client's idle one: closing the
-      // latter races with the client's next request on it (which then fails), and it is what a real client holds.
-      if (!c.served) silent ??= entry; // oldest silent one
-      else if (idle === undefined || c.idleSince < idle[1].idleSince) idle = entry;
-    }
-    return silent ?? idle;
-  };
-
   // Prepended: runs before tls.Server's own listener wraps the socket, so a
   // refused connection costs no TLS state (the wrapper sees a destroyed
   // socket and ends with a tlsClientError, which Node handles).
@@ -114,7 +114,7 @@ export function guardConnections(server: TlsServer | HttpServer, opts: Connectio
       return;
     }
     if (byKey.size >= opts.maxConnections) {
-      const v = victim();
+      const v = victim(byKey);
       if (v === undefined) {
         raw.destroy();
         opts.onClose?.('cap_all_busy');

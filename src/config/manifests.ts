@@ -261,6 +261,12 @@ export async function readManifests(paths: readonly string[], limits: Readonly<R
   return result;
 }
 
+/** How a message names a document: its kind and name, or its position in the file. */
+function documentLabel(doc: ManifestDocument): string {
+  const name = isObject(doc.object['metadata']) ? doc.object['metadata']['name'] : undefined;
+  return `${String(doc.object['kind'] ?? 'object')} ${typeof name === 'string' ? `"${name}"` : `#${doc.index + 1}`}`;
+}
+
 /** Namespace of a namespaced manifest without one, as `kubectl apply` would create it. */
 const DEFAULT_NAMESPACE = 'default';
 
@@ -279,58 +285,41 @@ export async function loadRulesFromDirectory(dir: string): Promise<{ rules: Port
   const exceptions: PortalExceptionObject[] = [];
   const seen = new Map<string, string>();
   const others: ManifestDocument[] = [];
+  /** Keeps a valid object whose key is new; reports an invalid or a duplicate one (`unique`: the rule its key breaks). */
+  const accept = <T>(doc: ManifestDocument, checked: { ok: true; value: T } | { ok: false; problems: string[] }, key: (v: T) => string, what: string, unique: string, into: T[]): void => {
+    const label = documentLabel(doc);
+    if (!checked.ok) {
+      errors.push({ source: doc.source, message: `${label} is invalid:\n  - ${checked.problems.join('\n  - ')}` });
+      return;
+    }
+    const k = key(checked.value);
+    const where = seen.get(k);
+    if (where !== undefined) {
+      errors.push({ source: doc.source, message: `${label}: duplicate of the ${what} already defined in ${where}; ${unique}` });
+      return;
+    }
+    seen.set(k, doc.source);
+    into.push(checked.value);
+  };
   for (const doc of read.documents) {
     const kind = doc.object['kind'];
     if (kind === 'PortalException') {
       const meta = isObject(doc.object['metadata']) ? doc.object['metadata'] : {};
-      const name = meta['name'];
-      const label = `PortalException ${typeof name === 'string' ? `"${name}"` : `#${doc.index + 1}`}`;
       const object = { ...doc.object, metadata: { ...meta, namespace: typeof meta['namespace'] === 'string' && meta['namespace'] !== '' ? meta['namespace'] : DEFAULT_NAMESPACE } };
       // The lifetime is judged where the exception is used (it depends on --max-exception-lifetime and the time).
       const checked = validateExceptionShape(object);
-      if (!checked.ok) {
-        errors.push({ source: doc.source, message: `${label} is invalid:\n  - ${checked.problems.join('\n  - ')}` });
-        continue;
-      }
-      const key = exceptionKey(checked.exception);
-      const where = seen.get(key);
-      if (where !== undefined) {
-        errors.push({ source: doc.source, message: `${label}: duplicate of the exception already defined in ${where}; names must be unique in a namespace` });
-        continue;
-      }
-      seen.set(key, doc.source);
-      exceptions.push(checked.exception);
-      continue;
-    }
-    if (kind !== 'PortalRule' && kind !== 'PortalClusterRule') {
-      others.push(doc);
-      continue;
-    }
-    const name = isObject(doc.object['metadata']) ? doc.object['metadata']['name'] : undefined;
-    const label = `${String(kind ?? 'object')} ${typeof name === 'string' ? `"${name}"` : `#${doc.index + 1}`}`;
-    const checked = validateRule(doc.object);
-    if (!checked.ok) {
-      errors.push({ source: doc.source, message: `${label} is invalid:\n  - ${checked.problems.join('\n  - ')}` });
-      continue;
-    }
-    const key = ruleKey(checked.rule);
-    const where = seen.get(key);
-    if (where !== undefined) {
-      errors.push({ source: doc.source, message: `${label}: duplicate of the rule already defined in ${where}; rule names must be unique` });
-      continue;
-    }
-    seen.set(key, doc.source);
-    rules.push(checked.rule);
+      accept(doc, checked.ok ? { ok: true, value: checked.exception } : checked, exceptionKey, 'exception', 'names must be unique in a namespace', exceptions);
+    } else if (kind === 'PortalRule' || kind === 'PortalClusterRule') {
+      const checked = validateRule(doc.object);
+      accept(doc, checked.ok ? { ok: true, value: checked.rule } : checked, ruleKey, 'rule', 'rule names must be unique', rules);
+    } else others.push(doc);
   }
   const vap = loadVapDocuments(others);
   errors.push(...vap.errors);
   for (const doc of vap.unexpected) {
-    const kind = doc.object['kind'];
-    const name = isObject(doc.object['metadata']) ? doc.object['metadata']['name'] : undefined;
-    const label = `${String(kind ?? 'object')} ${typeof name === 'string' ? `"${name}"` : `#${doc.index + 1}`}`;
     errors.push({
       source: doc.source,
-      message: `${label}: unexpected kind; a policy directory holds PortalRule, PortalClusterRule, PortalException, ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding objects, and the param objects of a policy's paramKind`,
+      message: `${documentLabel(doc)}: unexpected kind; a policy directory holds PortalRule, PortalClusterRule, PortalException, ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding objects, and the param objects of a policy's paramKind`,
     });
   }
   // Files were read in order: report problems in file order too (the sort is stable).

@@ -84,6 +84,38 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   };
   const ruleProblems = new RuleProblems({ registry, events: problemEvents, ruleObject: ruleByDisplay });
   ruleProblemSink.problems = ruleProblems;
+  const { evaluator, actuator, auditEvaluation } = clusterAudit(config, { client, writer, source, vaps, vapProblems, ruleProblems, exceptionEvents, webhookConfig, root, registry });
+
+  registerDebugVars(debugVars, registry, { source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation });
+  deps.liveness.add('leader-election', () => elector.healthError() ?? true);
+
+  return {
+    kind: 'cluster',
+    source,
+    election: elector,
+    ruleProblems,
+    runnables: clusterRunnables({ source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation }),
+    close: () => writer.close(),
+  };
+}
+
+/** What the audit is built from in cluster mode. */
+interface AuditParts {
+  client: KubeClient;
+  writer: FencedWriter;
+  source: ClusterRuleSource;
+  vaps: VapInformerSource;
+  vapProblems: VapProblems;
+  ruleProblems: RuleProblems;
+  exceptionEvents: ExceptionEvents;
+  webhookConfig: WebhookConfigSource | undefined;
+  root: Logger;
+  registry: Registry;
+}
+
+/** The audit (evaluation on every replica, actuation leader-only) and its own evaluation pool. */
+function clusterAudit(config: Readonly<ServeConfig>, parts: AuditParts): ReturnType<typeof buildAudit> & { auditEvaluation: EvaluationPool } {
+  const { client, writer, source, vaps, vapProblems, ruleProblems, exceptionEvents, webhookConfig, root, registry } = parts;
   // The audit's own evaluation pool (adr/0013): one thread, so a full pass never takes a worker from admission.
   // Its deadlines count from when the thread starts an evaluation: neither the queue of audit work nor the
   // thread's start-up (at first, or after a stuck rule cost it) eats them.
@@ -117,18 +149,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
       registry,
     },
   );
-
-  registerDebugVars(debugVars, registry, { source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation });
-  deps.liveness.add('leader-election', () => elector.healthError() ?? true);
-
-  return {
-    kind: 'cluster',
-    source,
-    election: elector,
-    ruleProblems,
-    runnables: clusterRunnables({ source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation }),
-    close: () => writer.close(),
-  };
+  return { evaluator, actuator, auditEvaluation };
 }
 
 /** The API server client, in-cluster or from `--kubeconfig`. */

@@ -35,7 +35,7 @@ import { portalKinds } from '../policy/portal-kinds.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import { createAdmissionMetrics, registerCelFallbacks, registerRulesNotReady } from '../observability/metrics.ts';
-import { PER_CALL_COST_LIMIT } from '../policy/index.ts';
+import { PER_CALL_COST_LIMIT, type RuleSet } from '../policy/index.ts';
 import { clusterMode } from './cluster-mode.ts';
 import { fileMode } from './file-mode.ts';
 import { Manager } from './manager.ts';
@@ -85,6 +85,26 @@ function serverRunnable(name: string, server: FastifyInstance, alsoRun?: (signal
   };
 }
 
+/** Admission evaluates in worker threads with a hard deadline (adr/0013); threads start with the Manager. */
+function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Logger, registry: Registry): EvaluationPool {
+  const { source, ruleProblems } = mode;
+  return new EvaluationPool(
+    { name: 'admission', workers: config.evaluationWorkers, timeoutMs: config.evaluationTimeout, exemptNamespaces: config.exemptNamespaces },
+    // Namespace labels travel to the workers like the rules: they answer whole reviews.
+    { rules: source.ruleSet, namespaces: source.namespaceStore },
+    {
+      logger: componentLogger(root, 'evaluation'),
+      registry,
+      onRuleError: (v, input) => ruleProblems.verdictError('admission', v, { kind: input.kind.kind, namespace: input.namespace, name: input.name, operation: input.operation }),
+    },
+  );
+}
+
+function registerAdmissionDebugVars(debugVars: DebugVars, rules: RuleSet, gate: ReadinessGate, evaluation: EvaluationPool): void {
+  debugVars.register('admission', () => ({ rules: rules.size, ready: gate.status(), recentErrors: gate.errorRatio(), evaluation: evaluation.stats() }));
+  debugVars.register('rules', () => rules.states().map((s) => ({ key: s.key, ready: s.ready, reason: s.reason, message: s.message, generation: s.generation, enforcement: s.enforcement })));
+}
+
 export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaDeps): Promise<BuildResult> {
   const { root } = deps;
   const log = componentLogger(root, 'serve');
@@ -110,17 +130,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   metrics.rulesLoaded.set(source.ruleSet.size);
   registerRulesNotReady(registry, () => source.ruleSet.states().filter((s) => !s.ready).length);
   registerCelFallbacks(registry, () => source.ruleSet.celCosts().map((r) => ({ rule: r.key, expressions: r.expressions.filter((e) => e.fallback !== undefined).length })));
-  // Admission evaluates in worker threads with a hard deadline (adr/0013); threads start with the Manager.
-  const evaluation = new EvaluationPool(
-    { name: 'admission', workers: config.evaluationWorkers, timeoutMs: config.evaluationTimeout, exemptNamespaces: config.exemptNamespaces },
-    // Namespace labels travel to the workers like the rules: they answer whole reviews.
-    { rules: source.ruleSet, namespaces: source.namespaceStore },
-    {
-      logger: componentLogger(root, 'evaluation'),
-      registry,
-      onRuleError: (v, input) => mode.ruleProblems.verdictError('admission', v, { kind: input.kind.kind, namespace: input.namespace, name: input.name, operation: input.operation }),
-    },
-  );
+  const evaluation = admissionEvaluation(config, mode, root, registry);
   const gate = new ReadinessGate({ maxAgeMs: config.readinessErrorMaxAge });
   gate.addCheck('rules', () => source.ready() || source.notReadyReason());
   gate.addCheck('evaluation', () => evaluation.ready() || evaluation.notReadyReason());
@@ -152,10 +162,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     await cleanup();
     return { ok: false, title: 'cannot use the serving certificate', problems: [`${tlsFiles.certFile} / ${tlsFiles.keyFile}: ${(err as Error).message}`] };
   }
-  debugVars.register('admission', () => ({ rules: source.ruleSet.size, ready: gate.status(), recentErrors: gate.errorRatio(), evaluation: evaluation.stats() }));
-  debugVars.register('rules', () =>
-    source.ruleSet.states().map((s) => ({ key: s.key, ready: s.ready, reason: s.reason, message: s.message, generation: s.generation, enforcement: s.enforcement })),
-  );
+  registerAdmissionDebugVars(debugVars, source.ruleSet, gate, evaluation);
   const probes = buildProbesServer({ registry, gate, liveness, debugVars, logger: componentLogger(root, 'probes') });
 
   const manager = new Manager({ gracefulShutdownMs: config.shutdownGracePeriod }, { logger: componentLogger(root, 'manager'), ...(mode.election ? { election: mode.election } : {}) });

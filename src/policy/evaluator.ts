@@ -186,8 +186,6 @@ function evaluateOne(
   const unmatched = matchOutcome(c, input, all);
   if (unmatched !== APPLIES) return unmatched;
   const templatePath = c.templatePath;
-  const isNamespace = input.kind.group === '' && input.kind.kind === 'Namespace';
-  const nsName = isNamespace ? input.name : input.namespace;
 
   // The rule applies to this object: a PortalException may exempt it. Built
   // on the admission path too, since the exemption is reported (the audit
@@ -198,18 +196,12 @@ function evaluateOne(
   }
 
   if (!entry.validate) return errorVerdict(entry, entry.failure, COMPILE_ERROR);
-  // The Pod Security version, for rules whose schema asks for it (FACTS-pss §4).
   let version = LATEST;
   let versionNote = '';
   if (entry.podSecurityVersion !== undefined) {
-    let labels = input.namespaceLabels;
-    if (labels === undefined && isNamespace) labels = labelsOf(input.object ?? input.oldObject) ?? {};
-    if (labels === undefined && nsName !== '') {
-      // The label could pin any version, and versions relax as well as
-      // tighten checks: undecidable, so fail closed like namespaceSelector.
-      return errorVerdict(entry, `the labels of namespace ${nsName} are unknown, so its ${POD_SECURITY_VERSION_LABEL} cannot be read`, UNDECIDABLE);
-    }
-    ({ version, note: versionNote } = resolvePodSecurityVersion(entry.podSecurityVersion, labels));
+    const resolved = podSecurityVersionOf(entry, entry.podSecurityVersion, input);
+    if ('result' in resolved) return resolved;
+    ({ version, note: versionNote } = resolved);
   }
   const target = input.operation === 'DELETE' ? input.oldObject : (input.object ?? input.oldObject);
   if (target === null || typeof target !== 'object') {
@@ -254,6 +246,20 @@ function evaluateOne(
     violationMessage(entry.display, versionNote ? `${entry.message || 'the object violates this rule'} (${versionNote})` : entry.message, violations),
     violations,
   );
+}
+
+/** The Pod Security version a rule's schema is checked at (FACTS-pss §4), from the namespace's label; an `error` verdict when the labels are unknown. */
+function podSecurityVersionOf(entry: Candidate['entry'], pinned: string, input: EvaluationInput): ReturnType<typeof resolvePodSecurityVersion> | RuleVerdict {
+  const isNamespace = input.kind.group === '' && input.kind.kind === 'Namespace';
+  let labels = input.namespaceLabels;
+  if (labels === undefined && isNamespace) labels = labelsOf(input.object ?? input.oldObject) ?? {};
+  const nsName = isNamespace ? input.name : input.namespace;
+  if (labels === undefined && nsName !== '') {
+    // The label could pin any version, and versions relax as well as
+    // tighten checks: undecidable, so fail closed like namespaceSelector.
+    return errorVerdict(entry, `the labels of namespace ${nsName} are unknown, so its ${POD_SECURITY_VERSION_LABEL} cannot be read`, UNDECIDABLE);
+  }
+  return resolvePodSecurityVersion(pinned, labels);
 }
 
 /**

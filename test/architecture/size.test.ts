@@ -19,17 +19,24 @@ import ts from 'typescript';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The product and the dev cluster package. */
 const TREES = ['src', 'packages/devcluster/src'];
-const MAX_FILE_LINES = 450;
-const MAX_FUNCTION_LINES = 100;
+const MAX_FILE_LINES = 400;
+const MAX_FUNCTION_LINES = 80;
 const SIZE_REASON = /^\/\/ size: \S.{5,}/;
 
 /**
  * Files or functions known to be too long, each with the reason, while a
- * split is under way (issue 21). Empty since the session-5 splits merged; an
- * entry that is no longer too long fails the test, so the list only shrinks.
+ * split is under way (issue 21). An entry that is no longer too long fails
+ * the test, so the list only shrinks.
  * Keys: `path` for a file, `path#function` for a function.
  */
-const ALLOWED_TODAY: ReadonlySet<string> = new Set<string>([]);
+const ALLOWED_TODAY: ReadonlySet<string> = new Set<string>([
+  // 406 lines since cel-speed2 merged; the CEL generator is another helper's (session 6): split it there.
+  'src/policy/cel/codegen.ts',
+  // 434 and 417 lines since admission-perf2 (the pipelined hand-off) merged: next split, the batch
+  // dispatch and the deadline ticker out of batcher.ts, the attempt/retry logic out of pool.ts.
+  'src/evaluation/batcher.ts',
+  'src/evaluation/pool.ts',
+]);
 
 function files(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') && !e.name.endsWith('.generated.ts') ? [join(dir, e.name)] : []));
