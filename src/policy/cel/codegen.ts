@@ -39,11 +39,11 @@
  */
 import { Optional } from '@marcbachmann/cel-js';
 import { runtime, type Runtime } from './runtime.ts';
-import { selectDelegate } from './runtime-ops.ts';
 import { built } from './values-marks.ts';
 import { sizeCost, type Meter } from './meter.ts';
 import * as calls from './codegen-calls.ts';
 import { specialisedComparison } from './codegen-operators.ts';
+import { index, optionalSelect, select } from './codegen-select.ts';
 
 /** A node of cel-js's public AST. */
 export interface Node {
@@ -220,24 +220,12 @@ export class Generator {
         return calls.delegated(this, name, [], root);
       }
       case '.':
-        return this.select(n, root);
-      case '.?': {
-        const [target, field] = n.args as [Node, string];
-        const t = this.value(asNode(target));
-        const v = this.temp();
-        this.emit(`${v} = R.osel(${t}, ${str(field)}, ${this.constant(selectDelegate(field, true))});`);
-        return v;
-      }
+        return select(this, n, root);
+      case '.?':
+        return optionalSelect(this, n);
       case '[]':
-      case '[?]': {
-        const [a, b] = n.args as [Node, Node];
-        const l = this.value(asNode(a));
-        const r = this.value(asNode(b));
-        const v = this.temp();
-        this.emit(`${v} = R.${n.op === '[]' ? 'idx' : 'oidx'}(${l}, ${r});`);
-        if (n.op === '[]') this.sized(v, root);
-        return v;
-      }
+      case '[?]':
+        return index(this, n, root);
       case '!_': {
         const a = this.value(asNode(n.args));
         return `(typeof ${a} === "boolean" ? !${a} : R.not(${a}))`;
@@ -263,30 +251,6 @@ export class Generator {
       default:
         return this.binary(n, root);
     }
-  }
-
-  /** `t.f`: a plain map inline, `variables.NAME` through its getter, anything else through R.sel. */
-  private select(n: Node, root: boolean): string {
-    const [target, field] = n.args as [Node, string];
-    if (isNode(target) && this.namespace(target) !== undefined) return calls.delegated(this, `${this.namespace(target)}.${field}`, [], root);
-    const f = str(field);
-    const sd = this.constant(selectDelegate(field, false));
-    if (isNode(target) && target.op === 'id' && target.args === 'variables' && this.lookup('variables') === undefined) {
-      // `variables.NAME`: a getter of the variables object (composition.ts), its value a CEL value already.
-      this.charge(1);
-      const v = this.temp();
-      this.emit(`${v} = ctx.variables[${f}];`);
-      this.emit(`if (${v} === undefined) ${v} = R.sel(ctx.variables, ${f}, ${sd});`);
-      this.sized(v, root);
-      return v;
-    }
-    const t = this.value(asNode(target));
-    const v = this.temp();
-    this.emit(`${v} = (${t} !== null && typeof ${t} === "object" && ${t}.constructor === Object) ? ${ownField(t, field)} : undefined;`);
-    this.emit(`if (${v} === undefined) ${v} = R.sel(${t}, ${f}, ${sd});`);
-    this.emit(`if (typeof ${v} === "number") ${v} = R.read(${t}, ${v});`);
-    this.sized(v, root);
-    return v;
   }
 
   /** The operators of BINARY, with their cost charges. */
