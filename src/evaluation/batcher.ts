@@ -43,43 +43,8 @@ import { LogKey } from '../observability/log-keys.ts';
 import { ProgressSlots } from './progress.ts';
 import { epochNow, SLOT_BYTES, type ItemOutcome, type Task, type TaskItem } from './protocol.ts';
 import { TaskAbort } from './task-abort.ts';
+import { isTermination, release, takeBatch, type Attempt, type Batch, type Item, type ItemBody } from './batch-items.ts';
 import { toError } from '../observability/errors.ts';
-
-/** One attempt's outcome: the worker's result, or abandoned (with the rule or VAP that was running, if one was). */
-export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined };
-
-/** An item as the pool submits it, without the deadline fields the batcher adds. */
-export type ItemBody = TaskItem extends unknown ? Omit<TaskItem, 'deadline' | 'ms' | 'abandoned'> : never;
-
-interface Item {
-  /** Released (with resolve and reject) once settled: see release(). */
-  body: ItemBody | undefined;
-  /** Epoch ms; undefined: counts from when a worker claims the item. */
-  readonly deadline: number | undefined;
-  /** Past this (epoch ms) the item is abandoned: deadline + grace (Infinity while an item without a deadline is not claimed). */
-  hard: number;
-  /** Past this (epoch ms) an item without a deadline that no worker claimed is settled as never started. */
-  readonly startBy: number;
-  readonly abandoned: string[] | undefined;
-  /** Sent alone: a second attempt after an abandon (it ran next to something slow once already). */
-  readonly solo: boolean;
-  settled: boolean;
-  /** The batch that holds it now, and its index there; undefined while it waits. */
-  batch: Batch | undefined;
-  index: number;
-  resolve: (a: Attempt) => void;
-  reject: (err: unknown) => void;
-}
-
-interface Batch {
-  readonly items: Item[];
-  readonly slot: number;
-  readonly id: number;
-  readonly abort: TaskAbort;
-  /** Epoch ms after which the items not finished are taken back. */
-  readonly reclaimAt: number;
-  reclaimed: boolean;
-}
 
 export interface BatcherConfig {
   /** Batches sent at once (the workers', and one waiting on each). */
@@ -105,26 +70,6 @@ export interface BatcherDeps {
   progress: SharedArrayBuffer;
   /** Called with the error a task failed with when the pool is closing (its items reject with it). */
   closedError: (cause: unknown) => Error | undefined;
-}
-
-const settledAlready = (): void => undefined;
-
-/** piscina's error for the tasks of a worker it terminated (WorkerInfo.destroy: Errors.ThreadTermination). */
-function isTermination(err: unknown): boolean {
-  return err instanceof Error && err.message === 'Terminating worker thread';
-}
-
-/**
- * A settled item stays referenced (by the timeline until the next tick, by
- * its batch until the batch ends) while under load the young generation is
- * collected: what it still points at (the review's text, the promise with
- * its result) survived the collection and was promoted, and the main
- * thread's scavenges took tens of ms each (--trace-gc, the pool under load).
- */
-function release(item: Item): void {
-  item.body = undefined;
-  item.resolve = settledAlready;
-  item.reject = settledAlready;
 }
 
 export class Batcher {
@@ -247,29 +192,10 @@ export class Batcher {
     }
   }
 
-  /** The next batch: the first waiting item alone if it is solo, else up to `size` items that are not. */
+  /** The next batch (batch-items.ts, takeBatch); what it leaves keeps waiting. */
   #take(size: number): Item[] {
-    const w = this.#waiting;
-    let i = 0;
-    while (i < w.length && w[i]!.settled) i++;
-    if (i === w.length) {
-      this.#waiting = [];
-      return [];
-    }
-    if (w[i]!.solo) {
-      const item = w[i]!;
-      this.#waiting = w.slice(i + 1);
-      return [item];
-    }
-    const items: Item[] = [];
-    let j = i;
-    for (; j < w.length && items.length < size; j++) {
-      const it = w[j]!;
-      if (it.settled) continue;
-      if (it.solo) break;
-      items.push(it);
-    }
-    this.#waiting = j === w.length ? [] : w.slice(j);
+    const { items, rest } = takeBatch(this.#waiting, size);
+    this.#waiting = rest;
     return items;
   }
 
@@ -385,7 +311,7 @@ export class Batcher {
       const item = t[this.#timelineHead]!;
       if (!item.settled && item.hard > now) break;
       // Cleared, not only skipped: the array lives long enough to be in the old generation, and what an
-      // old object points at survives every young collection until the next full one (see release()).
+      // old object points at survives every young collection until the next full one (see release(), batch-items.ts).
       t[this.#timelineHead++] = undefined as unknown as Item;
       if (!item.settled) this.#expire(item);
     }

@@ -33,92 +33,22 @@
  */
 import type { Piscina } from 'piscina';
 import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
 import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
-import { evaluate, type EvaluationBudget, type EvaluationInput, type KubeObject, type RuleSet, type RuleVerdict } from '../policy/index.ts';
-import type { BindingEvaluation, ParamStore, VapAttributes, VapSet } from '../policy/vap/index.ts';
-import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
+import { evaluate, type EvaluationBudget, type EvaluationInput, type KubeObject, type RuleVerdict } from '../policy/index.ts';
+import type { BindingEvaluation, VapAttributes } from '../policy/vap/index.ts';
 import { answerReview, nameOnlyNamespaceLabels, readReview, type AnsweredReview, type ReviewContext } from '../policy/review/answer.ts';
-import { Batcher, type Attempt, type ItemBody } from './batcher.ts';
+import { Batcher } from './batcher.ts';
+import type { Attempt, ItemBody } from './batch-items.ts';
+import { withDefaults, type EvaluationPoolConfig, type EvaluationPoolDeps, type PolicyStores } from './pool-config.ts';
 import { poolMetrics, type PoolMetrics } from './pool-metrics.ts';
 import { PolicyReplication } from './replication.ts';
 import { startThreads } from './threads.ts';
 import { unpackReview } from './packed-review.ts';
-import { epochNow, MAX_BATCH, SLOT_BYTES, type ItemOutcome, type TaskResults, type WorkerData } from './protocol.ts';
+import { epochNow, SLOT_BYTES, type ItemOutcome, type TaskResults, type WorkerData } from './protocol.ts';
 
-/** Tasks waiting per worker before new ones are refused: at ~50 µs per typical evaluation, 64 is a few ms of work. */
-export const QUEUE_PER_WORKER = 64;
-/** The smallest queue bound, so that a burst of an API server's concurrent requests (it sends up to ~200) to a small pool is not refused. */
-export const MIN_QUEUE = 128;
-/** Batches sent to one worker at once: the one it runs and the next. */
-export const PIPELINE = 2;
-
-export interface EvaluationPoolConfig {
-  /** Names the pool in logs, metrics and errors (`admission`, `audit`). */
-  name: string;
-  /** Worker threads (`--evaluation-workers` for admission). */
-  workers: number;
-  /** The evaluation deadline, ms (`--evaluation-timeout`). */
-  timeoutMs: number;
-  /** Tasks that may wait for a worker. @default max(MIN_QUEUE, QUEUE_PER_WORKER × workers) */
-  maxQueue?: number;
-  /**
-   * How long past the deadline a running evaluation may take before its
-   * worker is terminated: the cooperative checks end most evaluations within
-   * one regex step of the deadline, and replacing a worker costs a thread
-   * start and a recompile of every rule. @default max(20, timeoutMs / 10)
-   */
-  graceMs?: number;
-  /**
-   * How long a batch of evaluations may run before the ones it has not
-   * finished are taken back and sent again (batcher.ts): the longest that
-   * a slow evaluation delays the others sent with it. A typical batch takes
-   * a few ms. @default min(250, max(10, timeoutMs / 4))
-   */
-  reclaimMs?: number;
-  /** Evaluations one task carries at most. @default MAX_BATCH (32) */
-  maxBatch?: number;
-  /** Batches sent to one worker at once (the one it runs and those waiting on its port). @default PIPELINE (2) */
-  pipeline?: number;
-  /** Reviews ({@link EvaluationPool.review}): namespaces allowed unevaluated, the install namespace included. @default [] */
-  exemptNamespaces?: readonly string[];
-  /**
-   * When an evaluation's deadline starts. `submission`: admission, whose
-   * deadline is the request's, queue and worker start-up included. `start`:
-   * the audit, which has no caller waiting, and whose `error` verdicts must
-   * measure the rules, not a queue of audit work or a replacement worker
-   * starting (batcher.ts). @default 'submission'
-   */
-  deadlineFrom?: 'submission' | 'start';
-  /**
-   * With `deadlineFrom: 'start'`: how long an evaluation may wait for a
-   * worker before it is settled as never started, so that nothing waits for
-   * ever on workers that cannot start. Long: a worker starts in seconds on a
-   * busy machine, and the audit's few loops may queue behind a stuck rule or
-   * two. @default max(120 s, 10 × timeoutMs)
-   */
-  startWithinMs?: number;
-}
-
-/** The stores the workers mirror; `rules` always, VAPs and params for the audit. */
-export interface PolicyStores {
-  rules: RuleSet;
-  vaps?: VapSet | undefined;
-  params?: ParamStore | undefined;
-  /** Cluster mode: the namespace labels reviews are answered with (file mode: only the name label). */
-  namespaces?: NamespaceLabelStore | undefined;
-}
-
-/** What a rule error is reported with: the request's identifiers. */
-export type RequestIdentity = Pick<EvaluationInput, 'operation' | 'kind' | 'namespace' | 'name'>;
-
-export interface EvaluationPoolDeps {
-  logger: Logger;
-  registry?: Registry | undefined;
-  /** Sees each rule's `error` verdict at admission (metrics, Events), on the main thread; must not throw. */
-  onRuleError?: ((verdict: RuleVerdict, request: RequestIdentity) => void) | undefined;
-}
+// The pool's configuration and what it is built with live in pool-config.ts; re-exported for its callers.
+export { MIN_QUEUE, PIPELINE, QUEUE_PER_WORKER, type EvaluationPoolConfig, type EvaluationPoolDeps, type PolicyStores, type RequestIdentity } from './pool-config.ts';
 
 type What = () => Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
 
@@ -146,17 +76,7 @@ export class EvaluationPool {
       throw new PortalError(ErrorCode.ConfigInvalid, `evaluation pool ${config.name}: workers must be a positive integer, got ${config.workers}`);
     }
     this.name = config.name;
-    this.#config = {
-      maxQueue: Math.max(MIN_QUEUE, QUEUE_PER_WORKER * config.workers),
-      graceMs: Math.max(20, Math.round(config.timeoutMs / 10)),
-      reclaimMs: Math.min(250, Math.max(10, Math.round(config.timeoutMs / 4))),
-      maxBatch: MAX_BATCH,
-      pipeline: PIPELINE,
-      exemptNamespaces: [],
-      deadlineFrom: 'submission',
-      startWithinMs: Math.max(120_000, 10 * config.timeoutMs),
-      ...config,
-    };
+    this.#config = withDefaults(config);
     const namespaces = stores.namespaces;
     this.#reviewContext = {
       rules: stores.rules,

@@ -1,0 +1,85 @@
+/**
+ * The batcher's items and batches (batcher.ts), and the pure parts of its
+ * bookkeeping: which waiting items the next batch takes, and what a settled
+ * item lets go of. No timers, no workers: the batcher does those.
+ */
+import type { TaskAbort } from './task-abort.ts';
+import type { TaskItem } from './protocol.ts';
+
+/** One attempt's outcome: the worker's result, or abandoned (with the rule or VAP that was running, if one was). */
+export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined };
+
+/** An item as the pool submits it, without the deadline fields the batcher adds. */
+export type ItemBody = TaskItem extends unknown ? Omit<TaskItem, 'deadline' | 'ms' | 'abandoned'> : never;
+
+export interface Item {
+  /** Released (with resolve and reject) once settled: see release(). */
+  body: ItemBody | undefined;
+  /** Epoch ms; undefined: counts from when a worker claims the item. */
+  readonly deadline: number | undefined;
+  /** Past this (epoch ms) the item is abandoned: deadline + grace (Infinity while an item without a deadline is not claimed). */
+  hard: number;
+  /** Past this (epoch ms) an item without a deadline that no worker claimed is settled as never started. */
+  readonly startBy: number;
+  readonly abandoned: string[] | undefined;
+  /** Sent alone: a second attempt after an abandon (it ran next to something slow once already). */
+  readonly solo: boolean;
+  settled: boolean;
+  /** The batch that holds it now, and its index there; undefined while it waits. */
+  batch: Batch | undefined;
+  index: number;
+  resolve: (a: Attempt) => void;
+  reject: (err: unknown) => void;
+}
+
+export interface Batch {
+  readonly items: Item[];
+  readonly slot: number;
+  readonly id: number;
+  readonly abort: TaskAbort;
+  /** Epoch ms after which the items not finished are taken back. */
+  readonly reclaimAt: number;
+  reclaimed: boolean;
+}
+
+const settledAlready = (): void => undefined;
+
+/** piscina's error for the tasks of a worker it terminated (WorkerInfo.destroy: Errors.ThreadTermination). */
+export function isTermination(err: unknown): boolean {
+  return err instanceof Error && err.message === 'Terminating worker thread';
+}
+
+/**
+ * A settled item stays referenced (by the timeline until the next tick, by
+ * its batch until the batch ends) while under load the young generation is
+ * collected: what it still points at (the review's text, the promise with
+ * its result) survived the collection and was promoted, and the main
+ * thread's scavenges took tens of ms each (--trace-gc, the pool under load).
+ */
+export function release(item: Item): void {
+  item.body = undefined;
+  item.resolve = settledAlready;
+  item.reject = settledAlready;
+}
+
+/**
+ * The next batch from `waiting` (settled items skipped): the first waiting
+ * item alone if it is solo, else up to `size` items that are not. `rest` is
+ * what still waits, in order.
+ */
+export function takeBatch(waiting: Item[], size: number): { items: Item[]; rest: Item[] } {
+  const w = waiting;
+  let i = 0;
+  while (i < w.length && w[i]!.settled) i++;
+  if (i === w.length) return { items: [], rest: [] };
+  if (w[i]!.solo) return { items: [w[i]!], rest: w.slice(i + 1) };
+  const items: Item[] = [];
+  let j = i;
+  for (; j < w.length && items.length < size; j++) {
+    const it = w[j]!;
+    if (it.settled) continue;
+    if (it.solo) break;
+    items.push(it);
+  }
+  return { items, rest: j === w.length ? [] : w.slice(j) };
+}

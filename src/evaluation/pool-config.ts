@@ -1,0 +1,98 @@
+/**
+ * The evaluation pool's configuration (pool.ts): what it is built with, and
+ * the defaults of what the caller may leave out.
+ */
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { EvaluationInput, RuleSet, RuleVerdict } from '../policy/index.ts';
+import type { ParamStore, VapSet } from '../policy/vap/index.ts';
+import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
+import { MAX_BATCH } from './protocol.ts';
+
+/** Tasks waiting per worker before new ones are refused: at ~50 µs per typical evaluation, 64 is a few ms of work. */
+export const QUEUE_PER_WORKER = 64;
+/** The smallest queue bound, so that a burst of an API server's concurrent requests (it sends up to ~200) to a small pool is not refused. */
+export const MIN_QUEUE = 128;
+/** Batches sent to one worker at once: the one it runs and the next. */
+export const PIPELINE = 2;
+
+export interface EvaluationPoolConfig {
+  /** Names the pool in logs, metrics and errors (`admission`, `audit`). */
+  name: string;
+  /** Worker threads (`--evaluation-workers` for admission). */
+  workers: number;
+  /** The evaluation deadline, ms (`--evaluation-timeout`). */
+  timeoutMs: number;
+  /** Tasks that may wait for a worker. @default max(MIN_QUEUE, QUEUE_PER_WORKER × workers) */
+  maxQueue?: number;
+  /**
+   * How long past the deadline a running evaluation may take before its
+   * worker is terminated: the cooperative checks end most evaluations within
+   * one regex step of the deadline, and replacing a worker costs a thread
+   * start and a recompile of every rule. @default max(20, timeoutMs / 10)
+   */
+  graceMs?: number;
+  /**
+   * How long a batch of evaluations may run before the ones it has not
+   * finished are taken back and sent again (batcher.ts): the longest that
+   * a slow evaluation delays the others sent with it. A typical batch takes
+   * a few ms. @default min(250, max(10, timeoutMs / 4))
+   */
+  reclaimMs?: number;
+  /** Evaluations one task carries at most. @default MAX_BATCH (32) */
+  maxBatch?: number;
+  /** Batches sent to one worker at once (the one it runs and those waiting on its port). @default PIPELINE (2) */
+  pipeline?: number;
+  /** Reviews ({@link EvaluationPool.review}): namespaces allowed unevaluated, the install namespace included. @default [] */
+  exemptNamespaces?: readonly string[];
+  /**
+   * When an evaluation's deadline starts. `submission`: admission, whose
+   * deadline is the request's, queue and worker start-up included. `start`:
+   * the audit, which has no caller waiting, and whose `error` verdicts must
+   * measure the rules, not a queue of audit work or a replacement worker
+   * starting (batcher.ts). @default 'submission'
+   */
+  deadlineFrom?: 'submission' | 'start';
+  /**
+   * With `deadlineFrom: 'start'`: how long an evaluation may wait for a
+   * worker before it is settled as never started, so that nothing waits for
+   * ever on workers that cannot start. Long: a worker starts in seconds on a
+   * busy machine, and the audit's few loops may queue behind a stuck rule or
+   * two. @default max(120 s, 10 × timeoutMs)
+   */
+  startWithinMs?: number;
+}
+
+/** The stores the workers mirror; `rules` always, VAPs and params for the audit. */
+export interface PolicyStores {
+  rules: RuleSet;
+  vaps?: VapSet | undefined;
+  params?: ParamStore | undefined;
+  /** Cluster mode: the namespace labels reviews are answered with (file mode: only the name label). */
+  namespaces?: NamespaceLabelStore | undefined;
+}
+
+/** What a rule error is reported with: the request's identifiers. */
+export type RequestIdentity = Pick<EvaluationInput, 'operation' | 'kind' | 'namespace' | 'name'>;
+
+export interface EvaluationPoolDeps {
+  logger: Logger;
+  registry?: Registry | undefined;
+  /** Sees each rule's `error` verdict at admission (metrics, Events), on the main thread; must not throw. */
+  onRuleError?: ((verdict: RuleVerdict, request: RequestIdentity) => void) | undefined;
+}
+
+/** `config` with every option it leaves out set to its default (see each option). */
+export function withDefaults(config: EvaluationPoolConfig): Required<EvaluationPoolConfig> {
+  return {
+    maxQueue: Math.max(MIN_QUEUE, QUEUE_PER_WORKER * config.workers),
+    graceMs: Math.max(20, Math.round(config.timeoutMs / 10)),
+    reclaimMs: Math.min(250, Math.max(10, Math.round(config.timeoutMs / 4))),
+    maxBatch: MAX_BATCH,
+    pipeline: PIPELINE,
+    exemptNamespaces: [],
+    deadlineFrom: 'submission',
+    startWithinMs: Math.max(120_000, 10 * config.timeoutMs),
+    ...config,
+  };
+}
