@@ -244,7 +244,7 @@ export class EvaluationPool {
   ): Promise<R> {
     let first: Promise<Attempt>;
     try {
-      first = this.#attempt(body, this.#config.deadlineFrom === 'start' ? undefined : epochNow() + this.#config.timeoutMs, undefined, true);
+      first = this.#attempt(body, this.#deadline(), undefined, true);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -256,19 +256,22 @@ export class EvaluationPool {
   }
 
   async #retry<K extends TaskBody['kind']>(body: TaskBody & { kind: K }, what: What, settle: (budget: EvaluationBudget) => TaskResults[K], running: string | undefined): Promise<TaskResults[K]> {
-    const ms = this.#config.timeoutMs;
-    const fromStart = this.#config.deadlineFrom === 'start';
     this.#noteAbandoned(what, running);
     const abandoned: string[] = [];
     if (running !== undefined) {
       abandoned.push(running);
       // A retry is not refused: it replaces the attempt that was abandoned.
-      const second = await this.#attempt(body, fromStart ? undefined : epochNow() + ms, abandoned, false);
+      const second = await this.#attempt(body, this.#deadline(), abandoned, false);
       if (second.ok) return second.value as TaskResults[K];
       this.#noteAbandoned(what, second.running);
       if (second.running !== undefined) abandoned.push(second.running);
     }
-    return settle({ deadline: Number.NEGATIVE_INFINITY, now: epochNow, ms, abandoned: new Set(abandoned) });
+    return settle({ deadline: Number.NEGATIVE_INFINITY, now: epochNow, ms: this.#config.timeoutMs, abandoned: new Set(abandoned) });
+  }
+
+  /** An attempt's deadline (epoch ms) from now; undefined with `deadlineFrom: 'start'`: the worker counts it from its claim. */
+  #deadline(): number | undefined {
+    return this.#config.deadlineFrom === 'start' ? undefined : epochNow() + this.#config.timeoutMs;
   }
 
   #noteAbandoned(whatOf: What, running: string | undefined): void {
