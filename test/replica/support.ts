@@ -152,6 +152,8 @@ export interface LeaderVars {
   identity: string;
   lease_holder: string;
   epoch: string | null;
+  /** Seconds this replica has led in its current term (0 when not leading). */
+  time_as_leader: number;
 }
 
 /** `/debug/vars` of a replica, or undefined when it does not answer. */
