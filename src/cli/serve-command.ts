@@ -53,6 +53,13 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     }
     log.info({ [LogKey.signal]: signal }, 'shutting down');
     graceful.abort();
+    // The grace period bounds the shutdown, whatever still holds the process
+    // (a write the API server never answers, a stuck close): past it and the
+    // time to flush the logs, exit without waiting for anything.
+    setTimeout(() => {
+      log.error({ [LogKey.graceMs]: config.shutdownGracePeriod }, 'shutdown outlived the grace period: exiting now');
+      process.exit(EXIT_FAILURE);
+    }, config.shutdownGracePeriod + EXIT_FLUSH_MS).unref();
   };
   // Started by `portal dev` with an IPC channel: when dev dies, even by
   // SIGKILL, the channel closes and this replica shuts down like on SIGTERM,
