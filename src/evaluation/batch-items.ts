@@ -28,6 +28,8 @@ export interface Item {
   /** The batch that holds it now, and its index there; undefined while it waits. */
   batch: Batch | undefined;
   index: number;
+  /** Its position in the batcher's timeline (-1: not in it, an item without a deadline). */
+  at: number;
   resolve: (a: Attempt) => void;
   reject: (err: unknown) => void;
 }

@@ -62,9 +62,15 @@ export interface Task {
  * What the worker answers for each item: the result, or — for an item the
  * main thread took back before the worker claimed it — nothing, or, if the
  * item threw (a bug: the engine turns rule errors into verdicts), the key of
- * the rule that was running.
+ * the rule that was running. A result that is a string (a packed allow,
+ * packed-review.ts: the common answer) travels bare, without the `ok`
+ * object: every object an answer carries is one the main thread
+ * deserialises and its young collections then copy (packed-review.ts).
  */
-export type ItemOutcome = { ok: unknown } | { thrown: string | undefined } | undefined;
+export type ItemOutcome = string | { ok: unknown } | { thrown: string | undefined } | undefined;
+
+/** A task's answer: an outcome per item, or — when every item is a packed allow — their strings joined (packed-review.ts, joinPacked). */
+export type TaskOutcomes = ItemOutcome[] | string;
 
 export type TaskItem =
   /** A whole AdmissionReview as its text: the worker reads, decides and serialises the answer (answerReview). */
