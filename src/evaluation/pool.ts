@@ -47,8 +47,6 @@ import { startThreads } from './threads.ts';
 import { unpackReview } from './packed-review.ts';
 import { epochNow, SLOT_BYTES, type TaskOutcomes, type TaskResults, type WorkerData } from './protocol.ts';
 
-// The pool's configuration and what it is built with live in pool-config.ts; re-exported for its callers.
-export { MIN_QUEUE, PIPELINE, QUEUE_PER_WORKER, type EvaluationPoolConfig, type EvaluationPoolDeps, type PolicyStores, type RequestIdentity } from './pool-config.ts';
 
 type What = () => Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
 
