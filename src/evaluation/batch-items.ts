@@ -52,11 +52,12 @@ export function isTermination(err: unknown): boolean {
 }
 
 /**
- * A settled item stays referenced (by the timeline until the next tick, by
- * its batch until the batch ends) while under load the young generation is
- * collected: what it still points at (the review's text, the promise with
- * its result) survived the collection and was promoted, and the main
- * thread's scavenges took tens of ms each (--trace-gc, the pool under load).
+ * A settled item stays referenced (by its batch until the batch ends) while
+ * under load the young generation is collected: what it still points at
+ * (the review's text, the promise with its result) survived the collection
+ * and was promoted, and the main thread's scavenges took tens of ms each
+ * (--trace-gc, the pool under load). The batcher's timeline lets go of it
+ * at once (batcher.ts, #release).
  */
 export function release(item: Item): void {
   item.body = undefined;
