@@ -24,11 +24,11 @@
  * per-request work is matching and running programs.
  */
 import type { KubeObject } from '../types.ts';
-import { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type ExpressionEngine } from './engine.ts';
+import { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type ExpressionEngine, type SharedValue } from './engine.ts';
 import { compileMatch, type CompiledMatch, type EquivalentResources, type MatchResult } from './match.ts';
 import type { GroupVersionResource, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, VapAttributes, VapContext } from './types.ts';
 import type { BindingEvaluation, CompiledPolicy } from './compiled.ts';
-import { Evaluation, type SharedValue } from './run.ts';
+import { Evaluation } from './run.ts';
 
 export { compileErrors, compilePolicy, expressionCosts, type ExpressionCost, type BindingEvaluation, type CompiledPolicy, type PolicyCompileError, type ValidationFailure } from './compiled.ts';
 export { COST_BUDGET_MESSAGE } from './run.ts';
@@ -197,6 +197,9 @@ class Call<P> {
     }
     this.deadline?.onPolicy?.(name);
     const { request, shared } = this.requestFor(resource);
+    // Most evaluations admit: the policy's pass check says so without the general evaluation (pass-check.ts).
+    const pass = c.passCheck;
+    if (pass !== undefined && pass(this.a.object, this.a.oldObject, request, p, this.ctx.namespaceObject, p === null ? pp.sharedIds : undefined, p === null ? shared : undefined)) return template;
     this.run ??= new Evaluation(this.engine, { object: this.a.object, oldObject: this.a.oldObject, namespaceObject: this.ctx.namespaceObject });
     return this.run.evaluate(c, pp.names, request, p, template, pp.sharedIds, shared);
   }

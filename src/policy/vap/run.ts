@@ -12,6 +12,7 @@ import {
   type CostBudget,
   type ExpressionEngine,
   type RunOutcome,
+  type SharedValue,
   type VariableResolver,
 } from './engine.ts';
 import type { BindingEvaluation, CompiledExpression, CompiledPolicy } from './compiled.ts';
@@ -21,11 +22,6 @@ const MAX_MESSAGE_LENGTH = 5 * 1024;
 const MAX_AUDIT_VALUE_LENGTH = 10 * 1024;
 export const COST_BUDGET_MESSAGE = 'validation failed due to running out of cost budget, no further validation rules will be run';
 
-/** A variable's outcome shared by the policies of one request (see CompiledPolicy.variableKeys), with the cost it took. */
-export interface SharedValue {
-  outcome: RunOutcome;
-  cost: number;
-}
 
 /** The base of every evaluation of one request. */
 export interface RequestInput {
