@@ -43,6 +43,7 @@ export function call(g: Generator, n: Node, root: boolean): string {
       if (kinds.includes(name)) return macros.twoVar(g, name, receiver, iterVar(args[0]) as string, iterVar(args[1]) as string, args.length === 4 ? args[2] : undefined, args[args.length - 1] as Node);
     }
     if (name === 'orValue' && args.length === 1) return macros.orValue(g, receiver, asNode(args[0]));
+    if (name === 'hasValue' && args.length === 0 && receiver.op === '.?') return macros.hasValue(g, receiver);
     if (name === 'or' && args.length === 1) return macros.or(g, receiver, asNode(args[0]));
   }
   if (ns === 'cel' && name === 'bind' && args.length === 3 && args[0]?.op === 'id') return macros.bind(g, args[0].args as string, args[1] as Node, args[2] as Node);

@@ -193,6 +193,17 @@ export function orValue(g: Generator, receiver: Node, arg: Node): string {
   return v;
 }
 
+/**
+ * `a.?b.?c.hasValue()`: whether the chain ends on a value, with no Optional
+ * allocated (a boolean's size costs nothing, as the general call charges).
+ */
+export function hasValue(g: Generator, receiver: Node): string {
+  const c = chain(g, receiver);
+  const v = g.temp();
+  g.emit(`${v} = ${c} !== R.ABSENT;`);
+  return v;
+}
+
 /** The value of a `.?` chain, or R.ABSENT. Each step is charged as a node. */
 export function chain(g: Generator, n: Node): string {
   const [target, field] = n.args as [Node, string];

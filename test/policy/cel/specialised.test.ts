@@ -6,6 +6,8 @@
  * - the rule path of a composition (checkComposition) gives undefined when
  *   everything passes and the same failures as runComposition otherwise,
  *   with one context object per composition refilled per evaluation;
+ * - `x == true`, `x != 0` (a bool or int literal) and `a.?b.hasValue()`
+ *   charge and decide as the general path and as cel-js;
  * - a pattern computed at run time is compiled once per call site (its
  *   PatternCache), with the same values, errors and cost.
  * Values against cel-js's own evaluation: compiler.test.ts.
@@ -25,6 +27,7 @@ import {
   type Program,
 } from '../../../src/policy/cel/index.ts';
 import { binaryCost } from '../../../src/policy/cel/charges.ts';
+import { interpreted } from '../../../src/policy/cel/engine.ts';
 import { cachedRe2, PATTERN_CACHE_SIZE, patternCache } from '../../../src/policy/cel/lib/regex.ts';
 
 function program(expr: string): Program {
@@ -97,6 +100,40 @@ describe('specialised comparisons charge what the general path charges', () => {
     const r = evaluate(p, { object: { x: 'x'.repeat(1000) } }, newBudget(), 5);
     assert.equal(r.ok, false);
     if (!r.ok) assert.equal(r.kind, 'cost');
+  });
+});
+
+describe('comparisons with a bool or int literal, and `.?` chains ending in hasValue()', () => {
+  /** Value or error message of the generated code, and of cel-js's own evaluation. */
+  const both = (expr: string, object: unknown): [unknown, unknown] => {
+    const p = program(expr);
+    const r = evaluate(p, { object });
+    const i = evaluate(interpreted(p), { object });
+    return [r.ok ? r.value : r.message, i.ok ? i.value : i.message];
+  };
+  for (const [name, value] of Object.entries(VALUES)) {
+    it(`== and != with true, false, 0 and 7, on ${name}`, () => {
+      for (const lit of ['true', 'false', '0', '7']) {
+        const general = binaryCost('==', value, lit === 'true' || lit === 'false' ? lit === 'true' : BigInt(lit), meter);
+        assert.equal(charge(`object.x == ${lit}`, ['object.x', lit], { x: value }), general, `x == ${lit}`);
+        assert.equal(charge(`${lit} != object.x`, [lit, 'object.x'], { x: value }), general, `${lit} != x`);
+        for (const expr of [`object.x == ${lit}`, `${lit} != object.x`]) {
+          const [generated, celjs] = both(expr, { x: value });
+          assert.equal(generated, celjs, expr);
+        }
+      }
+    });
+  }
+  it('a `.?` chain ending in hasValue() decides and charges as the general optional selection', () => {
+    for (const a of [undefined, null, {}, { b: null }, { b: 1 }, { b: { c: 'x' } }, 5, 'str', [1], { b: [1] }]) {
+      const object = a === undefined ? {} : { a };
+      for (const chain of ['object.?a', 'object.?a.?b', 'object.?a.?b.?c']) {
+        const [generated, celjs] = both(`${chain}.hasValue()`, object);
+        assert.equal(generated, celjs, `${chain}.hasValue() on ${JSON.stringify(object)}`);
+        // The general path: the chain as a value (Optionals), hasValue() one node more.
+        if (typeof generated === 'boolean') assert.equal(cost(`[${chain}.hasValue()]`, object) - cost(`[${chain}]`, object), 1, `${chain} on ${JSON.stringify(object)}`);
+      }
+    }
   });
 });
 
