@@ -14,7 +14,7 @@ import { MAX_OPERANDS } from './environment.ts';
 import { isCostedCall } from './charges.ts';
 import { patternCache, re2 } from './lib/regex.ts';
 import * as macros from './codegen-macros.ts';
-import { asNode, IDENT, str, Unsupported, type Generator, type Node } from './codegen.ts';
+import { asNode, IDENT, str, Unsupported, type Generator, type Node } from './codegen-ast.ts';
 
 /** `s.matches(p)` (renamed portalMatches), `s.find(p)`, `s.findAll(p[, n])`: run natively (lib/regex.ts) with the meter. */
 function isRegexCall(name: string, rcall: boolean, operands: number): boolean {

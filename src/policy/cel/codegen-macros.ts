@@ -9,7 +9,7 @@
  */
 import { hasDelegates } from './runtime.ts';
 import { selectDelegate } from './runtime-ops.ts';
-import { asNode, ownField, str, Unsupported, type Generator, type Node } from './codegen.ts';
+import { asNode, ownField, str, Unsupported, type Generator, type Node } from './codegen-ast.ts';
 
 /** has(a.b.c): cel-js's has macro (the root must be an identifier). */
 export function has(g: Generator, arg: Node): string {

@@ -13,7 +13,7 @@
  *
  * Pure: no I/O.
  */
-import type { Generator, Node } from './codegen.ts';
+import type { Generator, Node } from './codegen-ast.ts';
 
 const isString = (n: Node): boolean => n.op === 'value' && typeof n.args === 'string';
 /** A bool or int literal: compared with a value of its own type, CEL equality is `===` and costs nothing (charges.ts). */

@@ -10,7 +10,7 @@
  */
 import { selectDelegate } from './runtime-ops.ts';
 import * as calls from './codegen-calls.ts';
-import { asNode, isNode, ownField, str, type Generator, type Node } from './codegen.ts';
+import { asNode, isNode, ownField, str, type Generator, type Node } from './codegen-ast.ts';
 
 /** `t.f`: a plain map inline, `variables.NAME` through its getter, anything else through R.sel. */
 export function select(g: Generator, n: Node, root: boolean): string {
