@@ -179,7 +179,7 @@ function contextOf(c: Composition, shared: Record<string, unknown>, meter: Meter
 }
 
 /** The message of a failed validation: messageExpression's value, else `message`, else the expression. */
-function failedMessage(v: CompiledValidation, context: Record<string, unknown>, meter: Meter, budget: Budget, spent: { cost: number }): string {
+function failedMessage(v: CompiledValidation, context: Record<string, unknown>, meter: Meter, budget: Budget): string {
   let message = v.spec.message ?? '';
   if (v.messageProgram) {
     meter.used = 0;
@@ -191,8 +191,8 @@ function failedMessage(v: CompiledValidation, context: Record<string, unknown>, 
     } catch (e) {
       failure = e ?? new Error(String(e));
     }
+    // Its cost is the meter's (classify charges the budget; the caller adds it to the outcome).
     const m = classify(v.messageProgram, meter, budget, PER_CALL_COST_LIMIT, value, failure, false);
-    spent.cost += m.cost;
     // The API server falls back to `message` when messageExpression fails
     // or gives an empty string (it logs the failure).
     if (m.ok && typeof m.value === 'string' && m.value.trim() !== '') message = m.value.replace(/\s*\n\s*/g, ' ');
@@ -240,9 +240,9 @@ function run(c: Composition, shared: Record<string, unknown>, budget: Budget, pa
       (validations ??= []).push({ index, result: 'error', message: r.message, kind: r.kind });
       continue;
     }
-    const spent = { cost };
-    const message = failedMessage(v, context, meter, budget, spent);
-    cost = spent.cost;
+    const message = failedMessage(v, context, meter, budget);
+    // What the message cost: classify's figure, from the meter it ran on (no holder object to fill).
+    if (v.messageProgram) cost += meter.used <= meter.limit ? meter.used : meter.limit + 1;
     (validations ??= []).push({ index, result: 'fail', message, reason: v.spec.reason ?? 'Invalid' });
   }
   if (validations === undefined && !passes) return undefined;
