@@ -221,10 +221,14 @@ export function chain(g: Generator, n: Node): string {
   }
   const base = g.value(t);
   g.charge(1);
-  // A plain map inline; an Optional (or anything else) through R.ostart.
+  const step = (b: string): string =>
+    `if (${b} !== null && typeof ${b} === "object" && ${b}.constructor === Object) { ${v} = ${ownField(b, field)}; if (${v} === undefined) ${v} = R.ABSENT; if (typeof ${v} === "number") ${v} = R.read(${b}, ${v}); }`;
+  // A plain map inline; an Optional (`[c.?a, c.?b].all(h, h.?x…)`) unwrapped, then a plain map inline
+  // again; anything else through R.ostep (R.ostart's step once the Optional is unwrapped).
+  const u = g.temp();
   g.emit(
-    `if (${base} !== null && typeof ${base} === "object" && ${base}.constructor === Object) { ${v} = ${ownField(base, field)}; if (${v} === undefined) ${v} = R.ABSENT; if (typeof ${v} === "number") ${v} = R.read(${base}, ${v}); }` +
-      ` else ${v} = R.ostart(${base}, ${f}, ${g.constant(selectDelegate(field, true))});`,
+    `${step(base)} else {\n${u} = ${base} instanceof R.Optional ? (${base}.hasValue() ? ${base}.value() : R.ABSENT) : ${base};\n` +
+      `${step(u)} else ${v} = ${u} === R.ABSENT ? R.ABSENT : R.ostep(${u}, ${f}, ${g.constant(selectDelegate(field, true))});\n}`,
   );
   return v;
 }

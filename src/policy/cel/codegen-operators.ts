@@ -31,7 +31,8 @@ export function specialisedComparison(g: Generator, op: string, a: Node, b: Node
     const same = op === '==' ? '===' : '!==';
     // traversal(min(|x|, |literal|)): 0 when either is empty, 1 up to 10 characters, else by the shorter length.
     const cost = literal.length === 0 ? '0' : literal.length <= 10 ? `(${x}.length === 0 ? 0 : 1)` : `R.trav(${x}.length < ${literal.length} ? ${x}.length : ${literal.length})`;
-    g.emit(`if (typeof ${x} === "string") {\nif ((m.used += ${cost}) > m.limit) R.over(m);\n${v} = ${l} ${same} ${r};\n} else {\n${general}\n}`);
+    const charge = cost === '0' ? '' : `if ((m.used += ${cost}) > m.limit) R.over(m);\n`;
+    g.emit(`if (typeof ${x} === "string") {\n${charge}${v} = ${l} ${same} ${r};\n} else {\n${general}\n}`);
     return true;
   }
   if ((op === '==' || op === '!=') && (scalarType(a) !== undefined || scalarType(b) !== undefined)) {
