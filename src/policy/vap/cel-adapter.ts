@@ -61,6 +61,13 @@ interface EngineState {
   names: readonly string[];
 }
 
+/** A policy's pass check on the generated functions of its expressions (pass-check.ts). */
+function celPassCheck(spec: { variables: readonly { name: string; program: VapProgram }[]; conditions: readonly VapProgram[] }): PassCheck {
+  // Variables hold what expressions gave: read as CEL values (as variablesObject's).
+  const mark = (vars: Record<string, unknown>): Record<string, unknown> => celValuesOnly(vars);
+  return passCheck({ variables: spec.variables.map((v) => ({ name: v.name, exec: v.program.program.exec })), conditions: spec.conditions.map((c) => c.program.exec), mark });
+}
+
 const TRUE: RunOutcome = Object.freeze({ ok: true, value: true });
 const FALSE: RunOutcome = Object.freeze({ ok: true, value: false });
 
@@ -111,11 +118,7 @@ export function celEngine(): ExpressionEngine<VapProgram> {
     describe(p: VapProgram): { estimatedCost: number; fallback?: string } {
       return { estimatedCost: p.program.estimatedCost, ...(p.program.fallback !== undefined ? { fallback: p.program.fallback } : {}) };
     },
-    passCheck(spec: { variables: readonly { name: string; program: VapProgram }[]; conditions: readonly VapProgram[] }): PassCheck {
-      // Variables hold what expressions gave: read as CEL values (as variablesObject's).
-      const mark = (vars: Record<string, unknown>): Record<string, unknown> => celValuesOnly(vars);
-      return passCheck({ variables: spec.variables.map((v) => ({ name: v.name, exec: v.program.program.exec })), conditions: spec.conditions.map((c) => c.program.exec), mark });
-    },
+    passCheck: celPassCheck,
     run(p: VapProgram, activation: Activation, budget: CostBudget): RunOutcome {
       const context = stateOf(activation).context;
       // A meter per nesting depth (a variable runs inside the expression
