@@ -22,6 +22,11 @@
  * shipped rules: informers, audit and leader election running), each with
  * its ratio to the ceiling of the same round.
  *
+ * For each replica it also reads `/debug/vars` `runtime` before and after
+ * every run (issue 21 item 5): the main thread's GC pause time, pauses over
+ * 10 ms and event-loop busy time over the open rounds (`openMainThread`),
+ * which is where a p99 at a fixed rate comes from.
+ *
  * Run: node --import tsx bench/admission.ts [--rounds 10] [--seconds 2]
  *        [--open-rounds 5] [--rate 1000] [--connections 32] [--cpu-prof DIR]
  *        [--no-cluster] [--from-source] [--rules schema|cel]
@@ -156,18 +161,56 @@ interface Measured extends LoadResult {
   serverCpuUsPerRequest: number;
   /** The load generator's CPU use over the run, in cores (1 = one core busy). */
   generatorCores: number;
+  /** A replica's main thread over the run (its /debug/vars `runtime`): what can stall admission at a fixed rate. */
+  mainThread?: MainThread;
 }
 
-async function measure(t: Target, pid: number, run: (t: Target) => Promise<LoadResult>): Promise<Measured> {
+interface MainThread {
+  /** GC pause time and pauses longer than 10 ms. */
+  gcMs: number;
+  longGcPauses: number;
+  /** Time the event loop was running something (the rest it waited for I/O). */
+  busyMs: number;
+}
+
+interface RuntimeVars {
+  gc: Record<string, { totalMs: number; long: number }>;
+  eventLoop: { activeMs: number };
+}
+
+/** A replica's cumulative main-thread figures (src/observability/runtime-stats.ts); read before and after a run. */
+async function runtimeVars(probes: string | undefined): Promise<RuntimeVars | undefined> {
+  if (!probes) return undefined;
+  try {
+    return ((await (await fetch(`${probes}/debug/vars`)).json()) as { runtime?: RuntimeVars }).runtime;
+  } catch {
+    return undefined;
+  }
+}
+
+function mainThreadDiff(a: RuntimeVars | undefined, b: RuntimeVars | undefined): MainThread | undefined {
+  if (!a || !b) return undefined;
+  const sum = (v: RuntimeVars, f: (g: { totalMs: number; long: number }) => number): number => Object.values(v.gc).reduce((n, g) => n + f(g), 0);
+  return {
+    gcMs: round3(sum(b, (g) => g.totalMs) - sum(a, (g) => g.totalMs)),
+    longGcPauses: sum(b, (g) => g.long) - sum(a, (g) => g.long),
+    busyMs: round3(b.eventLoop.activeMs - a.eventLoop.activeMs),
+  };
+}
+
+async function measure(t: Target, pid: number, run: (t: Target) => Promise<LoadResult>, probes?: string): Promise<Measured> {
+  const vars0 = await runtimeVars(probes);
   const cpu0 = processCpuSeconds(pid);
   const gen0 = process.cpuUsage();
   const r = await run(t);
   const gen = process.cpuUsage(gen0);
   const cpu = processCpuSeconds(pid) - cpu0;
+  const mainThread = mainThreadDiff(vars0, await runtimeVars(probes));
   return {
     ...r,
     serverCpuUsPerRequest: Math.round((cpu * 1e6) / Math.max(1, r.requests)),
     generatorCores: round3((gen.user + gen.system) / 1e6 / r.seconds),
+    ...(mainThread ? { mainThread } : {}),
   };
 }
 
@@ -240,6 +283,11 @@ async function buildPortal(dir: string): Promise<string> {
 const builtDirs: string[] = [];
 
 type Name = 'ceiling' | 'portal' | 'cluster';
+
+function sumMainThread(xs: (MainThread | undefined)[]): MainThread {
+  const ys = xs.filter((x): x is MainThread => x !== undefined);
+  return { gcMs: round3(ys.reduce((n, x) => n + x.gcMs, 0)), longGcPauses: ys.reduce((n, x) => n + x.longGcPauses, 0), busyMs: round3(ys.reduce((n, x) => n + x.busyMs, 0)) };
+}
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'portal-bench-'));
@@ -315,14 +363,14 @@ async function main(): Promise<void> {
     const closedRounds: Round[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       const r: Round = {};
-      for (const n of orderFor(i)) r[n] = await measure(server(n).target, server(n).pid, (t) => closedLoop(t, CONNECTIONS, SECONDS * 1000));
+      for (const n of orderFor(i)) r[n] = await measure(server(n).target, server(n).pid, (t) => closedLoop(t, CONNECTIONS, SECONDS * 1000), probes[n]);
       closedRounds.push(r);
     }
     load.push(loadavg());
     const openRounds: Round[] = [];
     for (let i = 0; i < OPEN_ROUNDS; i++) {
       const r: Round = {};
-      for (const n of orderFor(i)) r[n] = await measure(server(n).target, server(n).pid, (t) => openLoop(t, CONNECTIONS, RATE, SECONDS * 1000));
+      for (const n of orderFor(i)) r[n] = await measure(server(n).target, server(n).pid, (t) => openLoop(t, CONNECTIONS, RATE, SECONDS * 1000), probes[n]);
       openRounds.push(r);
     }
     load.push(loadavg());
@@ -343,6 +391,8 @@ async function main(): Promise<void> {
       // than req/s.
       cpuPerRequestRatio: median(closedRounds.map((r) => r.ceiling!.serverCpuUsPerRequest / r[n]!.serverCpuUsPerRequest)),
       p99DeltaMsAt1000rps: median(openRounds.map((r) => r[n]!.p99ms - r.ceiling!.p99ms)),
+      // The replica's main thread in the open rounds, summed (the ceiling has no /debug/vars).
+      ...(probes[n] ? { openMainThread: sumMainThread(openRounds.map((r) => r[n]!.mainThread)) } : {}),
     });
     const median_ = Object.fromEntries(names.map((n) => [n, side(n)])) as Record<Name, ReturnType<typeof side>>;
     const goals = (n: Name) => ({

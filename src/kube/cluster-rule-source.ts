@@ -51,12 +51,19 @@ export class ClusterRuleSource {
   constructor(deps: ClusterRuleSourceDeps) {
     const log = deps.logger;
     const ruleSet = (this.ruleSet = new RuleSet(deps.exceptions ?? {}));
+    // The RuleSet hands back the same state when a version changed nothing it holds (a status
+    // update by the leader, a relist): that is logged once, not again with every such event.
+    const logged = new WeakSet<RuleState>();
     // A sink that reports what the RuleSet decided: a rule that fails
     // validation or compilation is logged (the RuleSet keeps its last good
     // version, or denies what it matches if it never compiled).
     const sink: RuleSink = {
       upsert(rule: PortalRuleObject) {
         const state = ruleSet.upsert(rule);
+        deps.rulesLoaded?.set(ruleSet.size);
+        deps.onRule?.(rule, state);
+        if (logged.has(state)) return state;
+        logged.add(state);
         if (state.ready) log.info({ [LogKey.name]: state.key, [LogKey.generation]: state.generation }, 'rule in force');
         else {
           log.error(
@@ -66,8 +73,6 @@ export class ClusterRuleSource {
               : 'rule rejected: keeping its last good version',
           );
         }
-        deps.rulesLoaded?.set(ruleSet.size);
-        deps.onRule?.(rule, state);
         return state;
       },
       remove(key: string) {

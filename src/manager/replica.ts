@@ -31,6 +31,7 @@ import { readTlsFiles, watchTlsFiles, type TlsFiles } from '../admission/tls-rel
 import type { ServeConfig } from '../config/options.ts';
 import { EvaluationPool } from '../evaluation/pool.ts';
 import { DebugVars } from '../observability/debug-vars.ts';
+import { RuntimeStats } from '../observability/runtime-stats.ts';
 import { portalKinds } from '../policy/portal-kinds.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
@@ -177,6 +178,10 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   // Estimated worst-case CEL cost per expression, and which run on cel-js instead of generated code (issue 19).
   debugVars.register('cel', () => ({ perExpressionLimit: PER_CALL_COST_LIMIT, rules: source.ruleSet.celCosts() }));
   debugVars.register('manager', () => manager.describe());
+  // GC pauses and event-loop delay of the main thread: what stalls admission at a fixed rate (bench/admission.ts reads it).
+  const runtime = new RuntimeStats();
+  manager.add(runtime, 'probes');
+  debugVars.register('runtime', () => runtime.snapshot());
 
   const replica = replicaOf({ config, log, mode: mode.kind, manager, registry, probes, webhook, evaluation, rules: source.ruleSet, cleanup });
   return { ok: true, replica };

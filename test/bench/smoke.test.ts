@@ -61,6 +61,9 @@ for (const [name, args] of Object.entries(SMOKE)) {
       // Issue 21 item 6: all three sides ran, each with its ratio to the ceiling.
       const median = report.median as Record<string, { throughputRatio?: number }>;
       for (const side of ['ceiling', 'portal', 'cluster']) assert.equal(typeof median[side]?.throughputRatio, 'number', `admission side ${side}`);
+      // The replicas' main-thread figures from /debug/vars `runtime` (the ceiling has none).
+      const main = report.median as Record<string, { openMainThread?: { busyMs?: number } }>;
+      for (const side of ['portal', 'cluster']) assert.equal(typeof main[side]?.openMainThread?.busyMs, 'number', `admission side ${side}: main thread`);
     }
   });
 }
