@@ -1,5 +1,5 @@
 /**
- * The 17 Pod Security Standards controls as Portal CEL rules (`validate.cel`),
+ * The 19 Pod Security Standards controls as Portal CEL rules (`validate.cel`),
  * named like the JSON Schema rules in policies/pod-security. Written for the
  * CEL benchmark: same checks, same Pod, so the time per evaluation of the two
  * languages compares. (The shipped CEL library is policies/pod-security-vap.)
@@ -27,7 +27,11 @@ const RULES: Record<string, string[]> = {
     "[object.spec.?securityContext.?seLinuxOptions.orValue({})].all(o, o.?type.orValue('') in ['', 'container_t', 'container_init_t', 'container_kvm_t', 'container_engine_t'] && !has(o.user) && !has(o.role))",
     "variables.all.all(c, [c.?securityContext.?seLinuxOptions.orValue({})].all(o, o.?type.orValue('') in ['', 'container_t', 'container_init_t', 'container_kvm_t', 'container_engine_t'] && !has(o.user) && !has(o.role)))",
   ],
-  'disallow-proc-mount': ["variables.all.all(c, c.?securityContext.?procMount.orValue('Default') == 'Default')"],
+  'disallow-proc-mount': ["object.spec.?hostUsers.orValue(true) == false || variables.all.all(c, c.?securityContext.?procMount.orValue('Default') == 'Default')"],
+  'disallow-proc-mount-strict': ["variables.all.all(c, c.?securityContext.?procMount.orValue('Default') == 'Default')"],
+  'disallow-host-probes': [
+    "variables.all.all(c, [c.?livenessProbe, c.?readinessProbe, c.?startupProbe, c.?lifecycle.?postStart, c.?lifecycle.?preStop].all(h, h.?httpGet.?host.orValue('') == '' && h.?tcpSocket.?host.orValue('') == ''))",
+  ],
   'restrict-seccomp': [
     "object.spec.?securityContext.?seccompProfile.?type.orValue('') != 'Unconfined' && variables.all.all(c, c.?securityContext.?seccompProfile.?type.orValue('') != 'Unconfined')",
   ],

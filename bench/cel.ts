@@ -1,7 +1,7 @@
 /**
  * CEL benchmark (engine part).
  *
- * 1. Rules: time per admission decision of the 17 Pod Security controls
+ * 1. Rules: time per admission decision of the 19 Pod Security controls
  *    written as CEL rules (bench/cel-pss-rules.ts) against the JSON Schema
  *    library (policies/pod-security), on the same realistic Pod, same run.
  *    CEL's per-request conversion of the object to CEL values is measured

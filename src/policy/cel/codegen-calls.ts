@@ -14,7 +14,7 @@ import { MAX_OPERANDS } from './environment.ts';
 import { isCostedCall } from './charges.ts';
 import { patternCache, re2 } from './lib/regex.ts';
 import * as macros from './codegen-macros.ts';
-import { asNode, IDENT, str, Unsupported, type Generator, type Node } from './codegen.ts';
+import { asNode, IDENT, str, Unsupported, type Generator, type Node } from './codegen-ast.ts';
 
 /** `s.matches(p)` (renamed portalMatches), `s.find(p)`, `s.findAll(p[, n])`: run natively (lib/regex.ts) with the meter. */
 function isRegexCall(name: string, rcall: boolean, operands: number): boolean {
@@ -43,6 +43,7 @@ export function call(g: Generator, n: Node, root: boolean): string {
       if (kinds.includes(name)) return macros.twoVar(g, name, receiver, iterVar(args[0]) as string, iterVar(args[1]) as string, args.length === 4 ? args[2] : undefined, args[args.length - 1] as Node);
     }
     if (name === 'orValue' && args.length === 1) return macros.orValue(g, receiver, asNode(args[0]));
+    if (name === 'hasValue' && args.length === 0 && receiver.op === '.?') return macros.hasValue(g, receiver);
     if (name === 'or' && args.length === 1) return macros.or(g, receiver, asNode(args[0]));
   }
   if (ns === 'cel' && name === 'bind' && args.length === 3 && args[0]?.op === 'id') return macros.bind(g, args[0].args as string, args[1] as Node, args[2] as Node);

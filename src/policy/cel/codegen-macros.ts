@@ -9,7 +9,7 @@
  */
 import { hasDelegates } from './runtime.ts';
 import { selectDelegate } from './runtime-ops.ts';
-import { asNode, ownField, str, Unsupported, type Generator, type Node } from './codegen.ts';
+import { asNode, ownField, str, Unsupported, type Generator, type Node } from './codegen-ast.ts';
 
 /** has(a.b.c): cel-js's has macro (the root must be an identifier). */
 export function has(g: Generator, arg: Node): string {
@@ -193,6 +193,17 @@ export function orValue(g: Generator, receiver: Node, arg: Node): string {
   return v;
 }
 
+/**
+ * `a.?b.?c.hasValue()`: whether the chain ends on a value, with no Optional
+ * allocated (a boolean's size costs nothing, as the general call charges).
+ */
+export function hasValue(g: Generator, receiver: Node): string {
+  const c = chain(g, receiver);
+  const v = g.temp();
+  g.emit(`${v} = ${c} !== R.ABSENT;`);
+  return v;
+}
+
 /** The value of a `.?` chain, or R.ABSENT. Each step is charged as a node. */
 export function chain(g: Generator, n: Node): string {
   const [target, field] = n.args as [Node, string];
@@ -210,10 +221,14 @@ export function chain(g: Generator, n: Node): string {
   }
   const base = g.value(t);
   g.charge(1);
-  // A plain map inline; an Optional (or anything else) through R.ostart.
+  const step = (b: string): string =>
+    `if (${b} !== null && typeof ${b} === "object" && ${b}.constructor === Object) { ${v} = ${ownField(b, field)}; if (${v} === undefined) ${v} = R.ABSENT; if (typeof ${v} === "number") ${v} = R.read(${b}, ${v}); }`;
+  // A plain map inline; an Optional (`[c.?a, c.?b].all(h, h.?x…)`) unwrapped, then a plain map inline
+  // again; anything else through R.ostep (R.ostart's step once the Optional is unwrapped).
+  const u = g.temp();
   g.emit(
-    `if (${base} !== null && typeof ${base} === "object" && ${base}.constructor === Object) { ${v} = ${ownField(base, field)}; if (${v} === undefined) ${v} = R.ABSENT; if (typeof ${v} === "number") ${v} = R.read(${base}, ${v}); }` +
-      ` else ${v} = R.ostart(${base}, ${f}, ${g.constant(selectDelegate(field, true))});`,
+    `${step(base)} else {\n${u} = ${base} instanceof R.Optional ? (${base}.hasValue() ? ${base}.value() : R.ABSENT) : ${base};\n` +
+      `${step(u)} else ${v} = ${u} === R.ABSENT ? R.ABSENT : R.ostep(${u}, ${f}, ${g.constant(selectDelegate(field, true))});\n}`,
   );
   return v;
 }

@@ -2,7 +2,8 @@
  * Specialised comparisons of the CEL → JavaScript generator (codegen.ts):
  * `x == 'lit'`, `x != 'lit'` and `x in ['a', 'b', …]` where one operand is
  * a string literal or a list of string literals, the shape most policy
- * checks have. When the other operand is a string at run time, the cost is
+ * checks have; `x == true`, `x != 0` with a bool or int literal (a value of
+ * the literal's type compares with `===` at no cost). When the other operand is a string at run time, the cost is
  * known from its length alone and the comparison is one JavaScript
  * operation (a Set lookup for the list, built once, a constant of the
  * program); any other value takes the general path, charge and operation
@@ -12,9 +13,11 @@
  *
  * Pure: no I/O.
  */
-import type { Generator, Node } from './codegen.ts';
+import type { Generator, Node } from './codegen-ast.ts';
 
 const isString = (n: Node): boolean => n.op === 'value' && typeof n.args === 'string';
+/** A bool or int literal: compared with a value of its own type, CEL equality is `===` and costs nothing (charges.ts). */
+const scalarType = (n: Node): 'boolean' | 'bigint' | undefined => (n.op === 'value' && (typeof n.args === 'boolean' || typeof n.args === 'bigint') ? (typeof n.args as 'boolean' | 'bigint') : undefined);
 
 /**
  * Emits `v = l <op> r` for the shapes above and returns true; false (and
@@ -28,7 +31,14 @@ export function specialisedComparison(g: Generator, op: string, a: Node, b: Node
     const same = op === '==' ? '===' : '!==';
     // traversal(min(|x|, |literal|)): 0 when either is empty, 1 up to 10 characters, else by the shorter length.
     const cost = literal.length === 0 ? '0' : literal.length <= 10 ? `(${x}.length === 0 ? 0 : 1)` : `R.trav(${x}.length < ${literal.length} ? ${x}.length : ${literal.length})`;
-    g.emit(`if (typeof ${x} === "string") {\nif ((m.used += ${cost}) > m.limit) R.over(m);\n${v} = ${l} ${same} ${r};\n} else {\n${general}\n}`);
+    const charge = cost === '0' ? '' : `if ((m.used += ${cost}) > m.limit) R.over(m);\n`;
+    g.emit(`if (typeof ${x} === "string") {\n${charge}${v} = ${l} ${same} ${r};\n} else {\n${general}\n}`);
+    return true;
+  }
+  if ((op === '==' || op === '!=') && (scalarType(a) !== undefined || scalarType(b) !== undefined)) {
+    const type = scalarType(b) ?? scalarType(a);
+    const x = scalarType(b) !== undefined ? l : r;
+    g.emit(`if (typeof ${x} === "${type}") ${v} = ${l} ${op === '==' ? '===' : '!=='} ${r};\nelse {\n${general}\n}`);
     return true;
   }
   if (op === 'in' && b.op === 'list') {

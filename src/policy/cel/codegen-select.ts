@@ -10,7 +10,7 @@
  */
 import { selectDelegate } from './runtime-ops.ts';
 import * as calls from './codegen-calls.ts';
-import { asNode, isNode, ownField, str, type Generator, type Node } from './codegen.ts';
+import { asNode, isNode, ownField, str, type Generator, type Node } from './codegen-ast.ts';
 
 /** `t.f`: a plain map inline, `variables.NAME` through its getter, anything else through R.sel. */
 export function select(g: Generator, n: Node, root: boolean): string {
@@ -36,12 +36,16 @@ export function select(g: Generator, n: Node, root: boolean): string {
   return v;
 }
 
-/** `t.?f`: an Optional of the field (R.osel). */
+/** `t.?f`: an Optional of the field (inline on a plain map, else R.osel). */
 export function optionalSelect(g: Generator, n: Node): string {
   const [target, field] = n.args as [Node, string];
   const t = g.value(asNode(target));
   const v = g.temp();
-  g.emit(`${v} = R.osel(${t}, ${str(field)}, ${g.constant(selectDelegate(field, true))});`);
+  // A plain map inline (R.osel's first case, with one property read as `ownField` says); anything else through R.osel.
+  g.emit(
+    `if (${t} !== null && typeof ${t} === "object" && ${t}.constructor === Object) { ${v} = ${ownField(t, field)}; ${v} = ${v} === undefined ? R.NONE : R.Optional.of(typeof ${v} === "number" ? R.read(${t}, ${v}) : ${v}); }` +
+      ` else ${v} = R.osel(${t}, ${str(field)}, ${g.constant(selectDelegate(field, true))});`,
+  );
   return v;
 }
 

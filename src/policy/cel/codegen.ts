@@ -44,15 +44,9 @@ import { sizeCost, type Meter } from './meter.ts';
 import * as calls from './codegen-calls.ts';
 import { specialisedComparison } from './codegen-operators.ts';
 import { index, optionalSelect, select } from './codegen-select.ts';
+import { asNode, IDENT, str, Unsupported, type Generator as GeneratorApi, type Node } from './codegen-ast.ts';
 
-/** A node of cel-js's public AST. */
-export interface Node {
-  op: string;
-  args: unknown;
-}
-
-/** An AST shape the generator does not compile: the expression runs on cel-js. */
-export class Unsupported extends Error {}
+export { Unsupported, type Node };
 
 export type Exec = (ctx: Record<string, unknown>, m: Meter) => unknown;
 
@@ -69,32 +63,6 @@ export interface GenerateOptions {
 
 const COSTED_OPERATORS: ReadonlySet<string> = new Set(['==', '!=', '<', '<=', '>', '>=', 'in', '+']);
 const BINARY: Record<string, string> = { '==': 'eq', '!=': 'ne', '+': 'add', '-': 'sub', '*': 'mul', '/': 'div', '%': 'mod', '<': 'lt', '<=': 'le', '>': 'gt', '>=': 'ge', in: 'inop' };
-export const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-export const isNode = (v: unknown): v is Node => v !== null && typeof v === 'object' && typeof (v as Node).op === 'string';
-
-export function asNode(v: unknown): Node {
-  if (!isNode(v)) throw new Unsupported('not an AST node');
-  return v;
-}
-
-export const str = (s: string): string => JSON.stringify(s);
-
-/** Names an object inherits from Object.prototype (`constructor`, `__proto__`, `toString`, …). */
-const INHERITED: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
-
-/**
- * A plain map's own value of field `f`, or undefined, as a JavaScript
- * expression. One property read: a map from the input (JSON.parse) or
- * built by CEL inherits only Object.prototype's names, so for any other
- * name a read finds an own property or nothing; those names get an
- * own-property check (Object.hasOwn is a call, several times a read).
- */
-export function ownField(obj: string, f: string): string {
-  const key = str(f);
-  return INHERITED.has(f) ? `(Object.hasOwn(${obj}, ${key}) ? ${obj}[${key}] : undefined)` : `${obj}[${key}]`;
-}
-
 
 interface Block {
   lines: string[];
@@ -102,7 +70,7 @@ interface Block {
 }
 
 /** @internal the code generator (codegen-macros.ts generates the macros on it). */
-export class Generator {
+export class Generator implements GeneratorApi {
   private temps = 0;
   private readonly consts: unknown[] = [];
   private block: Block = { lines: [], units: 0 };

@@ -17,6 +17,7 @@ import { compile, type CompileError, type Program } from './compile.ts';
 import { celContext, classify, newBudget, PER_CALL_COST_LIMIT, type Activation, type Budget, type EvalResult } from './engine.ts';
 import type { Meter } from './meter.ts';
 import { bindVariables, compileVariables, type Variables } from './variables.ts';
+import { compositionCheck, type CompositionCheck } from './composition-check.ts';
 
 export interface NamedExpression {
   name: string;
@@ -57,6 +58,8 @@ export interface Composition {
   readonly vars: Variables | undefined;
   /** @internal the context the expressions run on when there are variables (refilled by each evaluation, see contextOf). */
   readonly context: Record<string, unknown> | undefined;
+  /** @internal the rule path's pass check (composition-check.ts). */
+  readonly check: CompositionCheck;
 }
 
 export type CompositionResult = Composition | { ok: false; errors: FieldCompileError[] };
@@ -107,7 +110,8 @@ export function compileComposition(spec: CompositionSpec): CompositionResult {
     context = { object: null, oldObject: null, request: null, params: null, namespaceObject: null, variables: vars.object };
     vars.state.context = context;
   }
-  return Object.freeze({ ok: true as const, matchConditions, variables, validations, vars, context });
+  const check = compositionCheck([...matchConditions, ...validations].map((e) => e.program.exec), PER_CALL_COST_LIMIT);
+  return Object.freeze({ ok: true as const, matchConditions, variables, validations, vars, context, check });
 }
 
 /** One validation's outcome. */
@@ -179,7 +183,7 @@ function contextOf(c: Composition, shared: Record<string, unknown>, meter: Meter
 }
 
 /** The message of a failed validation: messageExpression's value, else `message`, else the expression. */
-function failedMessage(v: CompiledValidation, context: Record<string, unknown>, meter: Meter, budget: Budget, spent: { cost: number }): string {
+function failedMessage(v: CompiledValidation, context: Record<string, unknown>, meter: Meter, budget: Budget): string {
   let message = v.spec.message ?? '';
   if (v.messageProgram) {
     meter.used = 0;
@@ -191,8 +195,8 @@ function failedMessage(v: CompiledValidation, context: Record<string, unknown>, 
     } catch (e) {
       failure = e ?? new Error(String(e));
     }
+    // Its cost is the meter's (classify charges the budget; the caller adds it to the outcome).
     const m = classify(v.messageProgram, meter, budget, PER_CALL_COST_LIMIT, value, failure, false);
-    spent.cost += m.cost;
     // The API server falls back to `message` when messageExpression fails
     // or gives an empty string (it logs the failure).
     if (m.ok && typeof m.value === 'string' && m.value.trim() !== '') message = m.value.replace(/\s*\n\s*/g, ' ');
@@ -209,6 +213,14 @@ function failedMessage(v: CompiledValidation, context: Record<string, unknown>, 
 function run(c: Composition, shared: Record<string, unknown>, budget: Budget, passes: boolean): CompositionOutcome | undefined {
   // One meter per request, reset for each expression (evaluation is synchronous).
   const meter: Meter = (budget.meter ??= { used: 0, limit: 0 });
+  if (!passes) {
+    // Most rules pass: the composition's check says so with no general loop
+    // (composition-check.ts); otherwise the budget is restored and the
+    // general loop runs from the start (the variables reset by contextOf).
+    const before = budget.remaining;
+    if (c.check(contextOf(c, shared, meter, budget), meter, budget)) return undefined;
+    budget.remaining = before;
+  }
   const context = contextOf(c, shared, meter, budget);
   let cost = 0;
   const mcs = c.matchConditions;
@@ -240,9 +252,9 @@ function run(c: Composition, shared: Record<string, unknown>, budget: Budget, pa
       (validations ??= []).push({ index, result: 'error', message: r.message, kind: r.kind });
       continue;
     }
-    const spent = { cost };
-    const message = failedMessage(v, context, meter, budget, spent);
-    cost = spent.cost;
+    const message = failedMessage(v, context, meter, budget);
+    // What the message cost: classify's figure, from the meter it ran on (no holder object to fill).
+    if (v.messageProgram) cost += meter.used <= meter.limit ? meter.used : meter.limit + 1;
     (validations ??= []).push({ index, result: 'fail', message, reason: v.spec.reason ?? 'Invalid' });
   }
   if (validations === undefined && !passes) return undefined;

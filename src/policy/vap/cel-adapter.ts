@@ -13,7 +13,8 @@
  * result is a shared outcome object.
  */
 import { celValuesOnly, classify, compile, PER_CALL_COST_LIMIT, type Program } from '../cel/index.ts';
-import type { Activation, CompileEnv, CompileOutcome, CostBudget, ExpressionEngine, RunOutcome, VariableResolver } from './engine.ts';
+import type { Activation, CompileEnv, CompileOutcome, CostBudget, ExpressionEngine, PassCheck, RunOutcome, VariableResolver } from './engine.ts';
+import { passCheck } from './pass-check.ts';
 
 interface VapProgram {
   program: Program;
@@ -58,6 +59,13 @@ function variablesObject(names: readonly string[], cell: ResolverCell): Variable
 interface EngineState {
   context: Record<string, unknown>;
   names: readonly string[];
+}
+
+/** A policy's pass check on the generated functions of its expressions (pass-check.ts). */
+function celPassCheck(spec: { variables: readonly { name: string; program: VapProgram }[]; conditions: readonly VapProgram[] }): PassCheck {
+  // Variables hold what expressions gave: read as CEL values (as variablesObject's).
+  const mark = (vars: Record<string, unknown>): Record<string, unknown> => celValuesOnly(vars);
+  return passCheck({ variables: spec.variables.map((v) => ({ name: v.name, exec: v.program.program.exec })), conditions: spec.conditions.map((c) => c.program.exec), mark });
 }
 
 const TRUE: RunOutcome = Object.freeze({ ok: true, value: true });
@@ -110,6 +118,7 @@ export function celEngine(): ExpressionEngine<VapProgram> {
     describe(p: VapProgram): { estimatedCost: number; fallback?: string } {
       return { estimatedCost: p.program.estimatedCost, ...(p.program.fallback !== undefined ? { fallback: p.program.fallback } : {}) };
     },
+    passCheck: celPassCheck,
     run(p: VapProgram, activation: Activation, budget: CostBudget): RunOutcome {
       const context = stateOf(activation).context;
       // A meter per nesting depth (a variable runs inside the expression

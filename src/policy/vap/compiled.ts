@@ -5,7 +5,7 @@
  *
  * Pure: no I/O.
  */
-import type { CompileEnv, ExpressionEngine } from './engine.ts';
+import type { CompileEnv, ExpressionEngine, PassCheck } from './engine.ts';
 import type { FailurePolicy, ValidatingAdmissionPolicy, ValidationAction, ValidationReason } from './types.ts';
 
 export type Compiled<P> = { ok: true; program: P } | { ok: false; error: string };
@@ -40,6 +40,13 @@ export interface CompiledPolicy<P = unknown> {
     reason: ValidationReason | undefined;
   }[];
   auditAnnotations: { key: string; value: CompiledExpression<P> }[];
+  /**
+   * Whether an evaluation admits with nothing to report, faster than the
+   * general evaluation (engine.ts's PassCheck); undefined when the engine
+   * makes none, an expression did not compile, or the policy has
+   * auditAnnotations (their values are reported).
+   */
+  passCheck: PassCheck | undefined;
 }
 
 /** A compile error of one expression, with its place in the policy. */
@@ -68,6 +75,17 @@ export function compilePolicy<P>(policy: ValidatingAdmissionPolicy, engine: Expr
   variables.forEach((v, i) => {
     if (!variableIndex.has(v.name)) variableIndex.set(v.name, i);
   });
+  const matchConditions = (spec.matchConditions ?? []).map((m, i) => ({ ...compile(`spec.matchConditions[${i}].expression`, m.expression, 'bool'), name: m.name }));
+  const validations = (spec.validations ?? []).map((v, i) => ({
+    expression: compile(`spec.validations[${i}].expression`, v.expression, 'bool'),
+    message: v.message,
+    messageExpression: v.messageExpression === undefined ? undefined : compile(`spec.validations[${i}].messageExpression`, v.messageExpression, 'string'),
+    reason: v.reason,
+  }));
+  const auditAnnotations = (spec.auditAnnotations ?? []).map((a, i) => ({
+    key: a.key,
+    value: compile(`spec.auditAnnotations[${i}].valueExpression`, a.valueExpression, 'string-or-null'),
+  }));
   return {
     policy,
     failurePolicy: spec.failurePolicy ?? 'Fail',
@@ -75,18 +93,22 @@ export function compilePolicy<P>(policy: ValidatingAdmissionPolicy, engine: Expr
     variableKeys: variableKeys(variables),
     variableNames: Object.freeze(variables.map((v) => v.name)),
     variableIndex,
-    matchConditions: (spec.matchConditions ?? []).map((m, i) => ({ ...compile(`spec.matchConditions[${i}].expression`, m.expression, 'bool'), name: m.name })),
-    validations: (spec.validations ?? []).map((v, i) => ({
-      expression: compile(`spec.validations[${i}].expression`, v.expression, 'bool'),
-      message: v.message,
-      messageExpression: v.messageExpression === undefined ? undefined : compile(`spec.validations[${i}].messageExpression`, v.messageExpression, 'string'),
-      reason: v.reason,
-    })),
-    auditAnnotations: (spec.auditAnnotations ?? []).map((a, i) => ({
-      key: a.key,
-      value: compile(`spec.auditAnnotations[${i}].valueExpression`, a.valueExpression, 'string-or-null'),
-    })),
+    matchConditions,
+    validations,
+    auditAnnotations,
+    passCheck: auditAnnotations.length === 0 ? passCheckOf(engine, variables, [...matchConditions, ...validations.map((v) => v.expression)]) : undefined,
   };
+}
+
+/** The engine's pass check of these expressions, when every one compiled (see CompiledPolicy.passCheck). */
+function passCheckOf<P>(engine: ExpressionEngine<P>, variables: (CompiledExpression<P> & { name: string })[], conditions: CompiledExpression<P>[]): PassCheck | undefined {
+  if (engine.passCheck === undefined) return undefined;
+  const programs: P[] = [];
+  for (const e of [...variables, ...conditions]) {
+    if (!e.compiled.ok) return undefined;
+    programs.push(e.compiled.program);
+  }
+  return engine.passCheck({ variables: variables.map((v, i) => ({ name: v.name, program: programs[i] as P })), conditions: programs.slice(variables.length) });
 }
 
 /** See CompiledPolicy.variableKeys. */

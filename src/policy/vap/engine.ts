@@ -54,12 +54,35 @@ export interface CostBudget {
   remaining: number;
 }
 
+/** A variable's outcome shared by the policies of one request (see CompiledPolicy.variableKeys), with the cost it took. */
+export interface SharedValue {
+  outcome: RunOutcome;
+  cost: number;
+}
+
+/**
+ * True when an evaluation with these inputs admits with nothing to report.
+ * `sharedIds` (per variable, its slot in `shared`, -1: not shared) and
+ * `shared` are undefined when the evaluation shares no variable (params).
+ */
+export type PassCheck = (
+  object: unknown,
+  oldObject: unknown,
+  request: unknown,
+  params: unknown,
+  namespaceObject: unknown,
+  sharedIds: readonly number[] | undefined,
+  shared: (SharedValue | undefined)[] | undefined,
+) => boolean;
+
 export interface ExpressionEngine<P = unknown> {
   compile(expression: string, env: CompileEnv): CompileOutcome<P>;
   /** Runs a compiled expression; charges `budget` with what it used (capped per call by the engine's per-call limit). */
   run(program: P, activation: Activation, budget: CostBudget): RunOutcome;
   /** The estimated worst-case cost of a compiled expression, and why it runs on a fallback (for /debug/vars). */
   describe?(program: P): { estimatedCost: number; fallback?: string };
+  /** A policy's pass check (pass-check.ts), when the engine can make one. */
+  passCheck?(spec: { variables: readonly { name: string; program: P }[]; conditions: readonly P[] }): PassCheck;
 }
 
 /** kube's celconfig.PerCallLimit: one expression evaluation. */

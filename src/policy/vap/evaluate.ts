@@ -24,11 +24,11 @@
  * per-request work is matching and running programs.
  */
 import type { KubeObject } from '../types.ts';
-import { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type ExpressionEngine } from './engine.ts';
+import { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type ExpressionEngine, type SharedValue } from './engine.ts';
 import { compileMatch, type CompiledMatch, type EquivalentResources, type MatchResult } from './match.ts';
 import type { GroupVersionResource, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, VapAttributes, VapContext } from './types.ts';
 import type { BindingEvaluation, CompiledPolicy } from './compiled.ts';
-import { Evaluation, type SharedValue } from './run.ts';
+import { erred, Evaluation } from './run.ts';
 
 export { compileErrors, compilePolicy, expressionCosts, type ExpressionCost, type BindingEvaluation, type CompiledPolicy, type PolicyCompileError, type ValidationFailure } from './compiled.ts';
 export { COST_BUDGET_MESSAGE } from './run.ts';
@@ -141,11 +141,7 @@ const NO_BINDING = { metadata: { name: '' }, spec: { validationActions: [] } } a
 
 /** A configuration error of a policy (no binding) or of one of its bindings, handled by the policy's failurePolicy. */
 function configError(results: BindingEvaluation[], c: CompiledPolicy<unknown>, b: ValidatingAdmissionPolicyBinding | undefined, error: string): BindingEvaluation {
-  const r = blank(c.policy.metadata.name, b ?? NO_BINDING, undefined);
-  r.result = 'error';
-  const msg = b ? `failed to configure binding: ${error}` : `failed to configure policy: ${error}`;
-  if (c.failurePolicy === 'Ignore') r.ignoredErrors.push(msg);
-  else r.denyErrors.push(msg);
+  const r = erred(blank(c.policy.metadata.name, b ?? NO_BINDING, undefined), c, b ? `failed to configure binding: ${error}` : `failed to configure policy: ${error}`);
   results.push(r);
   return r;
 }
@@ -188,15 +184,12 @@ class Call<P> {
     const { c, name } = pp;
     const template = p === null ? pb.pass : blank(name, pb.b, paramDisplay(p));
     const late = deadlinePassed(this.deadline, name);
-    if (late !== undefined) {
-      const r = p === null ? blank(name, pb.b, undefined) : template;
-      r.result = 'error';
-      if (c.failurePolicy === 'Ignore') r.ignoredErrors.push(late);
-      else r.denyErrors.push(late);
-      return r;
-    }
+    if (late !== undefined) return erred(p === null ? blank(name, pb.b, undefined) : template, c, late);
     this.deadline?.onPolicy?.(name);
     const { request, shared } = this.requestFor(resource);
+    // Most evaluations admit: the policy's pass check says so without the general evaluation (pass-check.ts).
+    const pass = c.passCheck;
+    if (pass !== undefined && pass(this.a.object, this.a.oldObject, request, p, this.ctx.namespaceObject, p === null ? pp.sharedIds : undefined, p === null ? shared : undefined)) return template;
     this.run ??= new Evaluation(this.engine, { object: this.a.object, oldObject: this.a.oldObject, namespaceObject: this.ctx.namespaceObject });
     return this.run.evaluate(c, pp.names, request, p, template, pp.sharedIds, shared);
   }

@@ -12,6 +12,7 @@ import {
   type CostBudget,
   type ExpressionEngine,
   type RunOutcome,
+  type SharedValue,
   type VariableResolver,
 } from './engine.ts';
 import type { BindingEvaluation, CompiledExpression, CompiledPolicy } from './compiled.ts';
@@ -21,11 +22,6 @@ const MAX_MESSAGE_LENGTH = 5 * 1024;
 const MAX_AUDIT_VALUE_LENGTH = 10 * 1024;
 export const COST_BUDGET_MESSAGE = 'validation failed due to running out of cost budget, no further validation rules will be run';
 
-/** A variable's outcome shared by the policies of one request (see CompiledPolicy.variableKeys), with the cost it took. */
-export interface SharedValue {
-  outcome: RunOutcome;
-  cost: number;
-}
 
 /** The base of every evaluation of one request. */
 export interface RequestInput {
@@ -208,6 +204,19 @@ function validationMessage<P>(run: Evaluation<P>, v: CompiledPolicy<P>['validati
   return `failed expression: ${v.expression.expression.trim()}`;
 }
 
+/**
+ * An error that denies whatever the validationActions (a configuration
+ * error, a deadline, an audit annotation): the result is `error`, the
+ * message in denyErrors under failurePolicy Fail, in ignoredErrors under
+ * Ignore. Returns `r`.
+ */
+export function erred<P>(r: BindingEvaluation, c: CompiledPolicy<P>, message: string): BindingEvaluation {
+  r.result = 'error';
+  if (c.failurePolicy === 'Ignore') r.ignoredErrors.push(message);
+  else r.denyErrors.push(message);
+  return r;
+}
+
 /** An evaluation error: a failure under failurePolicy Fail, dropped (and kept in ignoredErrors) under Ignore. */
 function onError<P>(c: CompiledPolicy<P>, run: Evaluation<P>, message: string, expressionIndex: number | undefined): void {
   const out = run.result();
@@ -217,7 +226,6 @@ function onError<P>(c: CompiledPolicy<P>, run: Evaluation<P>, message: string, e
 }
 
 function evaluateRun<P>(c: CompiledPolicy<P>, run: Evaluation<P>): void {
-  const ignore = c.failurePolicy === 'Ignore';
   // matchConditions: a false one skips the policy even when another errored.
   let errors: string[] | undefined;
   for (const m of c.matchConditions) {
@@ -269,12 +277,7 @@ function evaluateRun<P>(c: CompiledPolicy<P>, run: Evaluation<P>): void {
       if (value.length > MAX_AUDIT_VALUE_LENGTH) error = `valueExpression '${a.value.expression}' resulted in value that exceeds the maximum length of ${MAX_AUDIT_VALUE_LENGTH}`;
       else run.result().auditAnnotations[`${c.policy.metadata.name}/${a.key}`] = value;
     }
-    if (error !== undefined) {
-      const out = run.result();
-      out.result = 'error';
-      if (ignore) out.ignoredErrors.push(error);
-      else out.denyErrors.push(error);
-    }
+    if (error !== undefined) erred(run.result(), c, error);
   }
 }
 

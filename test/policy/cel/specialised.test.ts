@@ -6,6 +6,10 @@
  * - the rule path of a composition (checkComposition) gives undefined when
  *   everything passes and the same failures as runComposition otherwise,
  *   with one context object per composition refilled per evaluation;
+ * - `x == true`, `x != 0` (a bool or int literal) and `a.?b.hasValue()`
+ *   charge and decide as the general path and as cel-js;
+ * - the pass check of a composition gives the general loop's outcome and
+ *   budget, where the budget runs out too;
  * - a pattern computed at run time is compiled once per call site (its
  *   PatternCache), with the same values, errors and cost.
  * Values against cel-js's own evaluation: compiler.test.ts.
@@ -25,6 +29,7 @@ import {
   type Program,
 } from '../../../src/policy/cel/index.ts';
 import { binaryCost } from '../../../src/policy/cel/charges.ts';
+import { interpreted } from '../../../src/policy/cel/engine.ts';
 import { cachedRe2, PATTERN_CACHE_SIZE, patternCache } from '../../../src/policy/cel/lib/regex.ts';
 
 function program(expr: string): Program {
@@ -100,6 +105,40 @@ describe('specialised comparisons charge what the general path charges', () => {
   });
 });
 
+describe('comparisons with a bool or int literal, and `.?` chains ending in hasValue()', () => {
+  /** Value or error message of the generated code, and of cel-js's own evaluation. */
+  const both = (expr: string, object: unknown): [unknown, unknown] => {
+    const p = program(expr);
+    const r = evaluate(p, { object });
+    const i = evaluate(interpreted(p), { object });
+    return [r.ok ? r.value : r.message, i.ok ? i.value : i.message];
+  };
+  for (const [name, value] of Object.entries(VALUES)) {
+    it(`== and != with true, false, 0 and 7, on ${name}`, () => {
+      for (const lit of ['true', 'false', '0', '7']) {
+        const general = binaryCost('==', value, lit === 'true' || lit === 'false' ? lit === 'true' : BigInt(lit), meter);
+        assert.equal(charge(`object.x == ${lit}`, ['object.x', lit], { x: value }), general, `x == ${lit}`);
+        assert.equal(charge(`${lit} != object.x`, [lit, 'object.x'], { x: value }), general, `${lit} != x`);
+        for (const expr of [`object.x == ${lit}`, `${lit} != object.x`]) {
+          const [generated, celjs] = both(expr, { x: value });
+          assert.equal(generated, celjs, expr);
+        }
+      }
+    });
+  }
+  it('a `.?` chain ending in hasValue() decides and charges as the general optional selection', () => {
+    for (const a of [undefined, null, {}, { b: null }, { b: 1 }, { b: { c: 'x' } }, 5, 'str', [1], { b: [1] }]) {
+      const object = a === undefined ? {} : { a };
+      for (const chain of ['object.?a', 'object.?a.?b', 'object.?a.?b.?c']) {
+        const [generated, celjs] = both(`${chain}.hasValue()`, object);
+        assert.equal(generated, celjs, `${chain}.hasValue() on ${JSON.stringify(object)}`);
+        // The general path: the chain as a value (Optionals), hasValue() one node more.
+        if (typeof generated === 'boolean') assert.equal(cost(`[${chain}.hasValue()]`, object) - cost(`[${chain}]`, object), 1, `${chain} on ${JSON.stringify(object)}`);
+      }
+    }
+  });
+});
+
 describe('the rule path of a composition', () => {
   const compiled = (spec: Parameters<typeof compileComposition>[0]): Composition => {
     const c = compileComposition(spec);
@@ -150,6 +189,38 @@ describe('the rule path of a composition', () => {
     const full = runComposition(c, s2, b2);
     assert.equal(b1.remaining, b2.remaining);
     assert.equal(newBudget().remaining - b2.remaining, full.cost);
+  });
+});
+
+describe('the pass check of a composition (composition-check.ts)', () => {
+  // Five validations over n items (about 5n units each), then a comparison of two strings of length L (reading each costs L/10, comparing L/10):
+  // with the request's budget set near their sum, the budget runs out in the last one at one L.
+  const c = compileComposition({
+    variables: [{ name: 'kept', expression: 'object.items.filter(x, x >= 0)' }],
+    validations: [
+      ...Array.from({ length: 4 }, () => ({ expression: 'object.items.all(x, x >= 0)' })),
+      { expression: 'size(variables.kept) >= 0' },
+      { expression: 'object.s == object.t' },
+    ],
+  });
+  if (!c.ok) assert.fail(JSON.stringify(c.errors));
+  const general: Composition = { ...c, check: () => false };
+  const outcome = (comp: Composition, l: number, units: number): [unknown, number] => {
+    const budget = newBudget(units);
+    const activation = { object: { items: Array.from({ length: 1000 }, (_, i) => i), s: 'x'.repeat(l), t: 'x'.repeat(l) } };
+    const out = checkComposition(comp, contextFor(activation, budget, () => celContext(activation)), budget);
+    return [out, budget.remaining];
+  };
+  it('gives the general loop outcome and budget on both sides of the budget, to the unit', () => {
+    const [, left] = outcome(general, 0, 1_000_000);
+    const units = 1_000_000 - left + 500;
+    let seen = 0;
+    for (let l = 1_000; l <= 2_400; l += 5) {
+      const fast = outcome(c, l, units);
+      assert.deepEqual(fast, outcome(general, l, units), `L = ${l}`);
+      if (fast[0] !== undefined) seen++;
+    }
+    assert.ok(seen > 0 && seen < 281, `the budget is crossed within the lengths tried (${seen} failed)`);
   });
 });
 

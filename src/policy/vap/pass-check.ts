@@ -1,0 +1,115 @@
+/**
+ * The pass check of a policy: one generated function per compiled policy
+ * that tells whether an evaluation admits the request with nothing to
+ * report (every matchCondition and every validation true, no error, no
+ * cost limit reached). It is what most evaluations are, and run.ts's
+ * general evaluation is then not needed; on any other outcome (false, an
+ * error, a cost limit) the check answers false and the general evaluation
+ * runs from the start, so every reported result, message and cost is the
+ * general path's. CEL is deterministic and pure, so running an expression
+ * twice changes nothing but time.
+ *
+ * Why generated: the general path calls every expression through one call
+ * site (the engine's `run`), megamorphic across the library's expressions,
+ * and finds variables through a resolver. Here each expression is called
+ * from its own site (monomorphic, so V8 may inline it), and each variable
+ * is a local slot of the policy's function, computed lazily once.
+ *
+ * The cost accounting is the general path's, step for step (run.ts's
+ * Evaluation, cel-adapter.ts's run): each expression has the per-call limit
+ * min(PER_CALL_COST_LIMIT, remaining budget); a variable runs on its own
+ * meter and is charged to the evaluation's budget, not to its reader; a
+ * variable shared by the policies of a request (`sharedIds`) is taken from
+ * `shared` when the budget can pay its cost, and stored there when
+ * computed. So the check passes exactly when the general path passes.
+ *
+ * Injection: the generated source holds no text of the policy (names and
+ * programs are passed by reference), only indexes and numbers.
+ *
+ * Pure: no I/O.
+ */
+import { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type PassCheck } from './engine.ts';
+
+export type { PassCheck };
+
+/** One expression as the engine runs it: context and meter in, value out (throws on an error). */
+export type Exec = (ctx: Record<string, unknown>, meter: { used: number; limit: number }) => unknown;
+
+export interface PassCheckSpec {
+  /** The variables in order, each name with its expression. */
+  variables: readonly { name: string; exec: Exec }[];
+  /** The matchConditions then the validations: each must give true. */
+  conditions: readonly Exec[];
+  /** Marks the `variables` object for the engine (e.g. its values are CEL values already). */
+  mark: (vars: Record<string, unknown>) => Record<string, unknown>;
+}
+
+/** Generates the pass check of a policy (see the module comment). */
+export function passCheck(spec: PassCheckSpec): PassCheck {
+  const nv = spec.variables.length;
+  const range = (n: number, f: (i: number) => string): string => Array.from({ length: n }, (_, i) => f(i)).join('\n');
+  // A name declared twice reads the first, as the general path's resolver does.
+  const firsts = new Map<string, number>();
+  spec.variables.forEach((v, i) => firsts.has(v.name) || firsts.set(v.name, i));
+  const slots = nv > 0 ? `let ${range(nv, (i) => `v${i} = U`).split('\n').join(', ')};` : '';
+  const source = [
+    '"use strict";',
+    'const U = {};',
+    'const BAIL = new Error("a variable could not be evaluated");',
+    'const ctx = { object: null, oldObject: null, request: null, params: null, namespaceObject: null, variables: null };',
+    'const m = { used: 0, limit: 0 };',
+    'let rem = 0, ids = undefined, S = undefined, bail = false;',
+    slots,
+    range(nv, (i) => `const V${i} = VX[${i}], m${i} = { used: 0, limit: 0 };`),
+    range(spec.conditions.length, (i) => `const C${i} = CX[${i}];`),
+    // A variable: the shared value when the budget can pay it, else computed
+    // on its own meter (run.ts's Evaluation.variable). Once one failed, every
+    // read throws at once (the reader may absorb it, `||`): no recomputing.
+    range(
+      nv,
+      (i) => `function c${i}() {
+const id = ids === undefined ? -1 : (ids[${i}] ?? -1);
+if (id >= 0 && S !== undefined) {
+const known = S[id];
+if (known !== undefined && rem >= known.cost) { rem -= known.cost; return known.outcome.value; }
+}
+const before = rem;
+m${i}.used = 0; m${i}.limit = rem < PER ? rem : PER;
+let value;
+try { value = V${i}(ctx, m${i}); } catch (e) { bail = true; throw BAIL; }
+if (m${i}.used > m${i}.limit) { bail = true; throw BAIL; }
+rem = rem > m${i}.used ? rem - m${i}.used : 0;
+if (id >= 0 && S !== undefined) S[id] = { outcome: { ok: true, value }, cost: before - rem };
+return value;
+}
+function g${i}() { if (v${i} !== U) return v${i}; if (bail) throw BAIL; return (v${i} = c${i}()); }`,
+    ),
+    'const vars = Object.create(null);',
+    ...[...firsts].map(([, i]) => `Object.defineProperty(vars, NAMES[${i}], { enumerable: true, get: g${i} });`),
+    'ctx.variables = MARK(vars);',
+    'return function passCheck(object, oldObject, request, params, namespaceObject, sharedIds, shared) {',
+    'ctx.object = object ?? null; ctx.oldObject = oldObject ?? null; ctx.request = request ?? null; ctx.params = params ?? null; ctx.namespaceObject = namespaceObject ?? null;',
+    `rem = ${RUNTIME_COST_BUDGET}; ids = sharedIds; S = shared; bail = false;`,
+    range(nv, (i) => `v${i} = U;`),
+    'let r;',
+    // Each condition from its own call site: true within its limit, or the general path runs.
+    range(
+      spec.conditions.length,
+      (i) => `m.used = 0; m.limit = rem < PER ? rem : PER;
+try { r = C${i}(ctx, m); } catch (e) { return false; }
+if (r !== true || bail || m.used > m.limit) return false;
+rem = rem > m.used ? rem - m.used : 0;`,
+    ),
+    'return true;',
+    '};',
+  ].join('\n');
+  // The source is made of indexes and numbers only (see the module comment).
+  const make = new Function('VX', 'CX', 'NAMES', 'MARK', 'PER', source) as (vx: Exec[], cx: Exec[], names: string[], mark: PassCheckSpec['mark'], per: number) => PassCheck;
+  return make(
+    spec.variables.map((v) => v.exec),
+    [...spec.conditions],
+    spec.variables.map((v) => v.name),
+    spec.mark,
+    PER_CALL_COST_LIMIT,
+  );
+}
