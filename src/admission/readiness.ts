@@ -117,8 +117,16 @@ export class ReadinessGate {
     return reasons;
   }
 
+  /** Whether every source check passes: sourceReasons() is empty. Asked on every admission request, so it builds no reasons. */
   synced(): boolean {
-    return this.sourceReasons().length === 0;
+    for (const check of this.#checks.values()) {
+      try {
+        if (check() !== true) return false;
+      } catch {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** Internal errors among the recorded outcomes still in the window (count and age). */

@@ -28,6 +28,8 @@ export interface Item {
   /** The batch that holds it now, and its index there; undefined while it waits. */
   batch: Batch | undefined;
   index: number;
+  /** Its position in the batcher's timeline (-1: not in it, an item without a deadline). */
+  at: number;
   resolve: (a: Attempt) => void;
   reject: (err: unknown) => void;
 }
@@ -50,11 +52,12 @@ export function isTermination(err: unknown): boolean {
 }
 
 /**
- * A settled item stays referenced (by the timeline until the next tick, by
- * its batch until the batch ends) while under load the young generation is
- * collected: what it still points at (the review's text, the promise with
- * its result) survived the collection and was promoted, and the main
- * thread's scavenges took tens of ms each (--trace-gc, the pool under load).
+ * A settled item stays referenced (by its batch until the batch ends) while
+ * under load the young generation is collected: what it still points at
+ * (the review's text, the promise with its result) survived the collection
+ * and was promoted, and the main thread's scavenges took tens of ms each
+ * (--trace-gc, the pool under load). The batcher's timeline lets go of it
+ * at once (batcher.ts, #release).
  */
 export function release(item: Item): void {
   item.body = undefined;

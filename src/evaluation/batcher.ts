@@ -41,7 +41,8 @@
 import type { Logger } from 'pino';
 import { LogKey } from '../observability/log-keys.ts';
 import { ProgressSlots } from './progress.ts';
-import { epochNow, SLOT_BYTES, type ItemOutcome, type Task, type TaskItem } from './protocol.ts';
+import { epochNow, SLOT_BYTES, type Task, type TaskItem, type TaskOutcomes } from './protocol.ts';
+import { splitPacked } from './packed-review.ts';
 import { TaskAbort } from './task-abort.ts';
 import { isTermination, release, takeBatch, type Attempt, type Batch, type Item, type ItemBody } from './batch-items.ts';
 import { toError } from '../observability/errors.ts';
@@ -64,7 +65,7 @@ export interface BatcherConfig {
 export interface BatcherDeps {
   log: Logger;
   /** Runs one task on a worker (piscina's `run`); rejects when the signal aborted it or the worker died. */
-  run: (task: Task, signal: TaskAbort) => Promise<ItemOutcome[]>;
+  run: (task: Task, signal: TaskAbort) => Promise<TaskOutcomes>;
   /** The policy revision a task is evaluated at. */
   seq: () => number;
   progress: SharedArrayBuffer;
@@ -84,9 +85,18 @@ export class Batcher {
   readonly #freeSlots: number[];
   /** Items waiting for a worker, in order (settled ones are skipped when a batch is taken). */
   #waiting: Item[] = [];
-  /** Every item not settled, in submission (so deadline) order; settled ones are dropped from the head. */
-  #timeline: Item[] = [];
+  /**
+   * Every item not settled, in submission (so deadline) order. A settled
+   * item's slot is cleared at once (#release), not when the ticker passes
+   * it: the array lives long enough to be in the old generation, and the
+   * young objects an old one points at survive every scavenge; holding each
+   * item until the next tick made the main thread's young collections
+   * promote megabytes per second (docs/benchmarks.md, session 7).
+   */
+  #timeline: (Item | undefined)[] = [];
   #timelineHead = 0;
+  /** The position in the whole sequence of #timeline[0] (it is compacted as the head moves). */
+  #timelineBase = 0;
   /** Items without a deadline, not settled (the audit's: few, so scanned whole on each tick). */
   #fromStart: Item[] = [];
   readonly #active = new Set<Batch>();
@@ -135,9 +145,10 @@ export class Batcher {
     return new Promise<Attempt>((resolve, reject) => {
       const hard = deadline === undefined ? Number.POSITIVE_INFINITY : deadline + this.#config.graceMs;
       const startBy = deadline === undefined ? epochNow() + this.#config.startWithinMs : hard;
-      const item: Item = { body, deadline, hard, startBy, abandoned, solo, settled: false, batch: undefined, index: -1, resolve, reject };
+      const item: Item = { body, deadline, hard, startBy, abandoned, solo, settled: false, batch: undefined, index: -1, at: -1, resolve, reject };
       this.#waiting.push(item);
-      (deadline === undefined ? this.#fromStart : this.#timeline).push(item);
+      if (deadline === undefined) this.#fromStart.push(item);
+      else item.at = this.#timelineBase + this.#timeline.push(item) - 1;
       this.#ticker ??= setInterval(() => this.#tick(), this.#config.tickMs).unref();
       if (!this.#dispatchQueued) {
         this.#dispatchQueued = true;
@@ -152,9 +163,16 @@ export class Batcher {
     item.settled = true;
     this.#inFlight--;
     const resolve = item.resolve;
-    release(item);
+    this.#release(item);
     resolve(attempt);
     if (this.#inFlight === 0) for (const w of this.#drainWaiters.splice(0)) w();
+  }
+
+  /** A settled item lets go of what it held, and the timeline of it. */
+  #release(item: Item): void {
+    release(item);
+    const i = item.at - this.#timelineBase;
+    if (i >= 0 && this.#timeline[i] === item) this.#timeline[i] = undefined;
   }
 
   /** Rejects with `err` the items without a deadline that wait for a worker (the pool closes: they would only delay it). */
@@ -167,7 +185,7 @@ export class Batcher {
     item.settled = true;
     this.#inFlight--;
     const reject = item.reject;
-    release(item);
+    this.#release(item);
     reject(err);
     if (this.#inFlight === 0) for (const w of this.#drainWaiters.splice(0)) w();
   }
@@ -220,9 +238,10 @@ export class Batcher {
     );
   }
 
-  #finished(batch: Batch, outcomes: ItemOutcome[] | undefined, err: unknown): void {
+  #finished(batch: Batch, answer: TaskOutcomes | undefined, err: unknown): void {
     this.#active.delete(batch);
-    if (outcomes !== undefined) {
+    if (answer !== undefined) {
+      const outcomes = typeof answer === 'string' ? splitPacked(answer) : answer;
       this.#freeSlots.push(batch.slot);
       for (let i = 0; i < batch.items.length; i++) {
         const it = batch.items[i]!;
@@ -231,7 +250,8 @@ export class Batcher {
         // Undefined: taken back before the worker claimed it (queued again then), or a claim lost to a dying
         // worker's write (queued again below).
         if (o === undefined) continue;
-        if ('ok' in o) this.#settle(it, { ok: true, value: o.ok });
+        if (typeof o === 'string') this.#settle(it, { ok: true, value: o });
+        else if ('ok' in o) this.#settle(it, { ok: true, value: o.ok });
         else {
           this.#deps.log.error({ [LogKey.rule]: o.thrown }, 'evaluation threw (a bug): handled as abandoned');
           this.#settle(it, { ok: false, running: o.thrown });
@@ -308,15 +328,15 @@ export class Batcher {
     }
     const t = this.#timeline;
     while (this.#timelineHead < t.length) {
-      const item = t[this.#timelineHead]!;
-      if (!item.settled && item.hard > now) break;
-      // Cleared, not only skipped: the array lives long enough to be in the old generation, and what an
-      // old object points at survives every young collection until the next full one (see release(), batch-items.ts).
-      t[this.#timelineHead++] = undefined as unknown as Item;
-      if (!item.settled) this.#expire(item);
+      const item = t[this.#timelineHead];
+      if (item !== undefined && !item.settled && item.hard > now) break;
+      // Cleared, not only skipped (see #timeline).
+      t[this.#timelineHead++] = undefined;
+      if (item !== undefined && !item.settled) this.#expire(item);
     }
     if (this.#timelineHead > 1024 && this.#timelineHead * 2 > t.length) {
       this.#timeline = t.slice(this.#timelineHead);
+      this.#timelineBase += this.#timelineHead;
       this.#timelineHead = 0;
       t.length = 0;
     }

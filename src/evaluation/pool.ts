@@ -45,10 +45,8 @@ import { poolMetrics, type PoolMetrics } from './pool-metrics.ts';
 import { PolicyReplication } from './replication.ts';
 import { startThreads } from './threads.ts';
 import { unpackReview } from './packed-review.ts';
-import { epochNow, SLOT_BYTES, type ItemOutcome, type TaskResults, type WorkerData } from './protocol.ts';
+import { epochNow, SLOT_BYTES, type TaskOutcomes, type TaskResults, type WorkerData } from './protocol.ts';
 
-// The pool's configuration and what it is built with live in pool-config.ts; re-exported for its callers.
-export { MIN_QUEUE, PIPELINE, QUEUE_PER_WORKER, type EvaluationPoolConfig, type EvaluationPoolDeps, type PolicyStores, type RequestIdentity } from './pool-config.ts';
 
 type What = () => Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
 
@@ -105,7 +103,7 @@ export class EvaluationPool {
         // Not #ensure(): while the pool closes, what was submitted before still runs.
         run: (task, signal) =>
           this.#piscina
-            ? (this.#piscina.run(task, { signal: signal as unknown as AbortSignal }) as Promise<ItemOutcome[]>)
+            ? (this.#piscina.run(task, { signal: signal as unknown as AbortSignal }) as Promise<TaskOutcomes>)
             : Promise.reject(new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`)),
         seq: () => this.#replication?.seq ?? 0,
         progress: this.#progress,

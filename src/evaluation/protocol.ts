@@ -62,9 +62,15 @@ export interface Task {
  * What the worker answers for each item: the result, or — for an item the
  * main thread took back before the worker claimed it — nothing, or, if the
  * item threw (a bug: the engine turns rule errors into verdicts), the key of
- * the rule that was running.
+ * the rule that was running. A result that is a string (a packed allow,
+ * packed-review.ts: the common answer) travels bare, without the `ok`
+ * object: every object an answer carries is one the main thread
+ * deserialises and its young collections then copy (packed-review.ts).
  */
-export type ItemOutcome = { ok: unknown } | { thrown: string | undefined } | undefined;
+export type ItemOutcome = string | { ok: unknown } | { thrown: string | undefined } | undefined;
+
+/** A task's answer: an outcome per item, or — when every item is a packed allow — their strings joined (packed-review.ts, joinPacked). */
+export type TaskOutcomes = ItemOutcome[] | string;
 
 export type TaskItem =
   /** A whole AdmissionReview as its text: the worker reads, decides and serialises the answer (answerReview). */
@@ -105,7 +111,10 @@ export const CLAIM_CLOSED = 0x40000000;
 /** Evaluations one task carries at most: under load a batch forms while the workers are busy; this bounds its length (a few ms of work). */
 export const MAX_BATCH = 32;
 
+/** This thread's performance.timeOrigin: fixed for the thread's life, and its getter costs as much as `now()` (the evaluator reads the clock before every rule). */
+const ORIGIN = performance.timeOrigin;
+
 /** The clock both sides use for deadlines: comparable across threads (each has its own performance.timeOrigin). */
 export function epochNow(): number {
-  return performance.timeOrigin + performance.now();
+  return ORIGIN + performance.now();
 }

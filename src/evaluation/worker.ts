@@ -13,7 +13,7 @@ import { evaluate, RuleSet, type EvaluationBudget, type Replicated } from '../po
 import { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import { answerReview, nameOnlyNamespaceLabels, type ReviewContext } from '../policy/review/answer.ts';
 import { ParamStore, VapSet } from '../policy/vap/index.ts';
-import { packReview } from './packed-review.ts';
+import { joinPacked, packReview } from './packed-review.ts';
 import {
   CLAIM_CLOSED,
   epochNow,
@@ -25,6 +25,7 @@ import {
   SLOT_KEY_LENGTH,
   type ChannelMessage,
   type ItemOutcome,
+  type TaskOutcomes,
   type StoreName,
   type Task,
   type TaskItem,
@@ -142,7 +143,7 @@ function reviewContext(): ReviewContext {
  * counter first: once the main thread closes it (it took the rest back,
  * because this batch ran long), the remaining items are left undefined.
  */
-function executeBatch(task: Task): ItemOutcome[] {
+function executeBatch(task: Task): TaskOutcomes {
   const base = task.slot * SLOT_BYTES;
   const words = base / 4;
   const onRule = recorder(base);
@@ -155,17 +156,18 @@ function executeBatch(task: Task): ItemOutcome[] {
     progress[words + SLOT_KEY_LENGTH] = 0;
     let key: string | undefined;
     try {
-      out[i] = { ok: execute(task.items[i]!, (k) => onRule((key = k))) };
+      const value = execute(task.items[i]!, (k) => onRule((key = k)));
+      out[i] = typeof value === 'string' ? value : { ok: value };
     } catch {
       // A bug (rule errors are verdicts): this item only is reported, with the rule that was running.
       out[i] = { thrown: key };
     }
   }
-  return out;
+  return joinPacked(out) ?? out;
 }
 
 /** piscina's handler: evaluates at the task's revision, waiting for it when this worker is behind. */
-export default function run(task: Task): ItemOutcome[] | Promise<ItemOutcome[]> {
+export default function run(task: Task): TaskOutcomes | Promise<TaskOutcomes> {
   // The main thread reset the slot before it sent the task; the id tells it which task wrote what it reads.
   progress[(task.slot * SLOT_BYTES) / 4 + SLOT_ID] = task.id;
   if (seq >= task.seq) return executeBatch(task);

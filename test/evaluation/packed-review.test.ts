@@ -4,7 +4,7 @@
 // answer must travel whole.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { packReview, unpackReview } from '../../src/evaluation/packed-review.ts';
+import { joinPacked, packReview, splitPacked, unpackReview } from '../../src/evaluation/packed-review.ts';
 import { RuleSet, type KubeObject } from '../../src/policy/index.ts';
 import { answerReview, nameOnlyNamespaceLabels, type ReviewContext } from '../../src/policy/review/answer.ts';
 import { clusterRule, pod } from '../policy/support.ts';
@@ -37,8 +37,27 @@ void describe('packed review answers', () => {
       const a = answerReview(review(pod({ privileged: false }), 'shop', version), ctx, budget);
       assert.equal(a.outcome.decision, 'allow');
       const packed = packReview(a);
-      assert.ok(Array.isArray(packed), 'packed');
+      assert.equal(typeof packed, 'string', 'packed');
       assert.deepEqual(unpackReview(structuredClone(packed)), a);
+    }
+  });
+
+  void it('a batch of packed allows travels as one string and splits back into them', () => {
+    const answers = ['u-1', 'u-2', 'u-3'].map((uid) => packReview(answerReview(review(pod({ privileged: false }), 'shop').replace('"u-1"', JSON.stringify(uid)), ctx, budget)));
+    const joined = joinPacked(answers);
+    assert.equal(typeof joined, 'string');
+    assert.deepEqual(splitPacked(structuredClone(joined!)), answers);
+    // Not every result a packed allow (a denial, an item not claimed): the results travel as they are.
+    assert.equal(joinPacked([answers[0], answerReview(review(pod({ privileged: true }), 'shop'), ctx, budget)]), undefined);
+    assert.equal(joinPacked([answers[0], undefined]), undefined);
+  });
+
+  void it('an allow whose identifiers hold the separators travels whole, and reads back the same', () => {
+    for (const uid of ['u\u0000x', 'u\u0001x']) {
+      const a = answerReview(review(pod({ privileged: false }), 'shop').replace('"u-1"', JSON.stringify(uid)), ctx, budget);
+      assert.equal(a.outcome.decision, 'allow');
+      assert.equal(a.outcome.response.uid, uid);
+      assert.equal(packReview(a), a);
     }
   });
 

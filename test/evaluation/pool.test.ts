@@ -10,12 +10,10 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { EvaluationPool } from '../../src/evaluation/pool.ts';
 import { NamespaceLabelStore } from '../../src/policy/namespace-label-store.ts';
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
-import { decideAdmission, evaluate, RuleSet, type KubeObject, type PortalRuleObject } from '../../src/policy/index.ts';
+import { decideAdmission, evaluate, RuleSet, type KubeObject } from '../../src/policy/index.ts';
 import { ParamStore, VapSet, type ValidatingAdmissionPolicy, type ValidatingAdmissionPolicyBinding, type VapAttributes } from '../../src/policy/vap/index.ts';
 import { clusterRule, input, pod } from '../policy/support.ts';
-import { decideByReview } from './support.ts';
+import { decideByReview, hugePod, slowRule } from './support.ts';
 
 const logger = pino({ level: 'silent' });
 const pools: EvaluationPool[] = [];
@@ -34,25 +32,6 @@ function newPool(rules: RuleSet, opts: { workers?: number; timeoutMs?: number; m
 /** Worker start-up (a thread, and tsx compiling the engine) takes seconds on a busy machine: out of the deadline tests' way. */
 async function warm(pool: EvaluationPool): Promise<void> {
   await pool.whenReady();
-}
-
-/**
- * A rule whose single evaluation takes far longer than any deadline here:
- * the shipped require-run-as-nonroot schema is superlinear in the number of
- * containers (issue 16: 50k containers 6.7 s; here 40k take from ~8 s on a
- * quiet machine to over a minute on a loaded one, so the deadlines below are
- * 1 s), and no cooperative check runs inside one schema. (uniqueItems,
- * the other case of the issue, is now refused at compile without maxItems.)
- */
-const NONROOT = parse(readFileSync(new URL('../../policies/pod-security/require-run-as-nonroot.yaml', import.meta.url), 'utf8')) as PortalRuleObject;
-function slowRule(name: string, enforcement: 'Deny' | 'Warn'): PortalRuleObject {
-  return { ...NONROOT, metadata: { name, generation: 1 }, spec: { ...NONROOT.spec, enforcement } };
-}
-function hugePod(privileged: boolean): KubeObject {
-  const p = pod({ privileged });
-  const spec = p.spec as { containers: Record<string, unknown>[] };
-  for (let i = 0; i < 40_000; i++) spec.containers.push({ name: `c${i}`, image: 'busybox', securityContext: { runAsNonRoot: false } });
-  return p;
 }
 
 void describe('evaluation pool', { timeout: 600_000 }, () => {

@@ -2,8 +2,11 @@
 // the server hands it requests (`review(body)`, the AdmissionReview's text),
 // so the tests build that text from an evaluation input and read the answer
 // back as the decision `decideAdmission` gives for the same input.
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
 import type { EvaluationPool } from '../../src/evaluation/pool.ts';
-import type { AdmissionDecision, EvaluationInput } from '../../src/policy/index.ts';
+import type { AdmissionDecision, EvaluationInput, KubeObject, PortalRuleObject } from '../../src/policy/index.ts';
+import { pod } from '../policy/support.ts';
 
 let uids = 0;
 
@@ -40,4 +43,26 @@ export async function decideByReview(pool: EvaluationPool, input: EvaluationInpu
   const warnings = r.warnings ?? [];
   if (r.allowed) return { allowed: true, warnings, ...exempted };
   return { allowed: false, code: (r.status?.code ?? 500) as 403 | 500, message: r.status?.message ?? '', warnings, ...exempted };
+}
+
+/**
+ * A rule whose single evaluation takes far longer than any deadline of the
+ * pool's tests: the shipped require-run-as-nonroot schema is superlinear in
+ * the number of containers (issue 16: 50k containers 6.7 s; with
+ * {@link hugePod}'s 40k from ~8 s on a quiet machine to over a minute on a
+ * loaded one, so those tests use 1 s deadlines), and no cooperative check
+ * runs inside one schema. (uniqueItems, the other case of the issue, is now
+ * refused at compile without maxItems.)
+ */
+const NONROOT = parse(readFileSync(new URL('../../policies/pod-security/require-run-as-nonroot.yaml', import.meta.url), 'utf8')) as PortalRuleObject;
+export function slowRule(name: string, enforcement: 'Deny' | 'Warn'): PortalRuleObject {
+  return { ...NONROOT, metadata: { name, generation: 1 }, spec: { ...NONROOT.spec, enforcement } };
+}
+
+/** A Pod of 40k containers, on which {@link slowRule} runs for seconds. */
+export function hugePod(privileged: boolean): KubeObject {
+  const p = pod({ privileged });
+  const spec = p.spec as { containers: Record<string, unknown>[] };
+  for (let i = 0; i < 40_000; i++) spec.containers.push({ name: `c${i}`, image: 'busybox', securityContext: { runAsNonRoot: false } });
+  return p;
 }

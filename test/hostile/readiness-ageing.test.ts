@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { parse, stringify } from 'yaml';
 import { ADMISSION_BODY_LIMIT } from '../../src/admission/limits.ts';
-import { MIN_QUEUE } from '../../src/evaluation/pool.ts';
+import { MIN_QUEUE } from '../../src/evaluation/pool-config.ts';
 import { podReview, review, startServe, type ReviewResponse } from '../replica/support.ts';
 import { until } from '../support/until.ts';
 
