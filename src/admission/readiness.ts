@@ -50,6 +50,15 @@ export interface ReadinessStatus {
 /** The default of {@link ReadinessOptions.maxAgeMs}. */
 export const READINESS_ERROR_MAX_AGE_MS = 60_000;
 
+/** A check's answer: true, its reason, or the reason it threw. */
+function runCheck(check: ReadinessCheck): true | string {
+  try {
+    return check();
+  } catch (err) {
+    return `check failed: ${err instanceof Error ? err.message : String(err)}`;
+  }
+}
+
 export class ReadinessGate {
   readonly #checks = new Map<string, ReadinessCheck>();
   /** FIFO ring of outcomes (1 = internal error) and when each was recorded; the oldest is at `#next - #count`. */
@@ -106,12 +115,7 @@ export class ReadinessGate {
   sourceReasons(): string[] {
     const reasons: string[] = [];
     for (const [name, check] of this.#checks) {
-      let r: true | string;
-      try {
-        r = check();
-      } catch (err) {
-        r = `check failed: ${err instanceof Error ? err.message : String(err)}`;
-      }
+      const r = runCheck(check);
       if (r !== true) reasons.push(`${name}: ${r}`);
     }
     return reasons;
@@ -119,13 +123,7 @@ export class ReadinessGate {
 
   /** Whether every source check passes: sourceReasons() is empty. Asked on every admission request, so it builds no reasons. */
   synced(): boolean {
-    for (const check of this.#checks.values()) {
-      try {
-        if (check() !== true) return false;
-      } catch {
-        return false;
-      }
-    }
+    for (const check of this.#checks.values()) if (runCheck(check) !== true) return false;
     return true;
   }
 
