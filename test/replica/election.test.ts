@@ -101,8 +101,9 @@ test('portal dev --replicas 3: one leader, fast handover, fenced pauses, cut-off
         // A loaded machine can take a while to answer: a late answer is still an answer.
         const le = (await debugVars(r.probes, 1000))?.leader_election;
         const receivedAt = performance.now();
-        if (le && !le.identity.startsWith(`${r.name}_`)) foreign.add(`${r.probes} answered as ${le.identity}, not ${r.name}`);
-        return { ...r, sentAt, receivedAt, le: le?.identity.startsWith(`${r.name}_`) ? le : undefined };
+        const own = le?.identity.startsWith(`${r.name}_`) === true;
+        if (le && !own) foreign.add(`${r.probes} answered as ${le.identity}, not ${r.name}`);
+        return { ...r, sentAt, receivedAt, le: own ? le : undefined };
       }),
     );
   };
