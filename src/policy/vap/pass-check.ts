@@ -28,12 +28,10 @@
  *
  * Pure: no I/O.
  */
+import { meteredStep, type Exec } from '../cel/index.ts';
 import { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type PassCheck } from './engine.ts';
 
 export type { PassCheck };
-
-/** One expression as the engine runs it: context and meter in, value out (throws on an error). */
-export type Exec = (ctx: Record<string, unknown>, meter: { used: number; limit: number }) => unknown;
 
 export interface PassCheckSpec {
   /** The variables in order, each name with its expression. */
@@ -74,11 +72,8 @@ const known = S[id];
 if (known !== undefined && rem >= known.cost) { rem -= known.cost; return known.outcome.value; }
 }
 const before = rem;
-m${i}.used = 0; m${i}.limit = rem < PER ? rem : PER;
 let value;
-try { value = V${i}(ctx, m${i}); } catch (e) { bail = true; throw BAIL; }
-if (m${i}.used > m${i}.limit) { bail = true; throw BAIL; }
-rem = rem > m${i}.used ? rem - m${i}.used : 0;
+${meteredStep({ call: `V${i}`, meter: `m${i}`, into: 'value', budget: 'rem', mustBeTrue: false, onThrow: 'bail = true; throw BAIL;', onReject: 'bail = true; throw BAIL;' })}
 if (id >= 0 && S !== undefined) S[id] = { outcome: { ok: true, value }, cost: before - rem };
 return value;
 }
@@ -95,10 +90,7 @@ function g${i}() { if (v${i} !== U) return v${i}; if (bail) throw BAIL; return (
     // Each condition from its own call site: true within its limit, or the general path runs.
     range(
       spec.conditions.length,
-      (i) => `m.used = 0; m.limit = rem < PER ? rem : PER;
-try { r = C${i}(ctx, m); } catch (e) { return false; }
-if (r !== true || bail || m.used > m.limit) return false;
-rem = rem > m.used ? rem - m.used : 0;`,
+      (i) => meteredStep({ call: `C${i}`, meter: 'm', into: 'r', budget: 'rem', mustBeTrue: true, alsoRejects: 'bail', onThrow: 'return false;', onReject: 'return false;' }),
     ),
     'return true;',
     '};',
