@@ -7,7 +7,13 @@
  * error, a cost limit) the check answers false and the general evaluation
  * runs from the start, so every reported result, message and cost is the
  * general path's. CEL is deterministic and pure, so running an expression
- * twice changes nothing but time.
+ * twice changes nothing but time. (A composition's check hands the general
+ * loop where it stopped, composition-check.ts; this one does not: its
+ * variables are locals of the generated function that run.ts's resolver
+ * cannot take over, and the expression it stopped at would have to be
+ * classified as the engine's `run` does, past the engine seam, since
+ * running it again after the variables it read were charged and kept
+ * could give another cost near the end of the budget.)
  *
  * Why generated: the general path calls every expression through one call
  * site (the engine's `run`), megamorphic across the library's expressions,
@@ -16,7 +22,8 @@
  * is a local slot of the policy's function, computed lazily once.
  *
  * The cost accounting is the general path's, step for step (run.ts's
- * Evaluation, cel-adapter.ts's run): each expression has the per-call limit
+ * Evaluation, cel-adapter.ts's run), each call one metered step
+ * (src/policy/cel/metered-step.ts): each expression has the per-call limit
  * min(PER_CALL_COST_LIMIT, remaining budget); a variable runs on its own
  * meter and is charged to the evaluation's budget, not to its reader; a
  * variable shared by the policies of a request (`sharedIds`) is taken from
