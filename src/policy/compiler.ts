@@ -74,8 +74,12 @@ function newAjv(clock: RegexClock): Ajv2020 {
     schemaType: 'string',
     metaSchema: { type: 'string', pattern: VERSION_PATTERN },
     errors: false,
-    validate: function minPodSecurityVersion(this: VersionContext | undefined, schema: string): boolean {
-      return (this?.podSecurityVersion ?? LATEST) >= Number(schema.slice(3));
+    // The version is read from the schema once, at compile time: the check runs for every rule and request.
+    compile: (schema: string) => {
+      const min = Number(schema.slice(3));
+      return function minPodSecurityVersion(this: VersionContext | undefined): boolean {
+        return (this?.podSecurityVersion ?? LATEST) >= min;
+      };
     },
   });
   return ajv;
@@ -166,8 +170,10 @@ export class SchemaCompiler {
       return { ok: false, error: `validate.schema: compilation failed: ${e instanceof Error ? e.message : String(e)}` };
     }
     const clock = this.#clock;
+    // One context per validator, set before each call: validation is synchronous, and ajv passes the same `this` down every $ref.
+    const context: { podSecurityVersion: number } = { podSecurityVersion: LATEST };
     const validate: Validator = (value, pathPrefix = '', podSecurityVersion = LATEST, deadline) => {
-      const context: VersionContext = { podSecurityVersion };
+      context.podSecurityVersion = podSecurityVersion;
       let ok: boolean;
       if (deadline === undefined) ok = fn.call(context, value) as boolean;
       else {

@@ -25,6 +25,7 @@
  * is a compile error naming the construct.
  */
 import { RE2JS } from 're2js';
+import { requiredSubstring } from './regex-required.ts';
 
 /**
  * 2,000 instructions: a DNS-1123 subdomain pattern compiles to 22, the
@@ -217,6 +218,12 @@ function literalMatcher(pattern: string): ((input: string) => boolean) | undefin
   return (input) => input.includes(literal);
 }
 
+/** RE2's test, answered "no" without running when the input lacks what every match contains (regex-required.ts). */
+function prefiltered(re: RE2JS, required: string | undefined): (input: string) => boolean {
+  if (required === undefined) return (input) => re.test(input);
+  return (input) => input.includes(required) && re.test(input);
+}
+
 /**
  * Compiles a pattern with RE2 semantics. Throws a RegexLimitError whose
  * message says what is wrong (syntax, an unsupported construct, or a program
@@ -224,8 +231,9 @@ function literalMatcher(pattern: string): ((input: string) => boolean) | undefin
  */
 export function compileLinear(pattern: string, options: CompileOptions = {}): LinearRegExp {
   let re: RE2JS;
+  const syntax = options.ecmaEscapes === false ? pattern : translateEcmaEscapes(pattern);
   try {
-    re = RE2JS.compile(options.ecmaEscapes === false ? pattern : translateEcmaEscapes(pattern));
+    re = RE2JS.compile(syntax);
   } catch (err) {
     throw new RegexLimitError(`regular expression /${shorten(pattern)}/ is not valid: ${explain(pattern, err instanceof Error ? err.message : String(err))}`);
   }
@@ -237,7 +245,7 @@ export function compileLinear(pattern: string, options: CompileOptions = {}): Li
   }
   const key = `re2:/${pattern}/`;
   const clock = options.clock;
-  const match = literalMatcher(pattern) ?? ((input: string): boolean => re.test(input));
+  const match = literalMatcher(pattern) ?? prefiltered(re, requiredSubstring(syntax));
   // One unit per instruction per character: RE2's worst case, checked
   // before running so an over-budget search costs nothing.
   const admit = (characters: number, total: number, inputLength: number): void => {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { RE2JS } from 're2js';
+import { requiredSubstring } from '../../src/policy/regex-required.ts';
 import { compileLinear, MAX_PROGRAM_SIZE, MAX_TEST_COST, newRegexClock, RegexLimitError, withDeadline } from '../../src/policy/index.ts';
 
 describe('compileLinear', () => {
@@ -20,6 +21,49 @@ describe('compileLinear', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+
+  it('a pattern with a required literal answers exactly like RE2, with and without it in the input', () => {
+    // Atoms of every kind the prefilter reads (regex-required.ts), so that a
+    // wrong "required" run (a literal inside an optional or alternated part)
+    // shows as a missed match.
+    const atom = fc.oneof(
+      fc.constantFrom('a', 'b', ':', '@', '/', '-', 'é', '😀', '{', '}'),
+      fc.constantFrom('\\.', '\\d', '\\w', '\\b', '\\/', '\\{', '\\|', '\\x{61}', '\\pL', '\\Qa|b\\E'),
+      fc.constantFrom('[ab]', '[^:]', '[]a]', '[a\\]]', '[[:alpha:]]', '.', '^', '$'),
+      fc.constantFrom('(a|b)', '(?:ab)?', '(a(b))', '(?i:a)', '(?i)', '(?P<n>a)', '(:|@)', '([)])'),
+    );
+    const quantifier = fc.constantFrom('', '', '', '*', '+', '?', '{2}', '{0,2}', '{1,}', '+?', '*?', '{0}');
+    const pattern = fc.array(fc.tuple(atom, quantifier), { maxLength: 6 }).chain((parts) =>
+      fc.constantFrom('', '|a', '|', 'b|').map((alt) => parts.map(([a, q]) => a + q).join('') + alt),
+    );
+    const input = fc.array(fc.constantFrom('a', 'b', 'A', ':', '@', '/', '-', 'é', '😀', '.', '{', '}', '|', '1', ' '), { maxLength: 12 }).map((a) => a.join(''));
+    let compared = 0;
+    fc.assert(
+      fc.property(pattern, input, (p, s) => {
+        let expected: boolean;
+        try {
+          expected = RE2JS.compile(p).test(s);
+        } catch {
+          return; // not a pattern RE2 accepts
+        }
+        compared++;
+        assert.equal(compileLinear(p, { ecmaEscapes: false }).test(s), expected, `/${p}/ on ${JSON.stringify(s)}`);
+      }),
+      { numRuns: 5000 },
+    );
+    assert.ok(compared > 2500, `only ${compared} generated patterns compiled`);
+  });
+
+  it('finds the literal every match needs, and none where a match can do without', () => {
+    assert.equal(requiredSubstring('@[A-Za-z][A-Za-z0-9]*:[0-9A-Fa-f]{32,}$'), '@');
+    assert.equal(requiredSubstring(':[^/:@]+$'), ':');
+    assert.equal(requiredSubstring('^[a-z]+\\.kubernetes\\.io/'), '.kubernetes.io/');
+    assert.equal(requiredSubstring('ab+c'), 'ab');
+    assert.equal(requiredSubstring('x?abc'), 'abc');
+    for (const none of ['a|b', '(?i)abc', 'a*', 'a{0,3}', '[abc]', '(abc)', '\\x{61}bc', '']) {
+      assert.equal(requiredSubstring(none), undefined, none);
+    }
   });
 
   it('keys ajv caches by are distinct per pattern', () => {
