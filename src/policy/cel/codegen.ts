@@ -48,6 +48,7 @@ import { asNode, IDENT, str, Unsupported, type Generator as GeneratorApi, type N
 
 export { Unsupported, type Node };
 
+/** One expression as generated code (or the fallback) runs it: context and meter in, value out (throws on an error). */
 export type Exec = (ctx: Record<string, unknown>, m: Meter) => unknown;
 
 export interface Generated {

@@ -17,7 +17,7 @@ import { compile, type CompileError, type Program } from './compile.ts';
 import { celContext, classify, newBudget, PER_CALL_COST_LIMIT, type Activation, type Budget, type EvalResult } from './engine.ts';
 import type { Meter } from './meter.ts';
 import { bindVariables, compileVariables, type Variables } from './variables.ts';
-import { compositionCheck, type CompositionCheck } from './composition-check.ts';
+import { compositionCheck, PASSED, type CheckStop, type CompositionCheck } from './composition-check.ts';
 
 export interface NamedExpression {
   name: string;
@@ -58,8 +58,10 @@ export interface Composition {
   readonly vars: Variables | undefined;
   /** @internal the context the expressions run on when there are variables (refilled by each evaluation, see contextOf). */
   readonly context: Record<string, unknown> | undefined;
-  /** @internal the rule path's pass check (composition-check.ts). */
-  readonly check: CompositionCheck;
+  /** @internal the rule path's pass check (composition-check.ts); undefined: the general loop only (the tests compare with it). */
+  readonly check: CompositionCheck | undefined;
+  /** @internal where the check stopped (reused by each evaluation, as `context`). */
+  readonly stop: CheckStop;
 }
 
 export type CompositionResult = Composition | { ok: false; errors: FieldCompileError[] };
@@ -111,7 +113,8 @@ export function compileComposition(spec: CompositionSpec): CompositionResult {
     vars.state.context = context;
   }
   const check = compositionCheck([...matchConditions, ...validations].map((e) => e.program.exec), PER_CALL_COST_LIMIT);
-  return Object.freeze({ ok: true as const, matchConditions, variables, validations, vars, context, check });
+  const stop: CheckStop = { thrown: false, value: undefined };
+  return Object.freeze({ ok: true as const, matchConditions, variables, validations, vars, context, check, stop });
 }
 
 /** One validation's outcome. */
@@ -152,13 +155,34 @@ function test(program: Program, context: Record<string, unknown>, meter: Meter, 
   try {
     value = program.exec(context, meter);
   } catch (e) {
-    return classify(program, meter, budget, PER_CALL_COST_LIMIT, undefined, e ?? new Error(String(e)), false);
+    return thrown(program, meter, budget, e);
   }
+  return gave(program, value, meter, budget);
+}
+
+/** `test`'s result of an expression that gave `value` on `meter`. */
+function gave(program: Program, value: unknown, meter: Meter, budget: Budget): boolean | EvalResult {
   if (typeof value === 'boolean' && meter.used <= meter.limit) {
     budget.remaining -= meter.used;
     return value;
   }
   return classify(program, meter, budget, PER_CALL_COST_LIMIT, value, undefined, false);
+}
+
+/** `test`'s result of an expression that threw `e` on `meter`. */
+function thrown(program: Program, meter: Meter, budget: Budget, e: unknown): EvalResult {
+  return classify(program, meter, budget, PER_CALL_COST_LIMIT, undefined, e ?? new Error(String(e)), false);
+}
+
+/** `test`'s result of the expression the check stopped at (its meter as the check left it). */
+function stoppedAt(c: Composition, index: number, meter: Meter, budget: Budget): boolean | EvalResult {
+  const mcs = c.matchConditions;
+  const program = (index < mcs.length ? (mcs[index] as { program: Program }) : (c.validations[index - mcs.length] as CompiledValidation)).program;
+  const { stop } = c;
+  const value = stop.value;
+  // Not kept past this evaluation.
+  stop.value = undefined;
+  return stop.thrown ? thrown(program, meter, budget, value) : gave(program, value, meter, budget);
 }
 
 const NO_OUTCOMES: readonly ValidationOutcome[] = Object.freeze([]);
@@ -213,21 +237,29 @@ function failedMessage(v: CompiledValidation, context: Record<string, unknown>, 
 function run(c: Composition, shared: Record<string, unknown>, budget: Budget, passes: boolean): CompositionOutcome | undefined {
   // One meter per request, reset for each expression (evaluation is synchronous).
   const meter: Meter = (budget.meter ??= { used: 0, limit: 0 });
-  if (!passes) {
-    // Most rules pass: the composition's check says so with no general loop
-    // (composition-check.ts); otherwise the budget is restored and the
-    // general loop runs from the start (the variables reset by contextOf).
-    const before = budget.remaining;
-    if (c.check(contextOf(c, shared, meter, budget), meter, budget)) return undefined;
-    budget.remaining = before;
-  }
   const context = contextOf(c, shared, meter, budget);
   let cost = 0;
+  // The expression to start from (the matchConditions, then the validations), and its result when the check gave it.
+  let from = 0;
+  let first: boolean | EvalResult | undefined;
+  if (!passes && c.check !== undefined) {
+    // Most rules pass: the composition's check says so with no general loop
+    // (composition-check.ts); otherwise the general loop goes on from the
+    // expression the check stopped at, with its result: the expressions
+    // before it gave true, and their cost is debited.
+    const before = budget.remaining;
+    from = c.check(context, meter, budget, c.stop);
+    if (from === PASSED) return undefined;
+    cost = before - budget.remaining;
+    first = stoppedAt(c, from, meter, budget);
+  }
   const mcs = c.matchConditions;
-  if (mcs.length > 0) {
+  if (from < mcs.length) {
     let conditionError: { condition: string; message: string; kind: 'runtime' | 'cost' } | undefined;
-    for (const mc of mcs) {
-      const r = test(mc.program, context, meter, budget);
+    for (let i = from; i < mcs.length; i++) {
+      const mc = mcs[i] as { name: string; program: Program };
+      const r = first ?? test(mc.program, context, meter, budget);
+      first = undefined;
       cost += Math.min(meter.used, meter.limit + 1);
       if (r === false) return { matched: false, condition: mc.name, cost };
       if (r === true) continue;
@@ -240,9 +272,10 @@ function run(c: Composition, shared: Record<string, unknown>, budget: Budget, pa
   }
   let validations: ValidationOutcome[] | undefined;
   const vs = c.validations;
-  for (let index = 0; index < vs.length; index++) {
+  for (let index = from < mcs.length ? 0 : from - mcs.length; index < vs.length; index++) {
     const v = vs[index] as CompiledValidation;
-    const r = test(v.program, context, meter, budget);
+    const r = first ?? test(v.program, context, meter, budget);
+    first = undefined;
     cost += meter.used <= meter.limit ? meter.used : meter.limit + 1;
     if (r === true) {
       if (passes) (validations ??= []).push({ index, result: 'pass' });

@@ -43,3 +43,5 @@ export {
 } from './composition.ts';
 export { fromCel, toCel } from './values.ts';
 export { celValuesOnly } from './values-marks.ts';
+export type { Exec } from './codegen.ts';
+export { meteredStep } from './metered-step.ts';

@@ -7,7 +7,13 @@
  * error, a cost limit) the check answers false and the general evaluation
  * runs from the start, so every reported result, message and cost is the
  * general path's. CEL is deterministic and pure, so running an expression
- * twice changes nothing but time.
+ * twice changes nothing but time. (A composition's check hands the general
+ * loop where it stopped, composition-check.ts; this one does not: its
+ * variables are locals of the generated function that run.ts's resolver
+ * cannot take over, and the expression it stopped at would have to be
+ * classified as the engine's `run` does, past the engine seam, since
+ * running it again after the variables it read were charged and kept
+ * could give another cost near the end of the budget.)
  *
  * Why generated: the general path calls every expression through one call
  * site (the engine's `run`), megamorphic across the library's expressions,
@@ -16,7 +22,8 @@
  * is a local slot of the policy's function, computed lazily once.
  *
  * The cost accounting is the general path's, step for step (run.ts's
- * Evaluation, cel-adapter.ts's run): each expression has the per-call limit
+ * Evaluation, cel-adapter.ts's run), each call one metered step
+ * (src/policy/cel/metered-step.ts): each expression has the per-call limit
  * min(PER_CALL_COST_LIMIT, remaining budget); a variable runs on its own
  * meter and is charged to the evaluation's budget, not to its reader; a
  * variable shared by the policies of a request (`sharedIds`) is taken from
@@ -28,12 +35,10 @@
  *
  * Pure: no I/O.
  */
+import { meteredStep, type Exec } from '../cel/index.ts';
 import { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type PassCheck } from './engine.ts';
 
 export type { PassCheck };
-
-/** One expression as the engine runs it: context and meter in, value out (throws on an error). */
-export type Exec = (ctx: Record<string, unknown>, meter: { used: number; limit: number }) => unknown;
 
 export interface PassCheckSpec {
   /** The variables in order, each name with its expression. */
@@ -74,11 +79,8 @@ const known = S[id];
 if (known !== undefined && rem >= known.cost) { rem -= known.cost; return known.outcome.value; }
 }
 const before = rem;
-m${i}.used = 0; m${i}.limit = rem < PER ? rem : PER;
 let value;
-try { value = V${i}(ctx, m${i}); } catch (e) { bail = true; throw BAIL; }
-if (m${i}.used > m${i}.limit) { bail = true; throw BAIL; }
-rem = rem > m${i}.used ? rem - m${i}.used : 0;
+${meteredStep({ call: `V${i}`, meter: `m${i}`, into: 'value', budget: 'rem', mustBeTrue: false, onThrow: 'bail = true; throw BAIL;', onReject: 'bail = true; throw BAIL;' })}
 if (id >= 0 && S !== undefined) S[id] = { outcome: { ok: true, value }, cost: before - rem };
 return value;
 }
@@ -95,10 +97,7 @@ function g${i}() { if (v${i} !== U) return v${i}; if (bail) throw BAIL; return (
     // Each condition from its own call site: true within its limit, or the general path runs.
     range(
       spec.conditions.length,
-      (i) => `m.used = 0; m.limit = rem < PER ? rem : PER;
-try { r = C${i}(ctx, m); } catch (e) { return false; }
-if (r !== true || bail || m.used > m.limit) return false;
-rem = rem > m.used ? rem - m.used : 0;`,
+      (i) => meteredStep({ call: `C${i}`, meter: 'm', into: 'r', budget: 'rem', mustBeTrue: true, alsoRejects: 'bail', onThrow: 'return false;', onReject: 'return false;' }),
     ),
     'return true;',
     '};',
