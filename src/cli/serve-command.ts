@@ -41,10 +41,12 @@ function usage(io: CommandIO, title: string, problems: readonly string[]): numbe
 }
 
 async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
+  survivingLogLoss(io);
   const root = createLogger({ level: config.logLevel, destination: io.stdout as unknown as DestinationStream, base: { pod: config.podName } });
   const log = componentLogger(root, 'serve');
   const graceful = new AbortController();
   const force = new AbortController();
+  let deadline: NodeJS.Timeout | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (graceful.signal.aborted) {
       log.warn({ [LogKey.signal]: signal }, 'second signal: exiting now');
@@ -55,8 +57,10 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     graceful.abort();
     // The grace period bounds the shutdown, whatever still holds the process
     // (a write the API server never answers, a stuck close): past it and the
-    // time to flush the logs, exit without waiting for anything.
-    setTimeout(() => {
+    // time to flush the logs, exit without waiting for anything. The Manager
+    // bounds its own part by the grace period, so this fires only when the run
+    // does not return (what runs after the Manager: closing the replica).
+    deadline ??= setTimeout(() => {
       log.error({ [LogKey.graceMs]: config.shutdownGracePeriod }, 'shutdown outlived the grace period: exiting now');
       process.exit(EXIT_FAILURE);
     }, config.shutdownGracePeriod + EXIT_FLUSH_MS).unref();
@@ -88,7 +92,9 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     });
     if (graceful.signal.aborted) {
       // Safety net: a runnable abandoned after the grace period may still hold
-      // a socket open; leave a moment for logs to flush, then exit regardless.
+      // a socket open; leave a moment for logs to flush, then exit regardless,
+      // with the run's code (it logged why), not the deadline's.
+      clearTimeout(deadline);
       setTimeout(() => process.exit(code), EXIT_FLUSH_MS).unref();
     }
     return code;
@@ -97,6 +103,24 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     process.off('SIGTERM', onSignal);
     process.off('disconnect', onParentGone);
   }
+}
+
+/**
+ * The reader of stdout (the log) may go away, a closed pipe: a write then
+ * fails with EPIPE, emitted as an 'error' event that, unhandled, would crash
+ * the replica with a stack trace, while serving or in its shutdown, and turn
+ * its exit code into the logging failure's. Admission does not depend on
+ * the log: the replica goes on without it and says so once on stderr.
+ */
+function survivingLogLoss(io: CommandIO): void {
+  let said = false;
+  io.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (said) return;
+    said = true;
+    io.stderr.write(`portal serve: cannot write the log to stdout (${err.code ?? err.message}): the log is lost from now on; the replica goes on\n`);
+  });
+  // Both ends gone: nowhere left to say anything.
+  io.stderr.on('error', () => {});
 }
 
 /** Time for stdout to drain before a forced exit after shutdown. */
