@@ -46,7 +46,7 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
   const log = componentLogger(root, 'serve');
   const graceful = new AbortController();
   const force = new AbortController();
-  let deadline: NodeJS.Timeout | undefined;
+  let deadline: { at: number; timer: NodeJS.Timeout } | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (graceful.signal.aborted) {
       log.warn({ [LogKey.signal]: signal }, 'second signal: exiting now');
@@ -60,10 +60,11 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     // time to flush the logs, exit without waiting for anything. The Manager
     // bounds its own part by the grace period, so this fires only when the run
     // does not return (what runs after the Manager: closing the replica).
-    deadline ??= setTimeout(() => {
+    const timer = setTimeout(() => {
       log.error({ [LogKey.graceMs]: config.shutdownGracePeriod }, 'shutdown outlived the grace period: exiting now');
       process.exit(EXIT_FAILURE);
     }, config.shutdownGracePeriod + EXIT_FLUSH_MS).unref();
+    deadline = { at: Date.now() + config.shutdownGracePeriod + EXIT_FLUSH_MS, timer };
   };
   // Started by `portal dev` with an IPC channel: when dev dies, even by
   // SIGKILL, the channel closes and this replica shuts down like on SIGTERM,
@@ -93,9 +94,11 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     if (graceful.signal.aborted) {
       // Safety net: a runnable abandoned after the grace period may still hold
       // a socket open; leave a moment for logs to flush, then exit regardless,
-      // with the run's code (it logged why), not the deadline's.
-      clearTimeout(deadline);
-      setTimeout(() => process.exit(code), EXIT_FLUSH_MS).unref();
+      // with the run's code (it logged why), not the deadline's; one timer
+      // (no race between two exits), and never later than the deadline.
+      clearTimeout(deadline?.timer);
+      const flush = Math.max(0, Math.min(EXIT_FLUSH_MS, (deadline?.at ?? Infinity) - Date.now()));
+      setTimeout(() => process.exit(code), flush).unref();
     }
     return code;
   } finally {
