@@ -5,6 +5,7 @@
  * explains a port that cannot be bound.
  */
 import type { ServeConfig } from '../config/options.ts';
+import type { ShutdownOutcome } from '../manager/manager.ts';
 import { buildReplica, ListenError } from '../manager/replica.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
@@ -41,7 +42,7 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
       o.failure?.(err instanceof ListenError ? listenFailure(err.cause, err.flag, o.config) : (err as Error).message);
       return EXIT_FAILURE;
     }
-    let outcome;
+    let outcome: ShutdownOutcome;
     try {
       outcome = await replica.start(o.signal, { force: o.force });
     } catch (err) {
