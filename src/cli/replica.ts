@@ -5,6 +5,7 @@
  * explains a port that cannot be bound.
  */
 import type { ServeConfig } from '../config/options.ts';
+import type { ShutdownOutcome } from '../manager/manager.ts';
 import { buildReplica, ListenError } from '../manager/replica.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
@@ -41,15 +42,21 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
       o.failure?.(err instanceof ListenError ? listenFailure(err.cause, err.flag, o.config) : (err as Error).message);
       return EXIT_FAILURE;
     }
+    let outcome: ShutdownOutcome;
     try {
-      await replica.start(o.signal, { force: o.force });
+      outcome = await replica.start(o.signal, { force: o.force });
     } catch (err) {
       log.error({ [LogKey.error]: toError(err) }, 'stopped after a failure');
       return EXIT_FAILURE;
     }
-    // The Manager logs a shutdown that outlived the grace period itself; the
-    // CLI's exit safety net (serve-command) covers handles it abandoned.
-    if (o.force.aborted) return EXIT_FAILURE;
+    if (outcome === 'forced' || o.force.aborted) return EXIT_FAILURE;
+    if (outcome === 'timed-out') {
+      // The Manager named the group it abandoned; what that group still holds
+      // (a request in flight, a worker) would keep the process alive: the
+      // CLI's exit safety net (serve-command) exits after the logs flushed.
+      log.error({ [LogKey.graceMs]: o.config.shutdownGracePeriod }, 'shutdown outlived the grace period: exiting without waiting for the work still running');
+      return EXIT_FAILURE;
+    }
     log.info('stopped');
     return EXIT_OK;
   } finally {

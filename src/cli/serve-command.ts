@@ -41,10 +41,12 @@ function usage(io: CommandIO, title: string, problems: readonly string[]): numbe
 }
 
 async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
+  survivingLogLoss(io);
   const root = createLogger({ level: config.logLevel, destination: io.stdout as unknown as DestinationStream, base: { pod: config.podName } });
   const log = componentLogger(root, 'serve');
   const graceful = new AbortController();
   const force = new AbortController();
+  let deadline: { at: number; timer: NodeJS.Timeout } | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (graceful.signal.aborted) {
       log.warn({ [LogKey.signal]: signal }, 'second signal: exiting now');
@@ -55,11 +57,14 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     graceful.abort();
     // The grace period bounds the shutdown, whatever still holds the process
     // (a write the API server never answers, a stuck close): past it and the
-    // time to flush the logs, exit without waiting for anything.
-    setTimeout(() => {
+    // time to flush the logs, exit without waiting for anything. The Manager
+    // bounds its own part by the grace period, so this fires only when the run
+    // does not return (what runs after the Manager: closing the replica).
+    const timer = setTimeout(() => {
       log.error({ [LogKey.graceMs]: config.shutdownGracePeriod }, 'shutdown outlived the grace period: exiting now');
       process.exit(EXIT_FAILURE);
     }, config.shutdownGracePeriod + EXIT_FLUSH_MS).unref();
+    deadline = { at: Date.now() + config.shutdownGracePeriod + EXIT_FLUSH_MS, timer };
   };
   // Started by `portal dev` with an IPC channel: when dev dies, even by
   // SIGKILL, the channel closes and this replica shuts down like on SIGTERM,
@@ -88,8 +93,12 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     });
     if (graceful.signal.aborted) {
       // Safety net: a runnable abandoned after the grace period may still hold
-      // a socket open; leave a moment for logs to flush, then exit regardless.
-      setTimeout(() => process.exit(code), EXIT_FLUSH_MS).unref();
+      // a socket open; leave a moment for logs to flush, then exit regardless,
+      // with the run's code (it logged why), not the deadline's; one timer
+      // (no race between two exits), and never later than the deadline.
+      clearTimeout(deadline?.timer);
+      const flush = Math.max(0, Math.min(EXIT_FLUSH_MS, (deadline?.at ?? Infinity) - Date.now()));
+      setTimeout(() => process.exit(code), flush).unref();
     }
     return code;
   } finally {
@@ -97,6 +106,24 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     process.off('SIGTERM', onSignal);
     process.off('disconnect', onParentGone);
   }
+}
+
+/**
+ * The reader of stdout (the log) may go away, a closed pipe: a write then
+ * fails with EPIPE, emitted as an 'error' event that, unhandled, would crash
+ * the replica with a stack trace, while serving or in its shutdown, and turn
+ * its exit code into the logging failure's. Admission does not depend on
+ * the log: the replica goes on without it and says so once on stderr.
+ */
+function survivingLogLoss(io: CommandIO): void {
+  let said = false;
+  io.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (said) return;
+    said = true;
+    io.stderr.write(`portal serve: cannot write the log to stdout (${err.code ?? err.message}): the log is lost from now on; the replica goes on\n`);
+  });
+  // Both ends gone: nowhere left to say anything.
+  io.stderr.on('error', () => {});
 }
 
 /** Time for stdout to drain before a forced exit after shutdown. */

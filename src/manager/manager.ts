@@ -54,6 +54,13 @@ async function within(work: Promise<unknown>, ms: number, force?: AbortSignal): 
   }
 }
 
+/**
+ * How a Manager's shutdown ended: every runnable stopped within the grace
+ * period; the grace period passed first (the runnables still running are
+ * abandoned: what they hold may keep the process alive); or `force` aborted.
+ */
+export type ShutdownOutcome = 'stopped' | 'timed-out' | 'forced';
+
 interface Running {
   controller: AbortController;
   done: Promise<void>[];
@@ -112,14 +119,15 @@ export class Manager {
   /**
    * Runs until `signal` aborts (or a runnable fails under `onRunnableFailure:
    * "stop"`), then stops everything in reverse order. `force` aborting during
-   * that shutdown (a second SIGTERM) stops waiting at once. Rejects only when
-   * a runnable failure stopped the manager.
+   * that shutdown (a second SIGTERM) stops waiting at once. Resolves to how
+   * the shutdown ended; rejects only when a runnable failure stopped the manager.
    */
-  async start(signal: AbortSignal, options: { force?: AbortSignal } = {}): Promise<void> {
+  async start(signal: AbortSignal, options: { force?: AbortSignal } = {}): Promise<ShutdownOutcome> {
     if (this.#started) throw new PortalError(ErrorCode.Internal, 'manager started twice');
     this.#started = true;
     const stop = AbortSignal.any([signal, this.#failure.signal]);
     const running: Array<[string, Running]> = [];
+    let outcome: ShutdownOutcome;
     try {
       for (const group of GROUPS) {
         if (stop.aborted) break;
@@ -147,30 +155,42 @@ export class Manager {
       if (!stop.aborted) throw err;
     } finally {
       this.#startupComplete = false;
-      await this.#shutdown(running, options.force);
+      outcome = await this.#shutdown(running, options.force);
     }
     if (this.#failedWith !== undefined) {
       throw new PortalError(ErrorCode.Internal, `manager stopped after a runnable failed: ${(this.#failedWith as Error).message ?? String(this.#failedWith)}`, {
         cause: this.#failedWith,
       });
     }
+    return outcome;
   }
 
-  async #shutdown(running: Array<[string, Running]>, force: AbortSignal | undefined): Promise<void> {
+  async #shutdown(running: Array<[string, Running]>, force: AbortSignal | undefined): Promise<ShutdownOutcome> {
     this.#logger.info({ [LogKey.graceMs]: this.#config.gracefulShutdownMs }, 'shutting down');
+    // The group being waited for: what an operator needs to know when the grace period passes.
+    let stopping = 'leader';
     const stopAll = async () => {
       // The leader group first (LostLeadership also stops it, but the
       // election may be stuck releasing), then each group in reverse.
       await this.#stopLeading();
       for (const [name, r] of [...running].reverse()) {
+        stopping = name;
         r.controller.abort();
         await Promise.all(r.done);
         this.#logger.debug({ [LogKey.group]: name }, 'group stopped');
       }
     };
     const finished = await within(stopAll(), this.#config.gracefulShutdownMs, force);
-    if (finished) this.#logger.info('manager stopped');
-    else this.#logger.warn(force?.aborted ? 'forced stop: not waiting for runnables' : 'graceful shutdown timed out; abandoning runnables still running');
+    if (finished) {
+      this.#logger.info('manager stopped');
+      return 'stopped';
+    }
+    if (force?.aborted) {
+      this.#logger.warn({ [LogKey.group]: stopping }, 'forced stop: not waiting for runnables');
+      return 'forced';
+    }
+    this.#logger.warn({ [LogKey.group]: stopping, [LogKey.graceMs]: this.#config.gracefulShutdownMs }, 'graceful shutdown timed out; abandoning runnables still running');
+    return 'timed-out';
   }
 
   /** Each group has its own controller (not tied to the stop signal) so shutdown can go group by group. */

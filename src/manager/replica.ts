@@ -39,7 +39,7 @@ import { createAdmissionMetrics, registerCelFallbacks, registerRulesNotReady } f
 import { PER_CALL_COST_LIMIT, type RuleSet } from '../policy/index.ts';
 import { clusterMode } from './cluster-mode.ts';
 import { fileMode } from './file-mode.ts';
-import { Manager } from './manager.ts';
+import { Manager, type ShutdownOutcome } from './manager.ts';
 import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
 import type { Runnable } from './runnable.ts';
 import { toError } from '../observability/errors.ts';
@@ -56,8 +56,8 @@ export interface Replica {
   readonly registry: Registry;
   /** Binds probes, then the webhook. Rejects with the listen error (`flag` says which port). */
   listen(): Promise<{ probes: string; webhook: string }>;
-  /** Runs the Manager until `signal` aborts (see Manager.start). */
-  start(signal: AbortSignal, options?: { force?: AbortSignal }): Promise<void>;
+  /** Runs the Manager until `signal` aborts; resolves to how its shutdown ended (see Manager.start). */
+  start(signal: AbortSignal, options?: { force?: AbortSignal }): Promise<ShutdownOutcome>;
   /** Idempotent. */
   close(): Promise<void>;
 }
@@ -224,7 +224,7 @@ function replicaOf({ config, log, mode, manager, registry, probes, webhook, eval
     },
     async start(signal, options = {}) {
       started = true;
-      await manager.start(signal, options);
+      return manager.start(signal, options);
     },
     close() {
       closed ??= (async () => {

@@ -118,7 +118,7 @@ function stubborn() {
   return { runnable, ...events };
 }
 
-test('shutdown is bounded by the grace period, and a second stop is immediate', async () => {
+test('shutdown is bounded by the grace period, a second stop is immediate, and start() says which ended it', async () => {
   const s1 = stubborn();
   const m1 = new Manager({ gracefulShutdownMs: 200 }, { logger: silentLogger() });
   m1.add(s1.runnable);
@@ -127,7 +127,8 @@ test('shutdown is bounded by the grace period, and a second stop is immediate', 
   await s1.started;
   let t0 = performance.now();
   c1.abort();
-  await done1;
+  // The caller (portal serve) learns the grace period passed: it exits 1 saying so.
+  assert.equal(await done1, 'timed-out');
   const graceful = performance.now() - t0;
   assert.ok(graceful >= 190 && graceful < 600, `took ${graceful}ms`);
 
@@ -143,8 +144,18 @@ test('shutdown is bounded by the grace period, and a second stop is immediate', 
   // The graceful shutdown is under way (the runnable was asked to stop) when the second stop comes.
   await s2.askedToStop;
   force.abort();
-  await done2;
+  assert.equal(await done2, 'forced');
   assert.ok(performance.now() - t0 < 300);
+
+  const log: string[] = [];
+  const m3 = new Manager({ gracefulShutdownMs: 10_000 }, { logger: silentLogger() });
+  m3.add(recorder(log, 'a'));
+  const c3 = new AbortController();
+  const done3 = m3.start(c3.signal);
+  await until('a started', 5000, () => (log.includes('start:a') ? true : undefined));
+  c3.abort();
+  assert.equal(await done3, 'stopped');
+  assert.deepEqual(log, ['start:a', 'stop:a']);
 });
 
 test('leadership moves between two managers; leader-only work follows the term, the webhook never stops', async (t) => {
