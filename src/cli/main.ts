@@ -23,8 +23,38 @@ Commands:
 Run 'portal <command> --help' for the flags of a command.
 `;
 
+/**
+ * Whether writing to stdout or stderr failed for a reason other than the
+ * reader going away: the output is then incomplete, so the exit code says
+ * so (1) whatever the command's own was.
+ */
+let outputFailed = false;
+
+/**
+ * A reader that goes away (`portal test … | head`) closes the pipe: the
+ * next write fails with EPIPE, an 'error' event that, unhandled, crashed
+ * with a stack trace and exit 1. The reader wanted no more output; the
+ * command finishes and exits with its own code (its verdict), as `head`'s
+ * users expect. Any other write error (a full disk) is said once on stderr
+ * and fails the run. `serve` handles its own (serve-command.ts: its log is
+ * lost, admission goes on).
+ */
+function survivingReaderLoss(stream: NodeJS.WriteStream, name: string): void {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE' || outputFailed) return;
+    outputFailed = true;
+    // The error may come after the command returned its code (writes are asynchronous).
+    process.exitCode = 1;
+    if (stream !== process.stderr) process.stderr.write(`portal: cannot write to ${name} (${err.code ?? err.message}): the output is incomplete\n`);
+  });
+}
+
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name !== 'serve') {
+    survivingReaderLoss(process.stdout, 'standard output');
+    survivingReaderLoss(process.stderr, 'standard error');
+  }
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(USAGE);
     return name === undefined ? EXIT_USAGE : 0;
@@ -52,7 +82,7 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => {
-    process.exitCode = code;
+    process.exitCode = outputFailed ? 1 : code;
   },
   (err: unknown) => {
     process.stderr.write(`portal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
