@@ -4,8 +4,8 @@
  * `kubernetes.io/` in `^[a-z]+\.kubernetes\.io/`). re2.ts answers "no match"
  * with one `includes` when the input lacks it, instead of a run of re2js
  * (a fixed cost of ~0.3 µs per call, several calls per container and
- * request with the shipped image-tag rule). This is RE2's own "required
- * literal" prefilter, in the conservative form below.
+ * request with the shipped image-tag rule). The idea of RE2's prefilters
+ * (the atoms every match needs), in the conservative form below.
  *
  * Only the top level of the pattern is read: a group or a class is a
  * non-literal atom (its content is not looked into), and a pattern with a
