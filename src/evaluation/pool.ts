@@ -47,7 +47,6 @@ import { startThreads } from './threads.ts';
 import { unpackReview } from './packed-review.ts';
 import { epochNow, SLOT_BYTES, type TaskOutcomes, type TaskResults, type WorkerData } from './protocol.ts';
 
-
 type What = () => Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
 
 type TaskBody = { kind: 'review'; body: string } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };

@@ -22,7 +22,6 @@ const MAX_MESSAGE_LENGTH = 5 * 1024;
 const MAX_AUDIT_VALUE_LENGTH = 10 * 1024;
 export const COST_BUDGET_MESSAGE = 'validation failed due to running out of cost budget, no further validation rules will be run';
 
-
 /** The base of every evaluation of one request. */
 export interface RequestInput {
   object: unknown;
