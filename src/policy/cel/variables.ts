@@ -63,9 +63,23 @@ export function compileVariables(variables: readonly { name: string; program: Pr
  * `base` is the request's shared context (key of the shared values).
  */
 export function startFrame(vars: Variables, context: Record<string, unknown>, base: object, meter: Meter, budget: Budget): void {
-  const frame = newFrame(vars.defs, vars.unset.slice(), context, meter, sharedValues(base, budget));
+  const frame = newFrame(vars.defs, unsetValues(vars.unset), context, meter, sharedValues(base, budget));
   context['frame'] = frame;
   if (vars.readByObject) vars.current.frame = frame;
+}
+
+/** A fresh copy of `template` (all UNSET): small ones as literals, which optimised code allocates inline (slice() is a builtin call). */
+function unsetValues(template: readonly unknown[]): unknown[] {
+  switch (template.length) {
+    case 1:
+      return [UNSET];
+    case 2:
+      return [UNSET, UNSET];
+    case 3:
+      return [UNSET, UNSET, UNSET];
+    default:
+      return template.slice();
+  }
 }
 
 /** The request's shared values for one context (the last one looked up is kept at hand: most rules of a request share it). */
