@@ -107,7 +107,12 @@ export function compileComposition(spec: CompositionSpec): CompositionResult {
   if (errors.length > 0) return { ok: false, errors };
   const programs = [...variables, ...matchConditions, ...validations.flatMap((v) => (v.messageProgram ? [v, { program: v.messageProgram }] : [v]))].map((e) => e.program);
   const vars = variables.length > 0 ? compileVariables(variables, programs.some((p) => p.readsVariablesObject)) : undefined;
-  const check = compositionCheck([...matchConditions, ...validations].map((e) => e.program.exec), PER_CALL_COST_LIMIT);
+  const checked = [...matchConditions, ...validations].map((e) => e.program);
+  const check = compositionCheck(
+    checked.map((p) => p.exec),
+    checked.map((p) => p.expression),
+    PER_CALL_COST_LIMIT,
+  );
   const stop: CheckStop = { thrown: false, value: undefined };
   return Object.freeze({ ok: true as const, matchConditions, variables, validations, vars, check, stop });
 }
