@@ -8,6 +8,7 @@ import type { ServeConfig } from '../config/options.ts';
 import type { ShutdownOutcome } from '../manager/manager.ts';
 import { buildReplica, ListenError } from '../manager/replica.ts';
 import { LogKey } from '../observability/log-keys.ts';
+import type { LogOutput } from '../observability/log-output.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './command.ts';
 import { toError } from '../observability/errors.ts';
@@ -16,6 +17,8 @@ export interface ReplicaOptions {
   config: Readonly<ServeConfig>;
   root: Logger;
   env: Readonly<Record<string, string | undefined>>;
+  /** Where the log goes, for its metrics (`portal_log_lines_dropped_total`). */
+  logOutput?: LogOutput;
   /** Aborts on the first SIGTERM/SIGINT: graceful shutdown. */
   signal: AbortSignal;
   /** Aborts on the second one: stop waiting for runnables. */
@@ -29,7 +32,7 @@ export interface ReplicaOptions {
 /** Runs one replica until `signal` aborts; returns the exit code. */
 export async function runReplica(o: ReplicaOptions): Promise<number> {
   const log = componentLogger(o.root, 'serve');
-  const built = await buildReplica(o.config, { root: o.root, env: o.env });
+  const built = await buildReplica(o.config, { root: o.root, env: o.env, ...(o.logOutput ? { logDrops: () => o.logOutput!.dropped() } : {}) });
   if (!built.ok) {
     o.usage(built.title, built.problems);
     return EXIT_USAGE;

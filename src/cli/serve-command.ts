@@ -6,10 +6,10 @@
  * mode with --kubeconfig or in-cluster config).
  */
 import { hostname } from 'node:os';
-import type { DestinationStream } from 'pino';
 import { loadServeConfig, serveHelp } from '../config/load.ts';
 import type { ServeConfig } from '../config/options.ts';
 import { LogKey } from '../observability/log-keys.ts';
+import { LogOutput } from '../observability/log-output.ts';
 import { componentLogger, createLogger, type Logger } from '../observability/logger.ts';
 import { parseArgs } from './args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
@@ -17,6 +17,8 @@ import { runReplica } from './replica.ts';
 import { formatProblems, SERVE_FLAG_DEFS } from './serve-flags.ts';
 
 export const serveCommand: Command = {
+  // Admission does not depend on the log: the replica goes on without it.
+  output: { kind: 'log', who: 'portal serve', goesOn: 'the replica goes on' },
   async run(argv, io) {
     const args = parseArgs(argv, SERVE_FLAG_DEFS, 'portal serve');
     if (args.values.has('help')) {
@@ -41,9 +43,21 @@ function usage(io: CommandIO, title: string, problems: readonly string[]): numbe
 }
 
 async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
-  survivingLogLoss(io);
-  const root = createLogger({ level: config.logLevel, destination: io.stdout as unknown as DestinationStream, base: { pod: config.podName } });
+  // The logger writes to the output, and says through it what the output dropped.
+  const reporter: { log?: Logger } = {};
+  const output = new LogOutput({
+    // The descriptor of io.stdout: main.ts created process.stdout for it, which made a pipe non-blocking (log-output.ts).
+    fd: STDOUT_FD,
+    onFailed: (err) => io.output.failed('stdout', err),
+    onCaughtUp: (dropped) => reporter.log?.warn({ [LogKey.droppedLines]: dropped }, `the log reader fell behind: ${dropped} log lines were dropped`),
+  });
+  // Every process.exit below (a second signal, the exit timers): the lines
+  // still buffered go out now if the reader takes them, without waiting for
+  // one that does not (the exit was asked for now).
+  process.once('exit', () => output.flushNow());
+  const root = createLogger({ level: config.logLevel, destination: output, base: { pod: config.podName } });
   const log = componentLogger(root, 'serve');
+  reporter.log = log;
   const graceful = new AbortController();
   const force = new AbortController();
   let deadline: { at: number; timer: NodeJS.Timeout } | undefined;
@@ -81,50 +95,44 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     // the 'disconnect' event has then already been emitted, to nobody.
     if (!process.connected) onParentGone();
   }
+  let code = EXIT_FAILURE;
   try {
-    const code = await runReplica({
+    code = await runReplica({
       config,
       root,
       env: io.env,
+      logOutput: output,
       signal: graceful.signal,
       force: force.signal,
       usage: (title, problems) => usage(io, title, problems),
       failure: (message) => io.stderr.write(`portal serve: ${message}\n`),
     });
-    if (graceful.signal.aborted) {
-      // Safety net: a runnable abandoned after the grace period may still hold
-      // a socket open; leave a moment for logs to flush, then exit regardless,
-      // with the run's code (it logged why), not the deadline's; one timer
-      // (no race between two exits), and never later than the deadline.
-      clearTimeout(deadline?.timer);
-      const flush = Math.max(0, Math.min(EXIT_FLUSH_MS, (deadline?.at ?? Infinity) - Date.now()));
-      setTimeout(() => process.exit(code), flush).unref();
-    }
     return code;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     process.off('disconnect', onParentGone);
+    await exitWindow(output, graceful.signal.aborted ? deadline : undefined, code);
   }
 }
 
 /**
- * The reader of stdout (the log) may go away, a closed pipe: a write then
- * fails with EPIPE, emitted as an 'error' event that, unhandled, would crash
- * the replica with a stack trace, while serving or in its shutdown, and turn
- * its exit code into the logging failure's. Admission does not depend on
- * the log: the replica goes on without it and says so once on stderr.
+ * The run returned: the log reaches its reader, for at most the time left
+ * to flush (and never past the shutdown deadline), then is given up so that
+ * nothing of it holds the process. After a signal, a safety net: a runnable
+ * abandoned after the grace period may still hold a socket open; exit
+ * regardless when the window closes, with the run's code (it logged why),
+ * not the deadline's; one timer (no race between two exits).
  */
-function survivingLogLoss(io: CommandIO): void {
-  let said = false;
-  io.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (said) return;
-    said = true;
-    io.stderr.write(`portal serve: cannot write the log to stdout (${err.code ?? err.message}): the log is lost from now on; the replica goes on\n`);
-  });
-  // Both ends gone: nowhere left to say anything.
-  io.stderr.on('error', () => {});
+async function exitWindow(output: LogOutput, deadline: { at: number; timer: NodeJS.Timeout } | undefined, code: number): Promise<void> {
+  clearTimeout(deadline?.timer);
+  const closes = Math.min(Date.now() + EXIT_FLUSH_MS, deadline?.at ?? Infinity);
+  await output.settle(closes - Date.now());
+  if (deadline) setTimeout(() => process.exit(code), Math.max(0, closes - Date.now())).unref();
 }
+
+/** stdout's descriptor, where the log goes. */
+const STDOUT_FD = 1;
 
 /** Time for stdout to drain before a forced exit after shutdown. */
 const EXIT_FLUSH_MS = 2000;
