@@ -20,7 +20,10 @@
  * terminal that stops scrolling (XOFF) still holds a write thread.
  */
 import { Counter, type Registry } from 'prom-client';
-import { SonicBoom } from 'sonic-boom';
+import sonicBoom, { type SonicBoom as Boom } from 'sonic-boom';
+
+// CommonJS: the class is a property of the module object, which Node does not see as a named export.
+const { SonicBoom } = sonicBoom;
 
 /**
  * Bytes waiting to be written at most, beyond what the pipe itself holds
@@ -47,7 +50,7 @@ export interface LogOutputOptions {
 }
 
 export class LogOutput {
-  readonly #boom: SonicBoom;
+  readonly #boom: Boom;
   readonly #opts: LogOutputOptions;
   /** Everything accepted has been written. */
   #idle = true;

@@ -1,0 +1,124 @@
+// The reader of `portal serve`'s log stays connected but stops reading (a
+// stalled log collector), against a real process: nothing outside Portal's
+// control may freeze a replica or grow it without bound (issue 16's spirit).
+// The test's end of the stdout pipe is paused and never read while reviews
+// are sent; at --log-level debug each review logs one line (`admission
+// request`), and Pod names of 253 characters make each line ~0.5 KB, so a
+// few thousand reviews fill the pipe and then the replica's bounded log
+// buffer (src/observability/log-output.ts). What an operator sees is
+// asserted: reviews are still decided (a privileged Pod denied, an ordinary
+// one allowed) and /healthz answered, /metrics counts the dropped lines, and
+// once the log is read again one line says how many were dropped; SIGTERM
+// still exits 0 with its last lines in the log. Every wait is on an event
+// or a polled condition with a bound; no timing is asserted.
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { podReview, review, root, startServe, type ReviewResponse } from '../replica/support.ts';
+import { until } from '../support/until.ts';
+
+const DROPPED = 'portal_log_lines_dropped_total{reason="buffer_full"}';
+/** Reviews in flight at once while filling the log. */
+const CONCURRENCY = 8;
+/** Reviews per round between two looks at /metrics. */
+const ROUND = 400;
+
+/** A review whose log line is long: the longest name Kubernetes allows. */
+function fatReview(i: number, privileged: boolean): Record<string, unknown> {
+  const r = podReview({ privileged }) as { request: { name: string; object: { metadata: { name: string } } } };
+  const name = `${i}-${'x'.repeat(253)}`.slice(0, 253);
+  r.request.name = name;
+  r.request.object.metadata.name = name;
+  return r;
+}
+
+function assertDecided(a: ReviewResponse, privileged: boolean): void {
+  if (privileged) {
+    assert.equal(a.allowed, false, JSON.stringify(a));
+    assert.equal(a.status?.code, 403, JSON.stringify(a));
+  } else {
+    assert.equal(a.allowed, true, JSON.stringify(a));
+  }
+}
+
+async function probe(probes: string, path: string): Promise<{ status: number; text: string }> {
+  const res = await fetch(`${probes}${path}`, { signal: AbortSignal.timeout(5_000) });
+  return { status: res.status, text: await res.text() };
+}
+
+function metricValue(text: string, series: string): number | undefined {
+  for (const line of text.split('\n')) if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
+  return undefined;
+}
+
+interface LogLine {
+  msg?: string;
+  component?: string;
+  droppedLines?: number;
+}
+
+function parsed(lines: readonly string[]): LogLine[] {
+  return lines.flatMap((l) => {
+    try {
+      return [JSON.parse(l) as LogLine];
+    } catch {
+      return [];
+    }
+  });
+}
+
+test('portal serve: a log reader that stops reading costs dropped log lines, counted and reported, never admission', { timeout: 300_000 }, async (t) => {
+  const s = await startServe(t, ['--policies', join(root, 'policies'), '--log-level', 'debug'], { POD_NAME: 'portal-log-stalled' }, { listenTimeoutMs: 60_000, ready: true });
+  const ca = await readFile(s.caFile);
+  const before = (await probe(s.probes, '/metrics')).text;
+  assert.equal(metricValue(before, DROPPED), 0, 'the counter is exported, at 0, before anything is dropped');
+
+  // The reader stays connected and stops reading: once the stream's own
+  // buffer is full, nothing more is read from the pipe.
+  s.child.stdout!.pause();
+  let sent = 0;
+  const dropped = await until(
+    'the replica to drop log lines',
+    240_000,
+    async () => {
+      const round = sent;
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < ROUND) {
+            const i = round + next++;
+            const privileged = i % 2 === 1;
+            assertDecided(await review(s.webhook, ca, fatReview(i, privileged), 30_000), privileged);
+          }
+        }),
+      );
+      sent += ROUND;
+      return metricValue((await probe(s.probes, '/metrics')).text, DROPPED) || undefined;
+    },
+    { intervalMs: 0 },
+  );
+  t.diagnostic(`${sent} reviews sent; ${dropped} log lines dropped`);
+
+  // Still stalled: admission and the probes are answered.
+  assertDecided(await review(s.webhook, ca, podReview({ privileged: true }), 5_000), true);
+  assertDecided(await review(s.webhook, ca, podReview({ privileged: false }), 5_000), false);
+  assert.equal((await probe(s.probes, '/healthz')).status, 200);
+  assert.equal((await probe(s.probes, '/readyz')).status, 200);
+
+  // The reader catches up: one line says how many lines it missed.
+  const seen = s.lines.length;
+  s.child.stdout!.resume();
+  const report = await until('the "log lines were dropped" line', 60_000, () =>
+    parsed(s.lines.slice(seen)).find((l) => l.msg?.endsWith('log lines were dropped')),
+  );
+  assert.equal(report.component, 'serve');
+  assert.ok(report.droppedLines !== undefined && report.droppedLines >= dropped, `the line reports ${report.droppedLines} dropped, /metrics counted ${dropped} before`);
+  assert.equal(report.msg, `the log reader fell behind: ${report.droppedLines} log lines were dropped`);
+
+  // A clean shutdown still exits 0, and its last line reaches the reader.
+  s.child.kill('SIGTERM');
+  assert.equal(await s.exited, 0, s.stderr());
+  await until('the last log line', 30_000, () => parsed(s.lines).some((l) => l.component === 'serve' && l.msg === 'stopped'));
+  assert.equal(s.stderr(), '', 'nothing on stderr');
+});
