@@ -112,7 +112,7 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     process.off('disconnect', onParentGone);
-    await exitWindow(output, graceful.signal.aborted ? deadline : undefined, code);
+    await exitWindow(output, graceful.signal.aborted ? deadline : undefined, code, io);
   }
 }
 
@@ -124,10 +124,10 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
  * regardless when the window closes, with the run's code (it logged why),
  * not the deadline's; one timer (no race between two exits).
  */
-async function exitWindow(output: LogOutput, deadline: { at: number; timer: NodeJS.Timeout } | undefined, code: number): Promise<void> {
+async function exitWindow(output: LogOutput, deadline: { at: number; timer: NodeJS.Timeout } | undefined, code: number, io: CommandIO): Promise<void> {
   clearTimeout(deadline?.timer);
   const closes = Math.min(Date.now() + EXIT_FLUSH_MS, deadline?.at ?? Infinity);
-  await output.settle(closes - Date.now());
+  if (!(await output.settle(closes - Date.now()))) io.stderr.write('portal serve: the log reader did not take the last lines of the log in time: they are lost\n');
   if (deadline) setTimeout(() => process.exit(code), Math.max(0, closes - Date.now())).unref();
 }
 

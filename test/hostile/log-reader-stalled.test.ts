@@ -14,8 +14,8 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { test } from 'node:test';
-import { podReview, review, root, startServe, type ReviewResponse } from '../replica/support.ts';
+import { test, type TestContext } from 'node:test';
+import { podReview, review, root, startServe, type ReviewResponse, type Serve } from '../replica/support.ts';
 import { until } from '../support/until.ts';
 
 const DROPPED = 'portal_log_lines_dropped_total{reason="buffer_full"}';
@@ -68,15 +68,8 @@ function parsed(lines: readonly string[]): LogLine[] {
   });
 }
 
-test('portal serve: a log reader that stops reading costs dropped log lines, counted and reported, never admission', { timeout: 300_000 }, async (t) => {
-  const s = await startServe(t, ['--policies', join(root, 'policies'), '--log-level', 'debug'], { POD_NAME: 'portal-log-stalled' }, { listenTimeoutMs: 60_000, ready: true });
-  const ca = await readFile(s.caFile);
-  const before = (await probe(s.probes, '/metrics')).text;
-  assert.equal(metricValue(before, DROPPED), 0, 'the counter is exported, at 0, before anything is dropped');
-
-  // The reader stays connected and stops reading: once the stream's own
-  // buffer is full, nothing more is read from the pipe.
-  s.child.stdout!.pause();
+/** Sends reviews (each decided right) until /metrics counts dropped log lines; returns how many of each. */
+async function fillTheLog(s: Serve, ca: Buffer): Promise<{ sent: number; dropped: number }> {
   let sent = 0;
   const dropped = await until(
     'the replica to drop log lines',
@@ -98,6 +91,23 @@ test('portal serve: a log reader that stops reading costs dropped log lines, cou
     },
     { intervalMs: 0 },
   );
+  return { sent, dropped };
+}
+
+function serve(t: TestContext, pod: string): Promise<Serve> {
+  return startServe(t, ['--policies', join(root, 'policies'), '--log-level', 'debug'], { POD_NAME: pod }, { listenTimeoutMs: 60_000, ready: true });
+}
+
+test('portal serve: a log reader that stops reading costs dropped log lines, counted and reported, never admission', { timeout: 300_000 }, async (t) => {
+  const s = await serve(t, 'portal-log-stalled');
+  const ca = await readFile(s.caFile);
+  const before = (await probe(s.probes, '/metrics')).text;
+  assert.equal(metricValue(before, DROPPED), 0, 'the counter is exported, at 0, before anything is dropped');
+
+  // The reader stays connected and stops reading: once the stream's own
+  // buffer is full, nothing more is read from the pipe.
+  s.child.stdout!.pause();
+  const { sent, dropped } = await fillTheLog(s, ca);
   t.diagnostic(`${sent} reviews sent; ${dropped} log lines dropped`);
 
   // Still stalled: admission and the probes are answered.
@@ -121,4 +131,16 @@ test('portal serve: a log reader that stops reading costs dropped log lines, cou
   assert.equal(await s.exited, 0, s.stderr());
   await until('the last log line', 30_000, () => parsed(s.lines).some((l) => l.component === 'serve' && l.msg === 'stopped'));
   assert.equal(s.stderr(), '', 'nothing on stderr');
+});
+
+test('portal serve: SIGTERM while its log reader is stalled still exits 0, giving up the lines the reader never took', { timeout: 300_000 }, async (t) => {
+  const s = await serve(t, 'portal-log-stalled-exit');
+  const ca = await readFile(s.caFile);
+  s.child.stdout!.pause();
+  await fillTheLog(s, ca);
+
+  // Never read again: the replica may wait for its reader only within its exit window (a bounded time).
+  s.child.kill('SIGTERM');
+  assert.equal(await s.exited, 0, s.stderr());
+  assert.equal(s.stderr(), 'portal serve: the log reader did not take the last lines of the log in time: they are lost\n');
 });
