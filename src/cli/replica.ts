@@ -8,7 +8,7 @@ import type { ServeConfig } from '../config/options.ts';
 import type { ShutdownOutcome } from '../manager/manager.ts';
 import { buildReplica, ListenError } from '../manager/replica.ts';
 import { LogKey } from '../observability/log-keys.ts';
-import type { LogOutput } from '../observability/log-output.ts';
+import { registerLogMetrics, type LogOutput } from '../observability/log-output.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './command.ts';
 import { toError } from '../observability/errors.ts';
@@ -32,12 +32,14 @@ export interface ReplicaOptions {
 /** Runs one replica until `signal` aborts; returns the exit code. */
 export async function runReplica(o: ReplicaOptions): Promise<number> {
   const log = componentLogger(o.root, 'serve');
-  const built = await buildReplica(o.config, { root: o.root, env: o.env, ...(o.logOutput ? { logDrops: () => o.logOutput!.dropped() } : {}) });
+  const built = await buildReplica(o.config, { root: o.root, env: o.env });
   if (!built.ok) {
     o.usage(built.title, built.problems);
     return EXIT_USAGE;
   }
   const { replica } = built;
+  const output = o.logOutput;
+  if (output) registerLogMetrics(replica.registry, () => output.dropped());
   try {
     try {
       await replica.listen();

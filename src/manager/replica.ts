@@ -43,14 +43,11 @@ import { Manager, type ShutdownOutcome } from './manager.ts';
 import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
 import type { Runnable } from './runnable.ts';
 import { toError } from '../observability/errors.ts';
-import { registerLogMetrics, type LogDropReason } from '../observability/log-output.ts';
 
 export interface ReplicaDeps {
   root: Logger;
   /** Environment (in-cluster detection); the replica never reads `process.env`. */
   env: Readonly<Record<string, string | undefined>>;
-  /** Log lines dropped so far, by reason, for `portal_log_lines_dropped_total` (src/observability/log-output.ts). */
-  logDrops?: () => Readonly<Record<LogDropReason, number>>;
 }
 
 export interface Replica {
@@ -117,7 +114,6 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   const debugVars = new DebugVars();
 
   const metrics = createAdmissionMetrics(registry);
-  if (deps.logDrops) registerLogMetrics(registry, deps.logDrops);
   const mode =
     config.policies !== ''
       ? await fileMode(config.policies, registry, exceptionOptions(config))
