@@ -109,10 +109,11 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     });
     return code;
   } finally {
+    // Still handled meanwhile: a second signal exits at once, not by the signal's default.
+    await exitWindow(output, graceful.signal.aborted ? deadline : undefined, code, io);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     process.off('disconnect', onParentGone);
-    await exitWindow(output, graceful.signal.aborted ? deadline : undefined, code, io);
   }
 }
 
