@@ -51,10 +51,6 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     onFailed: (err) => io.output.failed('stdout', err),
     onCaughtUp: (dropped) => reporter.log?.warn({ [LogKey.droppedLines]: dropped }, `the log reader fell behind: ${dropped} log lines were dropped`),
   });
-  // Every process.exit below (a second signal, the exit timers): the lines
-  // still buffered go out now if the reader takes them, without waiting for
-  // one that does not (the exit was asked for now).
-  process.once('exit', () => output.flushNow());
   const root = createLogger({ level: config.logLevel, destination: output, base: { pod: config.podName } });
   const log = componentLogger(root, 'serve');
   reporter.log = log;
@@ -65,7 +61,8 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     if (graceful.signal.aborted) {
       log.warn({ [LogKey.signal]: signal }, 'second signal: exiting now');
       force.abort();
-      process.exit(EXIT_FAILURE);
+      exitAfterLog(output, EXIT_FAILURE);
+      return;
     }
     log.info({ [LogKey.signal]: signal }, 'shutting down');
     graceful.abort();
@@ -76,8 +73,8 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     // does not return (what runs after the Manager: closing the replica).
     const timer = setTimeout(() => {
       log.error({ [LogKey.graceMs]: config.shutdownGracePeriod }, 'shutdown outlived the grace period: exiting now');
-      process.exit(EXIT_FAILURE);
-    }, config.shutdownGracePeriod + EXIT_FLUSH_MS).unref();
+      exitAfterLog(output, EXIT_FAILURE);
+    }, config.shutdownGracePeriod + EXIT_FLUSH_MS - LAST_LINES_MS).unref();
     deadline = { at: Date.now() + config.shutdownGracePeriod + EXIT_FLUSH_MS, timer };
   };
   // Started by `portal dev` with an IPC channel: when dev dies, even by
@@ -131,6 +128,24 @@ async function exitWindow(output: LogOutput, deadline: { at: number; timer: Node
   if (!(await output.settle(closes - Date.now()))) io.stderr.write('portal serve: the log reader did not take the last lines of the log in time: they are lost\n');
   if (deadline) setTimeout(() => process.exit(code), Math.max(0, closes - Date.now())).unref();
 }
+
+/**
+ * Exits with `code` once the log's last lines are written, or after
+ * LAST_LINES_MS if the reader does not take them. Every process.exit of
+ * serve goes through here or follows exitWindow: lines still buffered when
+ * the process exits are lost (sonic-boom's synchronous flush is not used:
+ * it retries a broken pipe forever).
+ */
+function exitAfterLog(output: LogOutput, code: number): void {
+  void output.settle(LAST_LINES_MS).then(() => process.exit(code));
+}
+
+/**
+ * The wait for the last lines of an exit that was asked for now (a second
+ * signal, the grace period outlived): a reader that reads takes them in
+ * well under a millisecond; this only bounds the wait for one that does not.
+ */
+const LAST_LINES_MS = 250;
 
 /** stdout's descriptor, where the log goes. */
 const STDOUT_FD = 1;

@@ -57,10 +57,8 @@ export class LogOutput {
   #failed = false;
   /** The sonic-boom is destroyed (failed or given up): it must not be written to. */
   #destroyed = false;
-  /** Exiting: write errors are expected (the reader is given up on), nothing more is accepted. */
+  /** Given up (exiting): write errors are expected, nothing more is accepted. */
   #closing = false;
-  /** A full output is retried until then (epoch ms); set when exiting. */
-  #giveUpAt = Number.POSITIVE_INFINITY;
   /** Lines dropped since the reader last caught up. */
   #unreported = 0;
   readonly #dropped: Record<LogDropReason, number> = { buffer_full: 0, output_failed: 0 };
@@ -71,7 +69,8 @@ export class LogOutput {
       fd: opts.fd,
       sync: false,
       maxLength: opts.maxBufferBytes ?? LOG_BUFFER_BYTES,
-      retryEAGAIN: () => Date.now() < this.#giveUpAt,
+      // A full pipe is retried every 100 ms until the output is given up.
+      retryEAGAIN: () => !this.#closing,
     });
     this.#boom.on('drop', () => {
       this.#dropped.buffer_full++;
@@ -100,7 +99,8 @@ export class LogOutput {
   /**
    * Waits up to `ms` for the reader to take everything accepted; past it,
    * gives the rest up so that nothing (a retry timer) holds the process.
-   * Resolves whether everything was written.
+   * Resolves false when lines were given up that way (an output that had
+   * failed already was said to be lost when it failed).
    */
   async settle(ms: number): Promise<boolean> {
     if (!this.#idle && !this.#failed && ms > 0) {
@@ -114,26 +114,9 @@ export class LogOutput {
       clearTimeout(timer);
       if (onDrain) this.#boom.off('drain', onDrain);
     }
-    const written = this.#idle || this.#failed;
+    const taken = this.#idle || this.#failed;
     this.#abandon();
-    return written;
-  }
-
-  /**
-   * At `process.exit`: writes synchronously what the reader takes right
-   * now, waiting at most `ms` for a full output (0: not at all, the
-   * exit was asked for now). Returns whether everything was written.
-   */
-  flushNow(ms = 0): boolean {
-    if (this.#destroyed) return this.#idle;
-    this.#closing = true;
-    this.#giveUpAt = Date.now() + ms;
-    try {
-      this.#boom.flushSync();
-      return true;
-    } catch {
-      return false;
-    }
+    return taken;
   }
 
   #drained(): void {
@@ -153,7 +136,6 @@ export class LogOutput {
 
   #abandon(): void {
     this.#closing = true;
-    this.#giveUpAt = Number.NEGATIVE_INFINITY;
     this.#destroy();
   }
 
