@@ -17,12 +17,17 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { podReview, review, root, startServe, type ReviewResponse, type Serve } from '../replica/support.ts';
 import { until } from '../support/until.ts';
+import { LOG_BUFFER_BYTES } from '../../src/observability/log-output.ts';
 
 const DROPPED = 'portal_log_lines_dropped_total{reason="buffer_full"}';
 /** Reviews in flight at once while filling the log. */
 const CONCURRENCY = 8;
 /** Reviews per round between two looks at /metrics. */
 const ROUND = 400;
+/** ~18 MB of log lines, 4x the buffer: not one dropped by then means the log is not bounded. */
+const MAX_REVIEWS = 30_000;
+/** What the socket pair between the processes and this side's paused stream hold besides the replica's buffer: a few hundred KiB on Linux. */
+const PIPE_SLACK = 1024 * 1024;
 
 /** A review whose log line is long: the longest name Kubernetes allows. */
 function fatReview(i: number, privileged: boolean): Record<string, unknown> {
@@ -87,7 +92,9 @@ async function fillTheLog(s: Serve, ca: Buffer): Promise<{ sent: number; dropped
         }),
       );
       sent += ROUND;
-      return metricValue((await probe(s.probes, '/metrics')).text, DROPPED) || undefined;
+      const dropped = metricValue((await probe(s.probes, '/metrics')).text, DROPPED);
+      if (!dropped && sent >= MAX_REVIEWS) throw new Error(`${sent} reviews logged to a reader that never reads, and /metrics counts ${dropped} dropped lines: the log is not bounded`);
+      return dropped || undefined;
     },
     { intervalMs: 0 },
   );
@@ -125,6 +132,13 @@ test('portal serve: a log reader that stops reading costs dropped log lines, cou
   assert.equal(report.component, 'serve');
   assert.ok(report.droppedLines !== undefined && report.droppedLines >= dropped, `the line reports ${report.droppedLines} dropped, /metrics counted ${dropped} before`);
   assert.equal(report.msg, `the log reader fell behind: ${report.droppedLines} log lines were dropped`);
+  // What the replica held for the reader is bounded: what the reader gets
+  // after the stall, up to that line, is the buffer plus what the pipe and
+  // this stream held (a few hundred KiB), not everything logged meanwhile.
+  const after = s.lines.slice(seen);
+  const held = after.slice(0, after.findIndex((l) => l.includes('log lines were dropped'))).reduce((n, l) => n + Buffer.byteLength(l) + 1, 0);
+  t.diagnostic(`${held} bytes delivered after the stall, before the report`);
+  assert.ok(held <= LOG_BUFFER_BYTES + PIPE_SLACK, `${held} bytes held for the reader, bound ${LOG_BUFFER_BYTES} + ${PIPE_SLACK}`);
 
   // A clean shutdown still exits 0, and its last line reaches the reader.
   s.child.kill('SIGTERM');
