@@ -38,8 +38,6 @@ export interface OutputStreams {
 export interface OutputGuard {
   /** A write to `stream` failed (from the stream's 'error' event, or from another writer to the same descriptor). */
   failed(stream: 'stdout' | 'stderr', err: NodeJS.ErrnoException): void;
-  /** Policy `result`: a write failed for another reason than the reader going away; the run must fail. */
-  readonly incomplete: boolean;
 }
 
 /** Applies `policy` to `streams` (their 'error' events) and returns the guard that the command reports to. */
@@ -63,9 +61,6 @@ export function guardOutput(policy: OutputPolicy, streams: OutputStreams): Outpu
       incomplete = true;
       streams.onIncomplete();
       if (stream === 'stdout') say(`portal: cannot write to standard output (${code}): the output is incomplete`);
-    },
-    get incomplete() {
-      return incomplete;
     },
   };
   // Unhandled, an 'error' event would crash the process with a stack trace.
