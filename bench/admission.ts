@@ -56,6 +56,7 @@ import { writeSelfSigned } from '../src/admission/certs.ts';
 import { celPssRules } from './cel-pss-rules.ts';
 import { podInput, realisticPod } from './realistic-pod.ts';
 import { closedLoop, openLoop, type LoadResult, type Target } from './load.ts';
+import { compilePortal, type CompiledPortal } from './compiled.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 function flag(name: string, fallback: string): string {
@@ -264,23 +265,7 @@ async function poolStats(probes: string): Promise<{ batches: number; batchedItem
   }
 }
 
-/**
- * Compiles Portal with the project's build (tsc -p tsconfig.build.json) into
- * a directory inside the checkout (so node_modules resolves) that the caller
- * removes; returns the CLI entry point.
- */
-async function buildPortal(dir: string): Promise<string> {
-  const out = join(root, `.bench-dist-${dir.slice(-6)}`);
-  builtDirs.push(out);
-  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', out], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
-    child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`tsc exited ${code}`))));
-  });
-  return join(out, 'cli', 'main.js');
-}
-const builtDirs: string[] = [];
+const builds: CompiledPortal[] = [];
 
 type Name = 'ceiling' | 'portal' | 'cluster';
 
@@ -307,7 +292,12 @@ async function main(): Promise<void> {
     // tsx, esbuild's keepNames wraps every function created at run time in a
     // defineProperty call, which costs Portal microseconds per request that
     // production never pays.
-    const portalMain = FROM_SOURCE ? join(root, 'bin', 'portal.js') : await buildPortal(dir);
+    let portalMain = join(root, 'bin', 'portal.js');
+    if (!FROM_SOURCE) {
+      const build = await compilePortal(dir.slice(-6));
+      builds.push(build);
+      portalMain = join(build.dir, 'cli', 'main.js');
+    }
     const ceiling = await startProcess(
       [...profile('ceiling'), '--disable-warning=ExperimentalWarning', join(root, 'bench', 'ceiling-server.ts'), files.certFile, files.keyFile],
       (l) => (l.startsWith('listening ') ? Number(l.slice(10)) : undefined),
@@ -430,7 +420,7 @@ async function main(): Promise<void> {
       ),
     );
     await rm(dir, { recursive: true, force: true });
-    await Promise.all(builtDirs.map((d) => rm(d, { recursive: true, force: true })));
+    await Promise.all(builds.map((b) => b.remove()));
   }
 }
 

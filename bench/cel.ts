@@ -11,23 +11,36 @@
  *    and @marcbachmann/cel-js 8.0 (raw libraries, pre-parsed), and with
  *    Portal's engine (cel-js plus the cost meter and JSON → CEL conversion).
  *
- * Times are CPU time of this process (see opsPerSecond).
+ * Times are CPU time of this process (see opsPerSecond). Portal's code is
+ * the compiled build production runs (bench/compiled.ts); `--from-source`
+ * measures src/ through tsx instead (what this bench did before session 9:
+ * it flattered CEL's ratio, tsx adding more to JSON Schema's time).
  *
- * Run: npm run -s bench -- cel [--seconds 2]. Prints one JSON object.
+ * Run: npm run -s bench -- cel [--seconds 2] [--from-source]. Prints one JSON object.
  */
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { celEnv, parse as bufParse, plan as bufPlan, isCelError } from '@bufbuild/cel';
 import { Environment } from '@marcbachmann/cel-js';
-import { loadRulesFromDirectory } from '../src/config/manifests.ts';
-import { compile, evaluate as celEvaluate, newBudget } from '../src/policy/cel/index.ts';
-import { decideAdmission, evaluate, RuleSet, type KubeObject, type PortalRuleObject } from '../src/policy/index.ts';
+import type * as Manifests from '../src/config/manifests.ts';
+import type * as Cel from '../src/policy/cel/index.ts';
+import type * as Policy from '../src/policy/index.ts';
+import type { KubeObject, PortalRuleObject, RuleSet } from '../src/policy/index.ts';
 import { celPssRules } from './cel-pss-rules.ts';
+import { compilePortal, type CompiledPortal } from './compiled.ts';
 import { podInput, realisticPod } from './realistic-pod.ts';
 
 const secondsArg = process.argv.indexOf('--seconds');
 const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 4;
 const root = fileURLToPath(new URL('..', import.meta.url));
+const FROM_SOURCE = process.argv.includes('--from-source');
+
+
+const build: CompiledPortal | undefined = FROM_SOURCE ? undefined : await compilePortal(`cel-${process.pid}`);
+const from = <T>(source: string, compiled: string): Promise<T> => (build ? build.load<T>(compiled) : (import(source) as Promise<T>));
+const { loadRulesFromDirectory } = await from<typeof Manifests>('../src/config/manifests.ts', 'config/manifests.js');
+const { compile, evaluate: celEvaluate, newBudget } = await from<typeof Cel>('../src/policy/cel/index.ts', 'policy/cel/index.js');
+const { decideAdmission, evaluate, RuleSet: RuleSetClass } = await from<typeof Policy>('../src/policy/index.ts', 'policy/index.js');
 
 /** CPU seconds this process has used (user + system). */
 function cpuSeconds(): number {
@@ -57,7 +70,7 @@ function opsPerSecond(fn: () => unknown, seconds: number): number {
 }
 
 function ruleSet(rules: PortalRuleObject[]): RuleSet {
-  const rs = new RuleSet();
+  const rs = new RuleSetClass();
   for (const r of rules) {
     const s = rs.upsert(r);
     if (!s.ready) throw new Error(`${s.key}: ${s.message}`);
@@ -158,6 +171,7 @@ async function main(): Promise<void> {
         benchmark: 'cel',
         machine: { cpus: cpus().length, node: process.version, loadavg1m: round(loadavg()[0] ?? NaN) },
         seconds: SECONDS,
+        code: FROM_SOURCE ? 'src/ through tsx' : 'compiled (tsc -p tsconfig.build.json)',
         rules: {
           pod: { bytes: JSON.stringify(pod).length },
           schemaRules: loaded.rules.length,
@@ -188,4 +202,8 @@ async function main(): Promise<void> {
   );
 }
 
-await main();
+try {
+  await main();
+} finally {
+  await build?.remove();
+}

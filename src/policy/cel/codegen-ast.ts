@@ -56,6 +56,8 @@ export interface Generator {
   constant(v: unknown): string;
   /** The JS local of a comprehension or bind variable in scope. */
   lookup(name: string): string | undefined;
+  /** The frame index of a composition variable read from the frame (variable-frame.ts), if it is. */
+  variableSlot(name: string): number | undefined;
   withScope<T>(bindings: Map<string, string>, f: () => T): T;
   /** The dotted text of a namespace (`optional`, `cel`, `math`): an identifier that is not a variable. */
   namespace(n: Node): string | undefined;

@@ -13,11 +13,14 @@
  *
  * Pure: no I/O.
  */
-import type { Generator, Node } from './codegen-ast.ts';
+import { str, type Generator, type Node } from './codegen-ast.ts';
 
 const isString = (n: Node): boolean => n.op === 'value' && typeof n.args === 'string';
 /** A bool or int literal: compared with a value of its own type, CEL equality is `===` and costs nothing (charges.ts). */
 const scalarType = (n: Node): 'boolean' | 'bigint' | undefined => (n.op === 'value' && (typeof n.args === 'boolean' || typeof n.args === 'bigint') ? (typeof n.args as 'boolean' | 'bigint') : undefined);
+
+/** Lists of string literals up to this length are tested by comparisons, longer ones through a Set. */
+const INLINE_IN_LIST = 8;
 
 /**
  * Emits `v = l <op> r` for the shapes above and returns true; false (and
@@ -44,8 +47,12 @@ export function specialisedComparison(g: Generator, op: string, a: Node, b: Node
   if (op === 'in' && b.op === 'list') {
     const items = b.args as Node[];
     if (items.length === 0 || !items.every(isString)) return false;
-    const set = g.constant(new Set(items.map((i) => i.args as string)));
-    g.emit(`if (typeof ${l} === "string") {\nif ((m.used += ${items.length}) > m.limit) R.over(m);\n${v} = ${set}.has(${l});\n} else {\n${general}\n}`);
+    const literals = items.map((i) => i.args as string);
+    // A few literals: compared inline (a string from the input is not
+    // internalised, so a Set lookup hashes and compares it through a builtin
+    // call, dearer than a few comparisons that mostly stop at the length).
+    const test = literals.length <= INLINE_IN_LIST ? `(${literals.map((x) => `${l} === ${str(x)}`).join(' || ')})` : `${g.constant(new Set(literals))}.has(${l})`;
+    g.emit(`if (typeof ${l} === "string") {\nif ((m.used += ${items.length}) > m.limit) R.over(m);\n${v} = ${test};\n} else {\n${general}\n}`);
     return true;
   }
   return false;

@@ -19,11 +19,21 @@ export function select(g: Generator, n: Node, root: boolean): string {
   const f = str(field);
   const sd = g.constant(selectDelegate(field, false));
   if (isNode(target) && target.op === 'id' && target.args === 'variables' && g.lookup('variables') === undefined) {
-    // `variables.NAME`: a getter of the variables object (composition.ts), its value a CEL value already.
+    // `variables.NAME`: its value is a CEL value already.
     g.charge(1);
     const v = g.temp();
+    const slot = g.variableSlot(field);
+    if (slot !== undefined) {
+      // From the evaluation's frame (variable-frame.ts): inline once computed.
+      // A context without a frame (a caller outside a composition) reads the getter.
+      const fr = g.temp();
+      g.emit(`${fr} = ctx.frame;`);
+      g.emit(`if (${fr} !== null && ${fr} !== undefined) { ${v} = ${fr}.values[${slot}]; if (${v} === R.UNSET) ${v} = R.variable(${fr}, ${slot}); } else {`);
+    }
+    // A getter of the variables object (variables.ts, vap/pass-check.ts).
     g.emit(`${v} = ctx.variables[${f}];`);
     g.emit(`if (${v} === undefined) ${v} = R.sel(ctx.variables, ${f}, ${sd});`);
+    if (slot !== undefined) g.emit('}');
     g.sized(v, root);
     return v;
   }

@@ -55,11 +55,15 @@ export interface Generated {
   exec: Exec;
   /** The generated source (for tests and debugging). */
   source: string;
+  /** It reads the `variables` object, not only the frame's slots (variable-frame.ts). */
+  readsVariablesObject: boolean;
 }
 
 /** The activation variables (engine.ts declares them, all `dyn`). */
 export interface GenerateOptions {
   variables: readonly string[];
+  /** Composition variables read from the context's frame (variable-frame.ts): name → index. */
+  slots?: ReadonlyMap<string, number>;
 }
 
 const COSTED_OPERATORS: ReadonlySet<string> = new Set(['==', '!=', '<', '<=', '>', '>=', 'in', '+']);
@@ -79,6 +83,15 @@ export class Generator implements GeneratorApi {
   private readonly scope: Map<string, string>[] = [];
 
   constructor(private readonly opts: GenerateOptions) {}
+
+  /** The generated code reads the `variables` object (not only frames' slots). */
+  readsVariablesObject = false;
+
+  variableSlot(name: string): number | undefined {
+    const slot = this.opts.slots?.get(name);
+    if (slot === undefined) this.readsVariablesObject = true;
+    return slot;
+  }
 
   generate(root: Node): { source: string; consts: unknown[] } {
     const body = this.inBlock(() => this.expr(root, true));
@@ -179,6 +192,7 @@ export class Generator implements GeneratorApi {
         const local = this.lookup(name);
         if (local !== undefined) return local;
         if (this.opts.variables.includes(name)) {
+          if (name === 'variables') this.readsVariablesObject = true;
           const t = this.temp();
           this.emit(`${t} = ctx[${str(name)}];`);
           this.number(t);
@@ -332,7 +346,7 @@ export function generate(ast: unknown, opts: GenerateOptions): Generated {
   const { source, consts } = g.generate(asNode(ast));
   // The source is generated from the AST; user text enters it only through JSON.stringify (see the module comment).
   const make = new Function('R', 'K', source) as (r: Runtime, k: unknown[]) => Exec;
-  return { exec: make(runtime, consts), source };
+  return { exec: make(runtime, consts), source, readsVariablesObject: g.readsVariablesObject };
 }
 
 export { Optional };

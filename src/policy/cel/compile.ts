@@ -50,6 +50,13 @@ export interface CompileOptions {
   variables?: readonly string[];
   /** @default "bool" */
   resultType?: ResultType;
+  /**
+   * The expression runs in a composition whose contexts carry a frame
+   * (variable-frame.ts), `variables` holding unique names in the frame's
+   * order: a variable is read from the frame by index.
+   * @default false
+   */
+  slots?: boolean;
 }
 
 /** A compiled expression. Opaque; reusable across requests; immutable. */
@@ -69,6 +76,12 @@ export interface Program {
   readonly fallback: string | undefined;
   /** @internal the generated JavaScript (undefined for a fallback), for tests. */
   readonly source: string | undefined;
+  /**
+   * @internal it reads the composition's `variables` object (a fallback, or
+   * `variables` not as `variables.NAME` of a frame slot): its composition
+   * must keep the object's frame current (variables.ts).
+   */
+  readonly readsVariablesObject: boolean;
   /** Estimated worst-case cost (estimate.ts), shown in /debug/vars. */
   readonly estimatedCost: number;
 }
@@ -91,10 +104,10 @@ function nodeCount(root: unknown): number {
   return n;
 }
 
-function executable(run: ParseResult): { exec: Exec; fallback: string | undefined; source: string | undefined } {
+function executable(run: ParseResult, slots: ReadonlyMap<string, number> | undefined): Pick<Program, 'exec' | 'fallback' | 'source' | 'readsVariablesObject'> {
   try {
-    const g = generate(run.ast, { variables: ACTIVATION_VARIABLES });
-    return { exec: g.exec, fallback: undefined, source: g.source };
+    const g = generate(run.ast, { variables: ACTIVATION_VARIABLES, ...(slots ? { slots } : {}) });
+    return { exec: g.exec, fallback: undefined, source: g.source, readsVariablesObject: g.readsVariablesObject };
   } catch (e) {
     if (!(e instanceof Unsupported)) throw e;
     // cel-js's evaluation has no public meter: each evaluation is charged
@@ -102,7 +115,7 @@ function executable(run: ParseResult): { exec: Exec; fallback: string | undefine
     // without loops costs in cel-go's units), not a flat amount; loops are
     // bounded by the evaluation deadline. Library functions charge nothing
     // more here.
-    return { exec: fallbackExec(run), fallback: e.message, source: undefined };
+    return { exec: fallbackExec(run), fallback: e.message, source: undefined, readsVariablesObject: true };
   }
 }
 
@@ -276,7 +289,7 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
   if (resultType !== 'any' && t !== resultType && t !== 'dyn') {
     return compileError(expression, `the expression must evaluate to ${resultType}, but it evaluates to ${t}`, 0);
   }
-  const { exec, fallback, source } = executable(run);
-  return Object.freeze({ ok: true as const, expression, resultType, run, exec, fallback, source, estimatedCost: estimateCost(run.ast) });
+  const { exec, fallback, source, readsVariablesObject } = executable(run, options.slots ? new Map((options.variables ?? []).map((name, i) => [name, i])) : undefined);
+  return Object.freeze({ ok: true as const, expression, resultType, run, exec, fallback, source, readsVariablesObject, estimatedCost: estimateCost(run.ast) });
 }
 

@@ -16,7 +16,8 @@
  * their cost is debited, the variables they read are computed), so every
  * outcome, message and cost reported is the general path's.
  *
- * Injection: the source holds indexes and numbers only; the expressions'
+ * Injection: the source holds indexes and numbers only (and a hash of
+ * the expressions' texts, source-tag.ts); the expressions'
  * functions are passed by reference.
  *
  * Pure: no I/O.
@@ -25,6 +26,7 @@ import type { Budget } from './engine.ts';
 import type { Exec } from './codegen.ts';
 import type { Meter } from './meter.ts';
 import { meteredStep } from './metered-step.ts';
+import { sourceTag } from './source-tag.ts';
 
 /** Where a check stopped: what the expression threw (`thrown`) or gave. One per composition, reused. */
 export interface CheckStop {
@@ -38,8 +40,11 @@ export type CompositionCheck = (context: Record<string, unknown>, meter: Meter, 
 /** What a check that did not stop answers. */
 export const PASSED = -1;
 
-/** The check of these expressions (the matchConditions, then the validations), in order. */
-export function compositionCheck(conditions: readonly Exec[], perCallLimit: number): CompositionCheck {
+/**
+ * The check of these expressions (the matchConditions, then the validations),
+ * in order. `texts`: their CEL texts (source-tag.ts).
+ */
+export function compositionCheck(conditions: readonly Exec[], texts: readonly string[], perCallLimit: number): CompositionCheck {
   const steps = conditions.map((_, i) =>
     meteredStep({
       call: `C${i}`,
@@ -53,6 +58,7 @@ export function compositionCheck(conditions: readonly Exec[], perCallLimit: numb
   );
   const source = [
     '"use strict";',
+    sourceTag(texts),
     ...conditions.map((_, i) => `const C${i} = CX[${i}];`),
     'return function compositionCheck(ctx, m, B, S) {',
     'let r;',

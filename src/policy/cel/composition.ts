@@ -16,7 +16,7 @@
 import { compile, type CompileError, type Program } from './compile.ts';
 import { celContext, classify, newBudget, PER_CALL_COST_LIMIT, type Activation, type Budget, type EvalResult } from './engine.ts';
 import type { Meter } from './meter.ts';
-import { bindVariables, compileVariables, type Variables } from './variables.ts';
+import { compileVariables, startFrame, type Variables } from './variables.ts';
 import { compositionCheck, PASSED, type CheckStop, type CompositionCheck } from './composition-check.ts';
 
 export interface NamedExpression {
@@ -56,8 +56,6 @@ export interface Composition {
   readonly validations: readonly CompiledValidation[];
   /** @internal the lazily evaluated `variables` (variables.ts), when there are variables. */
   readonly vars: Variables | undefined;
-  /** @internal the context the expressions run on when there are variables (refilled by each evaluation, see contextOf). */
-  readonly context: Record<string, unknown> | undefined;
   /** @internal the rule path's pass check (composition-check.ts); undefined: the general loop only (the tests compare with it). */
   readonly check: CompositionCheck | undefined;
   /** @internal where the check stopped (reused by each evaluation, as `context`). */
@@ -73,13 +71,16 @@ export const MAX_MATCH_CONDITIONS = 64;
 export function compileComposition(spec: CompositionSpec): CompositionResult {
   const errors: FieldCompileError[] = [];
   const fail = (field: string, e: CompileError): void => void errors.push({ ...e, field });
-  const names: string[] = [];
+  const names = (spec.variables ?? []).map((v) => v.name);
   const variables: { name: string; program: Program }[] = [];
+  // With unique names, the generated code reads a variable from its frame by
+  // index (variable-frame.ts); a name declared twice reads through the
+  // `variables` object, as cel-js's evaluation does.
+  const slots = new Set(names).size === names.length;
   (spec.variables ?? []).forEach((v, i) => {
-    const p = compile(v.expression, { variables: [...names], resultType: 'any' });
+    const p = compile(v.expression, { variables: names.slice(0, i), resultType: 'any', slots });
     if (p.ok) variables.push({ name: v.name, program: p });
     else fail(`variables[${i}].expression`, p);
-    names.push(v.name);
   });
   const mcs = spec.matchConditions ?? [];
   if (mcs.length > MAX_MATCH_CONDITIONS) {
@@ -87,16 +88,16 @@ export function compileComposition(spec: CompositionSpec): CompositionResult {
   }
   const matchConditions: { name: string; program: Program }[] = [];
   mcs.forEach((m, i) => {
-    const p = compile(m.expression, { variables: names, resultType: 'bool' });
+    const p = compile(m.expression, { variables: names, resultType: 'bool', slots });
     if (p.ok) matchConditions.push({ name: m.name, program: p });
     else fail(`matchConditions[${i}].expression`, p);
   });
   const validations: CompiledValidation[] = [];
   spec.validations.forEach((v, i) => {
-    const p = compile(v.expression, { variables: names, resultType: 'bool' });
+    const p = compile(v.expression, { variables: names, resultType: 'bool', slots });
     let mp: Program | undefined;
     if (v.messageExpression !== undefined && v.messageExpression !== '') {
-      const m = compile(v.messageExpression, { variables: names, resultType: 'string' });
+      const m = compile(v.messageExpression, { variables: names, resultType: 'string', slots });
       if (m.ok) mp = m;
       else fail(`validations[${i}].messageExpression`, m);
     }
@@ -104,17 +105,16 @@ export function compileComposition(spec: CompositionSpec): CompositionResult {
     else fail(`validations[${i}].expression`, p);
   });
   if (errors.length > 0) return { ok: false, errors };
-  let vars: Variables | undefined;
-  let context: Record<string, unknown> | undefined;
-  if (variables.length > 0) {
-    // A literal in celContext's order: one object shape for every context the generated code reads.
-    vars = compileVariables(variables);
-    context = { object: null, oldObject: null, request: null, params: null, namespaceObject: null, variables: vars.object };
-    vars.state.context = context;
-  }
-  const check = compositionCheck([...matchConditions, ...validations].map((e) => e.program.exec), PER_CALL_COST_LIMIT);
+  const programs = [...variables, ...matchConditions, ...validations.flatMap((v) => (v.messageProgram ? [v, { program: v.messageProgram }] : [v]))].map((e) => e.program);
+  const vars = variables.length > 0 ? compileVariables(variables, programs.some((p) => p.readsVariablesObject)) : undefined;
+  const checked = [...matchConditions, ...validations].map((e) => e.program);
+  const check = compositionCheck(
+    checked.map((p) => p.exec),
+    checked.map((p) => p.expression),
+    PER_CALL_COST_LIMIT,
+  );
   const stop: CheckStop = { thrown: false, value: undefined };
-  return Object.freeze({ ok: true as const, matchConditions, variables, validations, vars, context, check, stop });
+  return Object.freeze({ ok: true as const, matchConditions, variables, validations, vars, check, stop });
 }
 
 /** One validation's outcome. */
@@ -189,20 +189,23 @@ const NO_OUTCOMES: readonly ValidationOutcome[] = Object.freeze([]);
 
 /**
  * The context a composition's expressions run on: the request's shared
- * context, or, when the composition has variables, its own context object
- * refilled from the shared one (one object per composition, not one per
- * evaluation: evaluation is synchronous and never re-enters a composition,
- * as for the variables' state).
+ * context, or, when the composition has variables, a context of its own
+ * with the frame of this evaluation (young objects: see variable-frame.ts).
  */
 function contextOf(c: Composition, shared: Record<string, unknown>, meter: Meter, budget: Budget): Record<string, unknown> {
-  const context = c.context;
-  if (context === undefined || c.vars === undefined) return shared;
-  context['object'] = shared['object'];
-  context['oldObject'] = shared['oldObject'];
-  context['request'] = shared['request'];
-  context['params'] = shared['params'];
-  context['namespaceObject'] = shared['namespaceObject'];
-  bindVariables(c.vars, shared, meter, budget);
+  const vars = c.vars;
+  if (vars === undefined) return shared;
+  // A literal in celContext's order: one object shape for every context the generated code reads.
+  const context: Record<string, unknown> = {
+    object: shared['object'],
+    oldObject: shared['oldObject'],
+    request: shared['request'],
+    params: shared['params'],
+    namespaceObject: shared['namespaceObject'],
+    variables: vars.object,
+    frame: null,
+  };
+  startFrame(vars, context, shared, meter, budget);
   return context;
 }
 

@@ -106,6 +106,8 @@ export function celContext(a: Activation): Record<string, unknown> {
     params: a.params ?? null,
     namespaceObject: a.namespaceObject ?? null,
     variables: a.variables ?? EMPTY,
+    // A composition with variables puts its evaluation's frame here (composition.ts's contextOf).
+    frame: null,
   };
 }
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze(Object.create(null) as Record<string, unknown>);

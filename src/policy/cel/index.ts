@@ -45,3 +45,4 @@ export { fromCel, toCel } from './values.ts';
 export { celValuesOnly } from './values-marks.ts';
 export type { Exec } from './codegen.ts';
 export { meteredStep } from './metered-step.ts';
+export { sourceTag } from './source-tag.ts';

@@ -16,6 +16,7 @@ import { traversal } from './cost.ts';
 import { cachedRe2, find, findAll, matches } from './lib/regex.ts';
 import { built, cel, delegateOf, isInput, isPlain, num, read, viaCelJs, type Delegate } from './values-marks.ts';
 import * as ops from './runtime-ops.ts';
+import { readVariable, UNSET } from './variable-frame.ts';
 import { ABSENT, NONE, err } from './runtime-ops.ts';
 
 export { ABSENT } from './runtime-ops.ts';
@@ -230,6 +231,9 @@ export const runtime = Object.freeze({
   trav: traversal,
   call: viaCelJs,
   err,
+  /** A composition variable not computed yet in its frame (codegen-select.ts). */
+  UNSET,
+  variable: readVariable,
 });
 
 export type Runtime = typeof runtime;

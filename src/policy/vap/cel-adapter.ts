@@ -65,7 +65,12 @@ interface EngineState {
 function celPassCheck(spec: { variables: readonly { name: string; program: VapProgram }[]; conditions: readonly VapProgram[] }): PassCheck {
   // Variables hold what expressions gave: read as CEL values (as variablesObject's).
   const mark = (vars: Record<string, unknown>): Record<string, unknown> => celValuesOnly(vars);
-  return passCheck({ variables: spec.variables.map((v) => ({ name: v.name, exec: v.program.program.exec })), conditions: spec.conditions.map((c) => c.program.exec), mark });
+  return passCheck({
+    variables: spec.variables.map((v) => ({ name: v.name, exec: v.program.program.exec })),
+    conditions: spec.conditions.map((c) => c.program.exec),
+    texts: [...spec.variables.map((v) => v.program.program.expression), ...spec.conditions.map((c) => c.program.expression)],
+    mark,
+  });
 }
 
 const TRUE: RunOutcome = Object.freeze({ ok: true, value: true });

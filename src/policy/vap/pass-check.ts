@@ -31,11 +31,12 @@
  * computed. So the check passes exactly when the general path passes.
  *
  * Injection: the generated source holds no text of the policy (names and
- * programs are passed by reference), only indexes and numbers.
+ * programs are passed by reference), only indexes and numbers (and a hash
+ * of the expressions' texts, cel/source-tag.ts).
  *
  * Pure: no I/O.
  */
-import { meteredStep, type Exec } from '../cel/index.ts';
+import { meteredStep, sourceTag, type Exec } from '../cel/index.ts';
 import { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type PassCheck } from './engine.ts';
 
 export type { PassCheck };
@@ -45,6 +46,8 @@ export interface PassCheckSpec {
   variables: readonly { name: string; exec: Exec }[];
   /** The matchConditions then the validations: each must give true. */
   conditions: readonly Exec[];
+  /** The CEL texts of the variables and conditions (source-tag.ts: keeps checks of different policies apart in V8's cache). */
+  texts: readonly string[];
   /** Marks the `variables` object for the engine (e.g. its values are CEL values already). */
   mark: (vars: Record<string, unknown>) => Record<string, unknown>;
 }
@@ -59,6 +62,7 @@ export function passCheck(spec: PassCheckSpec): PassCheck {
   const slots = nv > 0 ? `let ${range(nv, (i) => `v${i} = U`).split('\n').join(', ')};` : '';
   const source = [
     '"use strict";',
+    sourceTag(spec.texts),
     'const U = {};',
     'const BAIL = new Error("a variable could not be evaluated");',
     'const ctx = { object: null, oldObject: null, request: null, params: null, namespaceObject: null, variables: null };',

@@ -96,6 +96,22 @@ describe('specialised comparisons charge what the general path charges', () => {
     assert.equal(r("object.x == 'abcdefghijklmnop'", 'abcdefghijklmnop'), true);
   });
 
+  it('membership in a short list (compared inline) and a long one (a Set) agree with cel-js, hostile literals included', () => {
+    // Literals that would break out of a JavaScript string if they were not embedded through JSON.stringify.
+    const hostile = ['a"b', "c'd", 'e\\", process.exit(1), "', '\u2028', '`${x}`', '</script>', ''];
+    const short = `[${hostile.map((x) => JSON.stringify(x)).join(', ')}]`;
+    const long = `[${[...hostile, 'p', 'q', 'r'].map((x) => JSON.stringify(x)).join(', ')}]`;
+    for (const list of [short, long]) {
+      const p = program(`object.x in ${list}`);
+      for (const x of [...hostile, 'zz', 'a', 'ab"', 1]) {
+        const got = evaluate(p, { object: { x } });
+        const want = evaluate(interpreted(p), { object: { x } });
+        assert.deepEqual(got.ok && got.value, want.ok && want.value, `${JSON.stringify(x)} in ${list}`);
+        assert.equal(got.ok && got.value, typeof x === 'string' && hostile.includes(x), `${JSON.stringify(x)} in ${list}`);
+      }
+    }
+  });
+
   it('a string comparison past the limit is a cost error', () => {
     const p = program("object.x == 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'");
     const r = evaluate(p, { object: { x: 'x'.repeat(1000) } }, newBudget(), 5);

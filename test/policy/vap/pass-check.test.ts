@@ -100,7 +100,7 @@ void describe('the pass check of a policy', () => {
 
   void it('generates no text of the policy into its source', () => {
     const names = ['"); throw 1; ("', '*/ throw 1; /*', '`${x}`'];
-    const check = passCheck({ variables: names.map((name) => ({ name, exec: () => 1 })), conditions: [(c) => Object.keys(c['variables'] as object).length === 3], mark: (v) => v });
+    const check = passCheck({ variables: names.map((name) => ({ name, exec: () => 1 })), conditions: [(c) => Object.keys(c['variables'] as object).length === 3], texts: [], mark: (v) => v });
     assert.equal(check({}, null, {}, null, null, undefined, undefined), true);
     assert.doesNotMatch(String(check), /throw 1/);
   });
