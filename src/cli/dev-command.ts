@@ -11,6 +11,7 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from './args.ts';
 import { EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
+import { RESULT_OUTPUT } from './output-policy.ts';
 import { SERVE_FLAG_DEFS } from './serve-flags.ts';
 import type * as DevClusterModule from '@portal/devcluster';
 
@@ -37,6 +38,8 @@ export const NOT_INSTALLED =
   'Run `npm install` in a Portal checkout, then `npm start` or `portal dev`.';
 
 export const devCommand: Command = {
+  // Its status lines are what the developer reads: as `portal test`'s.
+  output: RESULT_OUTPUT,
   async run(argv, io) {
     const dc = await loadDevCluster();
     if (dc === undefined) {

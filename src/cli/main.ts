@@ -6,6 +6,7 @@
  */
 import { closest } from './args.ts';
 import { EXIT_USAGE, type Command } from './command.ts';
+import { guardOutput, RESULT_OUTPUT } from './output-policy.ts';
 
 const commands: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./serve-command.ts')).serveCommand,
@@ -24,37 +25,26 @@ Run 'portal <command> --help' for the flags of a command.
 `;
 
 /**
- * Whether writing to stdout or stderr failed for a reason other than the
- * reader going away: the output is then incomplete, so the exit code says
- * so (1) whatever the command's own was.
+ * Set once an output could not be written and the command's policy says the
+ * run failed (output-policy.ts); the exit code then says so (1), whatever the
+ * command's own was.
  */
 let outputFailed = false;
 
-/**
- * A reader that goes away (`portal test … | head`) closes the pipe: the
- * next write fails with EPIPE, an 'error' event that, unhandled, crashed
- * with a stack trace and exit 1. The reader wanted no more output; the
- * command finishes and exits with its own code (its verdict), as `head`'s
- * users expect. Any other write error (a full disk) is said once on stderr
- * and fails the run. `serve` handles its own (serve-command.ts: its log is
- * lost, admission goes on).
- */
-function survivingReaderLoss(stream: NodeJS.WriteStream, name: string): void {
-  stream.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE' || outputFailed) return;
-    outputFailed = true;
-    // The error may come after the command returned its code (writes are asynchronous).
-    process.exitCode = 1;
-    if (stream !== process.stderr) process.stderr.write(`portal: cannot write to ${name} (${err.code ?? err.message}): the output is incomplete\n`);
-  });
-}
-
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (name !== 'serve') {
-    survivingReaderLoss(process.stdout, 'standard output');
-    survivingReaderLoss(process.stderr, 'standard error');
-  }
+  const load = name !== undefined && Object.hasOwn(commands, name) ? commands[name] : undefined;
+  const command = load ? await load() : undefined;
+  // Before anything is written: usage, --version and unknown commands have the result policy.
+  const output = guardOutput(command?.output ?? RESULT_OUTPUT, {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    onIncomplete: () => {
+      outputFailed = true;
+      // The error may come after the command returned its code (writes are asynchronous).
+      process.exitCode = 1;
+    },
+  });
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(USAGE);
     return name === undefined ? EXIT_USAGE : 0;
@@ -64,19 +54,18 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`portal 0.1.0 (Node ${process.version})\n`);
     return 0;
   }
-  const load = commands[name];
-  if (!load) {
+  if (!command) {
     const hint = closest(name, Object.keys(commands));
     process.stderr.write(`portal: unknown command "${name}"${hint ? ` (did you mean 'portal ${hint}'?)` : ''}\n\n${USAGE}`);
     return EXIT_USAGE;
   }
-  const command = await load();
   return command.run(rest, {
     stdout: process.stdout,
     stderr: process.stderr,
     env: process.env,
     cwd: process.cwd(),
     stdin: () => process.stdin,
+    output,
   });
 }
 

@@ -8,6 +8,7 @@ import type { ServeConfig } from '../config/options.ts';
 import type { ShutdownOutcome } from '../manager/manager.ts';
 import { buildReplica, ListenError } from '../manager/replica.ts';
 import { LogKey } from '../observability/log-keys.ts';
+import { registerLogMetrics, type LogOutput } from '../observability/log-output.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './command.ts';
 import { toError } from '../observability/errors.ts';
@@ -16,6 +17,8 @@ export interface ReplicaOptions {
   config: Readonly<ServeConfig>;
   root: Logger;
   env: Readonly<Record<string, string | undefined>>;
+  /** Where the log goes, for its metrics (`portal_log_lines_dropped_total`). */
+  logOutput?: LogOutput;
   /** Aborts on the first SIGTERM/SIGINT: graceful shutdown. */
   signal: AbortSignal;
   /** Aborts on the second one: stop waiting for runnables. */
@@ -35,6 +38,8 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
     return EXIT_USAGE;
   }
   const { replica } = built;
+  const output = o.logOutput;
+  if (output) registerLogMetrics(replica.registry, () => output.dropped());
   try {
     try {
       await replica.listen();

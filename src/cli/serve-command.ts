@@ -6,10 +6,10 @@
  * mode with --kubeconfig or in-cluster config).
  */
 import { hostname } from 'node:os';
-import type { DestinationStream } from 'pino';
 import { loadServeConfig, serveHelp } from '../config/load.ts';
 import type { ServeConfig } from '../config/options.ts';
 import { LogKey } from '../observability/log-keys.ts';
+import { LogOutput } from '../observability/log-output.ts';
 import { componentLogger, createLogger, type Logger } from '../observability/logger.ts';
 import { parseArgs } from './args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
@@ -17,6 +17,8 @@ import { runReplica } from './replica.ts';
 import { formatProblems, SERVE_FLAG_DEFS } from './serve-flags.ts';
 
 export const serveCommand: Command = {
+  // Admission does not depend on the log: the replica goes on without it.
+  output: { kind: 'log', who: 'portal serve', goesOn: 'the replica goes on' },
   async run(argv, io) {
     const args = parseArgs(argv, SERVE_FLAG_DEFS, 'portal serve');
     if (args.values.has('help')) {
@@ -41,9 +43,17 @@ function usage(io: CommandIO, title: string, problems: readonly string[]): numbe
 }
 
 async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
-  survivingLogLoss(io);
-  const root = createLogger({ level: config.logLevel, destination: io.stdout as unknown as DestinationStream, base: { pod: config.podName } });
+  // The logger writes to the output, and says through it what the output dropped.
+  const reporter: { log?: Logger } = {};
+  const output = new LogOutput({
+    // The descriptor of io.stdout: main.ts created process.stdout for it, which made a pipe non-blocking (log-output.ts).
+    fd: STDOUT_FD,
+    onFailed: (err) => io.output.failed('stdout', err),
+    onCaughtUp: (dropped) => reporter.log?.warn({ [LogKey.droppedLines]: dropped }, `the log reader fell behind: ${dropped} log lines were dropped`),
+  });
+  const root = createLogger({ level: config.logLevel, destination: output, base: { pod: config.podName } });
   const log = componentLogger(root, 'serve');
+  reporter.log = log;
   const graceful = new AbortController();
   const force = new AbortController();
   let deadline: { at: number; timer: NodeJS.Timeout } | undefined;
@@ -51,7 +61,8 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     if (graceful.signal.aborted) {
       log.warn({ [LogKey.signal]: signal }, 'second signal: exiting now');
       force.abort();
-      process.exit(EXIT_FAILURE);
+      exitAfterLog(output, EXIT_FAILURE);
+      return;
     }
     log.info({ [LogKey.signal]: signal }, 'shutting down');
     graceful.abort();
@@ -62,8 +73,8 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     // does not return (what runs after the Manager: closing the replica).
     const timer = setTimeout(() => {
       log.error({ [LogKey.graceMs]: config.shutdownGracePeriod }, 'shutdown outlived the grace period: exiting now');
-      process.exit(EXIT_FAILURE);
-    }, config.shutdownGracePeriod + EXIT_FLUSH_MS).unref();
+      exitAfterLog(output, EXIT_FAILURE);
+    }, config.shutdownGracePeriod + EXIT_FLUSH_MS - LAST_LINES_MS).unref();
     deadline = { at: Date.now() + config.shutdownGracePeriod + EXIT_FLUSH_MS, timer };
   };
   // Started by `portal dev` with an IPC channel: when dev dies, even by
@@ -81,27 +92,22 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
     // the 'disconnect' event has then already been emitted, to nobody.
     if (!process.connected) onParentGone();
   }
+  let code = EXIT_FAILURE;
   try {
-    const code = await runReplica({
+    code = await runReplica({
       config,
       root,
       env: io.env,
+      logOutput: output,
       signal: graceful.signal,
       force: force.signal,
       usage: (title, problems) => usage(io, title, problems),
       failure: (message) => io.stderr.write(`portal serve: ${message}\n`),
     });
-    if (graceful.signal.aborted) {
-      // Safety net: a runnable abandoned after the grace period may still hold
-      // a socket open; leave a moment for logs to flush, then exit regardless,
-      // with the run's code (it logged why), not the deadline's; one timer
-      // (no race between two exits), and never later than the deadline.
-      clearTimeout(deadline?.timer);
-      const flush = Math.max(0, Math.min(EXIT_FLUSH_MS, (deadline?.at ?? Infinity) - Date.now()));
-      setTimeout(() => process.exit(code), flush).unref();
-    }
     return code;
   } finally {
+    // Still handled meanwhile: a second signal exits at once, not by the signal's default.
+    await exitWindow(output, graceful.signal.aborted ? deadline : undefined, code, io);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     process.off('disconnect', onParentGone);
@@ -109,22 +115,40 @@ async function serve(config: ServeConfig, io: CommandIO): Promise<number> {
 }
 
 /**
- * The reader of stdout (the log) may go away, a closed pipe: a write then
- * fails with EPIPE, emitted as an 'error' event that, unhandled, would crash
- * the replica with a stack trace, while serving or in its shutdown, and turn
- * its exit code into the logging failure's. Admission does not depend on
- * the log: the replica goes on without it and says so once on stderr.
+ * The run returned: the log reaches its reader, for at most the time left
+ * to flush (and never past the shutdown deadline), then is given up so that
+ * nothing of it holds the process. After a signal, a safety net: a runnable
+ * abandoned after the grace period may still hold a socket open; exit
+ * regardless when the window closes, with the run's code (it logged why),
+ * not the deadline's; one timer (no race between two exits).
  */
-function survivingLogLoss(io: CommandIO): void {
-  let said = false;
-  io.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (said) return;
-    said = true;
-    io.stderr.write(`portal serve: cannot write the log to stdout (${err.code ?? err.message}): the log is lost from now on; the replica goes on\n`);
-  });
-  // Both ends gone: nowhere left to say anything.
-  io.stderr.on('error', () => {});
+async function exitWindow(output: LogOutput, deadline: { at: number; timer: NodeJS.Timeout } | undefined, code: number, io: CommandIO): Promise<void> {
+  clearTimeout(deadline?.timer);
+  const closes = Math.min(Date.now() + EXIT_FLUSH_MS, deadline?.at ?? Infinity);
+  if (!(await output.settle(closes - Date.now()))) io.stderr.write('portal serve: the log reader did not take the last lines of the log in time: they are lost\n');
+  if (deadline) setTimeout(() => process.exit(code), Math.max(0, closes - Date.now())).unref();
 }
+
+/**
+ * Exits with `code` once the log's last lines are written, or after
+ * LAST_LINES_MS if the reader does not take them. Every process.exit of
+ * serve goes through here or follows exitWindow: lines still buffered when
+ * the process exits are lost (sonic-boom's synchronous flush is not used:
+ * it retries a broken pipe forever).
+ */
+function exitAfterLog(output: LogOutput, code: number): void {
+  void output.settle(LAST_LINES_MS).then(() => process.exit(code));
+}
+
+/**
+ * The wait for the last lines of an exit that was asked for now (a second
+ * signal, the grace period outlived): a reader that reads takes them in
+ * well under a millisecond; this only bounds the wait for one that does not.
+ */
+const LAST_LINES_MS = 250;
+
+/** stdout's descriptor, where the log goes. */
+const STDOUT_FD = 1;
 
 /** Time for stdout to drain before a forced exit after shutdown. */
 const EXIT_FLUSH_MS = 2000;

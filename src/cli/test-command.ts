@@ -18,6 +18,7 @@
  */
 import { editDistance, parseArgs, type FlagDef, type ParsedArgs } from './args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
+import { RESULT_OUTPUT } from './output-policy.ts';
 import { readManifests } from '../config/manifests.ts';
 import { isVapDocument, type VapDocuments } from '../config/vap-manifests.ts';
 import { parseDuration } from '../config/duration.ts';
@@ -273,4 +274,4 @@ function isSuiteRun(argv: readonly string[]): boolean {
   return !flags.some((a) => /^(-p|--help|-h)(=|$)/.test(a) || (a.startsWith('--') && editDistance(a.slice(2).split('=')[0] ?? '', 'policies') <= 2));
 }
 
-export const testCommand: Command = { run: runTest };
+export const testCommand: Command = { output: RESULT_OUTPUT, run: runTest };

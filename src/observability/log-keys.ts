@@ -21,6 +21,8 @@ export const LogKey = {
   dir: 'dir',
   reason: 'reason',
   count: 'count',
+  /** Log lines dropped because the log's reader fell behind (src/observability/log-output.ts). */
+  droppedLines: 'droppedLines',
   /** The error object itself (pino's err serializer logs type, message, stack, cause); wrap throwables with toError. */
   error: 'err',
   signal: 'signal',
