@@ -9,10 +9,8 @@ import type { TaskItem } from './protocol.ts';
 /** One attempt's outcome: the worker's result, or abandoned (with the rule or VAP that was running, if one was). */
 export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined };
 
-/** Distributes over the union: each kind of item keeps its own fields. */
-type WithoutHeader<T> = T extends unknown ? Omit<T, 'deadline' | 'ms' | 'abandoned'> : never;
 /** An item as the pool submits it, without the deadline fields the batcher adds. */
-export type ItemBody = WithoutHeader<TaskItem>;
+export type ItemBody = TaskItem extends unknown ? Omit<TaskItem, 'deadline' | 'ms' | 'abandoned'> : never;
 
 export interface Item {
   /** Released (with resolve and reject) once settled: see release(). */

@@ -227,7 +227,7 @@ export class Batcher {
       const it = items[i]!;
       it.batch = batch;
       it.index = i;
-      taskItems[i] = taskItem(it.body as ItemBody, it.deadline, ms, it.abandoned);
+      taskItems[i] = { ...(it.body as ItemBody), deadline: it.deadline, ms, abandoned: it.abandoned } as TaskItem;
     }
     this.#active.add(batch);
     this.#batches++;
@@ -375,22 +375,5 @@ export class Batcher {
     }
     if (batch !== undefined) this.#reclaim(batch);
     this.#settle(item, { ok: false, running: undefined });
-  }
-}
-
-/**
- * The task item of a body: written out per kind, not spread. A spread
- * followed by more properties made V8 build a new hidden class for every
- * item (a runtime call per property: ~5% of the main thread's time under
- * load, docs/benchmarks.md "Session 9").
- */
-function taskItem(body: ItemBody, deadline: number | undefined, ms: number, abandoned: string[] | undefined): TaskItem {
-  switch (body.kind) {
-    case 'review':
-      return { kind: 'review', body: body.body, deadline, ms, abandoned };
-    case 'audit':
-      return { kind: 'audit', input: body.input, deadline, ms, abandoned };
-    case 'vap':
-      return { kind: 'vap', attrs: body.attrs, namespaceObject: body.namespaceObject, deadline, ms, abandoned };
   }
 }
