@@ -1,10 +1,11 @@
 /**
  * Field access and indexing of the CEL → JavaScript generator (codegen.ts):
- * `t.f` (a plain map read inline, `variables.NAME` through its getter, a
- * namespaced name such as `math.least` as a cel-js delegate, anything else
- * through R.sel), `t.?f`, `t[k]` and `t[?k]`. The injection rule is
- * codegen.ts's: a field name enters the source only through JSON.stringify,
- * its select delegate as a constant passed by reference.
+ * `t.f` (a plain map read inline, `variables.NAME` from the evaluation's
+ * frame or through its getter, a namespaced name such as `math.least` as a
+ * cel-js delegate, anything else through R.sel), `t.?f`, `t[k]` and `t[?k]`.
+ * The injection rule is codegen.ts's: a field name enters the source only
+ * through JSON.stringify, its select delegate as a constant passed by
+ * reference.
  *
  * Pure: no I/O.
  */
