@@ -58,7 +58,7 @@ export interface Composition {
   readonly vars: Variables | undefined;
   /** @internal the rule path's pass check (composition-check.ts); undefined: the general loop only (the tests compare with it). */
   readonly check: CompositionCheck | undefined;
-  /** @internal where the check stopped (reused by each evaluation, as `context`). */
+  /** @internal where the check stopped (one per composition, reused by each evaluation: evaluation is synchronous and never re-enters a composition). */
   readonly stop: CheckStop;
 }
 

@@ -5,7 +5,7 @@
  *   charge charges.ts's binaryCost for every kind of `x`, string or not;
  * - the rule path of a composition (checkComposition) gives undefined when
  *   everything passes and the same failures as runComposition otherwise,
- *   with one context object per composition refilled per evaluation;
+ *   with a context and variable frame of its own for each evaluation;
  * - `x == true`, `x != 0` (a bool or int literal) and `a.?b.hasValue()`
  *   charge and decide as the general path and as cel-js;
  * - a pattern computed at run time is compiled once per call site (its
@@ -184,7 +184,7 @@ describe('the rule path of a composition', () => {
     assert.deepEqual(full.matched === true && full.validations.map((v) => v.result), ['pass', 'pass']);
   });
 
-  it('evaluations one after another see their own objects (the context object is refilled)', () => {
+  it('evaluations one after another see their own objects (each has its own context and frame)', () => {
     for (let i = 0; i < 3; i++) {
       assert.equal(checkComposition(c, ...shared(ok)), undefined);
       assert.notEqual(checkComposition(c, ...shared(bad)), undefined);
