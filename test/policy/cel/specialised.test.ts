@@ -205,6 +205,25 @@ describe('the rule path of a composition', () => {
     assert.equal(b1.remaining, b2.remaining);
     assert.equal(newBudget().remaining - b2.remaining, full.cost);
   });
+
+  it('a variable read three times is computed and charged once, from the frame and through the getters alike', () => {
+    // 200 containers: computing `names` costs far more than reading it.
+    const many = { spec: { containers: Array.from({ length: 200 }, (_, i) => ({ name: `c${i}` })) } };
+    const thrice = [{ expression: 'variables.names.size() == 200 && variables.names.size() == 200 && variables.names.size() == 200' }];
+    const names = { name: 'names', expression: 'object.spec.containers.map(c, c.name)' };
+    // Unique names: the generated code reads the frame. A name declared twice: every read goes through the `variables` object's getters.
+    const bySlot = compiled({ variables: [names], validations: thrice });
+    const byGetter = compiled({ variables: [names, { name: 'unused', expression: '1' }, { name: 'unused', expression: '2' }], validations: thrice });
+    const once = compiled({ variables: [names], validations: [{ expression: 'variables.names.size() == 200' }] });
+    const slot = runComposition(bySlot, ...shared(many));
+    const getter = runComposition(byGetter, ...shared(many));
+    const single = runComposition(once, ...shared(many));
+    for (const out of [slot, getter, single]) assert.deepEqual(out.matched === true && out.validations.map((v) => v.result), ['pass']);
+    assert.equal(getter.cost, slot.cost);
+    // Computing `names` again would add its whole cost (most of `single`); two more reads (each charged the list's size), sizes and comparisons add a few dozen units.
+    assert.ok(single.cost > 400, `one read costs ${single.cost}`);
+    assert.ok(slot.cost - single.cost < single.cost / 4, `three reads cost ${slot.cost}, one read ${single.cost}`);
+  });
 });
 
 describe('patterns computed at run time', () => {
