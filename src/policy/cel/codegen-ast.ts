@@ -56,7 +56,11 @@ export interface Generator {
   constant(v: unknown): string;
   /** The JS local of a comprehension or bind variable in scope. */
   lookup(name: string): string | undefined;
-  /** The frame index of a composition variable read from the frame (variable-frame.ts), if it is. */
+  /**
+   * The frame index of a composition variable read from the frame
+   * (variable-frame.ts), if it is; undefined means it is read through the
+   * `variables` object, which the generator records (readsVariablesObject).
+   */
   variableSlot(name: string): number | undefined;
   withScope<T>(bindings: Map<string, string>, f: () => T): T;
   /** The dotted text of a namespace (`optional`, `cel`, `math`): an identifier that is not a variable. */

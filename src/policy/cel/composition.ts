@@ -105,9 +105,10 @@ export function compileComposition(spec: CompositionSpec): CompositionResult {
     else fail(`validations[${i}].expression`, p);
   });
   if (errors.length > 0) return { ok: false, errors };
-  const programs = [...variables, ...matchConditions, ...validations.flatMap((v) => (v.messageProgram ? [v, { program: v.messageProgram }] : [v]))].map((e) => e.program);
-  const vars = variables.length > 0 ? compileVariables(variables, programs.some((p) => p.readsVariablesObject)) : undefined;
   const checked = [...matchConditions, ...validations].map((e) => e.program);
+  const messages = validations.flatMap((v) => (v.messageProgram ? [v.messageProgram] : []));
+  const readByObject = [...variables.map((v) => v.program), ...checked, ...messages].some((p) => p.readsVariablesObject);
+  const vars = variables.length > 0 ? compileVariables(variables, readByObject) : undefined;
   const check = compositionCheck(
     checked.map((p) => p.exec),
     checked.map((p) => p.expression),

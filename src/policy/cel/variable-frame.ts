@@ -51,9 +51,27 @@ export interface VariableFrame {
   errors: unknown[] | undefined;
 }
 
-/** A frame with nothing computed yet: `values` holds UNSET for each of `defs` (the caller's copy). */
-export function newFrame(defs: readonly VariableDef[], values: unknown[], context: Record<string, unknown>, meter: Meter, shared: SharedValues | undefined): VariableFrame {
-  return { defs, context, meter, shared, values, errors: undefined };
+/** A frame with nothing computed yet. */
+export function newFrame(defs: readonly VariableDef[], context: Record<string, unknown>, meter: Meter, shared: SharedValues | undefined): VariableFrame {
+  return { defs, context, meter, shared, values: unsetValues(defs.length), errors: undefined };
+}
+
+/**
+ * `n` UNSETs in a packed array (a holey one costs a check per read): small
+ * ones as literals, which optimised code allocates inline (a builtin such as
+ * slice() or map() is a call per evaluation).
+ */
+function unsetValues(n: number): unknown[] {
+  switch (n) {
+    case 1:
+      return [UNSET];
+    case 2:
+      return [UNSET, UNSET];
+    case 3:
+      return [UNSET, UNSET, UNSET];
+    default:
+      return Array.from({ length: n }, () => UNSET);
+  }
 }
 
 /** Marker so a variable that failed rethrows the same error each time it is read. */

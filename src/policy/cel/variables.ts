@@ -20,7 +20,7 @@ import type { Budget } from './engine.ts';
 import type { Meter } from './meter.ts';
 import type { Program } from './compile.ts';
 import { celValuesOnly } from './values-marks.ts';
-import { newFrame, readVariable, UNSET, type SharedValues, type VariableDef, type VariableFrame } from './variable-frame.ts';
+import { newFrame, readVariable, type SharedValues, type VariableDef, type VariableFrame } from './variable-frame.ts';
 
 /** A composition's variables: the object CEL reads (`variables`), their definitions, and the frame of the evaluation running now. */
 export interface Variables {
@@ -33,8 +33,6 @@ export interface Variables {
    */
   readonly current: { frame: VariableFrame | undefined };
   readonly readByObject: boolean;
-  /** A frame's values before anything is computed (copied: a packed array of the right length). */
-  readonly unset: readonly unknown[];
 }
 
 /**
@@ -54,7 +52,7 @@ export function compileVariables(variables: readonly { name: string; program: Pr
   });
   // Built by CEL: a number a variable gives is a CEL value already (values-marks.ts).
   const object = celValuesOnly(Object.defineProperties({}, descriptors) as Record<string, unknown>);
-  return Object.freeze({ object, defs, current, readByObject, unset: defs.map(() => UNSET) });
+  return Object.freeze({ object, defs, current, readByObject });
 }
 
 /**
@@ -63,23 +61,9 @@ export function compileVariables(variables: readonly { name: string; program: Pr
  * `base` is the request's shared context (key of the shared values).
  */
 export function startFrame(vars: Variables, context: Record<string, unknown>, base: object, meter: Meter, budget: Budget): void {
-  const frame = newFrame(vars.defs, unsetValues(vars.unset), context, meter, sharedValues(base, budget));
+  const frame = newFrame(vars.defs, context, meter, sharedValues(base, budget));
   context['frame'] = frame;
   if (vars.readByObject) vars.current.frame = frame;
-}
-
-/** A fresh copy of `template` (all UNSET): small ones as literals, which optimised code allocates inline (slice() is a builtin call). */
-function unsetValues(template: readonly unknown[]): unknown[] {
-  switch (template.length) {
-    case 1:
-      return [UNSET];
-    case 2:
-      return [UNSET, UNSET];
-    case 3:
-      return [UNSET, UNSET, UNSET];
-    default:
-      return template.slice();
-  }
 }
 
 /** The request's shared values for one context (the last one looked up is kept at hand: most rules of a request share it). */
