@@ -35,7 +35,6 @@ const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 4;
 const root = fileURLToPath(new URL('..', import.meta.url));
 const FROM_SOURCE = process.argv.includes('--from-source');
 
-
 const build: CompiledPortal | undefined = FROM_SOURCE ? undefined : await compilePortal(`cel-${process.pid}`);
 const from = <T>(source: string, compiled: string): Promise<T> => (build ? build.load<T>(compiled) : (import(source) as Promise<T>));
 const { loadRulesFromDirectory } = await from<typeof Manifests>('../src/config/manifests.ts', 'config/manifests.js');
@@ -103,19 +102,13 @@ async function main(): Promise<void> {
   const celVerdicts = verdictsOf(celSet);
   const disagreements = Object.keys(schemaVerdicts).filter((k) => schemaVerdicts[k] !== celVerdicts[k]);
 
-  // The machine is shared (load above 10 on 2 cores is common here), with
-  // bursts: alternate many short slices of the two loops and compare the
-  // sums, so both libraries see the same load. Both evaluate the same Pod
-  // object; CEL also pays, once per request, the conversion of the object to
-  // CEL values (cached by object identity, so it is measured apart, on
-  // freshly parsed objects, and added).
   // Warm-up first, measured apart: the first decisions of a rule set run
   // before V8 has optimised the generated code (the first 2,000 cost CEL
   // ~30× its steady state, JSON Schema ~16×, measured in session 9: the
   // ratio of sums over the rounds then read 2–3 while their median read
-  // 1.5). The rounds
-  // below compare the steady state, which the goal is about; the warm-up is
-  // reported on its own (a rule change pays it once per replica).
+  // 1.5). The rounds below compare the steady state, which the goal is
+  // about; the warm-up is reported on its own (a rule change pays it once
+  // per replica).
   const warmup = (fn: () => unknown): number => {
     const start = cpuSeconds();
     for (let i = 0; i < WARMUP_DECISIONS; i++) fn();
@@ -125,6 +118,13 @@ async function main(): Promise<void> {
   const celWarmupUs = warmup(() => decideAdmission(celSet, inputFor(pod)));
   opsPerSecond(() => decideAdmission(schemaSet, inputFor(pod)), SECONDS / 8);
   opsPerSecond(() => decideAdmission(celSet, inputFor(pod)), SECONDS / 8);
+
+  // The machine is shared (load above 10 on 2 cores is common here), with
+  // bursts: alternate many short slices of the two loops and compare the
+  // sums, so both libraries see the same load. Both evaluate the same Pod
+  // object; CEL also pays, once per request, the conversion of the object to
+  // CEL values (cached by object identity, so it is measured apart, on
+  // freshly parsed objects, and added).
   const ROUNDS = 40;
   const slice = SECONDS / ROUNDS / 2;
   const rounds: { schema: number; cel: number; conversion: number }[] = [];
