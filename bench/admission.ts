@@ -30,13 +30,18 @@
  * Run: node --import tsx bench/admission.ts [--rounds 10] [--seconds 2]
  *        [--open-rounds 5] [--rate 1000] [--connections 32] [--cpu-prof DIR]
  *        [--no-cluster] [--from-source] [--rules schema|cel]
- *        [--workers N] [--cpus LIST]
+ *        [--workers N] [--cpus LIST] [--generator-cpus LIST] [--hop]
  *
  * --workers N (issue 16 item 1): the replicas' `--evaluation-workers`
  * (default 1: the pool's cost per request on top of the same work). --cpus
  * LIST pins the servers (ceiling and replicas, each process with all its
  * threads) to those CPUs with taskset, e.g. `--cpus 0` for the one-core
- * comparison; the load generator stays unpinned.
+ * comparison; the load generator (this process, and the cluster side's
+ * API server, which it starts) then runs on the other CPUs
+ * (--generator-cpus overrides).
+ *
+ * --hop adds a side: the ceiling with its parse on a worker thread
+ * (ceiling-hop-server.ts), what a thread hand-off alone costs here.
  *
  * --rules cel (issue 12 item 6): the standalone replica loads the Pod
  * Security controls written as CEL rules (bench/cel-pss-rules.ts) instead of
@@ -82,6 +87,34 @@ if (RULES !== 'schema' && RULES !== 'cel') throw new Error(`--rules: "${RULES}" 
 const WITH_CLUSTER = CLUSTER && RULES === 'schema';
 const WORKERS = flag('workers', '1');
 const CPUS = flag('cpus', '');
+// The load generator (this process) runs on the CPUs the servers do not
+// (--generator-cpus, by default every CPU not in --cpus): sharing the
+// servers' core it inflates whichever side has more threads busy (measured:
+// 15 µs more work per request on a worker thread cost the replica 21–36 µs
+// of CPU with an unpinned generator, 15–24 µs with it pinned away;
+// docs/benchmarks.md, session 10).
+const GENERATOR_CPUS = flag('generator-cpus', CPUS ? otherCpus(CPUS) : '');
+// A fourth side: the ceiling with its parse on a worker thread (ceiling-hop-server.ts), the floor of any pool design.
+const WITH_HOP = process.argv.includes('--hop');
+
+/** The CPUs of this machine not in LIST (`0,2-3` form), or '' when none is left. */
+function otherCpus(list: string): string {
+  const taken = new Set<number>();
+  for (const part of list.split(',')) {
+    const [a, b] = part.split('-').map(Number);
+    for (let c = a!; c <= (b ?? a!); c++) taken.add(c);
+  }
+  return cpus().map((_, i) => i).filter((i) => !taken.has(i)).join(',');
+}
+
+/** Pins this process, every thread of it, to LIST (taskset -a -p). */
+function pinSelf(list: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('taskset', ['-a', '-p', '-c', list, String(process.pid)], { stdio: 'ignore' });
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`taskset -a -p -c ${list} exited ${code}`))));
+  });
+}
 
 /** The directory of rules the standalone replica serves. */
 async function rulesDir(dir: string): Promise<string> {
@@ -267,7 +300,7 @@ async function poolStats(probes: string): Promise<{ batches: number; batchedItem
 
 const builds: CompiledPortal[] = [];
 
-type Name = 'ceiling' | 'portal' | 'cluster';
+type Name = 'ceiling' | 'hop' | 'portal' | 'cluster';
 
 function sumMainThread(xs: (MainThread | undefined)[]): MainThread {
   const ys = xs.filter((x): x is MainThread => x !== undefined);
@@ -276,6 +309,7 @@ function sumMainThread(xs: (MainThread | undefined)[]): MainThread {
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'portal-bench-'));
+  if (GENERATOR_CPUS) await pinSelf(GENERATOR_CPUS);
   const load: number[][] = [loadavg()];
   try {
     const files = await writeSelfSigned(dir);
@@ -333,6 +367,15 @@ async function main(): Promise<void> {
       ceiling: { target: { port: ceiling.port, ca, body, check }, pid: ceiling.child.pid! },
       portal: { target: { port: portal.port, ca, body, check }, pid: portal.child.pid! },
     };
+    if (WITH_HOP) {
+      const hop = await startProcess(
+        [...profile('hop'), '--disable-warning=ExperimentalWarning', join(root, 'bench', 'ceiling-hop-server.ts'), files.certFile, files.keyFile],
+        (l) => (l.startsWith('listening ') ? Number(l.slice(10)) : undefined),
+        {},
+        true,
+      );
+      servers.hop = { target: { port: hop.port, ca, body, check }, pid: hop.child.pid! };
+    }
     let clusterPid = 0;
     const probes: Partial<Record<Name, string>> = { portal: portalProbes };
     if (WITH_CLUSTER) {
@@ -394,7 +437,7 @@ async function main(): Promise<void> {
       machine: { cpus: cpus().length, node: process.version, loadavg1m: load.map((l) => round3(l[0] ?? NaN)) },
       setup: {
         reviewBytes: body.length, connections: CONNECTIONS, rounds: ROUNDS, openRounds: OPEN_ROUNDS, secondsPerRun: SECONDS, openLoopRate: RATE,
-        sides: names, rules: RULES, evaluationWorkers: Number(WORKERS), cpus: CPUS || 'all', portal: FROM_SOURCE ? 'src through tsx' : 'compiled with tsc (as in the image)', ...(WITH_CLUSTER ? { clusterReplicaPid: clusterPid } : {}),
+        sides: names, rules: RULES, evaluationWorkers: Number(WORKERS), cpus: CPUS || 'all', generatorCpus: GENERATOR_CPUS || 'all', portal: FROM_SOURCE ? 'src through tsx' : 'compiled with tsc (as in the image)', ...(WITH_CLUSTER ? { clusterReplicaPid: clusterPid } : {}),
       },
       median: { ...median_, maxGeneratorCores: Math.max(...all.map((r) => r.generatorCores)) },
       // Evaluation tasks over the whole run (warm-up included), per replica.

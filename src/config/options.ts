@@ -119,6 +119,9 @@ export interface ServeConfig {
  */
 export const DEFAULT_EVALUATION_WORKERS = Math.min(8, Math.max(2, availableParallelism()));
 
+/** The CPUs this process may run on (its affinity: a replica pinned to one core sees 1). */
+export const AVAILABLE_CPUS = availableParallelism();
+
 export type OptionType = 'int' | 'number' | 'string' | 'bool' | 'duration' | 'list' | 'enum';
 
 export interface OptionSpec {

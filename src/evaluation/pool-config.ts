@@ -16,6 +16,19 @@ export const MIN_QUEUE = 128;
 /** Batches sent to one worker at once: the one it runs and the next. */
 export const PIPELINE = 2;
 
+/**
+ * Batches per worker for a process that may run on `cpus` CPUs. The waiting
+ * batch lets a worker go on without waiting for the main thread to send it
+ * work, which pays only when the two can run at the same time. On one CPU
+ * (a replica pinned to one core) they never do: the waiting batch only
+ * splits the requests that arrive together into twice as many batches, each
+ * costing a wake-up of both threads; measured there, 4–10% more CPU per
+ * review (docs/benchmarks.md, session 10).
+ */
+export function pipelineFor(cpus: number): number {
+  return cpus > 1 ? PIPELINE : 1;
+}
+
 export interface EvaluationPoolConfig {
   /** Names the pool in logs, metrics and errors (`admission`, `audit`). */
   name: string;

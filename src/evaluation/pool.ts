@@ -312,6 +312,8 @@ export class EvaluationPool {
   stats(): Record<string, unknown> {
     return {
       workers: this.#config.workers,
+      /** Batches sent to one worker at once (pool-config.ts, pipelineFor). */
+      batchesPerWorker: this.#config.pipeline,
       threads: this.#piscina?.threads.length ?? 0,
       queued: this.#batcher.waiting(),
       maxQueue: this.#config.maxQueue,

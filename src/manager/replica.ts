@@ -28,8 +28,9 @@ import { HealthChecks, buildProbesServer } from '../admission/probes.ts';
 import { ReadinessGate } from '../admission/readiness.ts';
 import { buildAdmissionServer } from '../admission/server.ts';
 import { readTlsFiles, watchTlsFiles, type TlsFiles } from '../admission/tls-reload.ts';
-import type { ServeConfig } from '../config/options.ts';
+import { AVAILABLE_CPUS, type ServeConfig } from '../config/options.ts';
 import { EvaluationPool } from '../evaluation/pool.ts';
+import { pipelineFor } from '../evaluation/pool-config.ts';
 import { DebugVars } from '../observability/debug-vars.ts';
 import { RuntimeStats } from '../observability/runtime-stats.ts';
 import { portalKinds } from '../policy/portal-kinds.ts';
@@ -90,7 +91,13 @@ function serverRunnable(name: string, server: FastifyInstance, alsoRun?: (signal
 function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Logger, registry: Registry): EvaluationPool {
   const { source, ruleProblems } = mode;
   return new EvaluationPool(
-    { name: 'admission', workers: config.evaluationWorkers, timeoutMs: config.evaluationTimeout, exemptNamespaces: config.exemptNamespaces },
+    {
+      name: 'admission',
+      workers: config.evaluationWorkers,
+      pipeline: pipelineFor(AVAILABLE_CPUS),
+      timeoutMs: config.evaluationTimeout,
+      exemptNamespaces: config.exemptNamespaces,
+    },
     // Namespace labels travel to the workers like the rules: they answer whole reviews.
     { rules: source.ruleSet, namespaces: source.namespaceStore },
     {

@@ -19,9 +19,15 @@ const logger = pino({ level: 'silent' });
 const pools: EvaluationPool[] = [];
 after(() => Promise.all(pools.map((p) => p.close())));
 
-function newPool(rules: RuleSet, opts: { workers?: number; timeoutMs?: number; maxQueue?: number } = {}, vap?: { vaps: VapSet; params: ParamStore }): EvaluationPool {
+function newPool(rules: RuleSet, opts: { workers?: number; timeoutMs?: number; maxQueue?: number; pipeline?: number } = {}, vap?: { vaps: VapSet; params: ParamStore }): EvaluationPool {
   const pool = new EvaluationPool(
-    { name: 'test', workers: opts.workers ?? 1, timeoutMs: opts.timeoutMs ?? 10_000, ...(opts.maxQueue !== undefined ? { maxQueue: opts.maxQueue } : {}) },
+    {
+      name: 'test',
+      workers: opts.workers ?? 1,
+      timeoutMs: opts.timeoutMs ?? 10_000,
+      ...(opts.maxQueue !== undefined ? { maxQueue: opts.maxQueue } : {}),
+      ...(opts.pipeline !== undefined ? { pipeline: opts.pipeline } : {}),
+    },
     { rules, ...vap },
     { logger, registry: new Registry() },
   );
@@ -179,11 +185,12 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     assert.ok(after.batches - before.batches < 10, `${after.batches - before.batches} tasks for 10 evaluations submitted together`);
   });
 
-  void it('a slow evaluation does not hold the others sent in its batch: they are taken back and answered by another worker', async () => {
+  // Pipeline 1: one batch per worker, as on a replica pinned to one core (pool-config.ts, pipelineFor).
+  for (const pipeline of [2, 1]) void it(`a slow evaluation does not hold the others sent in its batch: they are taken back and answered by another worker (${pipeline} batches per worker)`, async () => {
     const rules = new RuleSet();
     rules.upsert(clusterRule('no-privileged'));
     rules.upsert(slowRule('slow-nonroot', 'Deny'));
-    const pool = newPool(rules, { timeoutMs: 5000, workers: 2 });
+    const pool = newPool(rules, { timeoutMs: 5000, workers: 2, pipeline });
     await warm(pool);
     const huge = hugePod(false);
     const events: string[] = [];

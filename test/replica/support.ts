@@ -30,9 +30,14 @@ export interface Child {
   stderr: () => string;
 }
 
-/** Spawns `node bin/portal.js ...args`; SIGKILLed after the test if still running. */
-export function spawnPortal(t: TestContext, args: string[], env: Record<string, string> = {}): Child {
-  const child = spawn(process.execPath, [bin, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+/**
+ * Spawns `node bin/portal.js ...args`, through `launcher` when given (a
+ * command that execs the rest, such as `taskset -c 0`); SIGKILLed after the
+ * test if still running.
+ */
+export function spawnPortal(t: TestContext, args: string[], env: Record<string, string> = {}, launcher: readonly string[] = []): Child {
+  const [cmd, ...argv] = [...launcher, process.execPath, bin, ...args] as [string, ...string[]];
+  const child = spawn(cmd, argv, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const lines: string[] = [];
   let err = '';
   createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
@@ -59,6 +64,8 @@ export interface StartServeOptions {
   listenTimeoutMs?: number;
   /** Also wait for /readyz 200 (file mode: the evaluation workers have started). @default false */
   ready?: boolean;
+  /** A command that execs portal (spawnPortal). @default none */
+  launcher?: readonly string[];
 }
 
 /**
@@ -67,7 +74,7 @@ export interface StartServeOptions {
  */
 export async function startServe(t: TestContext, args: string[], env: Record<string, string>, options: StartServeOptions = {}): Promise<Serve> {
   const listenTimeoutMs = options.listenTimeoutMs ?? 30_000;
-  const c = spawnPortal(t, ['serve', '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--self-signed', ...args], env);
+  const c = spawnPortal(t, ['serve', '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--self-signed', ...args], env, options.launcher);
   const found = { probes: '', webhook: '', caFile: '' };
   await until('portal serve to listen', listenTimeoutMs, () => {
     for (const line of c.lines) {
