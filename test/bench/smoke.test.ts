@@ -4,6 +4,7 @@
 // are for docs/benchmarks.md, measured on purpose, with the load noted).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 
@@ -14,7 +15,8 @@ const SMOKE: Record<string, string[]> = {
   engine: ['--seconds', '0.2'],
   vap: ['--seconds', '0.2'],
   // All three sides (ceiling, files mode, cluster mode), one short round each.
-  admission: ['--rounds', '1', '--open-rounds', '1', '--seconds', '0.5', '--connections', '4', '--rate', '100'],
+  // --cpus 0: the pinned layout (servers on CPU 0, the load generator on the others), with the hand-off floor side.
+  admission: ['--rounds', '1', '--open-rounds', '1', '--seconds', '0.5', '--connections', '4', '--rate', '100', '--cpus', '0', '--hop'],
   apiserver: ['--rate', '50', '--seconds', '1'],
   protobuf: ['--ms', '100'],
   apply: ['--n', '20', '--rounds', '1'],
@@ -60,7 +62,9 @@ for (const [name, args] of Object.entries(SMOKE)) {
     if (name === 'admission') {
       // Issue 21 item 6: all three sides ran, each with its ratio to the ceiling.
       const median = report.median as Record<string, { throughputRatio?: number }>;
-      for (const side of ['ceiling', 'portal', 'cluster']) assert.equal(typeof median[side]?.throughputRatio, 'number', `admission side ${side}`);
+      for (const side of ['ceiling', 'hop', 'portal', 'cluster']) assert.equal(typeof median[side]?.throughputRatio, 'number', `admission side ${side}`);
+      const setup = report.setup as { cpus?: string; generatorCpus?: string };
+      assert.deepEqual([setup.cpus, setup.generatorCpus], ['0', cpus().length > 1 ? Array.from({ length: cpus().length - 1 }, (_, i) => i + 1).join(',') : 'all']);
       // The replicas' main-thread figures from /debug/vars `runtime` (the ceiling has none).
       const main = report.median as Record<string, { openMainThread?: { busyMs?: number } }>;
       for (const side of ['portal', 'cluster']) assert.equal(typeof main[side]?.openMainThread?.busyMs, 'number', `admission side ${side}: main thread`);
