@@ -9,10 +9,12 @@
 // asserted: reviews are still decided (a privileged Pod denied, an ordinary
 // one allowed) and /healthz answered, /metrics counts the dropped lines, and
 // once the log is read again one line says how many were dropped; SIGTERM
-// still exits 0 with its last lines in the log. Every wait is on an event
+// still exits 0 with its last lines in the log, and a second SIGTERM during
+// the shutdown exits 1 at once, not by the signal's default. Every wait is on an event
 // or a polled condition with a bound; no timing is asserted.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { podReview, review, root, startServe, type ReviewResponse, type Serve } from '../replica/support.ts';
@@ -106,6 +108,18 @@ async function fillTheLog(s: Serve, ca: Buffer): Promise<{ sent: number; dropped
   return { sent, dropped };
 }
 
+/** Whether a TCP connection to 127.0.0.1:`port` is refused. */
+function refused(port: number): Promise<boolean | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(undefined);
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED' ? true : undefined));
+  });
+}
+
 function serve(t: TestContext, pod: string): Promise<Serve> {
   return startServe(t, ['--policies', join(root, 'policies'), '--log-level', 'debug'], { POD_NAME: pod }, { listenTimeoutMs: 60_000, ready: true });
 }
@@ -165,4 +179,23 @@ test('portal serve: SIGTERM while its log reader is stalled still exits 0, givin
   s.child.kill('SIGTERM');
   assert.equal(await s.exited, 0, s.stderr());
   assert.equal(s.stderr(), 'portal serve: the log reader did not take the last lines of the log in time: they are lost\n');
+});
+
+test('portal serve: a second SIGTERM while its log reader is stalled exits 1 at once, by its own hand, not by the signal', { timeout: 300_000 }, async (t) => {
+  const s = await serve(t, 'portal-log-stalled-twice');
+  const ca = await readFile(s.caFile);
+  s.child.stdout!.pause();
+  // Lines wait in the replica's buffer (as in the test above), so the exit
+  // window after the first signal waits on a reader that never reads.
+  for (let r = 0; r < 6; r++) await sendRound(s, ca, r * ROUND);
+
+  // The second signal lands once the first one's shutdown is under way (the
+  // webhook refuses connections), while the replica waits on the stalled
+  // reader: still handled. (Sent back to back, two signals merge into one.)
+  s.child.kill('SIGTERM');
+  const { port } = new URL(s.webhook);
+  await until('the webhook to refuse connections (shutting down)', 30_000, () => refused(Number(port)), { intervalMs: 10 });
+  s.child.kill('SIGTERM');
+  assert.equal(await s.exited, 1, s.stderr());
+  assert.equal(s.child.signalCode, null, 'exited by its own hand, not killed by the signal');
 });
