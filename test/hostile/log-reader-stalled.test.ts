@@ -124,6 +124,19 @@ function serve(t: TestContext, pod: string): Promise<Serve> {
   return startServe(t, ['--policies', join(root, 'policies'), '--log-level', 'debug'], { POD_NAME: pod }, { listenTimeoutMs: 60_000, ready: true });
 }
 
+/**
+ * A replica whose log reader stopped reading, with ~1.4 MB of log sent
+ * since, several times what the pipe holds: lines wait in its buffer (not
+ * necessarily up to its bound: the tests that use this are about the exit).
+ */
+async function stalledWithBacklog(t: TestContext, pod: string): Promise<Serve> {
+  const s = await serve(t, pod);
+  const ca = await readFile(s.caFile);
+  s.child.stdout!.pause();
+  for (let r = 0; r < 6; r++) await sendRound(s, ca, r * ROUND);
+  return s;
+}
+
 test('portal serve: a log reader that stops reading costs dropped log lines, counted and reported, never admission', { timeout: 300_000 }, async (t) => {
   const s = await serve(t, 'portal-log-stalled');
   const ca = await readFile(s.caFile);
@@ -167,13 +180,8 @@ test('portal serve: a log reader that stops reading costs dropped log lines, cou
 });
 
 test('portal serve: SIGTERM while its log reader is stalled still exits 0, giving up the lines the reader never took', { timeout: 300_000 }, async (t) => {
-  const s = await serve(t, 'portal-log-stalled-exit');
-  const ca = await readFile(s.caFile);
-  s.child.stdout!.pause();
-  // ~1.4 MB of log, several times what the pipe holds: lines wait in the
-  // replica's buffer (not necessarily up to its bound: this test is about
-  // the exit, and the stderr line below proves lines were still waiting).
-  for (let r = 0; r < 6; r++) await sendRound(s, ca, r * ROUND);
+  // The stderr line below proves lines were still waiting.
+  const s = await stalledWithBacklog(t, 'portal-log-stalled-exit');
 
   // Never read again: the replica may wait for its reader only within its exit window (a bounded time).
   s.child.kill('SIGTERM');
@@ -182,12 +190,8 @@ test('portal serve: SIGTERM while its log reader is stalled still exits 0, givin
 });
 
 test('portal serve: a second SIGTERM while its log reader is stalled exits 1 at once, by its own hand, not by the signal', { timeout: 300_000 }, async (t) => {
-  const s = await serve(t, 'portal-log-stalled-twice');
-  const ca = await readFile(s.caFile);
-  s.child.stdout!.pause();
-  // Lines wait in the replica's buffer (as in the test above), so the exit
-  // window after the first signal waits on a reader that never reads.
-  for (let r = 0; r < 6; r++) await sendRound(s, ca, r * ROUND);
+  // The exit window after the first signal waits on a reader that never reads.
+  const s = await stalledWithBacklog(t, 'portal-log-stalled-twice');
 
   // The second signal lands once the first one's shutdown is under way (the
   // webhook refuses connections), while the replica waits on the stalled
