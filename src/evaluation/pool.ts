@@ -43,13 +43,16 @@ import type { Attempt, ItemBody } from './batch-items.ts';
 import { withDefaults, type EvaluationPoolConfig, type EvaluationPoolDeps, type PolicyStores } from './pool-config.ts';
 import { poolMetrics, type PoolMetrics } from './pool-metrics.ts';
 import { PolicyReplication } from './replication.ts';
-import { startThreads } from './threads.ts';
+import { dyingThreads, startThreads } from './threads.ts';
 import { unpackReview } from './packed-review.ts';
 import { epochNow, SLOT_BYTES, type TaskOutcomes, type TaskResults, type WorkerData } from './protocol.ts';
 
 type What = () => Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
 
 type TaskBody = { kind: 'review'; body: string } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
+
+/** How long close waits for terminated threads to exit: a terminated thread exits in milliseconds; this only bounds a thread that does not. */
+const DYING_EXIT_MS = 5000;
 
 export class EvaluationPool {
   readonly name: string;
@@ -62,6 +65,8 @@ export class EvaluationPool {
   readonly #metrics: PoolMetrics | undefined;
   readonly #reviewContext: ReviewContext;
   #piscina: Piscina | undefined;
+  /** Waits for the threads piscina terminated to exit (threads.ts, dyingThreads). */
+  #dying: ((ms: number) => Promise<void>) | undefined;
   #replication: PolicyReplication | undefined;
   #closed: Promise<void> | undefined;
   #abandoned = 0;
@@ -131,6 +136,8 @@ export class EvaluationPool {
       if (this.#piscina) await this.#batcher.drained();
       const piscina = this.#piscina;
       this.#piscina = undefined;
+      // A thread terminated before now must exit before piscina closes, or its replacement may start after.
+      await this.#dying?.(DYING_EXIT_MS);
       try {
         await piscina?.close();
       } catch (err) {
@@ -181,6 +188,7 @@ export class EvaluationPool {
       onError: (err) => this.#log.error({ [LogKey.error]: toError(err) }, 'evaluation worker failed'),
       onDestroy: (id) => replication.workerDestroyed(id),
     });
+    this.#dying = dyingThreads(this.#piscina);
     return this.#piscina;
   }
 

@@ -2,6 +2,8 @@
  * The pool's worker threads (piscina): a fixed number, never idled out,
  * each taking `pipeline` batches at once.
  */
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Piscina } from 'piscina';
 import type { WorkerData } from './protocol.ts';
 
@@ -78,4 +80,30 @@ export function startThreads(config: ThreadsConfig, on: { onError: (err: unknown
   piscina.on('error', on.onError);
   piscina.on('workerDestroy', (worker: { id: number }) => on.onDestroy(worker.id));
   return piscina;
+}
+
+/**
+ * What waits for the threads piscina terminated (an abandoned evaluation's,
+ * a crashed one) to exit. Why: piscina replaces a thread when the old one's
+ * `exit` arrives, and when that happens after its close() returned (which
+ * resets its closing flags), the replacement starts after the pool closed
+ * and nothing ever stops it: a process that should end stays alive. The
+ * pool's close waits for them (at most `ms`) before closing piscina.
+ */
+export function dyingThreads(piscina: Piscina): (ms: number) => Promise<void> {
+  const dying = new Set<Promise<void>>();
+  piscina.on('workerDestroy', (worker: { id: number }) => {
+    // Still listed while piscina destroys it; an exited thread's id is -1 (nothing to wait for).
+    const thread = worker.id < 0 ? undefined : piscina.threads.find((t) => t.threadId === worker.id);
+    if (thread === undefined) return;
+    const exited = once(thread, 'exit').then(
+      () => undefined,
+      () => undefined,
+    );
+    dying.add(exited);
+    void exited.then(() => dying.delete(exited));
+  });
+  return async (ms) => {
+    if (dying.size > 0) await Promise.race([Promise.all(dying), sleep(ms, undefined, { ref: false })]);
+  };
 }
