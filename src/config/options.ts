@@ -110,6 +110,9 @@ export interface ServeConfig {
   evaluationWorkers: number;
 }
 
+/** The CPUs this process may run on (its affinity: a replica pinned to one core sees 1). */
+export const AVAILABLE_CPUS = availableParallelism();
+
 /**
  * Two workers at least, so that one rule stuck until the deadline in one
  * worker leaves another to answer everyone else; one per core beyond that
@@ -117,10 +120,7 @@ export interface ServeConfig {
  * holds its own compiled copy of every rule (tens of MB), and a replica that
  * needs more cores is better scaled out.
  */
-export const DEFAULT_EVALUATION_WORKERS = Math.min(8, Math.max(2, availableParallelism()));
-
-/** The CPUs this process may run on (its affinity: a replica pinned to one core sees 1). */
-export const AVAILABLE_CPUS = availableParallelism();
+export const DEFAULT_EVALUATION_WORKERS = Math.min(8, Math.max(2, AVAILABLE_CPUS));
 
 export type OptionType = 'int' | 'number' | 'string' | 'bool' | 'duration' | 'list' | 'enum';
 

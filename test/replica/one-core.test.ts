@@ -10,15 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { stringify } from 'yaml';
-import { podReview, readCa, review, startServe } from './support.ts';
+import { debugVars, podReview, readCa, review, startServe } from './support.ts';
 
-interface PoolVars {
-  admission?: { evaluation?: { batchesPerWorker?: number; abandoned?: number } };
-}
-
-async function poolVars(probes: string): Promise<NonNullable<NonNullable<PoolVars['admission']>['evaluation']>> {
-  const vars = (await (await fetch(`${probes}/debug/vars`)).json()) as PoolVars;
-  return vars.admission?.evaluation ?? {};
+/** `/debug/vars` → admission.evaluation.batchesPerWorker. */
+async function batchesPerWorker(probes: string): Promise<unknown> {
+  const vars = (await debugVars(probes, 5000)) as { admission?: { evaluation?: { batchesPerWorker?: number } } } | undefined;
+  return vars?.admission?.evaluation?.batchesPerWorker;
 }
 
 const rules = [
@@ -39,7 +36,7 @@ for (const [cpus, batches] of [['0', 1], ['0,1', 2]] as const) {
     t.after(() => rm(dir, { recursive: true, force: true }));
     await writeFile(join(dir, 'rules.yaml'), rules.map((r) => stringify(r)).join('---\n'));
     const serve = await startServe(t, ['--policies', dir, '--evaluation-workers', '1'], {}, { ready: true, launcher: ['taskset', '-c', cpus] });
-    assert.equal((await poolVars(serve.probes)).batchesPerWorker, batches);
+    assert.equal(await batchesPerWorker(serve.probes), batches);
     const ca = readCa(serve.caFile);
     // Many at once, so that batches form; each answer must be its own review's.
     const privileged = Array.from({ length: 64 }, (_, i) => i % 3 === 0);
