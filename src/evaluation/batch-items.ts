@@ -4,13 +4,11 @@
  * item lets go of. No timers, no workers: the batcher does those.
  */
 import type { TaskAbort } from './task-abort.ts';
-import type { TaskItem } from './protocol.ts';
+import type { ItemBody } from './protocol.ts';
 
 /** One attempt's outcome: the worker's result, or abandoned (with the rule or VAP that was running, if one was). */
 export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined };
 
-/** An item as the pool submits it, without the deadline fields the batcher adds. */
-export type ItemBody = TaskItem extends unknown ? Omit<TaskItem, 'deadline' | 'ms' | 'abandoned'> : never;
 
 export interface Item {
   /** Released (with resolve and reject) once settled: see release(). */

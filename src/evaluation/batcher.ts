@@ -41,10 +41,10 @@
 import type { Logger } from 'pino';
 import { LogKey } from '../observability/log-keys.ts';
 import { ProgressSlots } from './progress.ts';
-import { epochNow, SLOT_BYTES, type Task, type TaskItem, type TaskOutcomes } from './protocol.ts';
+import { epochNow, SLOT_BYTES, type ItemBody, type Task, type TaskOutcomes } from './protocol.ts';
 import { splitPacked } from './packed-review.ts';
 import { TaskAbort } from './task-abort.ts';
-import { isTermination, release, takeBatch, type Attempt, type Batch, type Item, type ItemBody } from './batch-items.ts';
+import { isTermination, release, takeBatch, type Attempt, type Batch, type Item } from './batch-items.ts';
 import { toError } from '../observability/errors.ts';
 
 export interface BatcherConfig {
@@ -221,18 +221,22 @@ export class Batcher {
     const id = (this.#ids = (this.#ids % 0x7fffffff) + 1);
     this.#slots.reset(slot);
     const batch: Batch = { items, slot, id, abort: new TaskAbort(), reclaimAt: epochNow() + this.#config.reclaimMs, reclaimed: false };
-    const ms = this.#config.timeoutMs;
-    const taskItems = new Array<TaskItem>(items.length);
+    // Built by push, not preallocated: V8 clones an array with holes element by element, as an object.
+    const bodies: ItemBody[] = [];
+    const deadlines: (number | undefined)[] = [];
+    let abandoned: (string[] | undefined)[] | undefined;
     for (let i = 0; i < items.length; i++) {
       const it = items[i]!;
       it.batch = batch;
       it.index = i;
-      taskItems[i] = { ...(it.body as ItemBody), deadline: it.deadline, ms, abandoned: it.abandoned } as TaskItem;
+      bodies.push(it.body as ItemBody);
+      deadlines.push(it.deadline);
+      if (it.abandoned !== undefined) abandoned ??= items.map((x) => x.abandoned);
     }
     this.#active.add(batch);
     this.#batches++;
     this.#items += items.length;
-    this.#deps.run({ seq: this.#deps.seq(), slot, id, items: taskItems }, batch.abort).then(
+    this.#deps.run({ seq: this.#deps.seq(), slot, id, ms: this.#config.timeoutMs, bodies, deadlines, abandoned }, batch.abort).then(
       (outcomes) => this.#finished(batch, outcomes, undefined),
       (err: unknown) => this.#finished(batch, undefined, err),
     );

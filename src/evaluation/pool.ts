@@ -39,17 +39,22 @@ import { evaluate, type EvaluationBudget, type EvaluationInput, type KubeObject,
 import type { BindingEvaluation, VapAttributes } from '../policy/vap/index.ts';
 import { answerReview, nameOnlyNamespaceLabels, readReview, type AnsweredReview, type ReviewContext } from '../policy/review/answer.ts';
 import { Batcher } from './batcher.ts';
-import type { Attempt, ItemBody } from './batch-items.ts';
+import type { Attempt } from './batch-items.ts';
 import { withDefaults, type EvaluationPoolConfig, type EvaluationPoolDeps, type PolicyStores } from './pool-config.ts';
 import { poolMetrics, type PoolMetrics } from './pool-metrics.ts';
 import { PolicyReplication } from './replication.ts';
 import { dyingThreads, startThreads } from './threads.ts';
 import { unpackReview } from './packed-review.ts';
-import { epochNow, SLOT_BYTES, type TaskOutcomes, type TaskResults, type WorkerData } from './protocol.ts';
+import { epochNow, SLOT_BYTES, type ItemBody, type TaskOutcomes, type TaskResults, type WorkerData } from './protocol.ts';
 
 type What = () => Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
 
 type TaskBody = { kind: 'review'; body: string } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
+
+/** What the batcher sends for a body: a review as its bare text (protocol.ts, Task). */
+function wireBody(body: TaskBody): ItemBody {
+  return body.kind === 'review' ? body.body : body;
+}
 
 /** How long close waits for terminated threads to exit: a terminated thread exits in milliseconds; this only bounds a thread that does not. */
 const DYING_EXIT_MS = 5000;
@@ -304,7 +309,7 @@ export class EvaluationPool {
     this.#ensure();
     // A retry is sent alone (it ran next to something slow once already) and is not refused: it replaces the attempt that was abandoned.
     if (bounded && this.#batcher.inFlight >= this.#config.maxQueue + this.#config.workers) throw this.#overloaded();
-    return this.#batcher.attempt(body as ItemBody, deadline, abandoned, !bounded);
+    return this.#batcher.attempt(wireBody(body), deadline, abandoned, !bounded);
   }
 
   #overloaded(): PortalError {

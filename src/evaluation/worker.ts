@@ -28,7 +28,6 @@ import {
   type TaskOutcomes,
   type StoreName,
   type Task,
-  type TaskItem,
   type WorkerData,
 } from './protocol.ts';
 
@@ -114,17 +113,20 @@ function recorder(base: number): (key: string) => void {
   };
 }
 
-function execute(item: TaskItem, onRule: (key: string) => void): unknown {
-  const abandoned = item.abandoned && item.abandoned.length > 0 ? new Set(item.abandoned) : undefined;
-  const deadline = item.deadline ?? epochNow() + item.ms;
-  if (item.kind === 'vap') {
-    return stores.vaps.evaluate(item.attrs, { namespaceObject: item.namespaceObject, params: stores.params }, {
-      deadline: { at: deadline, now: epochNow, ms: item.ms, abandoned, onPolicy: onRule },
+function execute(task: Task, i: number, onRule: (key: string) => void): unknown {
+  const body = task.bodies[i]!;
+  const given = task.abandoned?.[i];
+  const abandoned = given !== undefined && given.length > 0 ? new Set(given) : undefined;
+  const ms = task.ms;
+  const deadline = task.deadlines[i] ?? epochNow() + ms;
+  if (typeof body === 'string') return packReview(answerReview(body, reviewContext(), { deadline, now: epochNow, ms, abandoned, onRule }));
+  if (body.kind === 'vap') {
+    return stores.vaps.evaluate(body.attrs, { namespaceObject: body.namespaceObject, params: stores.params }, {
+      deadline: { at: deadline, now: epochNow, ms, abandoned, onPolicy: onRule },
     });
   }
-  const budget: EvaluationBudget = { deadline, now: epochNow, ms: item.ms, abandoned, onRule };
-  if (item.kind === 'review') return packReview(answerReview(item.body, reviewContext(), budget));
-  return evaluate(stores.rules, item.input, budget);
+  const budget: EvaluationBudget = { deadline, now: epochNow, ms, abandoned, onRule };
+  return evaluate(stores.rules, body.input, budget);
 }
 
 let context: { stores: Stores; ctx: ReviewContext } | undefined;
@@ -147,7 +149,7 @@ function executeBatch(task: Task): TaskOutcomes {
   const base = task.slot * SLOT_BYTES;
   const words = base / 4;
   const onRule = recorder(base);
-  const n = task.items.length;
+  const n = task.bodies.length;
   const out: ItemOutcome[] = new Array<ItemOutcome>(n);
   for (;;) {
     const i = Atomics.add(progress, words + SLOT_CLAIM, 1);
@@ -156,7 +158,7 @@ function executeBatch(task: Task): TaskOutcomes {
     progress[words + SLOT_KEY_LENGTH] = 0;
     let key: string | undefined;
     try {
-      const value = execute(task.items[i]!, (k) => onRule((key = k)));
+      const value = execute(task, i, (k) => onRule((key = k)));
       out[i] = typeof value === 'string' ? value : { ok: value };
     } catch {
       // A bug (rule errors are verdicts): this item only is reported, with the rule that was running.
