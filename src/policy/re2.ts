@@ -224,6 +224,32 @@ function prefiltered(re: RE2JS, required: string | undefined): (input: string) =
   return (input) => input.includes(required) && re.test(input);
 }
 
+/** Inputs a remembered pattern keeps answers for: short ones (image references, names, label values), a bounded number. */
+const MEMO_MAX_INPUT = 128;
+const MEMO_ENTRIES = 32;
+
+/**
+ * `match`, remembering its answers for short inputs: one test of an image
+ * reference costs re2js ~0.3–0.5 µs, a lookup ~0.03, and the strings a
+ * cluster's objects carry repeat (a Deployment's Pods share their images).
+ * Bounded per pattern (MEMO_ENTRIES of at most MEMO_MAX_INPUT characters;
+ * emptied when full), so hostile input costs a lookup and an insert per test,
+ * never memory. The key holds its string alive: only for inputs that are
+ * their own strings (JSON.parse's), never slices of a larger one.
+ */
+function remembered(match: (input: string) => boolean): (input: string) => boolean {
+  const memo = new Map<string, boolean>();
+  return (input) => {
+    if (input.length > MEMO_MAX_INPUT) return match(input);
+    let r = memo.get(input);
+    if (r === undefined) {
+      if (memo.size >= MEMO_ENTRIES) memo.clear();
+      memo.set(input, (r = match(input)));
+    }
+    return r;
+  };
+}
+
 /**
  * Compiles a pattern with RE2 semantics. Throws a RegexLimitError whose
  * message says what is wrong (syntax, an unsupported construct, or a program
@@ -245,7 +271,8 @@ export function compileLinear(pattern: string, options: CompileOptions = {}): Li
   }
   const key = `re2:/${pattern}/`;
   const clock = options.clock;
-  const match = literalMatcher(pattern) ?? prefiltered(re, requiredSubstring(syntax));
+  const matcher = literalMatcher(pattern) ?? prefiltered(re, requiredSubstring(syntax));
+  const match = options.memoize === true ? remembered(matcher) : matcher;
   // One unit per instruction per character: RE2's worst case, checked
   // before running so an over-budget search costs nothing.
   const admit = (characters: number, total: number, inputLength: number): void => {
@@ -298,6 +325,13 @@ export interface CompileOptions {
   ecmaEscapes?: boolean;
   /** The clock whose deadline this pattern's tests respect (none: no deadline, only the per-test budget). */
   clock?: RegexClock;
+  /**
+   * Remember `test` answers for short inputs (see remembered()). Only where
+   * every input is a string of its own (JSON Schema's: values of parsed
+   * JSON), not where it can be a slice of a larger one (CEL's computed strings).
+   * @default false
+   */
+  memoize?: boolean;
 }
 
 function shorten(pattern: string): string {
@@ -322,7 +356,7 @@ function readClock(clock: RegexClock, cost: number): void {
  * no translation.
  */
 export function ajvRegExp(clock: RegexClock): ((pattern: string, flags: string) => LinearRegExp) & { code: string } {
-  const engine = (pattern: string, _flags: string): LinearRegExp => compileLinear(pattern, { clock });
+  const engine = (pattern: string, _flags: string): LinearRegExp => compileLinear(pattern, { clock, memoize: true });
   // ajv embeds this name only in standalone (generated-source) output, which
   // Portal does not use; it must be a string for ajv's function cache.
   return Object.assign(engine, { code: 'portalRe2' });

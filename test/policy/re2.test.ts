@@ -55,6 +55,24 @@ describe('compileLinear', () => {
     assert.ok(compared > 2500, `only ${compared} generated patterns compiled`);
   });
 
+  it('a remembering pattern answers like RE2 on every input, repeated or not, short or long', () => {
+    // One compiled pattern across the whole run: its memo fills, empties and
+    // fills again, and is never consulted for inputs over its length bound.
+    const re = compileLinear(':[^/:@]+$', { memoize: true });
+    const rx = RE2JS.compile(':[^/:@]+$');
+    const image = fc.oneof(
+      fc.constantFrom('nginx:1.25', 'nginx', 'reg.example/a/b:latest', 'a@sha256:00', 'x:y/z', ''),
+      fc.string({ unit: fc.constantFrom('a', ':', '/', '@', '.'), maxLength: 40 }),
+      fc.string({ unit: fc.constantFrom('a', ':', '/'), minLength: 120, maxLength: 140 }),
+    );
+    fc.assert(
+      fc.property(fc.array(image, { minLength: 1, maxLength: 80 }), (inputs) => {
+        for (const s of [...inputs, ...inputs]) assert.equal(re.test(s), rx.test(s), JSON.stringify(s));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('finds the literal every match needs, and none where a match can do without', () => {
     assert.equal(requiredSubstring('@[A-Za-z][A-Za-z0-9]*:[0-9A-Fa-f]{32,}$'), '@');
     assert.equal(requiredSubstring(':[^/:@]+$'), ':');
