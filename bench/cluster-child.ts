@@ -28,7 +28,15 @@ if (!kubeconfigFile) throw new Error('usage: cluster-child.ts KUBECONFIG [NAMESP
 
 const api = await startApiServer({ namespaces: ['default', 'kube-system', 'kube-public', 'kube-node-lease', namespace] });
 const admin = new DevApiClient(api.url, api.adminToken);
-const crds = await readManifests(join(root, 'charts', 'portal', 'crds'), ['CustomResourceDefinition']);
+// Portal's CRDs and the report CRDs the chart installs by default (as `portal dev` does): without them the
+// replica's report informers retry on 404 for the whole run, which a deployed replica does not.
+const crdDirs = [join(root, 'charts', 'portal', 'crds'), join(root, 'charts', 'portal', 'files', 'crds')];
+const crds = { objects: [] as Awaited<ReturnType<typeof readManifests>>['objects'], problems: [] as string[] };
+for (const dir of crdDirs) {
+  const read = await readManifests(dir, ['CustomResourceDefinition']);
+  crds.objects.push(...read.objects);
+  crds.problems.push(...read.problems);
+}
 // policies/ also holds the Pod Security controls as ValidatingAdmissionPolicies (policies/pod-security-vap);
 // like `portal dev`, install only the Portal rules (both would enforce every control twice).
 const RULE_KINDS = ['PortalClusterRule', 'PortalRule'];
