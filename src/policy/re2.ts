@@ -271,8 +271,9 @@ export function compileLinear(pattern: string, options: CompileOptions = {}): Li
   }
   const key = `re2:/${pattern}/`;
   const clock = options.clock;
-  const matcher = literalMatcher(pattern) ?? prefiltered(re, requiredSubstring(syntax));
-  const match = options.memoize === true ? remembered(matcher) : matcher;
+  // A literal's string method costs less than a lookup: only RE2 runs are remembered.
+  const search = prefiltered(re, requiredSubstring(syntax));
+  const match = literalMatcher(pattern) ?? (options.memoize === true ? remembered(search) : search);
   // One unit per instruction per character: RE2's worst case, checked
   // before running so an over-budget search costs nothing.
   const admit = (characters: number, total: number, inputLength: number): void => {
