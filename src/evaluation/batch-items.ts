@@ -9,7 +9,6 @@ import type { ItemBody } from './protocol.ts';
 /** One attempt's outcome: the worker's result, or abandoned (with the rule or VAP that was running, if one was). */
 export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined };
 
-
 export interface Item {
   /** Released (with resolve and reject) once settled: see release(). */
   body: ItemBody | undefined;
