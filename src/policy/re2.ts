@@ -224,6 +224,12 @@ function prefiltered(re: RE2JS, required: string | undefined): (input: string) =
   return (input) => input.includes(required) && re.test(input);
 }
 
+/** RE2's search behind its prefilter, its answers remembered when `memoize`. */
+function searchWith(re: RE2JS, required: string | undefined, memoize: boolean): (input: string) => boolean {
+  const search = prefiltered(re, required);
+  return memoize ? remembered(search) : search;
+}
+
 /** Inputs a remembered pattern keeps answers for: short ones (image references, names, label values), a bounded number. */
 const MEMO_MAX_INPUT = 128;
 const MEMO_ENTRIES = 32;
@@ -235,7 +241,9 @@ const MEMO_ENTRIES = 32;
  * Bounded per pattern (MEMO_ENTRIES of at most MEMO_MAX_INPUT characters;
  * emptied when full), so hostile input costs a lookup and an insert per test,
  * never memory. The key holds its string alive: only for inputs that are
- * their own strings (JSON.parse's), never slices of a larger one.
+ * their own strings (JSON.parse's), never slices of a larger one. A Map
+ * emptied when full rather than lru-cache: this runs on every pattern test,
+ * and lru-cache's bookkeeping on each hit costs more than the lookup.
  */
 function remembered(match: (input: string) => boolean): (input: string) => boolean {
   const memo = new Map<string, boolean>();
@@ -272,8 +280,7 @@ export function compileLinear(pattern: string, options: CompileOptions = {}): Li
   const key = `re2:/${pattern}/`;
   const clock = options.clock;
   // A literal's string method costs less than a lookup: only RE2 runs are remembered.
-  const search = prefiltered(re, requiredSubstring(syntax));
-  const match = literalMatcher(pattern) ?? (options.memoize === true ? remembered(search) : search);
+  const match = literalMatcher(pattern) ?? searchWith(re, requiredSubstring(syntax), options.memoize === true);
   // One unit per instruction per character: RE2's worst case, checked
   // before running so an over-budget search costs nothing.
   const admit = (characters: number, total: number, inputLength: number): void => {
