@@ -49,7 +49,8 @@ import { epochNow, SLOT_BYTES, type ItemBody, type TaskOutcomes, type TaskResult
 
 type What = () => Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
 
-type TaskBody = { kind: 'review'; body: string } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
+/** What the pool evaluates: a review (sent as its bare text) or one of the other items as the worker receives it. */
+type TaskBody = { kind: 'review'; body: string } | Exclude<ItemBody, string>;
 
 /** What the batcher sends for a body: a review as its bare text (protocol.ts, Task). */
 function wireBody(body: TaskBody): ItemBody {
