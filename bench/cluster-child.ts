@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startApiServer } from '../packages/devcluster/src/apiserver/index.ts';
 import { DevApiClient } from '../packages/devcluster/src/dev/api-client.ts';
-import { readManifests } from '../packages/devcluster/src/dev/manifests.ts';
+import { readChartCrds, readManifests } from '../packages/devcluster/src/dev/manifests.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const kubeconfigFile = process.argv[2];
@@ -30,13 +30,7 @@ const api = await startApiServer({ namespaces: ['default', 'kube-system', 'kube-
 const admin = new DevApiClient(api.url, api.adminToken);
 // Portal's CRDs and the report CRDs the chart installs by default (as `portal dev` does): without them the
 // replica's report informers retry on 404 for the whole run, which a deployed replica does not.
-const crdDirs = [join(root, 'charts', 'portal', 'crds'), join(root, 'charts', 'portal', 'files', 'crds')];
-const crds = { objects: [] as Awaited<ReturnType<typeof readManifests>>['objects'], problems: [] as string[] };
-for (const dir of crdDirs) {
-  const read = await readManifests(dir, ['CustomResourceDefinition']);
-  crds.objects.push(...read.objects);
-  crds.problems.push(...read.problems);
-}
+const crds = await readChartCrds(join(root, 'charts', 'portal'));
 // policies/ also holds the Pod Security controls as ValidatingAdmissionPolicies (policies/pod-security-vap);
 // like `portal dev`, install only the Portal rules (both would enforce every control twice).
 const RULE_KINDS = ['PortalClusterRule', 'PortalRule'];

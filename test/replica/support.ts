@@ -15,7 +15,7 @@ import type { TestContext } from 'node:test';
 import { until, untilReady } from '../support/until.ts';
 import { startApiServer, type ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
-import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
+import { readChartCrds } from '../../packages/devcluster/src/dev/manifests.ts';
 
 export { until, untilReady };
 
@@ -201,11 +201,9 @@ export async function replicaCluster(t: TestContext, prefix: string, namespace =
   const dir = await mkdtemp(join(tmpdir(), prefix));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const admin = new DevApiClient(api.url, api.adminToken);
-  for (const sub of ['crds', 'files/crds']) {
-    const { objects, problems } = await readManifests(join(root, 'charts', 'portal', sub), ['CustomResourceDefinition']);
-    if (problems.length > 0) throw new Error(`the chart's CRDs (${sub}): ${problems.join('; ')}`);
-    for (const crd of objects) await admin.apply(crd);
-  }
+  const crds = await readChartCrds(join(root, 'charts', 'portal'));
+  if (crds.problems.length > 0) throw new Error(`the chart's CRDs: ${crds.problems.join('; ')}`);
+  for (const crd of crds.objects) await admin.apply(crd);
   const kubeconfig = async (user: string, file = 'kubeconfig'): Promise<string> => {
     const path = join(dir, file);
     await writeFile(path, api.kubeConfig(user), { mode: 0o600 });

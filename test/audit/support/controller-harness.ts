@@ -17,7 +17,7 @@ import type { AuditEvaluator } from '../../../src/audit/evaluator.ts';
 import { ExceptionEvents } from '../../../src/audit/exception-events.ts';
 import { startApiServer, type ApiServer } from '../../../packages/devcluster/src/apiserver/index.ts';
 import { DevApiClient } from '../../../packages/devcluster/src/dev/api-client.ts';
-import { readManifests } from '../../../packages/devcluster/src/dev/manifests.ts';
+import { readChartCrds } from '../../../packages/devcluster/src/dev/manifests.ts';
 import { FencedWriter } from '../../../src/kube/fenced-writer.ts';
 import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
 import { Term } from '../../../src/leader/term.ts';
@@ -46,11 +46,9 @@ export async function clusterWithCrds(t: TestContext): Promise<{ api: ApiServer;
   const api = await startApiServer({ port: 0 });
   t.after(() => api.close());
   const admin = new DevApiClient(api.url, api.adminToken);
-  for (const dir of ['crds', 'files/crds']) {
-    const { objects, problems } = await readManifests(CHART + dir);
-    if (problems.length) throw new Error(problems.join('; '));
-    for (const crd of objects) await admin.apply(crd);
-  }
+  const crds = await readChartCrds(CHART);
+  if (crds.problems.length > 0) throw new Error(crds.problems.join('; '));
+  for (const crd of crds.objects) await admin.apply(crd);
   for (const name of [INSTALL_NS, APP_NS]) await admin.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
   return { api, admin };
 }

@@ -24,7 +24,7 @@ import { startApiServer, type ApiServer } from '../apiserver/index.ts';
 import { createWebhookAdmission, type WebhookAdmission } from '../webhook-admission.ts';
 import { DevApiClient } from './api-client.ts';
 import { rbacForReplicas } from './chart-rbac.ts';
-import { readManifests, type Manifest } from './manifests.ts';
+import { CHART_CRD_DIRS, readManifests, type Manifest } from './manifests.ts';
 import { INSTALL_NAMESPACE, type DevOptions } from './options.ts';
 import { freePort } from './ports.ts';
 import { removeState, writeState, type DevState } from './state.ts';
@@ -80,7 +80,7 @@ async function prepare(o: DevOptions): Promise<Prepared | { problems: string[] }
   problems.push(...read.problems.map(flagged('--policies', o.policies)));
   const rules = { objects: read.objects.filter((x) => RULE_KINDS.includes(x.kind)) };
   const crds: Manifest[] = [];
-  for (const dir of [join(o.chart, 'crds'), join(o.chart, 'files', 'crds')]) {
+  for (const dir of CHART_CRD_DIRS.map((sub) => join(o.chart, sub))) {
     const r = await readManifests(dir, ['CustomResourceDefinition']);
     crds.push(...r.objects);
     problems.push(...r.problems.map(flagged('--chart', dir)));

@@ -7,6 +7,7 @@
  * at once.
  */
 import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { readManifests as readManifestFiles, type ReadLimits } from '../../../../src/config/manifests.ts';
 
 export type Manifest = Record<string, unknown> & { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
@@ -41,4 +42,22 @@ export async function readManifests(dir: string, kinds?: readonly string[], limi
     objects.push(o as Manifest);
   }
   return { objects, problems };
+}
+
+/**
+ * Where the chart keeps the CustomResourceDefinitions `portal dev` applies:
+ * Portal's own (`crds/`) and the report CRDs it installs by default
+ * (`files/crds/`, templated so they can be switched off in a cluster).
+ */
+export const CHART_CRD_DIRS: readonly string[] = ['crds', join('files', 'crds')];
+
+/** Every CRD the chart at `chart` installs by default (CHART_CRD_DIRS), with the problems of both directories. */
+export async function readChartCrds(chart: string): Promise<ReadManifests> {
+  const all: ReadManifests = { objects: [], problems: [] };
+  for (const sub of CHART_CRD_DIRS) {
+    const read = await readManifests(join(chart, sub), ['CustomResourceDefinition']);
+    all.objects.push(...read.objects);
+    all.problems.push(...read.problems);
+  }
+  return all;
 }
