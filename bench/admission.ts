@@ -20,7 +20,10 @@
  * --policies` (files mode) and a replica in cluster mode as deployed
  * (`portal serve --kubeconfig` against the embedded API server with the
  * shipped rules: informers, audit and leader election running), each with
- * its ratio to the ceiling of the same round.
+ * its ratio to the ceiling of the same round. The cluster-mode replica runs
+ * with the NODE_OPTIONS the chart's Deployment sets at its default memory
+ * limit (V8's heap caps, read from `helm template`), as deployed; the
+ * standalone one as `portal serve` runs from the image alone.
  *
  * For each replica it also reads `/debug/vars` `runtime` before and after
  * every run (issue 21 item 5): the main thread's GC pause time, pauses over
@@ -62,6 +65,7 @@ import { celPssRules } from './cel-pss-rules.ts';
 import { podInput, realisticPod } from './realistic-pod.ts';
 import { closedLoop, openLoop, type LoadResult, type Target } from './load.ts';
 import { compilePortal, type CompiledPortal } from './compiled.ts';
+import { chartNodeOptions } from './chart-env.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 function flag(name: string, fallback: string): string {
@@ -254,8 +258,9 @@ async function measure(t: Target, pid: number, run: (t: Target) => Promise<LoadR
  * its informers, audit and leader election run while it admits. Ready only
  * once the informers have synced (/readyz 200).
  */
-async function startCluster(dir: string, portalMain: string, files: { certFile: string; keyFile: string }, profile: (side: string) => string[]): Promise<{ port: number; pid: number; probes: string }> {
+async function startCluster(dir: string, portalMain: string, files: { certFile: string; keyFile: string }, profile: (side: string) => string[]): Promise<{ port: number; pid: number; probes: string; nodeOptions: string }> {
   const kubeconfig = join(dir, 'replica.kubeconfig');
+  const nodeOptions = await chartNodeOptions();
   await startProcess([...profile('apiserver'), '--import', 'tsx', join(root, 'bench', 'cluster-child.ts'), kubeconfig], (l) => (l === 'ready' ? 0 : undefined));
   let probes = '';
   const replica = await startProcess(
@@ -275,7 +280,7 @@ async function startCluster(dir: string, portalMain: string, files: { certFile: 
       if (rec.msg === 'probes listening') probes = rec.url ?? '';
       return rec.msg === 'webhook listening' ? Number(new URL(rec.url ?? '').port) : undefined;
     },
-    { POD_NAME: 'portal-0', POD_NAMESPACE: 'portal-system' },
+    { POD_NAME: 'portal-0', POD_NAMESPACE: 'portal-system', ...nodeOptions },
     true,
   );
   const deadline = Date.now() + 180_000;
@@ -283,7 +288,7 @@ async function startCluster(dir: string, portalMain: string, files: { certFile: 
     if (Date.now() > deadline) throw new Error('the cluster-mode replica did not become ready within 180 s');
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { port: replica.port, pid: replica.child.pid!, probes };
+  return { port: replica.port, pid: replica.child.pid!, probes, nodeOptions: nodeOptions.NODE_OPTIONS ?? '' };
 }
 
 /** The replica's evaluation pool counters (/debug/vars): tasks sent and evaluations they carried, so the mean batch. */
@@ -377,10 +382,12 @@ async function main(): Promise<void> {
       servers.hop = { target: { port: hop.port, ca, body, check }, pid: hop.child.pid! };
     }
     let clusterPid = 0;
+    let clusterNodeOptions = '';
     const probes: Partial<Record<Name, string>> = { portal: portalProbes };
     if (WITH_CLUSTER) {
       const cluster = await startCluster(dir, portalMain, files, profile);
       clusterPid = cluster.pid;
+      clusterNodeOptions = cluster.nodeOptions;
       probes.cluster = cluster.probes;
       servers.cluster = { target: { port: cluster.port, ca, body, check }, pid: cluster.pid };
     }
@@ -437,7 +444,7 @@ async function main(): Promise<void> {
       machine: { cpus: cpus().length, node: process.version, loadavg1m: load.map((l) => round3(l[0] ?? NaN)) },
       setup: {
         reviewBytes: body.length, connections: CONNECTIONS, rounds: ROUNDS, openRounds: OPEN_ROUNDS, secondsPerRun: SECONDS, openLoopRate: RATE,
-        sides: names, rules: RULES, evaluationWorkers: Number(WORKERS), cpus: CPUS || 'all', generatorCpus: GENERATOR_CPUS || 'all', portal: FROM_SOURCE ? 'src through tsx' : 'compiled with tsc (as in the image)', ...(WITH_CLUSTER ? { clusterReplicaPid: clusterPid } : {}),
+        sides: names, rules: RULES, evaluationWorkers: Number(WORKERS), cpus: CPUS || 'all', generatorCpus: GENERATOR_CPUS || 'all', portal: FROM_SOURCE ? 'src through tsx' : 'compiled with tsc (as in the image)', ...(WITH_CLUSTER ? { clusterReplicaPid: clusterPid, clusterNodeOptions } : {}),
       },
       median: { ...median_, maxGeneratorCores: Math.max(...all.map((r) => r.generatorCores)) },
       // Evaluation tasks over the whole run (warm-up included), per replica.

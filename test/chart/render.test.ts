@@ -80,6 +80,23 @@ void test('deployment: 2 replicas, downward-API env, probes, args, graceful term
   assert.equal(spec.serviceAccountName, 'portal');
 });
 
+// The V8 heap as NODE_OPTIONS caps it (old generation + a young generation of 3 semi-spaces) stays inside
+// the container's memory limit; without the semi-space cap V8 sized the young generation from the old cap
+// (64 MiB semi-spaces at 384), past a 512Mi limit (docs/benchmarks.md, "Session 12").
+void test('deployment: NODE_OPTIONS caps the old and the young generation inside the memory limit', async () => {
+  const heapFlags = (ms: Manifest[]): string | undefined => container(ms).env.find((e) => e.name === 'NODE_OPTIONS')?.value;
+  for (const [limit, mib] of [[undefined, 512], ['1Gi', 1024], ['300Mi', 300]] as const) {
+    const flags = heapFlags(await render(limit === undefined ? undefined : { resources: { limits: { memory: limit } } }));
+    const old = Number(/--max-old-space-size=(\d+)/.exec(flags ?? '')?.[1]);
+    const semi = Number(/--max-semi-space-size=(\d+)/.exec(flags ?? '')?.[1]);
+    assert.equal(old, Math.floor((mib * 3) / 4), `old generation at 75% of ${mib} MiB: ${flags}`);
+    assert.equal(semi, 16, `semi-space cap: ${flags}`);
+    assert.ok(old + 3 * semi < mib, `V8 heap ${old} + 3 x ${semi} MiB fits in ${mib} MiB`);
+  }
+  // No limit: no cap either (V8 sizes the heap from the node's memory).
+  assert.equal(heapFlags(await render({ resources: { limits: null } })), undefined);
+});
+
 void test('deployment: restricted security context and a writable /tmp only', async () => {
   const ms = await render();
   const spec = podSpec(ms);

@@ -97,6 +97,17 @@ V8 heap cap in MiB: 75% of the container memory limit (the rest is stacks,
 buffers and native memory), or 0 when no
 limit is set (then NODE_OPTIONS is not set). Understands Mi and Gi limits.
 */}}
+{{/*
+V8's semi-space cap in MiB, set beside the heap cap. Without it V8 sizes
+the young generation from the old-space cap: with --max-old-space-size=384
+it let each semi-space grow to 64 MiB under admission load, so a 512Mi
+replica's V8 heap limit (576 MiB) exceeded the container's, its RSS reached
+~390 MiB, and major collections ran several times as often (concurrent
+marking 6-10 us of CPU per review on one core against ~4 with 16 MiB;
+docs/benchmarks.md, "Session 12").
+*/}}
+{{- define "portal.semiSpaceMiB" -}}16{{- end }}
+
 {{- define "portal.heapMiB" -}}
 {{- $limit := "" }}
 {{- with .Values.resources }}{{ with .limits }}{{ $limit = toString (.memory | default "") }}{{ end }}{{ end }}
