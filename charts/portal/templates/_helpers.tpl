@@ -97,6 +97,16 @@ V8 heap cap in MiB: 75% of the container memory limit (the rest is stacks,
 buffers and native memory), or 0 when no
 limit is set (then NODE_OPTIONS is not set). Understands Mi and Gi limits.
 */}}
+{{- define "portal.heapMiB" -}}
+{{- $limit := "" }}
+{{- with .Values.resources }}{{ with .limits }}{{ $limit = toString (.memory | default "") }}{{ end }}{{ end }}
+{{- $mib := 0 }}
+{{- if hasSuffix "Gi" $limit }}{{ $mib = mul (trimSuffix "Gi" $limit | int) 1024 }}
+{{- else if hasSuffix "Mi" $limit }}{{ $mib = trimSuffix "Mi" $limit | int }}
+{{- end }}
+{{- div (mul $mib 3) 4 }}
+{{- end }}
+
 {{/*
 V8's semi-space cap in MiB, set beside the heap cap. Without it V8 sizes
 the young generation from the old-space cap: with --max-old-space-size=384
@@ -107,13 +117,3 @@ marking 6-10 us of CPU per review on one core against ~4 with 16 MiB;
 docs/benchmarks.md, "Session 12").
 */}}
 {{- define "portal.semiSpaceMiB" -}}16{{- end }}
-
-{{- define "portal.heapMiB" -}}
-{{- $limit := "" }}
-{{- with .Values.resources }}{{ with .limits }}{{ $limit = toString (.memory | default "") }}{{ end }}{{ end }}
-{{- $mib := 0 }}
-{{- if hasSuffix "Gi" $limit }}{{ $mib = mul (trimSuffix "Gi" $limit | int) 1024 }}
-{{- else if hasSuffix "Mi" $limit }}{{ $mib = trimSuffix "Mi" $limit | int }}
-{{- end }}
-{{- div (mul $mib 3) 4 }}
-{{- end }}
