@@ -4,6 +4,9 @@
 // installed package or the container image ships compiled `dist/` instead.
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { requireNode } from './require-node.js';
+
+requireNode('portal');
 
 const source = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 if (existsSync(source)) {

@@ -10,6 +10,9 @@ import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { requireNode } from '../bin/require-node.js';
+
+requireNode('npm test');
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const SERIAL = ['test/bench/', 'test/replica/', 'test/audit-e2e/', 'test/dev/dev.test.ts', 'test/dev/exceptions.test.ts', 'test/dev/rule-lifecycle.test.ts', 'test/dev/supervisor.test.ts', 'test/chart/rbac-e2e.test.ts'];

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { PROMTOOL, requireTool } from '../support/external-tool.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -115,14 +116,11 @@ describe('probes server', () => {
     }
     assert.match(res.body, /portal_admission_requests_total\{operation="CREATE",kind="Pod",decision="error"\} 25/);
     assert.match(res.body, /portal_admission_errors_total\{reason="internal"\} 25/);
-    const which = spawnSync('which', ['promtool']);
-    if (which.status !== 0) {
-      assert.fail('promtool is not installed (apt-get install prometheus); CI installs it');
-    }
+    const promtool = requireTool(PROMTOOL);
     const file = join(tmp, 'metrics.txt');
     writeFileSync(file, res.body);
     // promtool exits non-zero on format errors and prints lint problems.
-    const out = execFileSync('sh', ['-c', `promtool check metrics < ${file} 2>&1`], { encoding: 'utf8' });
+    const out = execFileSync('sh', ['-c', `'${promtool}' check metrics < ${file} 2>&1`], { encoding: 'utf8' });
     assert.equal(out.trim(), '');
   });
 

@@ -3,6 +3,7 @@
 // known to `portal serve`, and the example alert rules valid for Prometheus.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { PROMTOOL, requireTool } from '../support/external-tool.ts';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,8 +52,9 @@ void test('the example alert rules in docs/operations.md pass promtool check rul
   t.after(() => rm(dir, { recursive: true, force: true }));
   const file = join(dir, 'rules.yaml');
   await writeFile(file, block);
+  const promtool = requireTool(PROMTOOL);
   const result = await new Promise<{ code: number; out: string }>((resolve) => {
-    execFile('promtool', ['check', 'rules', file], (err, stdout, stderr) => {
+    execFile(promtool, ['check', 'rules', file], (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : 127) : 0, out: stdout + stderr });
     });
   });

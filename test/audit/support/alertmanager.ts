@@ -8,8 +8,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ALERTMANAGER, requireTool } from '../../support/external-tool.ts';
 
-export const ALERTMANAGER_BIN = '/usr/bin/prometheus-alertmanager';
+export const ALERTMANAGER_BIN = ALERTMANAGER.command;
 
 const CONFIG = `route:
   receiver: 'null'
@@ -53,6 +54,7 @@ async function waitReady(url: string, child: ChildProcess, deadlineMs: number): 
 }
 
 export async function startAlertmanager(): Promise<RunningAlertmanager> {
+  requireTool(ALERTMANAGER);
   const dir = mkdtempSync(join(tmpdir(), 'portal-am-'));
   writeFileSync(join(dir, 'alertmanager.yml'), CONFIG);
   let lastOutput = '';
