@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { render } from '../test/chart/helm.ts';
-import { generatedModule, selectRbac } from '../packages/devcluster/src/dev/chart-rbac.ts';
+import { generatedModule, selectRbac } from '../packages/devcluster/src/dev/chart-rbac-render.ts';
 
 const out = fileURLToPath(new URL('../packages/devcluster/src/dev/chart-rbac.generated.ts', import.meta.url));
 writeFileSync(out, generatedModule(selectRbac(await render())));

@@ -16,7 +16,7 @@
  * deny everything as "not ready", or the window would never refill and the
  * replica would never recover.
  */
-import { formatDuration } from '../config/duration.ts';
+import { formatDuration } from '../util/duration.ts';
 
 export type ReadinessCheck = () => true | string;
 

@@ -25,7 +25,7 @@ import type { Registry } from 'prom-client';
 import type { KubeClient } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
-import type { Runnable } from '../manager/runnable.ts';
+import type { Runnable } from '../util/runnable.ts';
 import { ErrorCode, isPortalError, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { ExceptionState, RuleSet, RuleState } from '../policy/index.ts';
@@ -35,7 +35,7 @@ import { aborted, type AuditEvaluator, type AuditStep, type ObjectState } from '
 import { ObjectActions } from './object-actions.ts';
 import { ReportFlusher } from './report-flusher.ts';
 import { ReportPlanner, type ReportConfig } from './report-planner.ts';
-import { sleep } from '../kube/backoff.ts';
+import { sleep } from '../util/backoff.ts';
 import { StatusWriter } from './status-writer.ts';
 import type { HandlerResult } from './worker-pool.ts';
 

@@ -11,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { backoffDelay, sleep } from '../kube/backoff.ts';
+import { backoffDelay, sleep } from '../util/backoff.ts';
 import type { FencedWriter, WriteTerm } from '../kube/fenced-writer.ts';
 import { ErrorCode, PortalError, isPortalError, toError } from '../observability/errors.ts';
 import { alertMetrics, type AlertMetrics } from './metrics.ts';

@@ -63,7 +63,9 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { ActionType, GroupVersionKind, KubeObject } from '../policy/types.ts';
 import { parseActionAnnotations } from './action-annotation.ts';
-import { decodeLedgerEntry } from './ledger.ts';
+import { decodeLedgerEntry, type EmittedAction } from './ledger.ts';
+
+export type { EmittedAction };
 
 export interface ActionKeyParts {
   /** Rule key as in RuleVerdict.rule (`name` or `namespace/name`). */
@@ -78,21 +80,6 @@ export interface ActionKeyParts {
 export function actionKey(p: ActionKeyParts): string {
   const gvk = `${p.gvk.group}/${p.gvk.version}/${p.gvk.kind}`;
   return createHash('sha256').update([p.rule, gvk, p.namespace, p.name, p.actionType].join('\0')).digest('hex');
-}
-
-export interface EmittedAction {
-  /** Epoch string of the term that emitted it. */
-  epoch: string;
-  /** Wall-clock ms when it was emitted (or the intent was recorded). */
-  at: number;
-  /** `intent` = about to be sent (treated as sent by successors). */
-  state: 'intent' | 'done';
-  /** Wall-clock ms when the window ends (alerts: re-send due). */
-  until?: number;
-  /** Alerts: when the alert first fired (kept across re-sends). */
-  startsAt?: number;
-  /** Evictions: UID of the pod the intent was for (tells "evicted and re-created" from "never evicted"). */
-  uid?: string;
 }
 
 export interface IdempotencyStoreOptions {

@@ -19,7 +19,22 @@
  * delayed past its term then fails with 409 instead of landing late, and the
  * writer re-reads and retries while it still leads.
  */
-import type { EmittedAction } from './idempotency.ts';
+
+/** One action as the ledger and the idempotency store record it. */
+export interface EmittedAction {
+  /** Epoch string of the term that emitted it. */
+  epoch: string;
+  /** Wall-clock ms when it was emitted (or the intent was recorded). */
+  at: number;
+  /** `intent` = about to be sent (treated as sent by successors). */
+  state: 'intent' | 'done';
+  /** Wall-clock ms when the window ends (alerts: re-send due). */
+  until?: number;
+  /** Alerts: when the alert first fired (kept across re-sends). */
+  startsAt?: number;
+  /** Evictions: UID of the pod the intent was for (tells "evicted and re-created" from "never evicted"). */
+  uid?: string;
+}
 
 export const LEDGER_NAME_PREFIX = 'portal-audit-ledger-';
 export const LEDGER_SHARDS = 16;

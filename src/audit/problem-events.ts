@@ -29,7 +29,7 @@ import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
-import type { Runnable } from '../manager/runnable.ts';
+import type { Runnable } from '../util/runnable.ts';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { eventBody, LeaderEvents } from './leader-events.ts';

@@ -12,7 +12,7 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { backoffDelay } from '../kube/backoff.ts';
+import { backoffDelay } from '../util/backoff.ts';
 import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 import { queueMetrics, type QueueMetrics } from './metrics.ts';
 import { LogKey } from '../observability/log-keys.ts';

@@ -8,7 +8,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { caBundleProblem } from './ca-bundle.ts';
-import { formatDuration, parseDuration } from './duration.ts';
+import { formatDuration, parseDuration } from '../util/duration.ts';
 import { DEFAULTS, SERVE_OPTIONS, type OptionSpec, type ServeConfig } from './options.ts';
 import { VERDICTS } from '../policy/report.ts';
 import { readBoundedFileSync } from './read-file.ts';

@@ -11,19 +11,9 @@ import { jsonSyntaxError } from './json-error.ts';
 import { jsonDepthProblem, parseYamlDocuments } from './yaml.ts';
 import { exceptionKey, ruleKey, validateExceptionShape, validateRule, type PortalExceptionObject, type PortalRuleObject } from '../policy/index.ts';
 import { loadVapDocuments, type VapDocuments } from './vap-manifests.ts';
+import type { ManifestDocument, ManifestError } from './manifest-document.ts';
 
-export interface ManifestDocument {
-  /** The file the object came from. */
-  source: string;
-  /** Position of the object in its file (0-based, after expanding lists). */
-  index: number;
-  object: Record<string, unknown>;
-}
-
-export interface ManifestError {
-  source: string;
-  message: string;
-}
+export type { ManifestDocument, ManifestError };
 
 export interface ManifestReadResult {
   documents: ManifestDocument[];

@@ -20,7 +20,7 @@
 import { Watch } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { KubeObject } from '../types/kubernetes.ts';
-import { Backoff, sleep, type BackoffOptions } from './backoff.ts';
+import { Backoff, sleep, type BackoffOptions } from '../util/backoff.ts';
 import type { KubeClient } from './client.ts';
 import { kubeGetJson } from './raw-get.ts';
 import { LogKey } from '../observability/log-keys.ts';

@@ -4,7 +4,7 @@
  * that a burst of audit work cannot flood the API server.
  */
 import { PortalError, ErrorCode } from '../observability/errors.ts';
-import { sleep } from './backoff.ts';
+import { sleep } from '../util/backoff.ts';
 
 export interface RateLimiterOptions {
   /** Sustained rate, tokens per second (> 0). */

@@ -3,7 +3,7 @@
  * parsing, and client-go's validation rules (all problems reported at once).
  */
 import { randomBytes } from 'node:crypto';
-import { parseDuration } from '../config/duration.ts';
+import { parseDuration } from '../util/duration.ts';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 
 export interface LeaderElectionConfig {

@@ -18,7 +18,7 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { Backoff, sleep } from '../kube/backoff.ts';
+import { Backoff, sleep } from '../util/backoff.ts';
 import { apiStatusCode, describeApiError, type KubeClient } from '../kube/client.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import type { KubeObject } from '../types/kubernetes.ts';

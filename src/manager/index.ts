@@ -1,2 +1,2 @@
 export * from './manager.ts';
-export * from './runnable.ts';
+export * from '../util/runnable.ts';

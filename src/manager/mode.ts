@@ -8,7 +8,7 @@ import type { RuleProblems } from '../audit/rule-problems.ts';
 import type { ServeConfig } from '../config/options.ts';
 import type { ExceptionOptions } from '../policy/index.ts';
 import type { Election } from './manager.ts';
-import type { Runnable, RunnableGroup } from './runnable.ts';
+import type { Runnable, RunnableGroup } from '../util/runnable.ts';
 
 export interface ModeRunnable {
   runnable: Runnable;

@@ -42,7 +42,7 @@ import { clusterMode } from './cluster-mode.ts';
 import { fileMode } from './file-mode.ts';
 import { Manager, type ShutdownOutcome } from './manager.ts';
 import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
-import type { Runnable } from './runnable.ts';
+import type { Runnable } from '../util/runnable.ts';
 import { toError } from '../observability/errors.ts';
 
 export interface ReplicaDeps {

@@ -11,9 +11,9 @@
  * comes every few seconds at most.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { AdmissionOutcome as AdmissionDecision } from '../policy/decision.ts';
 
-/** How an admission request ended, the `decision` label. Bounded set. */
-export type AdmissionDecision = 'allow' | 'warn' | 'deny' | 'exempt' | 'not_ready' | 'error' | 'invalid';
+export type { AdmissionDecision };
 const DECISIONS: readonly AdmissionDecision[] = ['allow', 'warn', 'deny', 'exempt', 'not_ready', 'error', 'invalid'];
 const DECISION_INDEX: Readonly<Record<AdmissionDecision, number>> = Object.fromEntries(DECISIONS.map((d, i) => [d, i])) as Record<AdmissionDecision, number>;
 /** The `operation` label; '' when the review could not be read. */

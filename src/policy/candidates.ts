@@ -7,7 +7,9 @@
  */
 import { podTemplateKind } from './pod-templates.ts';
 import type { IndexedEntry, RuleEntry, RuleSet } from './rule-set.ts';
-import type { KindMatch } from './types.ts';
+import { IMPLIED_SUBRESOURCES, kindMatches } from './match-keys.ts';
+
+export { IMPLIED_SUBRESOURCES, kindMatches };
 
 export interface Candidate {
   readonly entry: RuleEntry;
@@ -29,21 +31,6 @@ export interface Candidate {
 export const MAX_CACHED_KINDS = 1024;
 
 const NO_SUBRESOURCES: ReadonlySet<string> = new Set();
-
-/**
- * Subresources whose admission object is the parent object itself, so a rule
- * matching the parent applies to them without naming them. On a real cluster
- * ephemeral containers can only be added through `pods/ephemeralcontainers`
- * (`kubectl debug`), and kube-apiserver admits that UPDATE with kind Pod and
- * the whole Pod as object: in-tree Pod Security Admission checks it like any
- * Pod write, and so must every rule that matches Pod, or a privileged debug
- * container walks past rules that check `spec.ephemeralContainers`.
- */
-export const IMPLIED_SUBRESOURCES: ReadonlyMap<string, readonly string[]> = new Map([['/Pod', ['ephemeralcontainers']]]);
-
-export function kindMatches(k: KindMatch, group: string, kind: string): boolean {
-  return (k.apiGroups.includes('*') || k.apiGroups.includes(group)) && (k.kinds.includes('*') || k.kinds.includes(kind));
-}
 
 function candidateFor(item: IndexedEntry, group: string, kind: string): Candidate | undefined {
   const { entry } = item;

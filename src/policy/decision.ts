@@ -14,6 +14,9 @@ export interface Exempted {
   exception: string;
 }
 
+/** How an admission request ended: the `decision` label of metrics and logs. Bounded set. */
+export type AdmissionOutcome = 'allow' | 'warn' | 'deny' | 'exempt' | 'not_ready' | 'error' | 'invalid';
+
 export type AdmissionDecision =
   | { allowed: true; warnings: string[]; exempted?: Exempted[] }
   | { allowed: false; code: 403 | 500; message: string; warnings: string[]; exempted?: Exempted[] };

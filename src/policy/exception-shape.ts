@@ -6,7 +6,7 @@
  */
 import { Ajv } from 'ajv';
 import type { ErrorObject } from 'ajv';
-import { formatDuration } from '../config/duration.ts';
+import { formatDuration } from '../util/duration.ts';
 import { compileComposition, type Composition } from './cel/index.ts';
 import { EXCEPTION_CRD_OPENAPI_SCHEMA } from './exception-crd-schema.generated.ts';
 import { toViolations } from './schema-errors.ts';

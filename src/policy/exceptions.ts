@@ -41,13 +41,14 @@
  */
 import { activationFor } from './cel-rule.ts';
 import { evaluateComposition, newBudget, type Composition } from './cel/index.ts';
-import { IMPLIED_SUBRESOURCES, kindMatches } from './candidates.ts';
+import { exceptionKey, IMPLIED_SUBRESOURCES, kindMatches, refKeys, ruleRef, type RuleRef } from './match-keys.ts';
 import { compileConditions, createdAt, lifetimeProblem, parseRfc3339 } from './exception-shape.ts';
 import { isEmptySelector, selectorMatches } from './label-selector.ts';
 import { anyNamespaceGlobMatches } from './namespace-glob.ts';
 import { namesPod } from './pod-templates.ts';
-import { EXCEPTION_KIND, type EvaluationInput, type KindMatch, type KubeObject, type LabelSelector, type PortalExceptionObject } from './types.ts';
+import type { EvaluationInput, KindMatch, KubeObject, LabelSelector, PortalExceptionObject } from './types.ts';
 
+export { exceptionKey, refKeys, ruleRef, type RuleRef };
 export { exceptionShapeProblems, lifetimeProblem, parseRfc3339, validateExceptionShape, type ExceptionValidation } from './exception-shape.ts';
 
 /** How a RuleSet judges exceptions (mirrors `--exception-namespaces` and `--max-exception-lifetime`). */
@@ -60,13 +61,6 @@ export interface ExceptionOptions {
   /** Longest lifetime (expiresAt − creation) accepted, in ms; undefined: no limit. @default undefined */
   maxLifetimeMs?: number | undefined;
 }
-
-/**
- * A rule as exceptions name it: a Portal rule by its display name, or a VAP
- * and binding. `keys` are its lookup keys (refKeys), precomputed once for a
- * rule that is judged on every request.
- */
-export type RuleRef = ({ kind: 'rule'; display: string } | { kind: 'vap'; policy: string; binding: string }) & { readonly keys?: readonly string[] };
 
 export interface CompiledException {
   /** `PortalException/NAMESPACE/NAME` (the RuleSet key). */
@@ -99,7 +93,6 @@ export interface CompiledException {
   readonly reason: string;
 }
 
-
 export type Coverage = { covers: true } | { covers: false; why: string };
 
 /** What one judgement needs besides the exception and the pair. */
@@ -110,10 +103,6 @@ export interface CoverageContext {
   maxLifetimeMs: number | undefined;
   /** Past this (monotonic) deadline no matchCondition starts: not exempted. */
   deadline?: { deadline: number; now: () => number } | undefined;
-}
-
-export function exceptionKey(o: { metadata?: { namespace?: string | undefined; name?: string | undefined } | undefined }): string {
-  return `${EXCEPTION_KIND}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 }
 
 // ---- RFC 3339 -----------------------------------------------------------------
@@ -130,17 +119,6 @@ function ruleKeysOf(refs: readonly string[], namespace: string): Set<string> {
     if (!r.includes('/')) keys.add(`rule:${namespace}/${r}`);
   }
   return keys;
-}
-
-/** The lookup keys of one rule, in the spaces of {@link ruleKeysOf}. */
-export function refKeys(ref: RuleRef): readonly string[] {
-  if (ref.keys) return ref.keys;
-  return ref.kind === 'rule' ? [`rule:${ref.display}`] : ref.binding ? [`vap:${ref.policy}`, `vap:${ref.policy}/${ref.binding}`] : [`vap:${ref.policy}`];
-}
-
-/** A Portal rule's reference with its keys computed once (kept on the compiled rule). */
-export function ruleRef(display: string): RuleRef {
-  return Object.freeze({ kind: 'rule' as const, display, keys: Object.freeze([`rule:${display}`]) });
 }
 
 function namesRule(ex: CompiledException, rule: RuleRef): boolean {

@@ -4,7 +4,7 @@
  * its predecessor wrote and a timestamp or epoch alone is never a change.
  */
 import { MANAGED_BY_LABEL } from './report-api.ts';
-import type { Report, ReportResult } from './report.ts';
+import type { Report, ReportResult } from './report-shape.ts';
 
 export function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

@@ -38,6 +38,7 @@
  */
 import { MAX_MESSAGE_LENGTH, MANAGED_BY_LABEL, MANAGED_BY_VALUE, NAMESPACE_REPORT_NAME, OMITTED_RESULTS_ANNOTATION, REPORT_API_INFO, REPORT_LABELS, REPORT_SOURCE, VERDICTS, type ReportApi } from './report-api.ts';
 import { compare, resultContentEqual } from './report-compare.ts';
+import type { ObjectReference, Report, ReportLimits, ReportResult, ReportSummary } from './report-shape.ts';
 import type { RuleVerdict, Verdict } from './types.ts';
 
 export * from './report-api.ts';
@@ -46,58 +47,8 @@ export { reportContentEqual } from './report-compare.ts';
 /** Longest object name Kubernetes accepts (a DNS subdomain). */
 const MAX_NAME_LENGTH = 253;
 
-export interface ObjectReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  namespace?: string;
-  /** Absent for manifests evaluated offline that were never created. */
-  uid?: string;
-}
+export type { ObjectReference, Report, ReportLimits, ReportResult, ReportSummary };
 
-export interface ReportResult {
-  policy: string;
-  rule: string;
-  category?: string;
-  severity: string;
-  result: Verdict;
-  message: string;
-  timestamp: { seconds: number; nanos: number };
-  scored: boolean;
-  source?: string;
-  resources?: ObjectReference[];
-  properties: Record<string, string>;
-}
-
-export type ReportSummary = Record<Verdict, number>;
-
-export interface ReportLimits {
-  maxResults: number;
-  statusFilter: Verdict[];
-}
-
-export interface Report {
-  apiVersion: string;
-  kind: string;
-  metadata: {
-    name: string;
-    namespace?: string;
-    labels: Record<string, string>;
-    annotations?: Record<string, string>;
-    ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string }>;
-    resourceVersion?: string;
-    [key: string]: unknown;
-  };
-  scope?: ObjectReference;
-  /** OpenReports only. */
-  source?: string;
-  /** OpenReports only. */
-  configuration?: { limits: ReportLimits };
-  summary: ReportSummary;
-  results: ReportResult[];
-}
-
-/** Where a report lives: kind, namespace ("" for cluster reports) and name. */
 export interface ReportIdentity {
   kind: string;
   namespace: string;

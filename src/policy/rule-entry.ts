@@ -7,7 +7,7 @@
  */
 import { compileCelRule, type CelRule } from './cel-rule.ts';
 import type { SchemaCompiler, Validator } from './compiler.ts';
-import { ruleRef, type RuleRef } from './exceptions.ts';
+import { ruleRef, type RuleRef } from './match-keys.ts';
 import { isEmptySelector } from './label-selector.ts';
 import { usesVersionKeyword } from './pod-security-version.ts';
 import { namesPod } from './pod-templates.ts';

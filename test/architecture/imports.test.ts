@@ -1,7 +1,6 @@
 /**
- * Imports flow one way (STYLE.md; issue 10 item 4): cli → manager →
- * {admission, audit, leader} → {policy, kube} → {observability, config}, with
- * the Kubernetes object shapes in types/ at the bottom. In particular the
+ * Imports flow one way (docs/design.md §11; issue 10 item 4, issue 34 item 1):
+ * the layers below, with no allow-listed exception. In particular the
  * rule path goes kube → policy (ClusterRuleSource lives in kube/, not cli/),
  * and the CLI only parses, listens and exits: the replica is composed in
  * manager/replica.ts.
@@ -39,23 +38,34 @@ function edges(dir = SRC): Edge[] {
 
 const top = (path: string) => path.split('/')[0]!;
 
-/** Top-level directory → directories it must not import from. */
-const FORBIDDEN: Record<string, string[]> = {
-  types: ['admission', 'audit', 'cli', 'config', 'evaluation', 'kube', 'leader', 'manager', 'observability', 'policy'],
-  observability: ['admission', 'audit', 'cli', 'config', 'evaluation', 'kube', 'leader', 'manager', 'policy'],
-  // config/manifests.ts reads rule files with the policy validator, so config → policy stays allowed.
-  config: ['admission', 'audit', 'cli', 'evaluation', 'kube', 'leader', 'manager'],
-  policy: ['admission', 'audit', 'cli', 'evaluation', 'kube', 'leader', 'manager'],
-  // The evaluation pool (adr/0013) sits beside policy/: it runs the engine in worker threads.
-  evaluation: ['admission', 'audit', 'cli', 'kube', 'leader', 'manager'],
-  kube: ['admission', 'audit', 'cli', 'evaluation', 'leader', 'manager'],
-  leader: ['admission', 'audit', 'cli', 'evaluation', 'manager'],
-  audit: ['admission', 'cli', 'manager'],
-  // admission/ reaches the evaluation pool through its AnswerReview seam, filled in by manager/.
-  admission: ['audit', 'cli', 'evaluation', 'kube', 'leader', 'manager'],
-  manager: ['cli'],
+/**
+ * The layers of src/, bottom first (docs/architecture.md draws the same). A
+ * file imports only from its own layer or one below; layers that share a
+ * rank are siblings and do not import each other.
+ */
+const LAYERS: ReadonlyArray<readonly string[]> = [
+  // Leaf helpers (duration, backoff, the Runnable and leader-term contracts) and Kubernetes object shapes.
+  ['util', 'types'],
+  // The pure engine: rules, exceptions, CEL, VAP, reports; no I/O (below).
+  ['policy'],
+  // Logger, log keys, metrics, errors.
+  ['observability'],
+  // Options, flags and manifest files (read with the policy validator).
+  ['config'],
+  // The Kubernetes client and informers; the evaluation pool (adr/0013) that runs the engine in threads.
+  ['kube', 'evaluation'],
+  // Leadership; the admission server (it reaches the pool through its AnswerReview seam, filled in by manager/).
+  ['leader', 'admission'],
+  ['audit'],
+  ['manager'],
   // The CLI parses, builds the replica through manager/, listens and exits.
-  cli: ['admission', 'audit', 'evaluation', 'kube', 'leader'],
+  ['cli'],
+];
+const RANK: ReadonlyMap<string, number> = new Map(LAYERS.flatMap((layer, rank) => layer.map((dir) => [dir, rank] as const)));
+
+/** Further edges a layer must not take although they point down: admission decides through its seam, not the pool or the client. */
+const ALSO_FORBIDDEN: Readonly<Record<string, readonly string[]>> = {
+  admission: ['kube', 'evaluation'],
 };
 
 /**
@@ -64,22 +74,23 @@ const FORBIDDEN: Record<string, string[]> = {
  * few admission and audit pieces it shares (certs, the work queue). Never
  * the composition (cli, manager), leadership or the evaluation pool.
  */
-const PUBLIC_TO_DEVCLUSTER = new Set(['admission', 'audit', 'config', 'kube', 'observability', 'policy', 'types']);
+const PUBLIC_TO_DEVCLUSTER = new Set(['admission', 'audit', 'config', 'kube', 'observability', 'policy', 'types', 'util']);
 
-/** Type-only uses of the Runnable contract are how a component declares it is one. */
-const ALLOWED_TYPE_ONLY = new Set(['manager/runnable.ts']);
-
-test('imports flow one way: no layer imports one above it', () => {
+test('imports point down the layers: none to a layer above or beside', () => {
   const bad = edges()
-    .filter((e) => FORBIDDEN[top(e.from)]?.includes(top(e.to)))
-    .filter((e) => !(e.typeOnly && ALLOWED_TYPE_ONLY.has(e.to)))
+    .filter((e) => !e.to.startsWith('../') && top(e.from) !== top(e.to))
+    .filter((e) => {
+      const from = RANK.get(top(e.from));
+      const to = RANK.get(top(e.to));
+      return from === undefined || to === undefined || to >= from || (ALSO_FORBIDDEN[top(e.from)]?.includes(top(e.to)) ?? false);
+    })
     .map((e) => `${e.from} → ${e.to}`);
   assert.deepEqual(bad, []);
 });
 
 test('every top-level directory of src/ is a known layer (a new one is guarded from its first file)', () => {
   const dirs = readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
-  assert.deepEqual(dirs.filter((d) => !(d in FORBIDDEN)), []);
+  assert.deepEqual(dirs.filter((d) => !RANK.has(d)), []);
   assert.deepEqual(readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name), [], 'every source file lives in a layer');
 });
 
@@ -91,6 +102,8 @@ const NO_IO: Record<string, RegExp> = {
   // observability/ is the bottom layer: logger, keys, metrics, errors; it opens nothing itself.
   observability: IO_MODULES,
   types: IO_MODULES,
+  // util/ is the leaf helpers everything may use: none of them opens anything.
+  util: IO_MODULES,
 };
 
 /** Every bare (package or node:) import in `dir`, with the importing file relative to `dir`. */
@@ -104,21 +117,12 @@ function bareImports(dir: string): { from: string; to: string; typeOnly: boolean
   return out;
 }
 
-test('policy/, observability/ and types/ do no I/O; config/ and observability/ reach no Kubernetes client', () => {
+test('policy/, observability/, types/ and util/ do no I/O; config/ and observability/ reach no Kubernetes client', () => {
   const bare = bareImports(SRC);
   const io = bare.filter((e) => !e.typeOnly && NO_IO[top(e.from)]?.test(e.to)).map((e) => `${e.from} → ${e.to}`);
   assert.deepEqual(io, []);
   const client = bare.filter((e) => !e.typeOnly && ['config', 'observability', 'policy', 'types'].includes(top(e.from)) && e.to.startsWith('@kubernetes/')).map((e) => `${e.from} → ${e.to}`);
   assert.deepEqual(client, []);
-});
-
-test('config/ and observability/ sit at the bottom: config/ uses only policy/ (to read rule files), observability/ and types/', () => {
-  const up = edges()
-    .filter((e) => top(e.from) === 'config' || top(e.from) === 'observability')
-    .filter((e) => !e.to.startsWith('../'))
-    .filter((e) => !(top(e.from) === 'config' ? ['config', 'policy', 'observability', 'types'] : ['observability', 'types']).includes(top(e.to)))
-    .map((e) => `${e.from} → ${e.to}`);
-  assert.deepEqual(up, []);
 });
 
 test('nothing outside cli/ imports cli/; ClusterRuleSource is in kube/', () => {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { writeSelfSigned } from '../../src/admission/certs.ts';
 import { parseArgs } from '../../src/cli/args.ts';
-import { formatDuration, parseDuration } from '../../src/config/duration.ts';
+import { formatDuration, parseDuration } from '../../src/util/duration.ts';
 import { loadServeConfig, serveHelp } from '../../src/config/load.ts';
 import { SERVE_OPTIONS } from '../../src/config/options.ts';
 

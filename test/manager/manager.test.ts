@@ -2,12 +2,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Registry } from 'prom-client';
-import { sleep } from '../../src/kube/backoff.ts';
+import { sleep } from '../../src/util/backoff.ts';
 import { leaderElectionConfig } from '../../src/leader/config.ts';
 import { LeaderElector } from '../../src/leader/elector.ts';
 import type { LeaderTerm } from '../../src/leader/term.ts';
 import { Manager } from '../../src/manager/manager.ts';
-import type { Runnable } from '../../src/manager/runnable.ts';
+import type { Runnable } from '../../src/util/runnable.ts';
 import { ErrorCode, isPortalError } from '../../src/observability/errors.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { FAST, apiServer, clientFor, until } from '../leader/cluster.ts';

@@ -9,8 +9,7 @@
  * decider, internal errors). Bookkeeping (readiness, metrics, logs) is the
  * caller's, on the main thread, from the {@link Outcome}.
  */
-import type { AdmissionDecision as DecisionLabel } from '../../observability/metrics.ts';
-import { clipText, MAX_WARNING_LENGTH, type Exempted } from '../decision.ts';
+import { clipText, MAX_WARNING_LENGTH, type AdmissionOutcome, type Exempted } from '../decision.ts';
 import { decideAdmission, type EvaluationBudget, type RuleSet } from '../index.ts';
 import type { EvaluationInput, GroupVersionKind, Operation, RuleVerdict } from '../types.ts';
 import { decodeReview, encodeReview, type AdmissionRequest, type AdmissionResponseBody, type ReviewVersion } from './codec.ts';
@@ -52,7 +51,7 @@ export interface Outcome {
   httpStatus: number;
   apiVersion: ReviewVersion;
   response: AdmissionResponseBody;
-  decision: DecisionLabel;
+  decision: AdmissionOutcome;
   /** Absent when the review could not be read. */
   request?: RequestSummary | undefined;
   /** Exceptions applied (metrics). */
@@ -132,7 +131,7 @@ function shape(apiVersion: ReviewVersion, request: RequestSummary, decision: Dec
     // Who was exempted and by what, in the API server's audit log (issue 18).
     response.auditAnnotations = { [EXCEPTION_AUDIT_ANNOTATION]: [...new Set(exempted.map((e) => e.exception))].join(',') };
   }
-  const label: DecisionLabel = !decision.allowed ? 'deny' : warnings.length > 0 ? 'warn' : 'allow';
+  const label: AdmissionOutcome = !decision.allowed ? 'deny' : warnings.length > 0 ? 'warn' : 'allow';
   return { httpStatus: 200, apiVersion, request, response, decision: label, exempted };
 }
 

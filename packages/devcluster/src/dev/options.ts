@@ -4,7 +4,7 @@
  * passed verbatim to every replica's `portal serve` (lease timings,
  * Alertmanager URLs, log level, …). Pure: no I/O, no process.
  */
-import { parseDuration } from '../../../../src/config/duration.ts';
+import { parseDuration } from '../../../../src/util/duration.ts';
 
 export interface DevOptions {
   /** Number of `portal serve` replicas. @default 2 */

@@ -1,5 +1,5 @@
 /** The lifecycle contract of every long-running piece (controller-runtime's Runnable). */
-import type { LeaderTerm } from '../leader/term.ts';
+import type { LeaderTerm } from './leader-term.ts';
 
 export interface Runnable {
   /** For logs and errors. */

@@ -1,0 +1,13 @@
+/** A document read from a manifest file, and a problem reading one (manifests.ts and vap-manifests.ts share them). */
+export interface ManifestDocument {
+  /** The file the object came from. */
+  source: string;
+  /** Position of the object in its file (0-based, after expanding lists). */
+  index: number;
+  object: Record<string, unknown>;
+}
+
+export interface ManifestError {
+  source: string;
+  message: string;
+}
