@@ -71,7 +71,7 @@ export function desiredStatus(
         : cond({ type: 'ActionsValid', status: 'False', reason: 'InvalidAction', message: problems.join('; ') }),
       ...(coverage ? [cond({ type: 'Covered', status: coverage.covered ? 'True' : 'False', reason: coverage.reason, message: coverage.message })] : []),
       // Only for a rule that compiled: a CompileError's Ready condition already says what is wrong.
-      ...(typeChecked && state.ready ? [cond({ type: 'TypeChecked', ...typeChecked })] : []),
+      ...(typeChecked ? [cond({ type: 'TypeChecked', ...typeChecked })] : []),
     ],
     violations,
   };
@@ -109,7 +109,7 @@ export class StatusWriter extends FencedStatusWriter<RuleState, RuleStatus> {
             now,
             inputs.lastPassTime(state),
             inputs.coverage?.(state),
-            inputs.typeChecked?.(state, object),
+            state.ready ? inputs.typeChecked?.(state, object) : undefined,
           ),
         same: sameStatus,
         patch: (state, body, opts) =>

@@ -15,6 +15,11 @@ import { element, join, selectField, type FieldProblem, type Followed } from './
 
 /** Deeper than this, the walk stops (the compiler bounds depth too). */
 const MAX_DEPTH = 64;
+/**
+ * Schema nodes visited at most: a rule arrives as JSON (no shared subtrees),
+ * but a YAML file for `portal test` may alias one subtree many times.
+ */
+const MAX_NODES = 100_000;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -22,28 +27,28 @@ const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !
 /** The required properties of `schema` that no type of `root` can have. */
 export function requiredProblems(schema: unknown, root: Followed): FieldProblem[] {
   const problems: FieldProblem[] = [];
-  walk(schema, root, problems, 0);
+  walk(schema, root, problems, 0, { nodes: 0 });
   return problems;
 }
 
-function walk(schema: unknown, at: Followed | undefined, problems: FieldProblem[], depth: number): void {
-  if (!isObj(schema) || at === undefined || depth > MAX_DEPTH) return;
+function walk(schema: unknown, at: Followed | undefined, problems: FieldProblem[], depth: number, budget: { nodes: number }): void {
+  if (!isObj(schema) || at === undefined || depth > MAX_DEPTH || ++budget.nodes > MAX_NODES) return;
   const required = schema['required'];
   if (Array.isArray(required)) {
     for (const r of required) {
-      if (typeof r === 'string' && selectField(at, r) === 'missing') problems.push({ path: join(at.path, r), kinds: [...new Set(at.types.map((t) => t.label))] });
+      if (typeof r === 'string' && selectField(at, r) === 'missing' && !problems.some((p) => p.path === join(at.path, r))) problems.push({ path: join(at.path, r), kinds: [...new Set(at.types.map((t) => t.label))] });
     }
   }
   const props = schema['properties'];
   if (isObj(props)) {
     for (const [k, sub] of Object.entries(props)) {
       const next = selectField(at, k);
-      if (next !== 'missing') walk(sub, next, problems, depth + 1);
+      if (next !== 'missing') walk(sub, next, problems, depth + 1, budget);
     }
   }
-  if (isObj(schema['items'])) walk(schema['items'], element(at, 'item'), problems, depth + 1);
-  if (isObj(schema['additionalProperties'])) walk(schema['additionalProperties'], element(at, 'value'), problems, depth + 1);
+  if (isObj(schema['items'])) walk(schema['items'], element(at, 'item'), problems, depth + 1, budget);
+  if (isObj(schema['additionalProperties'])) walk(schema['additionalProperties'], element(at, 'value'), problems, depth + 1, budget);
   const all = schema['allOf'];
-  if (Array.isArray(all)) for (const s of all) walk(s, at, problems, depth + 1);
-  for (const key of ['then', 'else'] as const) walk(schema[key], at, problems, depth + 1);
+  if (Array.isArray(all)) for (const s of all) walk(s, at, problems, depth + 1, budget);
+  for (const key of ['then', 'else'] as const) walk(schema[key], at, problems, depth + 1, budget);
 }

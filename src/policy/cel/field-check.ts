@@ -111,6 +111,8 @@ function isList(v: Followed): boolean {
 }
 
 class Walker {
+  readonly seen = new Set<string>();
+
   constructor(
     readonly problems: FieldProblem[],
     readonly variables: ReadonlyMap<string, Followed | undefined>,
@@ -161,7 +163,12 @@ class Walker {
   field(t: Followed, field: string, guarded: boolean): Followed | undefined {
     const r = selectField(t, field);
     if (r !== 'missing') return r;
-    if (!guarded) this.problems.push({ path: join(t.path, field), kinds: [...new Set(t.types.map((x) => x.label))] });
+    const path = join(t.path, field);
+    // Each field once per expression, however often it is named.
+    if (!guarded && !this.seen.has(path)) {
+      this.seen.add(path);
+      this.problems.push({ path, kinds: [...new Set(t.types.map((x) => x.label))] });
+    }
     return undefined;
   }
 
