@@ -18,6 +18,7 @@ import { VapInformerSource } from '../kube/vap-source.ts';
 import { WebhookConfigSource } from '../kube/webhook-config-source.ts';
 import { CrdSchemaSource } from '../kube/crd-schema-source.ts';
 import { TypeCheckStatus } from '../audit/type-check-status.ts';
+import { VapTypeWarnings } from '../audit/vap-type-warnings.ts';
 import { builtinSchemas, layered } from '../policy/kind-schemas/catalogue.ts';
 import { VapAuditPolicySource } from '../audit/vap-policy-source.ts';
 import { ExceptionEvents } from '../audit/exception-events.ts';
@@ -84,6 +85,9 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   vaps.onCompileErrors((policy, errors) => {
     for (const problem of compileProblems(errors)) vapProblems.note(policy, problem);
   });
+  // What the API server puts in a VAP's status.typeChecking, as Events on the policy (issue 33).
+  const vapTypeWarnings = new VapTypeWarnings({ schemas: kindSchemas, events: problemEvents });
+  vaps.policies.onEvent((e) => vapTypeWarnings.observe(e));
   const ruleByDisplay = (display: string): KubeObject | undefined => {
     const slash = display.indexOf('/');
     return slash >= 0 ? source.rules.namespacedRules.get(display.slice(slash + 1), display.slice(0, slash)) : source.rules.clusterRules.get(display);
@@ -104,7 +108,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     registry,
   });
 
-  registerDebugVars(debugVars, registry, { source, vaps, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation });
+  registerDebugVars(debugVars, registry, { source, vaps, vapTypeWarnings, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation });
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
 
   return {
@@ -231,6 +235,7 @@ function auditConfig(config: Readonly<ServeConfig>): Parameters<typeof buildAudi
 interface ClusterParts {
   source: ClusterRuleSource;
   vaps: VapInformerSource;
+  vapTypeWarnings?: VapTypeWarnings;
   problemEvents: ProblemEvents;
   exceptionEvents: ExceptionEvents;
   webhookConfig: WebhookConfigSource | undefined;
@@ -243,10 +248,10 @@ interface ClusterParts {
 
 /** /debug/vars and the gauges read at scrape time. */
 function registerDebugVars(debugVars: DebugVars, registry: Registry, parts: ClusterParts): void {
-  const { source, vaps, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation } = parts;
+  const { source, vaps, vapTypeWarnings, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation } = parts;
   debugVars.register('informers', () => source.informerStats());
   debugVars.register('crd_schemas', () => crds.stats());
-  debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), events: problemEvents.stats() }));
+  debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), typeWarnings: vapTypeWarnings?.debugVars() ?? {}, events: problemEvents.stats() }));
   debugVars.register('problem_events', () => problemEvents.stats());
   if (webhookConfig) debugVars.register('webhook_configuration', () => webhookConfig.stats());
   debugVars.register('exceptions', () => ({

@@ -66,7 +66,7 @@ function rootOf(spec: RuleSpec, schemas: KindSchemaSource): Followed | Extract<T
   return { path: '', types };
 }
 
-function describe(field: string, p: FieldProblem): string {
+export function problemText(field: string, p: FieldProblem): string {
   return `${field}: ${p.path}: no such field in ${p.kinds.join(' or ')}`;
 }
 
@@ -79,25 +79,39 @@ function parse(expression: string): ParseResult | undefined {
   }
 }
 
-function celProblems(cel: NonNullable<RuleSpec['validate']['cel']>, root: Followed): string[] {
-  const problems: string[] = [];
+/** One CEL expression to check, in evaluation order; `variable`: the name its value is bound to. */
+export interface CheckedExpression {
+  /** The field that holds it, e.g. `spec.validate.cel.expressions[0].expression`. */
+  field: string;
+  expression: string | undefined;
+  variable?: string;
+}
+
+/** The field problems of expressions (composition variables first, as they are declared), against `root`. */
+export function celFieldProblems(expressions: readonly CheckedExpression[], root: Followed): { field: string; problem: FieldProblem }[] {
+  const out: { field: string; problem: FieldProblem }[] = [];
   const scope = new Map<string, Followed | undefined>([['object', root], ['oldObject', root]]);
   const variables = new Map<string, Followed | undefined>();
-  const check = (field: string, expression: string | undefined): Followed | undefined => {
-    if (expression === undefined) return undefined;
-    const parsed = parse(expression);
-    if (parsed === undefined) return undefined;
+  for (const e of expressions) {
+    const parsed = e.expression === undefined ? undefined : parse(e.expression);
+    if (parsed === undefined) continue;
     const r = checkFields(parsed.ast, scope, variables);
-    for (const p of r.problems) problems.push(describe(`spec.validate.cel.${field}`, p));
-    return r.value;
-  };
-  (cel.matchConditions ?? []).forEach((m, i) => check(`matchConditions[${i}].expression`, m.expression));
-  (cel.variables ?? []).forEach((v, i) => variables.set(v.name, check(`variables[${i}].expression`, v.expression)));
-  cel.expressions.forEach((e, i) => {
-    check(`expressions[${i}].expression`, e.expression);
-    check(`expressions[${i}].messageExpression`, e.messageExpression);
-  });
-  return problems;
+    for (const problem of r.problems) out.push({ field: e.field, problem });
+    if (e.variable !== undefined) variables.set(e.variable, r.value);
+  }
+  return out;
+}
+
+function ruleExpressions(cel: NonNullable<RuleSpec['validate']['cel']>): CheckedExpression[] {
+  const at = 'spec.validate.cel';
+  return [
+    ...(cel.matchConditions ?? []).map((m, i) => ({ field: `${at}.matchConditions[${i}].expression`, expression: m.expression })),
+    ...(cel.variables ?? []).map((v, i) => ({ field: `${at}.variables[${i}].expression`, expression: v.expression, variable: v.name })),
+    ...cel.expressions.flatMap((e, i) => [
+      { field: `${at}.expressions[${i}].expression`, expression: e.expression },
+      { field: `${at}.expressions[${i}].messageExpression`, expression: e.messageExpression },
+    ]),
+  ];
 }
 
 /** The type check of a (structurally valid) rule's spec. */
@@ -106,9 +120,9 @@ export function typeCheckRule(spec: RuleSpec, schemas: KindSchemaSource): TypeCh
   if ('state' in root) return root;
   const problems: string[] = [];
   if (spec.validate.schema !== undefined) {
-    for (const p of requiredProblems(spec.validate.schema, root)) problems.push(describe('spec.validate.schema', { ...p, path: `required ${p.path}` }));
+    for (const p of requiredProblems(spec.validate.schema, root)) problems.push(problemText('spec.validate.schema', { ...p, path: `required ${p.path}` }));
   }
-  if (spec.validate.cel !== undefined) problems.push(...celProblems(spec.validate.cel, root));
+  if (spec.validate.cel !== undefined) problems.push(...celFieldProblems(ruleExpressions(spec.validate.cel), root).map((p) => problemText(p.field, p.problem)));
   return { state: 'checked', problems, kinds: [...new Set(root.types.map((t) => t.label))] };
 }
 

@@ -9,6 +9,8 @@
 //   check was not done (TypeChecked=Unknown, SchemaUnknown).
 // - An Audit rule with a typo is admitted with a warning, and its status
 //   says what is wrong (TypeChecked=False, FieldNotFound).
+// - A ValidatingAdmissionPolicy with a typo gets a TypeCheckWarning Event
+//   (what the API server writes to its status.typeChecking).
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -148,6 +150,25 @@ void test('issue 33 with real kubectl: rules are type-checked against the schema
       return c?.status === 'False' ? c : undefined;
     });
     assert.equal(auditCondition.reason, 'FieldNotFound');
+
+    // 6. A ValidatingAdmissionPolicy Portal audits: its type-checking warning as a Warning Event on the policy.
+    const vap = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: vap-replicas-typo}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}]
+  validations:
+    - expression: "object.spec.replcas <= 10"
+`;
+    assert.equal((await kubectl(kc, ['apply', '-f', '-'], vap)).code, 0);
+    const event = await until('a TypeCheckWarning Event on vap-replicas-typo', 60_000, async () => {
+      const r = await kubectl(kc, ['get', 'events', '-n', 'default', '--field-selector', 'involvedObject.name=vap-replicas-typo', '-o', 'json']);
+      const items = r.code === 0 ? (JSON.parse(r.stdout) as { items: { type: string; reason: string; message: string }[] }).items : [];
+      return items.find((e) => e.reason === 'TypeCheckWarning');
+    });
+    assert.equal(event.type, 'Warning');
+    assert.equal(event.message, 'ValidatingAdmissionPolicy vap-replicas-typo, spec.validations[0].expression: spec.replcas: no such field in apps/v1 Deployment');
 
     dev.kill('SIGTERM');
     assert.equal(await exited, 0, output);

@@ -16,6 +16,8 @@ import { builtinSchemas, layered } from '../../src/policy/kind-schemas/catalogue
 import { CrdSchemaStore, crdKindSchemas } from '../../src/policy/kind-schemas/crd-schemas.ts';
 import { typeCheckCondition, typeCheckRule, type TypeCheck } from '../../src/policy/type-check.ts';
 import type { RuleSpec } from '../../src/policy/types.ts';
+import { vapTypeWarnings } from '../../src/policy/vap/type-warnings.ts';
+import type { ValidatingAdmissionPolicy } from '../../src/policy/vap/types.ts';
 
 const DEPLOYMENT = [{ apiGroups: ['apps'], kinds: ['Deployment'] }];
 const POD = [{ apiGroups: [''], kinds: ['Pod'] }];
@@ -172,5 +174,33 @@ void describe('validateRule with the type check', () => {
     assert.equal(audit.ok, true);
     assert.deepEqual((audit as { warnings?: string[] }).warnings, ['spec.validate.cel.expressions[0].expression: spec.replcas: no such field in apps/v1 Deployment']);
     assert.deepEqual(validateRule(rule('Deny', 'object.spec.replicas <= 10')).ok, true);
+  });
+});
+
+void describe('ValidatingAdmissionPolicy expression warnings', () => {
+  const vap = (validations: { expression: string; messageExpression?: string }[], resourceRules: Record<string, unknown>[]) =>
+    ({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: 'max-replicas' },
+      spec: { matchConstraints: { resourceRules }, variables: [{ name: 'spec', expression: 'object.spec' }], validations },
+    }) as unknown as ValidatingAdmissionPolicy;
+  const deployments = [{ apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'], operations: ['CREATE'] }];
+
+  void it('names the field and the kind, as status.typeChecking.expressionWarnings does', () => {
+    assert.deepEqual(vapTypeWarnings(vap([{ expression: 'object.spec.replcas <= 10' }, { expression: 'variables.spec.replicas <= 10', messageExpression: 'string(variables.spec.replics)' }], deployments), builtinSchemas()), [
+      { fieldRef: 'spec.validations[0].expression', warning: 'spec.replcas: no such field in apps/v1 Deployment' },
+      { fieldRef: 'spec.validations[1].messageExpression', warning: 'spec.replics: no such field in apps/v1 Deployment' },
+    ]);
+  });
+
+  void it('says nothing when the kinds cannot be checked: "*", subresources, unknown resources', () => {
+    for (const rules of [
+      [{ apiGroups: ['*'], apiVersions: ['*'], resources: ['deployments'] }],
+      [{ apiGroups: ['apps'], apiVersions: ['*'], resources: ['deployments/scale'] }],
+      [{ apiGroups: ['example.com'], apiVersions: ['*'], resources: ['widgets'] }],
+    ]) {
+      assert.deepEqual(vapTypeWarnings(vap([{ expression: 'object.spec.replcas <= 10' }], rules), builtinSchemas()), []);
+    }
   });
 });
