@@ -150,6 +150,8 @@ void test('issue 33 with real kubectl: rules are type-checked against the schema
       return c?.status === 'False' ? c : undefined;
     });
     assert.equal(auditCondition.reason, 'FieldNotFound');
+    // portal dev lists it among the rules that need attention.
+    await until('portal dev listing audit-typo', 30_000, () => output.includes('PortalClusterRule audit-typo reads fields its kinds do not have (FieldNotFound): spec.validate.cel.expressions[0].expression: spec.replcas'));
 
     // 6. A ValidatingAdmissionPolicy Portal audits: its type-checking warning as a Warning Event on the policy.
     const vap = `apiVersion: admissionregistration.k8s.io/v1
