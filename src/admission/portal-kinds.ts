@@ -15,6 +15,7 @@
  */
 import { PORTAL_KINDS_WEBHOOK_PATH } from '../config/webhook-configuration.ts';
 import type { AdmissionDecision, AdmissionMetrics } from '../observability/metrics.ts';
+import { clipText, MAX_WARNING_LENGTH } from '../policy/decision.ts';
 import { invalidMessage, type PortalKind } from '../policy/portal-kinds.ts';
 import { decodeReview, encodeReview, type AdmissionResponseBody, type ReviewVersion } from '../policy/review/codec.ts';
 
@@ -46,6 +47,8 @@ export function answerPortalKinds(body: unknown, kinds: Readonly<Record<string, 
   // Only what the object says is checked: DELETE (and anything the configuration should not send) is allowed.
   if (kind && (request.operation === 'CREATE' || request.operation === 'UPDATE') && request.object) {
     const result = kind.validate(request.object);
+    // An Audit rule's type-check problems: admitted, shown by kubectl (each under 120 characters, the field first).
+    if (result.ok && result.warnings) response = { ...response, warnings: result.warnings.map((w) => clipText(w.replace(/^spec\.validate\.cel\./, ''), MAX_WARNING_LENGTH)) };
     if (!result.ok) {
       decision = 'deny';
       const name = request.name || request.object.metadata?.name || '(unnamed)';

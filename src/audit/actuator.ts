@@ -37,6 +37,7 @@ import { ReportFlusher } from './report-flusher.ts';
 import { ReportPlanner, type ReportConfig } from './report-planner.ts';
 import { sleep } from '../util/backoff.ts';
 import { StatusWriter } from './status-writer.ts';
+import type { TypeCheckStatus } from './type-check-status.ts';
 import type { HandlerResult } from './worker-pool.ts';
 
 export interface AuditActuatorConfig {
@@ -66,6 +67,8 @@ export interface AuditActuatorDeps {
   ruleObject?: (state: RuleState) => KubeObject | undefined;
   /** The stored PortalException of a RuleSet entry (its status is written against it). */
   exceptionObject?: (state: ExceptionState) => KubeObject | undefined;
+  /** The rules' TypeChecked condition (absent: not shown). */
+  typeCheck?: TypeCheckStatus | undefined;
   logger: Logger;
   registry: Registry;
 }
@@ -144,6 +147,7 @@ export class AuditActuator implements Runnable {
         lastAuditTime: (state) => this.#lastAuditTime.get(state.key),
         lastPassTime: (state) => this.#evaluator.ruleLastPass(state.key),
         coverage: (state) => this.#evaluator.coverage(state.key),
+        typeChecked: (_state, object) => deps.typeCheck?.condition(object),
       },
       this.#log,
       config.statusDebounceMs !== undefined ? { debounceMs: config.statusDebounceMs } : {},

@@ -14,6 +14,7 @@ import type { KubeObject, RuleVerdict } from '../policy/types.ts';
 import { AuditActuator, type AuditActuatorConfig } from './actuator.ts';
 import { AuditEvaluator, type AuditEvaluatorConfig, type AuditEvaluatorDeps, type AuditPolicySource } from './evaluator.ts';
 import { ReportWriter } from './report-writer.ts';
+import type { TypeCheckStatus } from './type-check-status.ts';
 export type { ReportConfig } from './report-planner.ts';
 
 export type AuditConfig = AuditEvaluatorConfig & AuditActuatorConfig;
@@ -36,6 +37,8 @@ export interface AuditDeps {
   onNamespaceChange?: (handler: (namespace: string) => void) => () => void;
   /** The webhook configuration Portal is served through, for the rules' coverage. */
   webhookConfiguration?: () => WebhookConfigurationView | 'unchecked';
+  /** The rules' TypeChecked condition (status-writer.ts); absent: not shown. */
+  typeCheck?: TypeCheckStatus | undefined;
   /** Sees each `error` verdict of a Portal rule in the audit (metric, Events). */
   onRuleError?: (verdict: RuleVerdict, object: { kind: string; namespace: string; name: string }) => void;
   logger: Logger;

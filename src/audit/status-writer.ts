@@ -2,7 +2,9 @@
  * Rule `.status` (leader-only), written by the fenced status writer
  * (fenced-status-writer.ts): observedGeneration, conditions (Ready: Compiled /
  * CompileError; ActionsValid: problems with spec.audit.actions; Covered:
- * whether admission and the audit see what the rule matches, coverage.ts),
+ * whether admission and the audit see what the rule matches, coverage.ts;
+ * TypeChecked: its field references against the matched kinds' schemas,
+ * type-check-status.ts),
  * violations (objects violating the rule now) and lastAuditTime (the end of
  * the last full pass that evaluated the rule and ended while leading;
  * docs/architecture.md).
@@ -16,6 +18,7 @@ import type { Condition, KubeObject, RuleSpec, RuleStatus } from '../policy/type
 import { validateActions } from './actions.ts';
 import type { Coverage } from './coverage.ts';
 import { FencedStatusWriter, sameConditions, withTransition } from './fenced-status-writer.ts';
+import type { TypeCheckedCondition } from './type-check-status.ts';
 
 export { newerRv } from './fenced-status-writer.ts';
 
@@ -31,6 +34,8 @@ export interface StatusInputs {
   lastPassTime(state: RuleState): Date | undefined;
   /** The rule's coverage, once known. */
   coverage?(state: RuleState): Coverage | undefined;
+  /** The rule's type check against the matched kinds' schemas (type-check-status.ts). */
+  typeChecked?(state: RuleState, object: KubeObject | undefined): TypeCheckedCondition | undefined;
 }
 
 export function ruleDisplay(state: Pick<RuleState, 'name' | 'namespace'>): string {
@@ -44,7 +49,16 @@ function actionProblems(state: RuleState, object: KubeObject | undefined): strin
 }
 
 /** The status the rule should have now; `previous` supplies lastTransitionTime of unchanged conditions. */
-export function desiredStatus(state: RuleState, object: KubeObject | undefined, violations: number, lastAudit: Date | undefined, now: Date, anyPass?: Date, coverage?: Coverage): RuleStatus {
+export function desiredStatus(
+  state: RuleState,
+  object: KubeObject | undefined,
+  violations: number,
+  lastAudit: Date | undefined,
+  now: Date,
+  anyPass?: Date,
+  coverage?: Coverage,
+  typeChecked?: TypeCheckedCondition,
+): RuleStatus {
   const previous = (object as { status?: RuleStatus } | undefined)?.status?.conditions ?? [];
   const cond = (c: Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>): Condition => withTransition(c, previous, now, state.generation);
   const problems = actionProblems(state, object);
@@ -56,6 +70,8 @@ export function desiredStatus(state: RuleState, object: KubeObject | undefined, 
         ? cond({ type: 'ActionsValid', status: 'True', reason: 'Valid', message: `${state.actions.length} audit action(s)` })
         : cond({ type: 'ActionsValid', status: 'False', reason: 'InvalidAction', message: problems.join('; ') }),
       ...(coverage ? [cond({ type: 'Covered', status: coverage.covered ? 'True' : 'False', reason: coverage.reason, message: coverage.message })] : []),
+      // Only for a rule that compiled: a CompileError's Ready condition already says what is wrong.
+      ...(typeChecked ? [cond({ type: 'TypeChecked', ...typeChecked })] : []),
     ],
     violations,
   };
@@ -85,7 +101,16 @@ export class StatusWriter extends FencedStatusWriter<RuleState, RuleStatus> {
         object: (state) => inputs.ruleObject(state),
         needsObject: false,
         desired: (state, object, now) =>
-          desiredStatus(state, object, inputs.violations(ruleDisplay(state)), inputs.lastAuditTime(state), now, inputs.lastPassTime(state), inputs.coverage?.(state)),
+          desiredStatus(
+            state,
+            object,
+            inputs.violations(ruleDisplay(state)),
+            inputs.lastAuditTime(state),
+            now,
+            inputs.lastPassTime(state),
+            inputs.coverage?.(state),
+            state.ready ? inputs.typeChecked?.(state, object) : undefined,
+          ),
         same: sameStatus,
         patch: (state, body, opts) =>
           state.namespace !== undefined

@@ -16,6 +16,10 @@ import { createKubeClient, type KubeClient } from '../kube/client.ts';
 import { ClusterRuleSource } from '../kube/cluster-rule-source.ts';
 import { VapInformerSource } from '../kube/vap-source.ts';
 import { WebhookConfigSource } from '../kube/webhook-config-source.ts';
+import { CrdSchemaSource } from '../kube/crd-schema-source.ts';
+import { TypeCheckStatus } from '../audit/type-check-status.ts';
+import { VapTypeWarnings } from '../audit/vap-type-warnings.ts';
+import { builtinSchemas, layered } from '../policy/kind-schemas/catalogue.ts';
 import { VapAuditPolicySource } from '../audit/vap-policy-source.ts';
 import { ExceptionEvents } from '../audit/exception-events.ts';
 import { ProblemEvents } from '../audit/problem-events.ts';
@@ -64,6 +68,9 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   const vaps = new VapInformerSource(client, componentLogger(root, 'vap'));
   // The webhook configuration Portal is served through, for the rules' Covered condition.
   const webhookConfig = config.webhookConfiguration !== '' ? new WebhookConfigSource(client, config.webhookConfiguration, componentLogger(root, 'coverage')) : undefined;
+  // Custom kinds' schemas, for type-checking rules at apply and in their status (issue 33 item 1).
+  const crds = new CrdSchemaSource(client, componentLogger(root, 'crd-schemas'));
+  const kindSchemas = layered(builtinSchemas(), crds.schemas);
 
   const identity = makeIdentity(config.podName);
   const elector = clusterElector(config, client, identity, root, registry);
@@ -78,15 +85,30 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   vaps.onCompileErrors((policy, errors) => {
     for (const problem of compileProblems(errors)) vapProblems.note(policy, problem);
   });
+  // What the API server puts in a VAP's status.typeChecking, as Events on the policy (issue 33).
+  const vapTypeWarnings = new VapTypeWarnings({ schemas: kindSchemas, events: problemEvents });
+  vaps.policies.onEvent((e) => vapTypeWarnings.observe(e));
   const ruleByDisplay = (display: string): KubeObject | undefined => {
     const slash = display.indexOf('/');
     return slash >= 0 ? source.rules.namespacedRules.get(display.slice(slash + 1), display.slice(0, slash)) : source.rules.clusterRules.get(display);
   };
   const ruleProblems = new RuleProblems({ registry, events: problemEvents, ruleObject: ruleByDisplay });
   ruleProblemSink.problems = ruleProblems;
-  const { evaluator, actuator, auditEvaluation } = clusterAudit(config, { client, writer, source, vaps, vapProblems, ruleProblems, exceptionEvents, webhookConfig, root, registry });
+  const { evaluator, actuator, auditEvaluation } = clusterAudit(config, {
+    client,
+    writer,
+    source,
+    vaps,
+    vapProblems,
+    ruleProblems,
+    exceptionEvents,
+    webhookConfig,
+    typeCheck: new TypeCheckStatus(kindSchemas, () => crds.schemas.generation),
+    root,
+    registry,
+  });
 
-  registerDebugVars(debugVars, registry, { source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation });
+  registerDebugVars(debugVars, registry, { source, vaps, vapTypeWarnings, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation });
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
 
   return {
@@ -94,7 +116,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     source,
     election: elector,
     ruleProblems,
-    runnables: clusterRunnables({ source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation }),
+    kindSchemas,
+    runnables: clusterRunnables({ source, vaps, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation }),
     close: () => writer.close(),
   };
 }
@@ -109,13 +132,14 @@ interface AuditParts {
   ruleProblems: RuleProblems;
   exceptionEvents: ExceptionEvents;
   webhookConfig: WebhookConfigSource | undefined;
+  typeCheck: TypeCheckStatus;
   root: Logger;
   registry: Registry;
 }
 
 /** The audit (evaluation on every replica, actuation leader-only) and its own evaluation pool. */
 function clusterAudit(config: Readonly<ServeConfig>, parts: AuditParts): ReturnType<typeof buildAudit> & { auditEvaluation: EvaluationPool } {
-  const { client, writer, source, vaps, vapProblems, ruleProblems, exceptionEvents, webhookConfig, root, registry } = parts;
+  const { client, writer, source, vaps, vapProblems, ruleProblems, exceptionEvents, webhookConfig, typeCheck, root, registry } = parts;
   // The audit's own evaluation pool (adr/0013): one thread, so a full pass never takes a worker from admission.
   // Its deadlines count from when the thread starts an evaluation: neither the queue of audit work nor the
   // thread's start-up (at first, or after a stuck rule cost it) eats them.
@@ -140,6 +164,7 @@ function clusterAudit(config: Readonly<ServeConfig>, parts: AuditParts): ReturnT
       ],
       onRuleError: (verdict, object) => ruleProblems.verdictError('audit', verdict, object),
       webhookConfiguration: () => webhookConfig?.view() ?? 'unchecked',
+      typeCheck,
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
       exceptionObject: (s) => source.rules.exceptions.get(s.name, s.namespace),
@@ -210,9 +235,11 @@ function auditConfig(config: Readonly<ServeConfig>): Parameters<typeof buildAudi
 interface ClusterParts {
   source: ClusterRuleSource;
   vaps: VapInformerSource;
+  vapTypeWarnings?: VapTypeWarnings;
   problemEvents: ProblemEvents;
   exceptionEvents: ExceptionEvents;
   webhookConfig: WebhookConfigSource | undefined;
+  crds: CrdSchemaSource;
   elector: LeaderElector;
   evaluator: ReturnType<typeof buildAudit>['evaluator'];
   actuator: ReturnType<typeof buildAudit>['actuator'];
@@ -221,9 +248,10 @@ interface ClusterParts {
 
 /** /debug/vars and the gauges read at scrape time. */
 function registerDebugVars(debugVars: DebugVars, registry: Registry, parts: ClusterParts): void {
-  const { source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation } = parts;
+  const { source, vaps, vapTypeWarnings, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation } = parts;
   debugVars.register('informers', () => source.informerStats());
-  debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), events: problemEvents.stats() }));
+  debugVars.register('crd_schemas', () => crds.stats());
+  debugVars.register('validating_admission_policies', () => ({ ...vaps.debugVars(), typeWarnings: vapTypeWarnings?.debugVars() ?? {}, events: problemEvents.stats() }));
   debugVars.register('problem_events', () => problemEvents.stats());
   if (webhookConfig) debugVars.register('webhook_configuration', () => webhookConfig.stats());
   debugVars.register('exceptions', () => ({
@@ -246,8 +274,10 @@ function registerDebugVars(debugVars: DebugVars, registry: Registry, parts: Clus
 
 /** What the Manager runs in cluster mode, by start group. */
 function clusterRunnables(parts: ClusterParts): Mode['runnables'] {
-  const { source, vaps, problemEvents, exceptionEvents, webhookConfig, evaluator, actuator, auditEvaluation } = parts;
+  const { source, vaps, problemEvents, exceptionEvents, webhookConfig, crds, evaluator, actuator, auditEvaluation } = parts;
   return [
+    // Never gates readiness: until synced, rules on custom kinds are admitted unchecked (TypeChecked=Unknown).
+    { runnable: crds, group: 'others' },
     ...source.runnables().map((runnable) => ({ runnable, group: 'informers' as const })),
     // Not an admission dependency: VAP informers never gate readiness (a cluster without
     // VAPs, or without RBAC for them, still admits); until synced the audit has no VAP verdicts.

@@ -7,6 +7,7 @@ import type { RuleSource } from '../admission/rule-source.ts';
 import type { RuleProblems } from '../audit/rule-problems.ts';
 import type { ServeConfig } from '../config/options.ts';
 import type { ExceptionOptions } from '../policy/index.ts';
+import type { KindSchemaSource } from '../policy/kind-schemas/catalogue.ts';
 import type { Election } from './manager.ts';
 import type { Runnable, RunnableGroup } from '../util/runnable.ts';
 
@@ -21,6 +22,8 @@ export interface Mode {
   readonly source: RuleSource;
   readonly runnables: readonly ModeRunnable[];
   readonly election?: Election;
+  /** The schemas rules are type-checked against at apply (built-ins, plus the cluster's CRDs in cluster mode); default: the built-in catalogue. */
+  readonly kindSchemas?: KindSchemaSource;
   /** Where rule errors go (the metric; Events in cluster mode). */
   readonly ruleProblems: RuleProblems;
   /** Idempotent; called once the Manager has stopped (or was never started). */

@@ -163,7 +163,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
       namespaceLabels: source.namespaceLabels,
       metrics,
       kindLabel: kindLabeler(source.ruleSet),
-      portalKinds: portalKinds(exceptionOptions(config)),
+      portalKinds: portalKinds(exceptionOptions(config), mode.kindSchemas),
       logger: componentLogger(root, 'admission'),
     });
   } catch (err) {

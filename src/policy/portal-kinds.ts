@@ -9,9 +9,11 @@
  * step).
  */
 import { validateExceptionShape, type ExceptionOptions } from './exceptions.ts';
+import { builtinSchemas, type KindSchemaSource } from './kind-schemas/catalogue.ts';
 import { validateRule } from './validate-rule.ts';
 
-export type KindValidation = { ok: true } | { ok: false; problems: string[] };
+/** `warnings`: admitted, with what kubectl should show (an Audit rule's type-check problems). */
+export type KindValidation = { ok: true; warnings?: string[] } | { ok: false; problems: string[] };
 
 export interface PortalKind {
   /** Plural resource name (what a webhook rule names). */
@@ -27,12 +29,19 @@ export const PORTAL_KINDS: Readonly<Record<string, PortalKind>> = portalKinds();
  * when it outlives `--max-exception-lifetime` (judged now, from its
  * creationTimestamp, which the API server sets before admission), the same
  * judgement that would otherwise leave it in force as `LifetimeExceeded`.
+ * Rules are type-checked against `schemas` (the cluster's CRDs beside the
+ * built-in catalogue, on a replica in cluster mode).
  */
-export function portalKinds(exceptions: Pick<ExceptionOptions, 'maxLifetimeMs'> = {}): Readonly<Record<string, PortalKind>> {
+export function portalKinds(exceptions: Pick<ExceptionOptions, 'maxLifetimeMs'> = {}, schemas: KindSchemaSource = builtinSchemas()): Readonly<Record<string, PortalKind>> {
   const maxLifetimeMs = exceptions.maxLifetimeMs;
+  const rule = (obj: unknown): KindValidation => {
+    const r = validateRule(obj, schemas);
+    if (!r.ok) return r;
+    return r.warnings ? { ok: true, warnings: r.warnings } : { ok: true };
+  };
   return Object.freeze({
-    PortalRule: { resource: 'portalrules', validate: validateRule },
-    PortalClusterRule: { resource: 'portalclusterrules', validate: validateRule },
+    PortalRule: { resource: 'portalrules', validate: rule },
+    PortalClusterRule: { resource: 'portalclusterrules', validate: rule },
     PortalException: {
       resource: 'portalexceptions',
       validate: (obj: unknown): KindValidation => {

@@ -12,10 +12,15 @@ import { RULE_CRD_OPENAPI_SCHEMA } from './crd-schema.generated.ts';
 import { labelKeyProblem, labelValueProblem, selectorProblems } from './label-selector.ts';
 import { namespaceGlobProblem } from './namespace-glob.ts';
 import { podSecurityVersionProblem } from './pod-security-version.ts';
+import { builtinSchemas, type KindSchemaSource } from './kind-schemas/catalogue.ts';
 import { toViolations } from './schema-errors.ts';
+import { refusesAtApply, typeCheckRule } from './type-check.ts';
 import { RULE_API_VERSION, type KindMatch, type LabelSelector, type PortalRuleObject, type RuleSpec } from './types.ts';
 
-export type RuleValidation = { ok: true; rule: PortalRuleObject } | { ok: false; problems: string[] };
+export type RuleValidation =
+  /** `warnings`: what an Audit rule's type check found (it is not refused for them). */
+  | { ok: true; rule: PortalRuleObject; warnings?: string[] }
+  | { ok: false; problems: string[] };
 
 /**
  * The CRD schema with `additionalProperties: false` on every described object,
@@ -181,7 +186,6 @@ export function validateRuleShape(obj: unknown): RuleValidation {
   return problems.length ? { ok: false, problems } : { ok: true, rule: obj as PortalRuleObject };
 }
 
-/** Everything, including compiling `validate.schema` and `validate.cel` (the full answer for `portal test` and tooling). */
 /**
  * The compiler validateRule checks schemas on (compile, then release): one
  * per process, since a fresh ajv costs ~18 ms per rule. It never evaluates
@@ -190,7 +194,14 @@ export function validateRuleShape(obj: unknown): RuleValidation {
  */
 const checker = new SchemaCompiler();
 
-export function validateRule(obj: unknown): RuleValidation {
+/**
+ * Everything, including compiling `validate.schema` and `validate.cel` and
+ * type-checking them against the matched kinds' schemas (type-check.ts): the
+ * full answer for the rules webhook, `portal test` and `--policies`.
+ * `schemas`: the built-in catalogue unless the caller knows more (a replica
+ * adds the cluster's CRDs).
+ */
+export function validateRule(obj: unknown, schemas: KindSchemaSource = builtinSchemas()): RuleValidation {
   const shape = validateRuleShape(obj);
   if (!shape.ok) return shape;
   const problems: string[] = [];
@@ -204,5 +215,11 @@ export function validateRule(obj: unknown): RuleValidation {
     const compiled = compileCelRule(cel);
     if (!compiled.ok) problems.push(...compiled.errors);
   }
-  return problems.length ? { ok: false, problems } : shape;
+  if (problems.length) return { ok: false, problems };
+  // Only a rule that compiles is type-checked (its expressions parse).
+  const checked = typeCheckRule(shape.rule.spec, schemas);
+  if (checked.state === 'checked' && checked.problems.length > 0) {
+    return refusesAtApply(shape.rule.spec) ? { ok: false, problems: checked.problems } : { ...shape, warnings: checked.problems };
+  }
+  return shape;
 }

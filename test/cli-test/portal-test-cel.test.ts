@@ -1,7 +1,8 @@
 /**
  * `portal test` with CEL rules (`validate.cel`), end to end through the real
  * executable: verdicts (including pod templates), compile errors with file,
- * rule and position, and cost overruns, both exit 2.
+ * rule and position, fields no matched kind has (issue 33), and cost
+ * overruns, all exit 2.
  */
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -119,6 +120,17 @@ void describe('portal test with CEL rules', { concurrency: 3 }, () => {
     assert.equal(run.code, 2);
     assert.match(run.stderr, /a\.yaml: PortalClusterRule "cel-no-privileged" is invalid:\n\s+- spec\.validate\.cel\.variables\[0\]\.expression: compilation failed: line 1, column 1: no such overload: int \+ string/);
     assert.match(run.stderr, /b\.yaml: PortalClusterRule "cel-authz" is invalid:\n\s+- spec\.validate\.cel\.expressions\[0\]\.expression: compilation failed: line 1, column 1: `authorizer` is not supported/);
+  });
+
+  void it('a field no matched kind has (issue 33): exit 2 naming the field and the kind', async () => {
+    const typo = NO_PRIVILEGED.replace('"object.spec.containers + ', '"object.spec.containres + ');
+    const policies = await write('typecheck/rules/no-priv.yaml', typo);
+    const resources = await write('typecheck/resources.yaml', RESOURCES);
+    const run = await runPortal(['test', '--policies', policies, resources]);
+    assert.equal(run.code, 2);
+    assert.equal(run.stdout, '');
+    assert.match(run.stderr, /PortalClusterRule "cel-no-privileged" is invalid:/);
+    assert.match(run.stderr, /spec\.validate\.cel\.variables\[0\]\.expression: spec\.containres: no such field in v1 Pod/);
   });
 
   void it('an expression that exceeds its cost limit: exit 2 naming the rule and the expression', async () => {

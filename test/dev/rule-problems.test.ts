@@ -41,6 +41,17 @@ describe('portal dev: rules that need attention', () => {
     assert.deepEqual(problemsOf({ metadata: { name: 'r', namespace: 'shop' }, status: { conditions: [{ type: 'Ready', status: 'True' }, { type: 'Covered', status: 'True' }] } }, 'PortalRule'), []);
   });
 
+  it('from status: TypeChecked=False names the fields (issue 33); Unknown is not a problem', () => {
+    const stored = (status: string) => ({
+      metadata: { name: 'audit-typo' },
+      status: { conditions: [{ type: 'Ready', status: 'True' }, { type: 'TypeChecked', status, reason: status === 'False' ? 'FieldNotFound' : 'SchemaUnknown', message: 'spec.replcas: no such field in apps/v1 Deployment' }] },
+    });
+    assert.deepEqual(problemsOf(stored('False'), 'PortalClusterRule').map((p) => p.line), [
+      'PortalClusterRule audit-typo reads fields its kinds do not have (FieldNotFound): spec.replcas: no such field in apps/v1 Deployment',
+    ]);
+    assert.deepEqual(problemsOf(stored('Unknown'), 'PortalClusterRule'), []);
+  });
+
   it('a local problem stands in for a rule until its status is written; reports only changes; the status line counts rules', () => {
     const local = localProblems([broken]);
     // No status yet: the local line stays (no "all fine" before the leader has spoken).

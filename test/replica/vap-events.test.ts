@@ -55,12 +55,13 @@ test('VAP evaluation problems: one Warning Event on the policy per problem, by t
     metadata: { name: 'needs-params' },
     spec: { paramKind: { apiVersion: 'v1', kind: 'ConfigMap' }, matchConstraints: match, validations: [{ expression: "object.metadata.name != params.data.forbidden" }] },
   };
-  // Compiles (dynamic types), fails at run time on every Pod: no such key.
+  // Compiles (dynamic types), fails at run time on every Pod: no such key. The key is computed, so the
+  // type check (a TypeCheckWarning Event, test/dev/type-check.test.ts) does not see it: only the runtime problem shows here.
   const badKey = {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingAdmissionPolicy',
     metadata: { name: 'bad-key' },
-    spec: { matchConstraints: match, validations: [{ expression: 'true' }, { expression: "object.spec.noSuchField == 'x'" }] },
+    spec: { matchConstraints: match, validations: [{ expression: 'true' }, { expression: "object.spec['noSuch' + 'Field'] == 'x'" }] },
   };
   const uids: Record<string, string> = {};
   for (const p of [needsParams, badKey]) {

@@ -90,6 +90,19 @@ export const CHART_RBAC: readonly RbacObject[] = [
       },
       {
         "apiGroups": [
+          "apiextensions.k8s.io"
+        ],
+        "resources": [
+          "customresourcedefinitions"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch"
+        ]
+      },
+      {
+        "apiGroups": [
           ""
         ],
         "resources": [

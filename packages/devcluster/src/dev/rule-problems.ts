@@ -1,6 +1,7 @@
 /**
  * What `portal dev` says about the rules (issue 15 item 3): every rule that is
- * not Ready or not Covered, read from the status the leader writes (the same
+ * not Ready, not Covered or reads fields its kinds do not have (TypeChecked
+ * False, issue 33), read from the status the leader writes (the same
  * conditions `kubectl get pcrule` shows), printed at start-up and whenever
  * the set changes, and counted on the status line so that "2/2 replicas
  * ready" never reads as "all is fine" while a rule is broken.
@@ -103,6 +104,9 @@ export function problemsOf(r: RuleObject, kind: 'PortalRule' | 'PortalClusterRul
   if (ready?.status === 'False') out.push({ rule, line: `${kind} ${display} is not Ready (${ready.reason ?? ''}): ${ready.message ?? ''}` });
   const covered = cond('Covered');
   if (covered?.status === 'False') out.push({ rule, line: `${kind} ${display} is not covered (${covered.reason ?? ''}): ${covered.message ?? ''}` });
+  // A field no matched kind has (an Audit rule, or one that got in while the webhook was down): issue 33.
+  const typed = cond('TypeChecked');
+  if (typed?.status === 'False') out.push({ rule, line: `${kind} ${display} reads fields its kinds do not have (${typed.reason ?? ''}): ${typed.message ?? ''}` });
   return out;
 }
 
