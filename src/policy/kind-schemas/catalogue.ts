@@ -8,13 +8,9 @@
  * Pure: no I/O.
  */
 import { BUILTIN_CATALOGUE } from './builtin.generated.ts';
-import type { Shape, TypeRef } from './schema-node.ts';
+import type { BuiltinCatalogue, Shape, TypeRef } from './schema-node.ts';
 
-/** The generated catalogue's form: `[group, version, kind, resource, component]` rows and the components. */
-export interface BuiltinCatalogue {
-  kinds: [group: string, version: string, kind: string, resource: string, component: string][];
-  components: Record<string, TypeRef>;
-}
+export type { BuiltinCatalogue };
 
 /** One served version of a kind and its schema. */
 export interface KindSchema {

@@ -12,6 +12,12 @@
  */
 
 /** A type: a scalar token, `any`, a component name, or a shape. */
+/** The generated catalogue's form: `[group, version, kind, resource, component]` rows and the components. */
+export interface BuiltinCatalogue {
+  kinds: [group: string, version: string, kind: string, resource: string, component: string][];
+  components: Record<string, TypeRef>;
+}
+
 export type TypeRef = string | Shape;
 
 export interface Shape {
