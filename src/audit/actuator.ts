@@ -154,6 +154,7 @@ export class AuditActuator implements Runnable {
       {
         states: () => deps.ruleSet.exceptionStates(),
         exempted: (display) => this.#evaluator.exempted(display),
+        knownRules: () => this.#evaluator.knownRuleKeys(),
         exceptionObject: (s) => deps.exceptionObject?.(s),
         maxLifetimeMs: deps.ruleSet.options.maxLifetimeMs,
       },

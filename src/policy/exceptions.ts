@@ -120,16 +120,26 @@ export function exceptionKey(o: { metadata?: { namespace?: string | undefined; n
 
 // ---- compilation ----------------------------------------------------------------
 
-/** The lookup keys of a rule reference as written in an exception in `namespace`. */
+/** The lookup keys one `spec.rules` entry stands for, in an exception in `namespace`. */
+export function referenceKeys(ref: string, namespace: string): string[] {
+  // A bare name also means the PortalRule of that name in the exception's namespace.
+  return ref.includes('/') ? [`rule:${ref}`, `vap:${ref}`] : [`rule:${ref}`, `vap:${ref}`, `rule:${namespace}/${ref}`];
+}
+
+/** The lookup keys of the rule references as written in an exception in `namespace`. */
 function ruleKeysOf(refs: readonly string[], namespace: string): Set<string> {
   const keys = new Set<string>();
-  for (const r of refs) {
-    keys.add(`rule:${r}`);
-    keys.add(`vap:${r}`);
-    // A bare name also means the PortalRule of that name in the exception's namespace.
-    if (!r.includes('/')) keys.add(`rule:${namespace}/${r}`);
-  }
+  for (const r of refs) for (const k of referenceKeys(r, namespace)) keys.add(k);
   return keys;
+}
+
+/**
+ * The entries of an exception's `spec.rules` that name no rule that exists:
+ * `known` holds the lookup keys ({@link refKeys}) of every Portal rule and
+ * ValidatingAdmissionPolicy (and binding) the replica knows now.
+ */
+export function unresolvedRules(rules: readonly string[], namespace: string, known: ReadonlySet<string>): string[] {
+  return rules.filter((r) => !referenceKeys(r, namespace).some((k) => known.has(k)));
 }
 
 /** The lookup keys of one rule, in the spaces of {@link ruleKeysOf}. */
@@ -356,15 +366,28 @@ export interface ExceptionCondition {
   message: string;
 }
 
+/** How many unknown rule names a status message lists (spec.rules holds up to 64). */
+const SHOWN_UNRESOLVED = 3;
+
+function quotedList(names: readonly string[]): string {
+  const shown = names.slice(0, SHOWN_UNRESOLVED).map((n) => `"${n}"`).join(', ');
+  return names.length > SHOWN_UNRESOLVED ? `${shown} and ${names.length - SHOWN_UNRESOLVED} more` : shown;
+}
+
 /**
  * The Ready and Expired conditions of an exception at `now` (what the
  * leader writes into its status). Ready: True (Active) while it exempts;
- * False with Invalid, Expired or LifetimeExceeded otherwise.
+ * False with Invalid, Expired, LifetimeExceeded or RuleNotFound otherwise.
+ * `unresolved`: the entries of spec.rules that name no existing rule
+ * ({@link unresolvedRules}; undefined while the rules are not all known).
+ * When none of its rules exists it exempts nothing: RuleNotFound, until one
+ * is created. When some exist it is Active, and the message names the rest.
  */
 export function exceptionConditions(
-  s: { valid: boolean; message: string; expiresAt: number | undefined; createdAt: number | undefined },
+  s: { valid: boolean; message: string; expiresAt: number | undefined; createdAt: number | undefined; rules?: readonly string[] },
   now: number,
   maxLifetimeMs: number | undefined,
+  unresolved?: readonly string[],
 ): ExceptionCondition[] {
   const at = (ms: number): string => new Date(ms).toISOString();
   const expired: ExceptionCondition =
@@ -374,13 +397,24 @@ export function exceptionConditions(
         ? { type: 'Expired', status: 'True', reason: 'Expired', message: `expired at ${at(s.expiresAt)}` }
         : { type: 'Expired', status: 'False', reason: 'NotExpired', message: `expires at ${at(s.expiresAt)}` };
   let ready: ExceptionCondition;
+  const missing = unresolved ?? [];
   if (!s.valid) ready = { type: 'Ready', status: 'False', reason: 'Invalid', message: s.message };
   else if (expired.status === 'True') ready = { type: 'Ready', status: 'False', reason: 'Expired', message: `it exempts nothing since it expired at ${at(s.expiresAt as number)}` };
   else {
     const refused = lifetimeProblem(s, maxLifetimeMs, now);
-    ready = refused
-      ? { type: 'Ready', status: 'False', reason: 'LifetimeExceeded', message: `refused: ${refused}` }
-      : { type: 'Ready', status: 'True', reason: 'Active', message: s.expiresAt === undefined ? 'in force, with no expiry' : `in force until ${at(s.expiresAt)}` };
+    if (refused) ready = { type: 'Ready', status: 'False', reason: 'LifetimeExceeded', message: `refused: ${refused}` };
+    else if (missing.length > 0 && missing.length >= (s.rules?.length ?? 0)) {
+      ready = {
+        type: 'Ready',
+        status: 'False',
+        reason: 'RuleNotFound',
+        message: `it exempts nothing: spec.rules names no rule that exists (${quotedList(missing)}: no PortalClusterRule, PortalRule or ValidatingAdmissionPolicy of that name); it takes effect when one is created`,
+      };
+    } else {
+      const inForce = s.expiresAt === undefined ? 'in force, with no expiry' : `in force until ${at(s.expiresAt)}`;
+      const note = missing.length > 0 ? `; spec.rules also names ${quotedList(missing)}, which no rule has (yet)` : '';
+      ready = { type: 'Ready', status: 'True', reason: 'Active', message: `${inForce}${note}` };
+    }
   }
   return [ready, expired];
 }

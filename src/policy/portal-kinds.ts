@@ -26,17 +26,19 @@ export const PORTAL_KINDS: Readonly<Record<string, PortalKind>> = portalKinds();
  * The registry as a replica serves it: a PortalException is also refused
  * when it outlives `--max-exception-lifetime` (judged now, from its
  * creationTimestamp, which the API server sets before admission), the same
- * judgement that would otherwise leave it in force as `LifetimeExceeded`.
+ * judgement that would otherwise leave it in force as `LifetimeExceeded`,
+ * and (given `exceptionNamespaces`) when its match names namespaces it may
+ * not exempt in, which would otherwise hold it `Invalid`.
  */
-export function portalKinds(exceptions: Pick<ExceptionOptions, 'maxLifetimeMs'> = {}): Readonly<Record<string, PortalKind>> {
-  const maxLifetimeMs = exceptions.maxLifetimeMs;
+export function portalKinds(exceptions: ExceptionOptions = {}): Readonly<Record<string, PortalKind>> {
+  const { maxLifetimeMs, exceptionNamespaces } = exceptions;
   return Object.freeze({
     PortalRule: { resource: 'portalrules', validate: validateRule },
     PortalClusterRule: { resource: 'portalclusterrules', validate: validateRule },
     PortalException: {
       resource: 'portalexceptions',
       validate: (obj: unknown): KindValidation => {
-        const r = validateExceptionShape(obj, { maxLifetimeMs });
+        const r = validateExceptionShape(obj, { maxLifetimeMs, exceptionNamespaces });
         return r.ok ? { ok: true } : r;
       },
     },
