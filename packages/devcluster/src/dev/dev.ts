@@ -30,6 +30,7 @@ import { freePort } from './ports.ts';
 import { removeState, writeState, type DevState } from './state.ts';
 import { listRuleProblems, localProblems, mergeProblems, problemNote, problemReport, type RuleProblem } from './rule-problems.ts';
 import { clock, CounterTotals, formatStatus, probeReplica } from './status.ts';
+import { kubectlHint } from './tools.ts';
 import { Supervisor, type ReplicaSpec, type ReplicaState } from './supervisor.ts';
 
 /** The Service name replicas are reached through (and the certificate's DNS name). */
@@ -320,6 +321,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     rt.out.write(
       `portal dev: API server ${apiUrl}\n` +
         (rt.nodeVersion !== undefined ? `portal dev: replicas run Node ${rt.nodeVersion} (${rt.nodePath})\n` : '') +
+        `portal dev: ${kubectlHint()}\n` +
         `portal dev: kubectl --kubeconfig ${adminKubeconfig} get pods -A\n` +
         `portal dev: logs in ${dirs.logs}, state in ${stateFile}\n`,
     );
