@@ -240,11 +240,6 @@ export class AuditEvaluator {
     return this.#kinds.coverage(key);
   }
 
-  /** Lookup keys of every rule and VAP that exists, as exceptions name them (undefined until all are listed). */
-  knownRuleKeys(): ReadonlySet<string> | undefined {
-    return this.#rules.knownKeys();
-  }
-
   /** Objects the exception (`namespace/name`) exempts right now, as computed on this replica. */
   exempted(display: string): number {
     return this.#exemptions.exempted(display);

