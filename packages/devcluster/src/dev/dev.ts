@@ -266,6 +266,17 @@ function stateWriter(file: string, run: { kubeconfig: string; apiserver: string;
   };
 }
 
+/** What `portal dev` says once the cluster is up: where it is, what runs the replicas, where kubectl and the logs are. */
+function banner(rt: DevRuntime, at: { apiUrl: string; adminKubeconfig: string; logs: string; stateFile: string }): string {
+  return (
+    `portal dev: API server ${at.apiUrl}\n` +
+    (rt.nodeVersion !== undefined ? `portal dev: replicas run Node ${rt.nodeVersion} (${rt.nodePath})\n` : '') +
+    `portal dev: ${kubectlHint()}\n` +
+    `portal dev: kubectl --kubeconfig ${at.adminKubeconfig} get pods -A\n` +
+    `portal dev: logs in ${at.logs}, state in ${at.stateFile}\n`
+  );
+}
+
 export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortSignal): Promise<DevResult> {
   const o: DevOptions = { ...options, stateDir: resolve(options.stateDir), policies: resolve(options.policies), chart: resolve(options.chart) };
   const prepared = await prepare(o);
@@ -318,13 +329,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
       },
     });
 
-    rt.out.write(
-      `portal dev: API server ${apiUrl}\n` +
-        (rt.nodeVersion !== undefined ? `portal dev: replicas run Node ${rt.nodeVersion} (${rt.nodePath})\n` : '') +
-        `portal dev: ${kubectlHint()}\n` +
-        `portal dev: kubectl --kubeconfig ${adminKubeconfig} get pods -A\n` +
-        `portal dev: logs in ${dirs.logs}, state in ${stateFile}\n`,
-    );
+    rt.out.write(banner(rt, { apiUrl, adminKubeconfig, logs: dirs.logs, stateFile }));
     endpoints.supervisor = supervisor;
     status = statusLine(supervisor, client, installed, ready, apiUrl, rt.out, stop.signal);
     await supervisor.start(stop.signal);
