@@ -30,6 +30,8 @@ import { ErrorCode, isPortalError, PortalError, toError } from '../observability
 import { LogKey } from '../observability/log-keys.ts';
 import type { ExceptionState, RuleSet, RuleState } from '../policy/index.ts';
 import { ExceptionStatusWriter } from './exception-status.ts';
+import { AuditRules } from './audit-rules.ts';
+import type { AuditPolicySource } from './audit-step.ts';
 import type { KubeObject } from '../policy/types.ts';
 import { aborted, type AuditEvaluator, type AuditStep, type ObjectState } from './evaluator.ts';
 import { ObjectActions } from './object-actions.ts';
@@ -69,6 +71,8 @@ export interface AuditActuatorDeps {
   exceptionObject?: (state: ExceptionState) => KubeObject | undefined;
   /** The rules' TypeChecked condition (absent: not shown). */
   typeCheck?: TypeCheckStatus | undefined;
+  /** The policy sources beside the RuleSet (VAPs): an exception naming one of theirs names a rule that exists. */
+  policies?: readonly AuditPolicySource[];
   logger: Logger;
   registry: Registry;
 }
@@ -152,12 +156,14 @@ export class AuditActuator implements Runnable {
       this.#log,
       config.statusDebounceMs !== undefined ? { debounceMs: config.statusDebounceMs } : {},
     );
+    const known = new AuditRules(deps.ruleSet, deps.policies ?? []);
     this.exceptionStatus = new ExceptionStatusWriter(
       client,
       writer,
       {
         states: () => deps.ruleSet.exceptionStates(),
         exempted: (display) => this.#evaluator.exempted(display),
+        knownRules: () => known.knownKeys(),
         exceptionObject: (s) => deps.exceptionObject?.(s),
         maxLifetimeMs: deps.ruleSet.options.maxLifetimeMs,
       },

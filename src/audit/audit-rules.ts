@@ -20,6 +20,7 @@ export class AuditRules {
   readonly #policies: readonly AuditPolicySource[];
   #revision = -1;
   #byDisplay = new Map<string, RuleState>();
+  #known: { revision: string; keys: ReadonlySet<string> | undefined } | undefined;
 
   constructor(ruleSet: RuleSet, policies: readonly AuditPolicySource[]) {
     this.#ruleSet = ruleSet;
@@ -33,6 +34,28 @@ export class AuditRules {
       this.#revision = this.#ruleSet.revision;
     }
     return this.#byDisplay;
+  }
+
+  /**
+   * The lookup keys of every policy that exists (`rule:DISPLAY` and the
+   * policy sources' keys), as PortalExceptions name them; undefined while a
+   * source has not listed yet. Cached per revision of the rules and sources.
+   */
+  knownKeys(): ReadonlySet<string> | undefined {
+    const revision = [this.#ruleSet.revision, ...this.#policies.map((p) => p.revision)].join('/');
+    if (this.#known?.revision === revision && this.#known.keys !== undefined) return this.#known.keys;
+    let keys: Set<string> | undefined = new Set([...this.states().keys()].map((d) => `rule:${d}`));
+    for (const p of this.#policies) {
+      if (!p.ruleKeys) continue;
+      const more = p.ruleKeys();
+      if (more === undefined) {
+        keys = undefined;
+        break;
+      }
+      for (const k of more) keys.add(k);
+    }
+    this.#known = { revision, keys };
+    return keys;
   }
 
   /** The rules an object violates or once violated (whose alert may need resolving), with their audit actions. */

@@ -66,6 +66,11 @@ export interface AuditPolicySource {
   evaluate(request: EvaluationInput): RuleVerdict[] | Promise<RuleVerdict[]>;
   /** Audit actions of one of its policies (by verdict `rule`), for the actuator. */
   actionsFor?(rule: string): readonly RuleAction[] | undefined;
+  /**
+   * The lookup keys a PortalException names its policies by (`vap:POLICY`,
+   * `vap:POLICY/BINDING`), or undefined until the source has listed them.
+   */
+  ruleKeys?(): Iterable<string> | undefined;
 }
 
 /** What evaluation knows about one object: the input of the side-effecting step. */

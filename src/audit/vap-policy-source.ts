@@ -83,6 +83,19 @@ export class VapAuditPolicySource implements AuditPolicySource {
     return actions;
   }
 
+  *#keys(): Iterable<string> {
+    for (const p of this.#policies()) yield `vap:${p.metadata.name}`;
+    for (const b of this.source.bindings.list()) {
+      const spec = (b as { spec?: { policyName?: unknown } }).spec;
+      if (typeof spec?.policyName === 'string') yield `vap:${spec.policyName}/${b.metadata?.name ?? ''}`;
+    }
+  }
+
+  /** The names exceptions use for its policies and bindings, once both informers have listed. */
+  ruleKeys(): Iterable<string> | undefined {
+    return this.source.policies.hasSynced() && this.source.bindings.hasSynced() ? this.#keys() : undefined;
+  }
+
   async evaluate(request: EvaluationInput): Promise<RuleVerdict[]> {
     const { group, version, kind } = request.kind;
     const known = byKind.get(`${group}/${kind}`);

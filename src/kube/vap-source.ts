@@ -168,6 +168,9 @@ export class VapInformerSource {
 
   async start(signal: AbortSignal): Promise<void> {
     this.#signal = signal;
+    // Listed at last: a new revision, so the audit reads what exists now even when the lists were empty
+    // (no event): a PortalException naming no VAP is then known to name nothing (RuleNotFound).
+    Promise.all([this.policies.waitForSync(signal), this.bindings.waitForSync(signal)]).then(() => void this.revision++, () => {});
     await Promise.all([this.policies.start(signal), this.bindings.start(signal)]);
     await Promise.all([...this.#params.values()].map((s) => (s.kind === 'informer' ? s.done : undefined)));
   }

@@ -25,16 +25,43 @@ export type AdmissionDecision =
  * kubectl prints each on one line (FACTS.md, AdmissionReview). */
 export const MAX_WARNING_LENGTH = 119;
 
-/** `s` cut to at most `max` characters, the cut marked with `…`: the one clipper for warnings and messages. */
+/**
+ * `s` cut to at most `max` characters, the cut marked with `…`: the one
+ * clipper for warnings and messages. It cuts at a word (the last space that
+ * keeps at least half of the room), never inside one, and drops the
+ * punctuation left dangling before the `…`; only a text whose first half is
+ * one unbroken token is cut inside it.
+ */
 export function clipText(s: string, max: number): string {
-  return s.length <= max ? s : `${s.slice(0, max - 1)}…`;
+  if (s.length <= max) return s;
+  const room = max - 1;
+  const space = s.lastIndexOf(' ', room);
+  const cut = space >= room / 2 ? space : room;
+  return `${s.slice(0, cut).replace(/[\s,;:([]+$/, '')}…`;
 }
 
+/** The remedy of a rule message written "what is wrong; what to do" (the Pod Security messages): the part after the first "; ". */
+function remedyOf(message: string): string | undefined {
+  const i = message.indexOf('; ');
+  return i > 0 && i + 2 < message.length ? message.slice(i + 2) : undefined;
+}
+
+/**
+ * One rule's warning, under MAX_WARNING_LENGTH: the first that fits of
+ * `rule: message (first violation)`, `rule: message`, `rule: remedy` (the
+ * rule's name says what is wrong, the remedy says what to change); else the
+ * remedy (or the message) cut at a word. So the fix a message describes
+ * survives: `disallow-privilege-escalation: set
+ * securityContext.allowPrivilegeEscalation to false in every container.`
+ * rather than a line cut off in the middle of that field's name.
+ */
 function warningFor(v: RuleVerdict): string {
   const first = v.violations[0];
   const ruleMessage = v.message.startsWith(`${v.rule}: `) ? v.message.slice(v.rule.length + 2).replace(/ \[.*$/s, '') : v.message;
   const detail = first ? (first.path ? ` (${first.path}: ${first.message})` : ` (${first.message})`) : '';
-  return clipText(`${v.rule}: ${ruleMessage}${detail}`, MAX_WARNING_LENGTH);
+  const remedy = remedyOf(ruleMessage);
+  const candidates = [`${v.rule}: ${ruleMessage}${detail}`, `${v.rule}: ${ruleMessage}`, ...(remedy ? [`${v.rule}: ${remedy}`] : [])];
+  return candidates.find((c) => c.length <= MAX_WARNING_LENGTH) ?? clipText(candidates.at(-1)!, MAX_WARNING_LENGTH);
 }
 
 /** An `error` verdict that counts as a failure of its rule (failurePolicy Fail, the default). */

@@ -12,6 +12,7 @@ import { EXCEPTION_CRD_OPENAPI_SCHEMA } from './exception-crd-schema.generated.t
 import { toViolations } from './schema-errors.ts';
 import { EXCEPTION_KIND, RULE_API_VERSION, type PortalExceptionObject } from './types.ts';
 import { closeObjects, matchProblems, nameProblem } from './validate-rule.ts';
+import { namespaceGlobMatches } from './namespace-glob.ts';
 
 export type ExceptionValidation = { ok: true; exception: PortalExceptionObject } | { ok: false; problems: string[] };
 
@@ -82,8 +83,35 @@ function semanticProblems(o: PortalExceptionObject): string[] {
   return problems;
 }
 
-/** Structure and semantics, CEL compiled; not the lifetime (see {@link lifetimeProblem}). */
-export function exceptionShapeProblems(obj: unknown): string[] {
+/**
+ * Namespace criteria an exception can never meet: one outside the
+ * `privileged` namespaces (`--exception-namespaces`) exempts only objects of
+ * its own namespace, so a `match.namespaces` entry that does not match that
+ * namespace (an exception in team-a naming `default`), or a
+ * `match.excludedNamespaces` entry that does, only pretends to exempt. Such
+ * an exception is refused at apply and held invalid (it exempts nothing), so
+ * its status says why instead of showing it Active.
+ */
+export function reachProblems(ex: PortalExceptionObject, privileged: ReadonlySet<string>): string[] {
+  const namespace = ex.metadata.namespace ?? '';
+  if (privileged.has(namespace)) return [];
+  const problems: string[] = [];
+  const only = `an exception in namespace ${namespace} exempts only objects in ${namespace} (only exceptions in --exception-namespaces may name other namespaces)`;
+  (ex.spec.match.namespaces ?? []).forEach((g, i) => {
+    if (!namespaceGlobMatches(g, namespace)) problems.push(`spec.match.namespaces[${i}]: "${g}" is out of reach: ${only}; remove it`);
+  });
+  (ex.spec.match.excludedNamespaces ?? []).forEach((g, i) => {
+    if (namespaceGlobMatches(g, namespace)) problems.push(`spec.match.excludedNamespaces[${i}]: "${g}" excludes ${namespace}, the one namespace this exception may exempt in, so it would exempt nothing; remove it`);
+  });
+  return problems;
+}
+
+/**
+ * Structure and semantics, CEL compiled; not the lifetime (see
+ * {@link lifetimeProblem}). With `privileged` (the `--exception-namespaces`),
+ * also the namespace criteria out of its reach ({@link reachProblems}).
+ */
+export function exceptionShapeProblems(obj: unknown, privileged?: ReadonlySet<string>): string[] {
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return ['a PortalException must be an object with apiVersion, kind, metadata and spec'];
   const o = obj as Record<string, unknown>;
   const problems: string[] = [];
@@ -107,6 +135,7 @@ export function exceptionShapeProblems(obj: unknown): string[] {
   if (structural.length === 0 && problems.length === 0) {
     const ex = obj as PortalExceptionObject;
     problems.push(...semanticProblems(ex));
+    if (privileged) problems.push(...reachProblems(ex, privileged));
     const c = compileConditions(ex.spec);
     if (!c.ok) problems.push(...c.problems);
   }
@@ -142,11 +171,12 @@ export function lifetimeProblem(
 
 /**
  * Everything a PortalException must satisfy to be in force, as the
- * apply-time webhook and `portal test` check it: shape, CEL, and (with
- * `maxLifetimeMs`) the lifetime at `now`.
+ * apply-time webhook and `portal test` check it: shape, CEL, (with
+ * `exceptionNamespaces`) its namespace reach, and (with `maxLifetimeMs`) the
+ * lifetime at `now`.
  */
-export function validateExceptionShape(obj: unknown, opts: { maxLifetimeMs?: number | undefined; now?: number } = {}): ExceptionValidation {
-  const problems = exceptionShapeProblems(obj);
+export function validateExceptionShape(obj: unknown, opts: { maxLifetimeMs?: number | undefined; exceptionNamespaces?: readonly string[] | undefined; now?: number } = {}): ExceptionValidation {
+  const problems = exceptionShapeProblems(obj, opts.exceptionNamespaces ? new Set(opts.exceptionNamespaces) : undefined);
   if (problems.length > 0) return { ok: false, problems };
   const ex = obj as PortalExceptionObject;
   const lifetime = lifetimeProblem(

@@ -82,7 +82,7 @@ export class ExceptionStore {
     const hash = createHash('sha256').update(JSON.stringify([o.spec ?? null, generation, uid ?? null, created ?? null, (obj as { apiVersion?: unknown })?.apiVersion ?? null, (obj as { kind?: unknown })?.kind ?? null])).digest('hex');
     const previous = this.#slots.get(key);
     if (previous && previous.hash === hash) return { state: previous.state, changed: false };
-    const problems = exceptionShapeProblems(obj);
+    const problems = exceptionShapeProblems(obj, privileged);
     let compiled: CompiledException | undefined;
     if (problems.length === 0) compiled = compileException(obj as Parameters<typeof compileException>[0], privileged);
     const state: ExceptionState = {

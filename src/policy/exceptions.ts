@@ -50,6 +50,7 @@ import type { EvaluationInput, KindMatch, KubeObject, LabelSelector, PortalExcep
 
 export { exceptionKey, refKeys, ruleRef, type RuleRef };
 export { exceptionShapeProblems, lifetimeProblem, parseRfc3339, validateExceptionShape, type ExceptionValidation } from './exception-shape.ts';
+export { exceptionConditions, type ExceptionCondition } from './exception-conditions.ts';
 
 /** How a RuleSet judges exceptions (mirrors `--exception-namespaces` and `--max-exception-lifetime`). */
 export interface ExceptionOptions {
@@ -109,16 +110,26 @@ export interface CoverageContext {
 
 // ---- compilation ----------------------------------------------------------------
 
-/** The lookup keys of a rule reference as written in an exception in `namespace`. */
+/** The lookup keys one `spec.rules` entry stands for, in an exception in `namespace`. */
+export function referenceKeys(ref: string, namespace: string): string[] {
+  // A bare name also means the PortalRule of that name in the exception's namespace.
+  return ref.includes('/') ? [`rule:${ref}`, `vap:${ref}`] : [`rule:${ref}`, `vap:${ref}`, `rule:${namespace}/${ref}`];
+}
+
+/** The lookup keys of the rule references as written in an exception in `namespace`. */
 function ruleKeysOf(refs: readonly string[], namespace: string): Set<string> {
   const keys = new Set<string>();
-  for (const r of refs) {
-    keys.add(`rule:${r}`);
-    keys.add(`vap:${r}`);
-    // A bare name also means the PortalRule of that name in the exception's namespace.
-    if (!r.includes('/')) keys.add(`rule:${namespace}/${r}`);
-  }
+  for (const r of refs) for (const k of referenceKeys(r, namespace)) keys.add(k);
   return keys;
+}
+
+/**
+ * The entries of an exception's `spec.rules` that name no rule that exists:
+ * `known` holds the lookup keys ({@link refKeys}) of every Portal rule and
+ * ValidatingAdmissionPolicy (and binding) the replica knows now.
+ */
+export function unresolvedRules(rules: readonly string[], namespace: string, known: ReadonlySet<string>): string[] {
+  return rules.filter((r) => !referenceKeys(r, namespace).some((k) => known.has(k)));
 }
 
 function namesRule(ex: CompiledException, rule: RuleRef): boolean {
@@ -323,42 +334,4 @@ export function exceptionCovers(
     }
   }
   return { covers: false, why };
-}
-
-// ---- status ---------------------------------------------------------------------
-
-export interface ExceptionCondition {
-  type: 'Ready' | 'Expired';
-  status: 'True' | 'False';
-  reason: string;
-  message: string;
-}
-
-/**
- * The Ready and Expired conditions of an exception at `now` (what the
- * leader writes into its status). Ready: True (Active) while it exempts;
- * False with Invalid, Expired or LifetimeExceeded otherwise.
- */
-export function exceptionConditions(
-  s: { valid: boolean; message: string; expiresAt: number | undefined; createdAt: number | undefined },
-  now: number,
-  maxLifetimeMs: number | undefined,
-): ExceptionCondition[] {
-  const at = (ms: number): string => new Date(ms).toISOString();
-  const expired: ExceptionCondition =
-    s.expiresAt === undefined
-      ? { type: 'Expired', status: 'False', reason: 'NoExpiry', message: 'it has no spec.expiresAt' }
-      : now >= s.expiresAt
-        ? { type: 'Expired', status: 'True', reason: 'Expired', message: `expired at ${at(s.expiresAt)}` }
-        : { type: 'Expired', status: 'False', reason: 'NotExpired', message: `expires at ${at(s.expiresAt)}` };
-  let ready: ExceptionCondition;
-  if (!s.valid) ready = { type: 'Ready', status: 'False', reason: 'Invalid', message: s.message };
-  else if (expired.status === 'True') ready = { type: 'Ready', status: 'False', reason: 'Expired', message: `it exempts nothing since it expired at ${at(s.expiresAt as number)}` };
-  else {
-    const refused = lifetimeProblem(s, maxLifetimeMs, now);
-    ready = refused
-      ? { type: 'Ready', status: 'False', reason: 'LifetimeExceeded', message: `refused: ${refused}` }
-      : { type: 'Ready', status: 'True', reason: 'Active', message: s.expiresAt === undefined ? 'in force, with no expiry' : `in force until ${at(s.expiresAt)}` };
-  }
-  return [ready, expired];
 }

@@ -28,12 +28,14 @@ export const PORTAL_KINDS: Readonly<Record<string, PortalKind>> = portalKinds();
  * The registry as a replica serves it: a PortalException is also refused
  * when it outlives `--max-exception-lifetime` (judged now, from its
  * creationTimestamp, which the API server sets before admission), the same
- * judgement that would otherwise leave it in force as `LifetimeExceeded`.
- * Rules are type-checked against `schemas` (the cluster's CRDs beside the
- * built-in catalogue, on a replica in cluster mode).
+ * judgement that would otherwise leave it in force as `LifetimeExceeded`,
+ * and (given `exceptionNamespaces`) when its match names namespaces it may
+ * not exempt in, which would otherwise hold it `Invalid`. Rules are
+ * type-checked against `schemas` (the cluster's CRDs beside the built-in
+ * catalogue, on a replica in cluster mode).
  */
-export function portalKinds(exceptions: Pick<ExceptionOptions, 'maxLifetimeMs'> = {}, schemas: KindSchemaSource = builtinSchemas()): Readonly<Record<string, PortalKind>> {
-  const maxLifetimeMs = exceptions.maxLifetimeMs;
+export function portalKinds(exceptions: ExceptionOptions = {}, schemas: KindSchemaSource = builtinSchemas()): Readonly<Record<string, PortalKind>> {
+  const { maxLifetimeMs, exceptionNamespaces } = exceptions;
   const rule = (obj: unknown): KindValidation => {
     const r = validateRule(obj, schemas);
     if (!r.ok) return r;
@@ -45,7 +47,7 @@ export function portalKinds(exceptions: Pick<ExceptionOptions, 'maxLifetimeMs'> 
     PortalException: {
       resource: 'portalexceptions',
       validate: (obj: unknown): KindValidation => {
-        const r = validateExceptionShape(obj, { maxLifetimeMs });
+        const r = validateExceptionShape(obj, { maxLifetimeMs, exceptionNamespaces });
         return r.ok ? { ok: true } : r;
       },
     },

@@ -184,17 +184,30 @@ const byPolicyThenRule = (a: ReportResult, b: ReportResult): number => compare(a
 
 
 /**
+ * Whether a verdict is a report result: every one but a `skip` that no
+ * PortalException gave. Such a skip says the rule does not apply to the
+ * object (its namespaces, operations, selectors or a false matchCondition
+ * leave it out): a report neither lists nor counts it, so SKIP counts
+ * exemptions only, and a rule matching one namespace adds nothing to the
+ * reports of the others.
+ */
+export function isReported(v: RuleVerdict): boolean {
+  return v.result !== 'skip' || v.exception !== undefined;
+}
+
+/**
  * The report of one resource given its verdicts (one per rule or binding
- * that matched), or `undefined` when nothing matched it (no report; the
+ * that matched), or `undefined` when nothing applies to it (no report; the
  * audit deletes a stored one).
  */
 export function buildResourceReport(subject: ReportSubject, opts: BuildOptions): Report | undefined {
-  if (subject.verdicts.length === 0) return undefined;
+  const verdicts = subject.verdicts.filter(isReported);
+  if (verdicts.length === 0) return undefined;
   const { ref } = subject;
   const id = resourceReportIdentity(opts.api, ref);
   const ts = timestamp(opts.now);
   const summary = emptySummary();
-  const results = subject.verdicts.map((v) => {
+  const results = verdicts.map((v) => {
     summary[v.result]++;
     return toResult(v, opts, ts, undefined);
   });
@@ -233,9 +246,10 @@ function mostImportantFirst(a: ReportResult, b: ReportResult): number {
 
 /**
  * The report of one namespace ("" = the cluster report, for cluster-scoped
- * objects): the summary counts every verdict of every subject; the results
- * list only those in `limits.statusFilter`, at most `limits.maxResults`,
- * most important first. `undefined` when no subject has a verdict.
+ * objects): the summary counts every reported verdict ({@link isReported})
+ * of every subject; the results list only those in `limits.statusFilter`,
+ * at most `limits.maxResults`, most important first. `undefined` when no
+ * subject has a reported verdict.
  */
 export function buildNamespaceReport(namespace: string, subjects: Iterable<ReportSubject>, opts: NamespaceBuildOptions): Report | undefined {
   const id = namespaceReportIdentity(opts.api, namespace);
@@ -246,6 +260,7 @@ export function buildNamespaceReport(namespace: string, subjects: Iterable<Repor
   let total = 0;
   for (const { ref, verdicts } of subjects) {
     for (const v of verdicts) {
+      if (!isReported(v)) continue;
       total++;
       summary[v.result]++;
       if (!wanted.has(v.result)) continue;

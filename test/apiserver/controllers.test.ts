@@ -140,7 +140,7 @@ test('logs and exec say portal dev has no container runtime', { timeout: 60_000 
   }
 }));
 
-test('controllers create Pods as their service accounts through admission; a denied Pod is FailedCreate', { timeout: 60_000 }, async () => {
+test('controllers create Pods as their service accounts through admission; a denied Pod is FailedCreate, one Event counting the retries', { timeout: 60_000 }, async () => {
   const seen: AdmissionAttributes[] = [];
   const admission: AdmissionHook = {
     admit: (attrs) => {
@@ -176,6 +176,14 @@ test('controllers create Pods as their service accounts through admission; a den
       assert.match(String(cond?.['message']), /admission webhook "portal.example" denied the request: image "denied" is not allowed/);
       const events = await k('get', 'events', '--field-selector', 'reason=FailedCreate', '-o', 'jsonpath={.items[*].message}');
       assert.match(events, /Error creating: admission webhook "portal.example" denied the request/);
+      // The retries are aggregated into that one Event, its count growing (client-go's EventCorrelator), not one Event each.
+      let failed: { count: number }[] = [];
+      for (let i = 0; i < 400 && !failed.some((e) => e.count >= 2); i++) {
+        failed = (JSON.parse(await k('get', 'events', '--field-selector', 'reason=FailedCreate', '-o', 'json')) as { items: { count: number }[] }).items;
+        if (!failed.some((e) => e.count >= 2)) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(failed.length, 1, JSON.stringify(failed));
+      assert.ok(failed[0]!.count >= 2, JSON.stringify(failed));
       assert.equal(await k('get', 'pods', '-l', 'app=bad', '-o', 'name'), '');
     } finally {
       done();

@@ -4,7 +4,8 @@
 // - a privileged Pod is denied, then admitted once an exception in its
 //   namespace names the rule, with the audit annotation recorded by the API
 //   server (its audit log, as kube-apiserver's audit events);
-// - an exception in another namespace, one for another rule, an expired one:
+// - an exception in another namespace (refused at apply: its match names
+//   monitoring, out of its reach), one for another rule, an expired one:
 //   still denied; `portal test` gives the same verdicts;
 // - the report shows skip with the exception (for the ValidatingAdmissionPolicy
 //   too, which the API server itself still enforces);
@@ -86,8 +87,13 @@ void test('PortalExceptions through portal dev and kubectl: scope, rule, expiry,
     assert.equal(denied.code, 1);
     assert.match(denied.stderr, new RegExp(`admission webhook "${WEBHOOK}" denied the request: no-privileged`));
 
+    // other/elsewhere names monitoring, out of its reach: the webhook for Portal's kinds refuses it
+    // (issue 33 item 5); kubectl applies the other documents of the file.
     const applied = await kubectl(kc, ['apply', '-f', join(FIXTURES, 'exceptions', 'exceptions.yaml')]);
-    assert.equal(applied.code, 0, applied.stderr);
+    assert.equal(applied.code, 1, applied.stderr);
+    assert.match(applied.stderr, /PortalException "elsewhere" is invalid: spec\.match\.namespaces\[0\]: "monitoring" is out of reach: an exception in namespace other exempts only objects in other/);
+    assert.equal(applied.stderr.trim().split('\n').length, 1, applied.stderr);
+    assert.match(applied.stdout, /portalexception.portal.dev\/agent created/);
     // Both replicas read the exception from their informers; the API server alternates between them.
     const admitted = await until('node-agent-1 admitted through the exception', 30_000, async () => {
       const r = await apply(pods.get('node-agent-1')!);

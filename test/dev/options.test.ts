@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseDevArgs } from '../../packages/devcluster/src/dev/options.ts';
-import { formatStatus, sumCounter } from '../../packages/devcluster/src/dev/status.ts';
+import { clock, CounterTotals, formatStatus, leaderName, sumCounter, type ReplicaStatus } from '../../packages/devcluster/src/dev/status.ts';
 
 const defaults = { chart: '/c', policies: '/p', stateDir: '/s' };
 
@@ -42,4 +42,32 @@ void test('status line sums requests and denials from /metrics', () => {
     { name: 'portal-1', ready: false, isLeader: true, leaseHolder: 'portal-1_abc', requests: 1, denials: 0 },
   ]);
   assert.equal(line, 'portal dev: 1/2 replicas ready · leader portal-1 · 7 requests · 2 denied · http://127.0.0.1:6443');
+  assert.equal(clock(new Date(2026, 10, 28, 9, 5, 7)), '09:05:07');
+});
+
+const replica = (name: string, o: Partial<ReplicaStatus> = {}): ReplicaStatus => ({ name, ready: true, isLeader: false, leaseHolder: undefined, requests: 0, denials: 0, ...o });
+
+void test('status line: the leader is named by replica name, and only a live process is leader (issue 33 item 7)', () => {
+  // The lease holder's identity is mapped to the replica whose current process has it.
+  assert.equal(leaderName([replica('portal-0', { identity: 'portal-0_aa', leaseHolder: 'portal-1_bb' }), replica('portal-1', { identity: 'portal-1_bb', leaseHolder: 'portal-1_bb' })]), 'portal-1');
+  // portal-1 was SIGKILLed: its Lease is still held (until it expires) by an identity no live process has.
+  assert.equal(leaderName([replica('portal-0', { identity: 'portal-0_aa', leaseHolder: 'portal-1_bb' }), replica('portal-1', { ready: false })]), 'none');
+  // Restarted: a new identity, the old one still holds the Lease.
+  assert.equal(leaderName([replica('portal-0', { identity: 'portal-0_aa', leaseHolder: 'portal-1_bb' }), replica('portal-1', { identity: 'portal-1_cc', leaseHolder: 'portal-1_bb' })]), 'none');
+  assert.equal(leaderName([replica('portal-0', { isLeader: true, identity: 'portal-0_aa' })]), 'portal-0');
+  assert.equal(leaderName([]), 'none');
+});
+
+void test('status line: counters add up across a replica\'s restarts and never go backwards (issue 33 item 7)', () => {
+  const totals = new CounterTotals();
+  const seen = (pid: number | undefined, requests: number, denials: number, counted = true) => totals.add(replica('portal-0', { requests, denials, counted }), pid);
+  assert.deepEqual([seen(100, 5, 1).requests, seen(100, 9, 2).requests], [5, 9]);
+  assert.equal(seen(100, 0, 0, false).requests, 9, '/metrics did not answer: the last counts stand');
+  assert.equal(seen(undefined, 0, 0, false).requests, 9, 'exited: what it counted stays');
+  const restarted = seen(200, 0, 0);
+  assert.deepEqual([restarted.requests, restarted.denials], [9, 2], 'the new process starts at 0');
+  const later = seen(200, 3, 1);
+  assert.deepEqual([later.requests, later.denials], [12, 3]);
+  // Another replica is counted on its own.
+  assert.equal(totals.add(replica('portal-1', { requests: 4, counted: true }), 300).requests, 4);
 });

@@ -137,11 +137,17 @@ void test('the README first five minutes, as written, against portal dev and kub
   const exited = new Promise<number | null>((resolve) => dev.once('exit', (code) => resolve(code)));
   try {
     // The status line the README shows, with this run's port.
-    const statusBlock = blocks.find((b) => b.lang === '' && b.text.startsWith('portal dev:'));
+    const statusBlock = blocks.find((b) => b.lang === '' && b.text.includes('replicas ready'));
     assert.ok(statusBlock, 'README shows the status line');
     const shown = statusBlock.text.trim();
-    const pattern = new RegExp(`^${shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace('portal-0', 'portal-\\d').replace(/\\\.\\\.\\\./g, '.*').replace(/ 0 /g, ' \\d+ ').replace(':6443', ':\\d+')}$`, 'm');
+    const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const pattern = new RegExp(`^${escape(shown).replace(/^\d\d:\d\d:\d\d/, '\\d\\d:\\d\\d:\\d\\d').replace('portal-0', 'portal-\\d').replace(/\\\.\\\.\\\./g, '.*').replace(/ 0 /g, ' \\d+ ').replace(':6443', ':\\d+')}$`, 'm');
     await until('the README status line', 90_000, () => (pattern.test(output) ? true : undefined), SLOW_CHECK);
+    // Where kubectl is, as the README shows it ("/…/" is the checkout).
+    const kubectlBlock = blocks.find((b) => b.lang === '' && b.text.startsWith('portal dev: kubectl'));
+    assert.ok(kubectlBlock, 'README shows where portal dev says kubectl is');
+    assert.match(output, new RegExp(`^${escape(kubectlBlock.text.trim()).replaceAll('/…/', '/.*/')}$`, 'm'));
+    assert.ok(output.includes(`portal dev: kubectl 1.35 is ${kubectlPath()} `), 'the kubectl it names is the one these commands run');
     assert.match(output, /API server https:\/\/127\.0\.0\.1:\d+\n/);
 
     const env: NodeJS.ProcessEnv = { PATH: `${dirname(kubectlPath())}:${process.env['PATH'] ?? ''}`, HOME: dir };
@@ -238,6 +244,22 @@ void test('the README first five minutes, as written, against portal dev and kub
           const explained = await ok('explain pod.spec.containers.image');
           assert.match(explained, /FIELD: +image <string>/);
           assert.match(explained, /DESCRIPTION:\n +<empty>/);
+        },
+      },
+      {
+        item: /^custom resources are pruned, defaulted and checked for `type`, `required`,/,
+        when: 'running',
+        check: async () => {
+          const crd = `apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: gadgets, singular: gadget, kind: Gadget}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations: [{rule: "self.size <= 3"}]\n            properties:\n              size: {type: integer, maximum: 3}\n              name: {type: string, maxLength: 3, pattern: "^[a-z]+$"}\n              mode: {type: string, enum: [a, b], default: a}\n`;
+          await ok(`apply -f - <<'YAML'\n${crd}YAML`);
+          await ok('wait --for=condition=Established crd/gadgets.example.com --timeout=30s');
+          // A real API server refuses this object four times over; here it is stored, defaulted.
+          await ok(`apply -f - <<'YAML'\napiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: big, namespace: default}\nspec: {size: 10, name: "TOO-LONG"}\nYAML`);
+          assert.equal(await ok("get gadget big -n default -o jsonpath='{.spec.size} {.spec.mode}'"), '10 a');
+          // What it does check: an enum.
+          const bad = await kubectl(`apply -f - <<'YAML'\napiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: bad, namespace: default}\nspec: {mode: c}\nYAML`);
+          assert.notEqual(bad.code, 0);
+          assert.match(bad.output, /Unsupported value: "c"/);
         },
       },
       {

@@ -130,6 +130,26 @@ void describe('decide', () => {
     }
     assert.ok(d.warnings[1]?.endsWith('…'));
   });
+  void it('a warning too long is cut at a word and keeps the fix: message without the detail, then the remedy (issue 33 item 7)', () => {
+    const violation = [{ path: 'spec.containers[0].securityContext.allowPrivilegeEscalation', message: 'must be equal to false' }];
+    const verdict = (rule: string, message: string): RuleVerdict => ({ ...v(rule, 'Warn', 'warn', `${rule}: ${message} [x]`), violations: violation });
+    // The PSS message with its detail is 200 characters: the rule's name and the remedy fit.
+    const pss = decide([verdict('disallow-privilege-escalation', 'Privilege escalation must be disallowed; set securityContext.allowPrivilegeEscalation to false in every container.')]);
+    assert.deepEqual(pss.warnings, ['disallow-privilege-escalation: set securityContext.allowPrivilegeEscalation to false in every container.']);
+    // Too long with the detail, short enough without it: the whole message.
+    const short = decide([verdict('no-latest', 'Pin the image; do not use :latest.')]);
+    assert.equal(short.warnings[0], 'no-latest: Pin the image; do not use :latest.');
+    // No remedy clause and still too long: cut at a word, never inside one, with nothing dangling before the mark.
+    const words = 'Every container image must come from the internal registry mirror and carry a digest pinned by the release pipeline always';
+    const cut = decide([verdict('registry', words)]).warnings[0]!;
+    assert.ok(cut.length <= MAX_WARNING_LENGTH, cut);
+    assert.ok(cut.endsWith('…'));
+    const kept = cut.slice('registry: '.length, -1);
+    assert.ok(words.startsWith(kept) && words[kept.length] === ' ', `cut inside a word: ${cut}`);
+    // One unbroken token longer than the room: cut inside it (nothing else to do), still bounded.
+    const token = decide([verdict('t', 'x'.repeat(300))]).warnings[0]!;
+    assert.equal(token.length, MAX_WARNING_LENGTH);
+  });
   void it('keeps warnings when denying', () => {
     const d = decide([v('a', 'Deny', 'fail'), v('w', 'Warn', 'warn')]);
     assert.equal(d.allowed, false);

@@ -16,7 +16,7 @@ import {
   type PortalExceptionObject,
   type RuleVerdict,
 } from '../../src/policy/index.ts';
-import { compileException, exceptionConditions } from '../../src/policy/exceptions.ts';
+import { compileException, exceptionConditions, unresolvedRules } from '../../src/policy/exceptions.ts';
 import { clusterRule, exception, input, namespacedRule, pod } from './support.ts';
 
 const NOW = Date.parse('2026-06-01T00:00:00Z');
@@ -329,5 +329,49 @@ void describe('exceptions in the RuleSet and the evaluator', () => {
     assert.deepEqual(exceptionConditions(s, NOW + 1000, undefined).map((c) => [c.type, c.status, c.reason]), [['Ready', 'False', 'Expired'], ['Expired', 'True', 'Expired']]);
     assert.deepEqual(exceptionConditions({ ...s, expiresAt: undefined }, NOW, 1000).map((c) => [c.type, c.status, c.reason]), [['Ready', 'False', 'LifetimeExceeded'], ['Expired', 'False', 'NoExpiry']]);
     assert.deepEqual(exceptionConditions({ ...s, valid: false, message: 'bad' }, NOW, undefined)[0], { type: 'Ready', status: 'False', reason: 'Invalid', message: 'bad' });
+  });
+
+  void it('status: RuleNotFound while no rule it names exists, Active (naming the missing ones) when some do (issue 33 item 5)', () => {
+    const known = new Set(['rule:no-priv', 'rule:team-a/local', 'vap:pss', 'vap:pss/audit']);
+    assert.deepEqual(unresolvedRules(['no-priv', 'local', 'pss', 'pss/audit', 'team-a/local'], 'team-a', known), []);
+    assert.deepEqual(unresolvedRules(['local', 'typo', 'team-b/local', 'pss/other'], 'team-b', known), ['local', 'typo', 'team-b/local', 'pss/other']);
+    const s = { valid: true, message: '', expiresAt: NOW + 1000, createdAt: NOW - 1000, rules: ['max-replicas-typo'] };
+    const [ready] = exceptionConditions(s, NOW, undefined, ['max-replicas-typo']);
+    assert.equal(ready!.status, 'False');
+    assert.equal(ready!.reason, 'RuleNotFound');
+    assert.match(ready!.message, /"max-replicas-typo"/);
+    assert.equal(exceptionConditions(s, NOW, undefined, [])[0]!.reason, 'Active', 'the rule appeared');
+    assert.equal(exceptionConditions(s, NOW, undefined, undefined)[0]!.reason, 'Active', 'rules not all known yet: no verdict on them');
+    const partly = exceptionConditions({ ...s, rules: ['a', 'b'] }, NOW, undefined, ['b'])[0]!;
+    assert.deepEqual([partly.status, partly.reason], ['True', 'Active']);
+    assert.match(partly.message, /also names "b", which no rule has/);
+    // Invalid, expired and over-long say so first.
+    assert.equal(exceptionConditions({ ...s, valid: false, message: 'bad' }, NOW, undefined, ['max-replicas-typo'])[0]!.reason, 'Invalid');
+    assert.equal(exceptionConditions(s, NOW + 1000, undefined, ['max-replicas-typo'])[0]!.reason, 'Expired');
+    // A long list is cut: the message stays bounded whatever spec.rules holds.
+    const many = Array.from({ length: 64 }, (_, i) => `r${i}-${'x'.repeat(200)}`);
+    const bounded = exceptionConditions({ ...s, rules: many }, NOW, undefined, many)[0]!;
+    assert.ok(bounded.message.length < 1000, `${bounded.message.length}`);
+    assert.match(bounded.message, /and 61 more/);
+  });
+
+  void it('an exception outside --exception-namespaces naming other namespaces is refused at apply and held invalid (issue 33 item 5)', () => {
+    const reach = { exceptionNamespaces: ['portal-system'] };
+    const naming = (namespace: string, m: Record<string, unknown>) => exception(namespace, 'x', { match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }], ...m } });
+    const refused = validateExceptionShape(naming('team-a', { namespaces: ['team-a', 'default'] }), reach);
+    assert.equal(refused.ok, false);
+    assert.deepEqual(!refused.ok && refused.problems, [
+      'spec.match.namespaces[1]: "default" is out of reach: an exception in namespace team-a exempts only objects in team-a (only exceptions in --exception-namespaces may name other namespaces); remove it',
+    ]);
+    const excluded = validateExceptionShape(naming('team-a', { excludedNamespaces: ['team-*'] }), reach);
+    assert.match(!excluded.ok ? excluded.problems[0]! : '', /excludes team-a, the one namespace this exception may exempt in/);
+    assert.equal(validateExceptionShape(naming('team-a', { namespaces: ['team-*'], excludedNamespaces: ['team-b'] }), reach).ok, true, 'a glob that covers its own namespace');
+    assert.equal(validateExceptionShape(naming('portal-system', { namespaces: ['default'] }), reach).ok, true, 'a privileged exception may name any namespace');
+    assert.equal(validateExceptionShape(naming('team-a', { namespaces: ['default'] })).ok, true, 'without the options (a file), only the shape');
+    const rs = new RuleSet(reach);
+    const state = rs.upsertException(naming('team-a', { namespaces: ['default'] }));
+    assert.equal(state.valid, false);
+    assert.match(state.message, /"default" is out of reach/);
+    assert.equal(exceptionConditions(state, NOW, undefined)[0]!.reason, 'Invalid');
   });
 });

@@ -90,10 +90,11 @@ for (const api of REPORT_APIS) {
     assertValidReport(report);
   });
 
-  void test(`${api}, namespace: summary of every result, only statusFilter results listed (most important first), with their objects`, () => {
+  void test(`${api}, namespace: summary of every result (skip: exemptions only), only statusFilter results listed (most important first), with their objects`, () => {
     const subjects: ReportSubject[] = [
-      { ref: { apiVersion: 'v1', kind: 'Pod', name: 'b', namespace: 'team-a', uid: 'u-b' }, verdicts: [verdict('r1', 'pass'), verdict('r2', 'warn', { severity: 'low' })] },
-      { ref: { apiVersion: 'v1', kind: 'Pod', name: 'a', namespace: 'team-a', uid: 'u-a' }, verdicts: [verdict('r1', 'fail', { severity: 'medium' }), verdict('r2', 'error'), verdict('r3', 'skip')] },
+      // r4 does not apply to b (say, its match.namespaces leave team-a out): neither counted nor listed.
+      { ref: { apiVersion: 'v1', kind: 'Pod', name: 'b', namespace: 'team-a', uid: 'u-b' }, verdicts: [verdict('r1', 'pass'), verdict('r2', 'warn', { severity: 'low' }), verdict('r4', 'skip')] },
+      { ref: { apiVersion: 'v1', kind: 'Pod', name: 'a', namespace: 'team-a', uid: 'u-a' }, verdicts: [verdict('r1', 'fail', { severity: 'medium' }), verdict('r2', 'error'), verdict('r3', 'skip', { exception: 'team-a/x' })] },
       { ref: { apiVersion: 'v1', kind: 'Pod', name: 'c', namespace: 'team-a', uid: 'u-c' }, verdicts: [verdict('r1', 'fail', { severity: 'critical' })] },
     ];
     const report = buildNamespaceReport('team-a', subjects, { api, epoch: 'e/1', now, limits })!;
@@ -150,11 +151,13 @@ void test('no verdicts means no report; objects without uid/kind get no referenc
 const verdictArb = fc.record({
   rule: fc.stringMatching(/^[a-z][a-z0-9-]{0,20}$/),
   result: fc.constantFrom<Verdict>('pass', 'fail', 'warn', 'error', 'skip'),
+  // A skip is an exemption, or a rule that does not apply (never reported).
+  exempted: fc.boolean(),
   severity: fc.constantFrom('critical', 'high', 'medium', 'low', 'info') as fc.Arbitrary<RuleVerdict['severity']>,
   message: fc.string(),
 });
 
-void test('property: summary matches results, every report validates, and rebuilding is stable (both APIs, both granularities)', () => {
+void test('property: summary matches results, every report validates, rebuilding is stable, skips that are not exemptions are neither listed nor counted (both APIs, both granularities)', () => {
   fc.assert(
     fc.property(
       fc.constantFrom(...REPORT_APIS),
@@ -162,9 +165,14 @@ void test('property: summary matches results, every report validates, and rebuil
       fc.integer({ min: 1, max: 4 }),
       fc.integer({ min: 0, max: 10_000_000 }),
       (api, vs, objects, later) => {
-        const verdicts = vs.map((v) => verdict(v.rule, v.result, { severity: v.severity, message: v.message }));
+        const all = vs.map((v) => verdict(v.rule, v.result, { severity: v.severity, message: v.message, ...(v.exempted ? { exception: 'team-a/x' } : {}) }));
+        const verdicts = all.filter((v) => v.result !== 'skip' || v.exception !== undefined);
         const ref = resourceReference(pod)!;
-        const first = buildResourceReport({ ref, verdicts }, { api, epoch: 'u/1', now })!;
+        if (verdicts.length === 0) {
+          assert.equal(buildResourceReport({ ref, verdicts: all }, { api, now }), undefined, 'nothing applies: no report');
+          return;
+        }
+        const first = buildResourceReport({ ref, verdicts: all }, { api, epoch: 'u/1', now })!;
         assertValidReport(first);
         for (const outcome of ['pass', 'fail', 'warn', 'error', 'skip'] as const) {
           assert.equal(first.summary[outcome], first.results.filter((r) => r.result === outcome).length);
@@ -172,11 +180,11 @@ void test('property: summary matches results, every report validates, and rebuil
         assert.equal(first.results.length, verdicts.length);
         // A later pass, by a new leader, with the verdicts in another order: same content, no rewrite,
         // and the stored timestamps and epoch are kept verbatim.
-        const second = buildResourceReport({ ref, verdicts: [...verdicts].reverse() }, { api, epoch: 'u/2', now: new Date(now.getTime() + later), previous: first })!;
+        const second = buildResourceReport({ ref, verdicts: [...all].reverse() }, { api, epoch: 'u/2', now: new Date(now.getTime() + later), previous: first })!;
         assert.equal(reportContentEqual(first, second), true);
         assert.deepEqual(second, first);
 
-        const subjects = Array.from({ length: objects }, (_, i) => ({ ref: { ...ref, name: `p${i}`, uid: `uid-${i}` }, verdicts }));
+        const subjects = Array.from({ length: objects }, (_, i) => ({ ref: { ...ref, name: `p${i}`, uid: `uid-${i}` }, verdicts: all }));
         const nsFirst = buildNamespaceReport('team-a', subjects, { api, epoch: 'u/1', now, limits: { maxResults: 5, statusFilter: ['fail', 'warn', 'error'] } })!;
         assertValidReport(nsFirst);
         const listed = verdicts.filter((v) => v.result === 'fail' || v.result === 'warn' || v.result === 'error').length * objects;

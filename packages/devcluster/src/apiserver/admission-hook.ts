@@ -37,3 +37,17 @@ export interface AdmissionContext {
 export interface AdmissionHook {
   admit(attrs: AdmissionAttributes, ctx: AdmissionContext): Promise<AdmissionOutcome>;
 }
+
+/**
+ * How a write through a subresource other than status is admitted: as
+ * kube-apiserver's subresource storage does (e.g. ScaleREST), the request is
+ * `<resource>/<subresource>` with the subresource's own kind and object
+ * (autoscaling/v1 Scale), never an UPDATE of the parent. So a webhook whose
+ * rules name only `deployments` is not called for `kubectl scale`; one
+ * naming `deployments/scale` or `*\/scale` is, and sees the Scale.
+ */
+export interface AdmittedView {
+  subresource: string;
+  kind: { group: string; version: string; kind: string };
+  view(parent: Record<string, unknown>): Record<string, unknown>;
+}

@@ -5,7 +5,7 @@
  * split, generation, finalizers, namespaces and CRD registration.
  */
 import { randomUUID } from 'node:crypto';
-import type { AdmissionAttributes, AdmissionHook } from './admission-hook.ts';
+import type { AdmissionAttributes, AdmissionHook, AdmittedView } from './admission-hook.ts';
 import { recordApply, recordUpdate, type ManagedEntry } from './apply/managed.ts';
 import { listObjects, selectorFilter } from './cluster-list.ts';
 import { GarbageCollector, servedByStore } from './garbage-collector.ts';
@@ -229,7 +229,7 @@ export class Cluster {
     return this.commitUpdate(s, existing, obj, opts);
   }
 
-  async patch(s: RequestScope, raw: string, contentType: string): Promise<Reply> {
+  async patch(s: RequestScope, raw: string, contentType: string, opts: { admitAs?: AdmittedView } = {}): Promise<Reply> {
     const type = contentType.split(';')[0]!.trim().toLowerCase();
     const sk = storeKey(s.def);
     const existing = this.store.get(sk, objKey(s.def.namespaced ? s.namespace : '', s.name));
@@ -258,14 +258,14 @@ export class Cluster {
     if (m.resourceVersion && m.resourceVersion !== meta(existing).resourceVersion) throw errors.conflict(s.def.resource, s.def.group, s.name);
     if (m.name !== s.name) throw errors.badRequest(`the name of the object (${String(m.name)}) does not match the name on the URL (${s.name})`);
     decodeChecks(s, obj, true);
-    return this.commitUpdate(s, existing, obj);
+    return this.commitUpdate(s, existing, obj, opts.admitAs ? { admitAs: opts.admitAs } : {});
   }
 
   /**
    * The shared tail of PUT and PATCH: merge rules, validation, admission,
    * no-op detection, store. `incoming` is taken over (mutated and stored).
    */
-  private async commitUpdate(s: RequestScope, existing: Obj, incoming: Obj, opts: { skipAdmission?: boolean; applied?: ManagedEntry[] } = {}): Promise<Reply> {
+  private async commitUpdate(s: RequestScope, existing: Obj, incoming: Obj, opts: { skipAdmission?: boolean; applied?: ManagedEntry[]; admitAs?: AdmittedView } = {}): Promise<Reply> {
     const dryRun = isDryRun(s);
     const old = existing;
     const om = meta(old);
@@ -275,7 +275,9 @@ export class Cluster {
     validateObject(s.def, obj);
     m.managedFields = opts.applied ?? recordUpdate(typing(s.def), old, obj, writer(s), sentManaged);
     if (m.managedFields.length === 0) delete m.managedFields;
-    if (!opts.skipAdmission) await this.admit(s, 'UPDATE', obj, old, requestOptions(s, 'UpdateOptions'), dryRun);
+    const as = opts.admitAs;
+    if (as) await this.admit({ ...s, subresource: as.subresource }, 'UPDATE', as.view(obj), as.view(old), requestOptions(s, 'UpdateOptions'), dryRun, as.kind);
+    else if (!opts.skipAdmission) await this.admit(s, 'UPDATE', obj, old, requestOptions(s, 'UpdateOptions'), dryRun);
     const sk = storeKey(s.def);
     const current = this.store.get(sk, objKey(om.namespace ?? '', om.name!));
     if (current !== existing) throw errors.conflict(s.def.resource, s.def.group, s.name);

@@ -3,8 +3,11 @@
  * ReplicaSets, StatefulSets and ReplicationControllers, which `kubectl
  * scale` uses: GET returns {spec.replicas, status.replicas, status.selector};
  * PUT and PATCH change the parent's spec.replicas (through the parent's own
- * update path, so resourceVersion preconditions, generation and admission of
- * the parent apply). With the controllers on (`portal dev`,
+ * update path, so resourceVersion preconditions and generation apply). They
+ * are admitted as kube-apiserver admits them: `<resource>/scale`, kind
+ * autoscaling/v1 Scale, object and oldObject the new and old Scale; an
+ * admission webhook or ValidatingAdmissionPolicy whose rules name only the
+ * parent resource never sees them. With the controllers on (`portal dev`,
  * src/devcluster/controllers/), the new spec.replicas is acted on.
  */
 import type { Cluster, Reply, RequestScope } from './cluster.ts';
@@ -24,6 +27,8 @@ export function isScalable(def: ResourceDef): boolean {
 export function scaleDiscovery(def: ResourceDef): Obj {
   return { name: `${def.resource}/scale`, singularName: '', namespaced: def.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] };
 }
+
+const SCALE_KIND = Object.freeze({ group: 'autoscaling', version: 'v1', kind: 'Scale' });
 
 function toScale(def: ResourceDef, o: Obj): Obj {
   const m = meta(o);
@@ -89,6 +94,7 @@ async function setReplicas(c: Cluster, parent: RequestScope, wanted: unknown): P
   const rv = isPlainObject(wanted) && isPlainObject(wanted['metadata']) ? wanted['metadata']['resourceVersion'] : undefined;
   // The parent's resourceVersion is the Scale's: a stale one is a 409 from the parent's update.
   const patch = { ...(typeof rv === 'string' && rv ? { metadata: { resourceVersion: rv } } : {}), spec: { replicas } };
-  const reply = await c.patch(parent, JSON.stringify(patch), 'application/merge-patch+json');
+  const admitAs = { subresource: 'scale', kind: SCALE_KIND, view: (o: Obj) => toScale(parent.def, o) };
+  const reply = await c.patch(parent, JSON.stringify(patch), 'application/merge-patch+json', { admitAs });
   return { code: 200, body: toScale(parent.def, reply.body as Obj) };
 }

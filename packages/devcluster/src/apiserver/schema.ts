@@ -1,6 +1,6 @@
 /**
  * Structural-schema handling for custom resources, the simple parts of
- * apiextensions-apiserver: pruning of unknown fields, then `type`,
+ * apiextensions-apiserver: pruning of unknown fields, defaulting, then `type`,
  * `required`, `enum`, `nullable`, `x-kubernetes-int-or-string` and
  * `x-kubernetes-preserve-unknown-fields`. Formats, CEL and numeric/string
  * bounds are not checked.
@@ -30,6 +30,36 @@ export function prune(value: unknown, schema: Obj | undefined, root = true): voi
     }
   } else if (Array.isArray(value) && isPlainObject(schema['items'])) {
     for (const v of value) prune(v, schema['items'] as Obj, false);
+  }
+}
+
+/**
+ * apiextensions-apiserver's structural defaulting (`structuraldefaulting`):
+ * a property that is absent, or null where the schema does not allow null,
+ * takes a copy of its schema's `default`; then defaulting descends into
+ * properties, `additionalProperties` values and array items. A default is
+ * set only inside an object that exists (an absent parent is not created
+ * unless it has a default of its own), as upstream. Runs on create and on
+ * every update, like upstream's defaulting on decode, so a stored object and
+ * what admission sees carry the defaults (a PortalClusterRule without
+ * `enforcement` is stored with `enforcement: Deny`).
+ */
+export function applySchemaDefaults(value: unknown, schema: Obj | undefined, root = true): void {
+  if (!schema) return;
+  if (isPlainObject(value)) {
+    const props = isPlainObject(schema['properties']) ? (schema['properties'] as Record<string, Obj>) : {};
+    for (const [k, s] of Object.entries(props)) {
+      if (root && ROOT_META.has(k)) continue;
+      if (!isPlainObject(s) || s['default'] === undefined) continue;
+      if (!Object.hasOwn(value, k) || (value[k] === null && s['nullable'] !== true)) value[k] = structuredClone(s['default']);
+    }
+    for (const [k, v] of Object.entries(value)) {
+      if (root && ROOT_META.has(k)) continue;
+      const sub = Object.hasOwn(props, k) ? props[k] : isPlainObject(schema['additionalProperties']) ? (schema['additionalProperties'] as Obj) : undefined;
+      applySchemaDefaults(v, sub, false);
+    }
+  } else if (Array.isArray(value) && isPlainObject(schema['items'])) {
+    for (const v of value) applySchemaDefaults(v, schema['items'] as Obj, false);
   }
 }
 

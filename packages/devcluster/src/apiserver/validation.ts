@@ -1,10 +1,10 @@
 /**
  * The validation kube-apiserver does that clients notice: object names,
  * MicroTime precision on Leases, pods having containers, the structural
- * schema of custom resources, CRD names.
+ * schema of custom resources (pruned and defaulted first), CRD names.
  */
 import type { ResourceDef } from './registry.ts';
-import { prune, validate } from './schema.ts';
+import { applySchemaDefaults, prune, validate } from './schema.ts';
 import { ApiError, errors, type StatusCause } from './status.ts';
 import { isPlainObject, meta, type Obj } from './types.ts';
 import { vapCauses } from './vap-validation.ts';
@@ -70,6 +70,7 @@ export function validateObject(def: ResourceDef, obj: Obj): void {
   if (def.group === '' && def.resource === 'events') causes.push(...eventNamespaceCauses(obj));
   if (def.schema) {
     prune(obj, def.schema);
+    applySchemaDefaults(obj, def.schema);
     validate(obj, def.schema, '', causes);
   }
   if (causes.length) throw errors.invalid(def.kind, def.group, name, causes);

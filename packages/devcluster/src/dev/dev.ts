@@ -29,7 +29,8 @@ import { INSTALL_NAMESPACE, type DevOptions } from './options.ts';
 import { freePort } from './ports.ts';
 import { removeState, writeState, type DevState } from './state.ts';
 import { listRuleProblems, localProblems, mergeProblems, problemNote, problemReport, type RuleProblem } from './rule-problems.ts';
-import { formatStatus, probeReplica } from './status.ts';
+import { clock, CounterTotals, formatStatus, probeReplica } from './status.ts';
+import { kubectlHint } from './tools.ts';
 import { Supervisor, type ReplicaSpec, type ReplicaState } from './supervisor.ts';
 
 /** The Service name replicas are reached through (and the certificate's DNS name). */
@@ -205,13 +206,14 @@ function serviceResolver(endpoints: { supervisor?: Supervisor }, ready: Readonly
 function statusLine(sup: Supervisor, client: DevApiClient, installed: readonly Manifest[], ready: Set<string>, apiUrl: string, out: DevRuntime['out'], signal: AbortSignal): { stop(): void } {
   let timer: NodeJS.Timeout | undefined;
   let last = '';
+  const totals = new CounterTotals();
   const local = localProblems(installed);
   let problems: RuleProblem[] = local;
   const first = problemReport([], local);
   if (first.length > 0) out.write(`${first.join('\n')}\n`);
   const tick = async (): Promise<void> => {
     const [statuses, rules] = await Promise.all([
-      Promise.all(sup.states().map((s) => probeReplica({ name: s.name, probesPort: s.probesPort, running: s.running }))),
+      Promise.all(sup.states().map(async (s) => totals.add(await probeReplica({ name: s.name, probesPort: s.probesPort, running: s.running }), s.pid))),
       listRuleProblems(client),
     ]);
     if (signal.aborted) return;
@@ -224,8 +226,10 @@ function statusLine(sup: Supervisor, client: DevApiClient, installed: readonly M
     if (now) problems = now;
     if (report.length > 0) out.write(`${out.isTTY ? '\r\x1b[2K' : ''}${report.join('\n')}\n`);
     const line = formatStatus(apiUrl, statuses) + problemNote(problems);
-    if (out.isTTY) out.write(`\r\x1b[2K${line}`);
-    else if (line !== last) out.write(`${line}\n`);
+    // The time it was printed: on a terminal the line is redrawn every tick; in a log, a line is
+    // written only when what it says changes (the time alone is no change).
+    if (out.isTTY) out.write(`\r\x1b[2K${clock(new Date())} ${line}`);
+    else if (line !== last) out.write(`${clock(new Date())} ${line}\n`);
     last = line;
   };
   const loop = (): void => {
@@ -260,6 +264,17 @@ function stateWriter(file: string, run: { kubeconfig: string; apiserver: string;
     },
     written: () => writing,
   };
+}
+
+/** What `portal dev` says once the cluster is up: where it is, what runs the replicas, where kubectl and the logs are. */
+function banner(rt: DevRuntime, at: { apiUrl: string; adminKubeconfig: string; logs: string; stateFile: string }): string {
+  return (
+    `portal dev: API server ${at.apiUrl}\n` +
+    (rt.nodeVersion !== undefined ? `portal dev: replicas run Node ${rt.nodeVersion} (${rt.nodePath})\n` : '') +
+    `portal dev: ${kubectlHint()}\n` +
+    `portal dev: kubectl --kubeconfig ${at.adminKubeconfig} get pods -A\n` +
+    `portal dev: logs in ${at.logs}, state in ${at.stateFile}\n`
+  );
 }
 
 export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortSignal): Promise<DevResult> {
@@ -314,12 +329,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
       },
     });
 
-    rt.out.write(
-      `portal dev: API server ${apiUrl}\n` +
-        (rt.nodeVersion !== undefined ? `portal dev: replicas run Node ${rt.nodeVersion} (${rt.nodePath})\n` : '') +
-        `portal dev: kubectl --kubeconfig ${adminKubeconfig} get pods -A\n` +
-        `portal dev: logs in ${dirs.logs}, state in ${stateFile}\n`,
-    );
+    rt.out.write(banner(rt, { apiUrl, adminKubeconfig, logs: dirs.logs, stateFile }));
     endpoints.supervisor = supervisor;
     status = statusLine(supervisor, client, installed, ready, apiUrl, rt.out, stop.signal);
     await supervisor.start(stop.signal);
