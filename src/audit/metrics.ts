@@ -19,13 +19,52 @@ function gauge<L extends string>(registry: Registry, name: string, help: string,
 
 export interface QueueMetrics {
   depth: Gauge<'queue'>;
+  /**
+   * Registers the queue's lag (seconds since its oldest unprocessed change,
+   * 0 when none) for `portal_audit_lag_seconds{queue}`, computed at each
+   * scrape (a lag grows while nothing happens). Returns the unregister.
+   */
+  lag(queue: string, seconds: () => number): () => void;
   adds: Counter<'queue'>;
   retries: Counter<'queue'>;
   drops: Counter<'queue' | 'reason'>;
 }
 
+/** Each registry's queues with a lag, read when `portal_audit_lag_seconds` is collected. */
+const lagSources = new WeakMap<Registry, { sources: Map<string, () => number>; gauge: Gauge<'queue'> }>();
+
+function lagGauge(registry: Registry): { sources: Map<string, () => number>; gauge: Gauge<'queue'> } {
+  const known = lagSources.get(registry);
+  if (known) return known;
+  const live = new Map<string, () => number>();
+  const gauge =
+    (registry.getSingleMetric('portal_audit_lag_seconds') as Gauge<'queue'> | undefined) ??
+    new Gauge({
+      name: 'portal_audit_lag_seconds',
+      help: 'Age of the oldest change the audit work queue has not finished processing (waiting or in flight), 0 when none.',
+      labelNames: ['queue'],
+      registers: [registry],
+      collect(this: Gauge<'queue'>) {
+        for (const [queue, seconds] of live) this.set({ queue }, seconds());
+      },
+    });
+  const entry = { sources: live, gauge };
+  lagSources.set(registry, entry);
+  return entry;
+}
+
 export function queueMetrics(registry: Registry): QueueMetrics {
   return {
+    lag: (queue, seconds) => {
+      const { sources, gauge } = lagGauge(registry);
+      sources.set(queue, seconds);
+      return () => {
+        if (sources.get(queue) !== seconds) return;
+        sources.delete(queue);
+        // A queue that is gone (the reports queue at a term's end) has nothing waiting.
+        gauge.set({ queue }, 0);
+      };
+    },
     depth: gauge(registry, 'portal_audit_queue_depth', 'Keys waiting in the audit work queue (not counting delayed retries).', ['queue']),
     adds: counter(registry, 'portal_audit_queue_adds_total', 'Keys accepted by the audit work queue (deduplicated adds count once).', ['queue']),
     retries: counter(registry, 'portal_audit_queue_retries_total', 'Keys re-queued with backoff after a failure.', ['queue']),
