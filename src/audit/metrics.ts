@@ -11,61 +11,67 @@ function counter<L extends string>(registry: Registry, name: string, help: strin
   return new Counter({ name, help, labelNames, registers: [registry] });
 }
 
-function gauge<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Gauge<L> {
-  const existing = registry.getSingleMetric(name);
-  if (existing) return existing as Gauge<L>;
-  return new Gauge({ name, help, labelNames, registers: [registry] });
+/** What a live queue reports at each scrape. */
+export interface QueueGauges {
+  /** Keys waiting for a worker. */
+  depth(): number;
+  /** Seconds since its oldest unprocessed change (waiting or in flight), 0 when none. */
+  lagSeconds(): number;
 }
 
 export interface QueueMetrics {
-  depth: Gauge<'queue'>;
   /**
-   * Registers the queue's lag (seconds since its oldest unprocessed change,
-   * 0 when none) for `portal_audit_lag_seconds{queue}`, computed at each
-   * scrape (a lag grows while nothing happens). Returns the unregister.
+   * Registers a queue's gauges (`portal_audit_queue_depth{queue}`,
+   * `portal_audit_lag_seconds{queue}`), read at each scrape: a lag grows
+   * while nothing happens, and the queue's own operations stay free of
+   * metric updates. Returns the unregister, which sets both to 0.
    */
-  lag(queue: string, seconds: () => number): () => void;
+  observe(queue: string, gauges: QueueGauges): () => void;
   adds: Counter<'queue'>;
   retries: Counter<'queue'>;
   drops: Counter<'queue' | 'reason'>;
 }
 
-/** Each registry's queues with a lag, read when `portal_audit_lag_seconds` is collected. */
-const lagSources = new WeakMap<Registry, { sources: Map<string, () => number>; gauge: Gauge<'queue'> }>();
+/** Each registry's live queues, read when their gauges are collected. */
+const liveQueues = new WeakMap<Registry, { queues: Map<string, QueueGauges>; depth: Gauge<'queue'>; lag: Gauge<'queue'> }>();
 
-function lagGauge(registry: Registry): { sources: Map<string, () => number>; gauge: Gauge<'queue'> } {
-  const known = lagSources.get(registry);
+function queueGauges(registry: Registry): { queues: Map<string, QueueGauges>; depth: Gauge<'queue'>; lag: Gauge<'queue'> } {
+  const known = liveQueues.get(registry);
   if (known) return known;
-  const live = new Map<string, () => number>();
-  const gauge =
-    (registry.getSingleMetric('portal_audit_lag_seconds') as Gauge<'queue'> | undefined) ??
+  const queues = new Map<string, QueueGauges>();
+  const collected = (name: string, help: string, read: (g: QueueGauges) => number): Gauge<'queue'> =>
+    (registry.getSingleMetric(name) as Gauge<'queue'> | undefined) ??
     new Gauge({
-      name: 'portal_audit_lag_seconds',
-      help: 'Age of the oldest change the audit work queue has not finished processing (waiting or in flight), 0 when none.',
+      name,
+      help,
       labelNames: ['queue'],
       registers: [registry],
       collect(this: Gauge<'queue'>) {
-        for (const [queue, seconds] of live) this.set({ queue }, seconds());
+        for (const [queue, g] of queues) this.set({ queue }, read(g));
       },
     });
-  const entry = { sources: live, gauge };
-  lagSources.set(registry, entry);
+  const entry = {
+    queues,
+    depth: collected('portal_audit_queue_depth', 'Keys waiting in the audit work queue (not counting delayed retries or keys in flight).', (g) => g.depth()),
+    lag: collected('portal_audit_lag_seconds', 'Age of the oldest change the audit work queue has not finished processing (waiting or in flight), 0 when none.', (g) => g.lagSeconds()),
+  };
+  liveQueues.set(registry, entry);
   return entry;
 }
 
 export function queueMetrics(registry: Registry): QueueMetrics {
   return {
-    lag: (queue, seconds) => {
-      const { sources, gauge } = lagGauge(registry);
-      sources.set(queue, seconds);
+    observe: (queue, gauges) => {
+      const live = queueGauges(registry);
+      live.queues.set(queue, gauges);
       return () => {
-        if (sources.get(queue) !== seconds) return;
-        sources.delete(queue);
+        if (live.queues.get(queue) !== gauges) return;
+        live.queues.delete(queue);
         // A queue that is gone (the reports queue at a term's end) has nothing waiting.
-        gauge.set({ queue }, 0);
+        live.depth.set({ queue }, 0);
+        live.lag.set({ queue }, 0);
       };
     },
-    depth: gauge(registry, 'portal_audit_queue_depth', 'Keys waiting in the audit work queue (not counting delayed retries).', ['queue']),
     adds: counter(registry, 'portal_audit_queue_adds_total', 'Keys accepted by the audit work queue (deduplicated adds count once).', ['queue']),
     retries: counter(registry, 'portal_audit_queue_retries_total', 'Keys re-queued with backoff after a failure.', ['queue']),
     drops: counter(registry, 'portal_audit_queue_drops_total', 'Keys dropped: reason=max_retries (gave up) or full (queue at capacity).', ['queue', 'reason']),

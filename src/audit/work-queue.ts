@@ -90,7 +90,7 @@ export class WorkQueue<T = undefined> {
   readonly #since = new Map<string, number>();
   /** The arrival time of the change each in-flight key is processing. */
   readonly #inFlightSince = new Map<string, number>();
-  readonly #unregisterLag: (() => void) | undefined;
+  readonly #unregisterGauges: (() => void) | undefined;
   /** Retry timers, by key. */
   readonly #delayed = new Map<string, { timer: NodeJS.Timeout; item: T; dueAt: number }>();
   readonly #failures = new Map<string, number>();
@@ -106,8 +106,7 @@ export class WorkQueue<T = undefined> {
     this.#maxDelayMs = options.maxDelayMs ?? 60_000;
     this.#logger = options.logger?.child({ [LogKey.subcomponent]: 'work-queue', [LogKey.queue]: this.name });
     this.#metrics = options.registry ? queueMetrics(options.registry) : undefined;
-    this.#unregisterLag = this.#metrics?.lag(this.name, () => this.lagMs() / 1000);
-    this.#updateDepth();
+    this.#unregisterGauges = this.#metrics?.observe(this.name, { depth: () => this.length, lagSeconds: () => this.lagMs() / 1000 });
     if (!(this.#maxSize > 0) || !(this.#maxRetries >= 0) || !(this.#baseDelayMs >= 0) || !(this.#maxDelayMs >= this.#baseDelayMs)) {
       throw new PortalError(ErrorCode.ConfigInvalid, `work queue "${this.name}": invalid options`);
     }
@@ -279,8 +278,7 @@ export class WorkQueue<T = undefined> {
     this.#since.clear();
     this.#inFlightSince.clear();
     this.#failures.clear();
-    this.#unregisterLag?.();
-    this.#updateDepth();
+    this.#unregisterGauges?.();
     for (const w of this.#waiters.splice(0)) {
       w.signal?.removeEventListener('abort', w.onAbort);
       w.resolve(undefined);
@@ -303,7 +301,6 @@ export class WorkQueue<T = undefined> {
       return;
     }
     this.#order.push(key);
-    this.#updateDepth();
   }
 
   #take(): WorkItem<T> | undefined {
@@ -323,7 +320,6 @@ export class WorkQueue<T = undefined> {
     this.#inFlightSince.set(key, this.#since.get(key) ?? performance.now());
     this.#since.delete(key);
     this.#processing.add(key);
-    this.#updateDepth();
     return { key, item, attempt: this.#failures.get(key) ?? 0 };
   }
 
@@ -348,9 +344,5 @@ export class WorkQueue<T = undefined> {
       w.resolve(undefined);
     }
     this.#drained?.resolve();
-  }
-
-  #updateDepth(): void {
-    this.#metrics?.depth.set({ queue: this.name }, this.length);
   }
 }
