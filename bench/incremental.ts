@@ -29,7 +29,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,6 +53,8 @@ const NAMESPACES = arg('namespaces', 100);
 const RATE = arg('rate', 200);
 const REPLICAS = arg('replicas', 2);
 const FAILOVER = argv.includes('--failover');
+/** `--logs DIR`: each replica's log goes to DIR/portal-N.log (why a run lagged). */
+const LOG_DIR = argv.includes('--logs') ? argv[argv.indexOf('--logs') + 1] : undefined;
 /** `--cpu-prof-dir DIR`: each replica writes a V8 CPU profile there when it exits (where the CPU per object goes). */
 const PROF_DIR = argv.includes('--cpu-prof-dir') ? argv[argv.indexOf('--cpu-prof-dir') + 1] : undefined;
 /** Creates in flight at most: the steady rate, not the API server's latency, sets the pace. */
@@ -103,7 +105,7 @@ interface Replica {
   cpu0: number;
   handled0: number;
   maxLagSeconds: number;
-  leadingSince: number | undefined;
+  /** Time it held the Lease while sampled. */
   leadingMs: number;
   killed: boolean;
 }
@@ -114,7 +116,6 @@ interface AuditVars {
   queue?: { waiting: number; processing: number; lagSeconds: number };
 }
 interface Vars {
-  leader_election?: { is_leader: boolean };
   audit?: AuditVars;
 }
 
@@ -141,12 +142,14 @@ async function startReplica(i: number, kubeconfig: string): Promise<Replica> {
   const child = spawn(process.execPath, [...prof, join(root, 'bin', 'portal.js'), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, POD_NAME: name, POD_NAMESPACE: NS } });
   // The replica's log is read to its end (a full pipe would stall it); the probes URL is in it.
   const probes = await new Promise<string>((resolve, reject) => {
+    const log = LOG_DIR ? createWriteStream(join(LOG_DIR, `${name}.log`)) : undefined;
     createInterface({ input: child.stdout! }).on('line', (line) => {
+      log?.write(`${line}\n`);
       if (line.includes('"probes listening"')) resolve((JSON.parse(line) as { url: string }).url);
     });
     child.on('exit', (code) => reject(new Error(`${name} exited ${code} before listening`)));
   });
-  return { name, child, probes, cpu0: 0, handled0: 0, maxLagSeconds: 0, leadingSince: undefined, leadingMs: 0, killed: false };
+  return { name, child, probes, cpu0: 0, handled0: 0, maxLagSeconds: 0, leadingMs: 0, killed: false };
 }
 
 /** Per namespace: the objects its report's summary covers. */
@@ -189,11 +192,18 @@ async function run(): Promise<Record<string, unknown>> {
       await writeFile(file, kc, { mode: 0o600 });
       replicas.push(await startReplica(i, file));
     }
+    const holder = async (): Promise<string | undefined> => {
+      const res = await admin.request('GET', `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/portal-leader`);
+      return res.status === 200 ? (res.body as { spec?: { holderIdentity?: string } }).spec?.holderIdentity || undefined : undefined;
+    };
     // Every replica has evaluated the (empty) cluster once, and one leads.
     await until('a leader and every replica ready', 120_000, async () => {
       const all = await Promise.all(replicas.map(vars));
-      return all.every((v) => (v?.audit?.completePasses ?? 0) > 0) && all.some((v) => v?.leader_election?.is_leader) ? true : undefined;
+      return all.every((v) => (v?.audit?.completePasses ?? 0) > 0) && (await holder()) !== undefined ? true : undefined;
     });
+    let lastHolder: { name: string; since: number } | undefined;
+    const transitions: Array<{ at: number; holder: string | null }> = [];
+    let tCreate0 = performance.now();
     const sample = async (): Promise<void> => {
       await Promise.all(
         replicas.map(async (r) => {
@@ -201,14 +211,18 @@ async function run(): Promise<Record<string, unknown>> {
           const v = await vars(r);
           if (!v) return;
           r.maxLagSeconds = Math.max(r.maxLagSeconds, v.audit?.queue?.lagSeconds ?? 0);
-          const leading = v.leader_election?.is_leader === true;
-          if (leading && r.leadingSince === undefined) r.leadingSince = performance.now();
-          if (!leading && r.leadingSince !== undefined) {
-            r.leadingMs += performance.now() - r.leadingSince;
-            r.leadingSince = undefined;
-          }
         }),
       );
+      // Who leads, from the Lease (the API server's word, not a replica's answer under load).
+      const now = performance.now();
+      const h = await holder();
+      const current = h?.slice(0, h.lastIndexOf('_'));
+      if (lastHolder !== undefined) {
+        const r = replicas.find((x) => x.name === lastHolder!.name);
+        if (r) r.leadingMs += now - lastHolder.since;
+      }
+      if (current !== lastHolder?.name) transitions.push({ at: Number(((now - tCreate0) / 1000).toFixed(1)), holder: current ?? null });
+      lastHolder = current ? { name: current, since: now } : undefined;
     };
     await sample();
     for (const r of replicas) {
@@ -229,17 +243,17 @@ async function run(): Promise<Record<string, unknown>> {
     let killedAt: number | undefined;
     let killed: string | undefined;
     const t0 = performance.now();
+    tCreate0 = t0;
     const inflight = new Set<Promise<void>>();
     for (let i = 0; i < PODS; i++) {
       const wait = t0 + (i / RATE) * 1000 - performance.now();
       if (wait > 0) await sleep(wait);
       if (FAILOVER && i === Math.floor(PODS / 2)) {
-        const leader = (await Promise.all(replicas.map(async (r) => ((await vars(r))?.leader_election?.is_leader ? r : undefined)))).find((r) => r);
+        const h = await holder();
+        const leader = replicas.find((r) => h !== undefined && r.name === h.slice(0, h.lastIndexOf('_')));
         if (leader) {
           leader.child.kill('SIGKILL');
           leader.killed = true;
-          if (leader.leadingSince !== undefined) leader.leadingMs += performance.now() - leader.leadingSince;
-          leader.leadingSince = undefined;
           killed = leader.name;
           killedAt = performance.now() - t0;
         }
@@ -274,7 +288,6 @@ async function run(): Promise<Record<string, unknown>> {
     const reportWrites = (user: string) => log.filter((e) => e.user === user && e.code < 300 && (e.resource === REPORTS.namespaced.plural || e.resource === REPORTS.cluster.plural)).length;
     const perReplica = await Promise.all(
       replicas.map(async (r, i) => {
-        if (r.leadingSince !== undefined) r.leadingMs += performance.now() - r.leadingSince;
         const v = r.killed ? undefined : await vars(r);
         const handled = v?.audit?.handled !== undefined ? v.audit.handled - r.handled0 : undefined;
         const cpu = r.killed ? undefined : cpuSeconds(r.child.pid) - r.cpu0;
@@ -296,7 +309,7 @@ async function run(): Promise<Record<string, unknown>> {
     );
     load.push(loadavg()[0] ?? NaN);
     const survivors = perReplica.filter((r) => !r.killed && r.cpuMicrosPerObject !== undefined);
-    const leader = survivors.find((r) => r.leadingSeconds > 0 && replicas.find((x) => x.name === r.name)?.leadingSince !== undefined) ?? survivors.find((r) => r.leadingSeconds > 0);
+    const leader = survivors.find((r) => r.name === lastHolder?.name);
     const follower = survivors.find((r) => r !== leader);
     return {
       benchmark: 'incremental',
@@ -310,6 +323,7 @@ async function run(): Promise<Record<string, unknown>> {
       achievedRate: Math.round((PODS - failed) / createSeconds),
       failedCreates: failed,
       ...(FAILOVER ? { failover: { killed, atSeconds: killedAt !== undefined ? Number((killedAt / 1000).toFixed(1)) : undefined } } : {}),
+      leaderChanges: transitions,
       settleSeconds: Number(settleSeconds.toFixed(1)),
       settlePolls: polls,
       replicas: perReplica,
