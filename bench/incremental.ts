@@ -178,6 +178,54 @@ async function until<T>(what: string, ms: number, check: () => Promise<T | undef
   }
 }
 
+/** Creates PODS Pods on a fixed schedule of RATE per second; at the half, with --failover, calls `kill`. */
+async function createPods(admin: DevApiClient, kill: () => Promise<string | undefined>): Promise<{ created: Map<string, number>; failed: number; killed: { name: string; at: number } | undefined }> {
+  const created = new Map<string, number>();
+  let failed = 0;
+  let killed: { name: string; at: number } | undefined;
+  const t0 = performance.now();
+  const inflight = new Set<Promise<void>>();
+  for (let i = 0; i < PODS; i++) {
+    const wait = t0 + (i / RATE) * 1000 - performance.now();
+    if (wait > 0) await sleep(wait);
+    if (FAILOVER && i === Math.floor(PODS / 2)) {
+      const name = await kill();
+      if (name) killed = { name, at: performance.now() };
+    }
+    const pod = makePod(i);
+    const ns = pod.metadata?.namespace ?? '';
+    const p = admin.request('POST', `/api/v1/namespaces/${ns}/pods`, pod).then((res) => {
+      if (res.status === 201) created.set(ns, (created.get(ns) ?? 0) + 1);
+      else failed++;
+    });
+    inflight.add(p);
+    void p.finally(() => inflight.delete(p));
+    if (inflight.size >= CONCURRENCY) await Promise.race(inflight);
+  }
+  await Promise.all(inflight);
+  return { created, failed, killed };
+}
+
+/** One replica's figures since the creates began (CPU and objects handled: only while it is alive). */
+async function replicaFigures(r: Replica, writes: number): Promise<Record<string, unknown> & { name: string; killed: boolean; cpuMicrosPerObject: number | undefined }> {
+  const v = r.killed ? undefined : await vars(r);
+  const handled = v?.audit?.handled !== undefined ? v.audit.handled - r.handled0 : undefined;
+  const cpu = r.killed ? undefined : cpuSeconds(r.child.pid) - r.cpu0;
+  return {
+    name: r.name,
+    killed: r.killed,
+    leadingSeconds: Number((r.leadingMs / 1000).toFixed(1)),
+    handled,
+    cpuSeconds: cpu !== undefined ? Number(cpu.toFixed(2)) : undefined,
+    cpuMicrosPerObject: handled && cpu !== undefined ? Math.round((cpu * 1e6) / handled) : undefined,
+    objectsPerCpuSecond: handled && cpu ? Math.round(handled / cpu) : undefined,
+    maxLagSeconds: Number(r.maxLagSeconds.toFixed(2)),
+    reportWrites: writes,
+    // The write budget: qps × time leading + the bucket's burst (one second's worth), per term.
+    reportWriteBudget: Math.ceil(DEFAULTS.reportQps * (r.leadingMs / 1000)) + Math.ceil(DEFAULTS.reportQps),
+  };
+}
+
 async function run(): Promise<Record<string, unknown>> {
   const load = [loadavg()[0] ?? NaN];
   const server = spawn(process.execPath, ['--max-old-space-size=8192', '--import', 'tsx', fileURLToPath(import.meta.url), '--api-child', ...argv], { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] });
@@ -237,38 +285,18 @@ async function run(): Promise<Record<string, unknown>> {
       }
     })();
 
-    // The creates, at a steady rate.
-    const created = new Map<string, number>();
-    let failed = 0;
-    let killedAt: number | undefined;
-    let killed: string | undefined;
+    // The creates, at a steady rate (the Lease holder killed halfway with --failover).
     const t0 = performance.now();
     tCreate0 = t0;
-    const inflight = new Set<Promise<void>>();
-    for (let i = 0; i < PODS; i++) {
-      const wait = t0 + (i / RATE) * 1000 - performance.now();
-      if (wait > 0) await sleep(wait);
-      if (FAILOVER && i === Math.floor(PODS / 2)) {
-        const h = await holder();
-        const leader = replicas.find((r) => h !== undefined && r.name === h.slice(0, h.lastIndexOf('_')));
-        if (leader) {
-          leader.child.kill('SIGKILL');
-          leader.killed = true;
-          killed = leader.name;
-          killedAt = performance.now() - t0;
-        }
-      }
-      const pod = makePod(i);
-      const ns = pod.metadata?.namespace ?? '';
-      const p = admin.request('POST', `/api/v1/namespaces/${ns}/pods`, pod).then((res) => {
-        if (res.status === 201) created.set(ns, (created.get(ns) ?? 0) + 1);
-        else failed++;
-      });
-      inflight.add(p);
-      void p.finally(() => inflight.delete(p));
-      if (inflight.size >= CONCURRENCY) await Promise.race(inflight);
-    }
-    await Promise.all(inflight);
+    const { created, failed, killed } = await createPods(admin, async () => {
+      const h = await holder();
+      const leader = replicas.find((r) => h !== undefined && r.name === h.slice(0, h.lastIndexOf('_')));
+      if (!leader) return undefined;
+      leader.child.kill('SIGKILL');
+      leader.killed = true;
+      return leader.name;
+    });
+    const killedAt = killed ? killed.at - t0 : undefined;
     const lastCreate = performance.now();
     const createSeconds = (lastCreate - t0) / 1000;
 
@@ -286,27 +314,7 @@ async function run(): Promise<Record<string, unknown>> {
 
     const log = (await admin.request('GET', '/_portal/audit')).body as Array<{ resource: string; user: string; code: number; verb: string }>;
     const reportWrites = (user: string) => log.filter((e) => e.user === user && e.code < 300 && (e.resource === REPORTS.namespaced.plural || e.resource === REPORTS.cluster.plural)).length;
-    const perReplica = await Promise.all(
-      replicas.map(async (r, i) => {
-        const v = r.killed ? undefined : await vars(r);
-        const handled = v?.audit?.handled !== undefined ? v.audit.handled - r.handled0 : undefined;
-        const cpu = r.killed ? undefined : cpuSeconds(r.child.pid) - r.cpu0;
-        const writes = reportWrites(userOf(i));
-        return {
-          name: r.name,
-          killed: r.killed,
-          leadingSeconds: Number((r.leadingMs / 1000).toFixed(1)),
-          handled,
-          cpuSeconds: cpu !== undefined ? Number(cpu.toFixed(2)) : undefined,
-          cpuMicrosPerObject: handled && cpu !== undefined ? Math.round((cpu * 1e6) / handled) : undefined,
-          objectsPerCpuSecond: handled && cpu ? Math.round(handled / cpu) : undefined,
-          maxLagSeconds: Number(r.maxLagSeconds.toFixed(2)),
-          reportWrites: writes,
-          // The write budget: qps × time leading + the bucket's burst (one second's worth), per term.
-          reportWriteBudget: Math.ceil(DEFAULTS.reportQps * (r.leadingMs / 1000)) + Math.ceil(DEFAULTS.reportQps),
-        };
-      }),
-    );
+    const perReplica = await Promise.all(replicas.map((r, i) => replicaFigures(r, reportWrites(userOf(i)))));
     load.push(loadavg()[0] ?? NaN);
     const survivors = perReplica.filter((r) => !r.killed && r.cpuMicrosPerObject !== undefined);
     const leader = survivors.find((r) => r.name === lastHolder?.name);
@@ -322,7 +330,7 @@ async function run(): Promise<Record<string, unknown>> {
       createSeconds: Number(createSeconds.toFixed(1)),
       achievedRate: Math.round((PODS - failed) / createSeconds),
       failedCreates: failed,
-      ...(FAILOVER ? { failover: { killed, atSeconds: killedAt !== undefined ? Number((killedAt / 1000).toFixed(1)) : undefined } } : {}),
+      ...(FAILOVER ? { failover: { killed: killed?.name, atSeconds: killedAt !== undefined ? Number((killedAt / 1000).toFixed(1)) : undefined } } : {}),
       leaderChanges: transitions,
       settleSeconds: Number(settleSeconds.toFixed(1)),
       settlePolls: polls,
