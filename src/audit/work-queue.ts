@@ -106,10 +106,10 @@ export class WorkQueue<T = undefined> {
     this.#maxDelayMs = options.maxDelayMs ?? 60_000;
     this.#logger = options.logger?.child({ [LogKey.subcomponent]: 'work-queue', [LogKey.queue]: this.name });
     this.#metrics = options.registry ? queueMetrics(options.registry) : undefined;
-    this.#unregisterGauges = this.#metrics?.observe(this.name, { depth: () => this.length, lagSeconds: () => this.lagMs() / 1000 });
     if (!(this.#maxSize > 0) || !(this.#maxRetries >= 0) || !(this.#baseDelayMs >= 0) || !(this.#maxDelayMs >= this.#baseDelayMs)) {
       throw new PortalError(ErrorCode.ConfigInvalid, `work queue "${this.name}": invalid options`);
     }
+    this.#unregisterGauges = this.#metrics?.observe(this.name, { depth: () => this.length, lagSeconds: () => this.lagMs() / 1000 });
   }
 
   /** Keys waiting for a worker (not counting delayed retries or keys in flight). */
