@@ -28,6 +28,7 @@ const BENCHES: Record<string, { file: string; nodeFlags: string[]; about: string
   controllers: { file: 'controllers.ts', nodeFlags: [], about: 'workload controllers + simulated node at 1,000 Pods vs client Pod creates' },
   audit: { file: 'audit.ts', nodeFlags: ['--expose-gc'], about: 'audit passes over many Pods' },
   reports: { file: 'reports.ts', nodeFlags: ['--expose-gc'], about: 'report objects, bytes, first-pass writes and time, one-change writes, RSS (namespace vs resource)' },
+  incremental: { file: 'incremental.ts', nodeFlags: [], about: 'Pods created at a steady rate while replicas run: report settle time, leader vs follower CPU per object, report writes vs budget' },
   failover: { file: 'failover.ts', nodeFlags: [], about: 'leader failover time' },
   cel: { file: 'cel.ts', nodeFlags: [], about: 'CEL rules vs the JSON Schema PSS library on the same Pod; cel-js vs @bufbuild/cel' },
   suites: { file: 'suites.ts', nodeFlags: [], about: 'portal test: the VAP library suite vs the ad-hoc run on the same files (child processes)' },

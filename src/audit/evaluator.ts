@@ -80,6 +80,7 @@ export class AuditEvaluator {
   #step: AuditStep | undefined;
   /** `act` calls in flight: detaching waits for them. */
   readonly #acting = new Set<Promise<unknown>>();
+  #handled = 0; // keys handled since start (the bench's rate)
 
   constructor(config: AuditEvaluatorConfig, deps: AuditEvaluatorDeps) {
     this.#config = Object.freeze({ ...config });
@@ -170,10 +171,6 @@ export class AuditEvaluator {
     return [...this.#objects.entries()];
   }
 
-  get objectCount(): number {
-    return this.#objects.size;
-  }
-
   /** What evaluation holds about one object. */
   objectState(key: string): ObjectState | undefined {
     return this.#objects.get(key);
@@ -182,6 +179,11 @@ export class AuditEvaluator {
   /** The objects held in `namespace` ("" = cluster-scoped ones). */
   objectsIn(namespace: string): Iterable<ObjectState> {
     return this.#objects.in(namespace);
+  }
+
+  /** Every object change seen before this time has been evaluated (and acted on while leading). */
+  currentAsOf(): Date {
+    return new Date(Date.now() - this.#queue.lagMs());
   }
 
   enqueue(key: string): void {
@@ -291,8 +293,6 @@ export class AuditEvaluator {
     this.enqueue(objectKey(resource.group, resource.kind, o.metadata?.namespace ?? '', o.metadata?.name ?? ''));
   }
 
-  // ---- the work ------------------------------------------------------------
-
   async #handle(key: string): Promise<HandlerResult> {
     const step = this.#step;
     try {
@@ -309,6 +309,7 @@ export class AuditEvaluator {
         this.#acting.delete(acting);
       }
     } finally {
+      this.#handled++;
       this.#passes.handled(key);
       this.#step?.handled?.(key);
     }
@@ -346,8 +347,6 @@ export class AuditEvaluator {
     }
   }
 
-  // ---- introspection -------------------------------------------------------
-
   /** Objects violating `rule` (display key) right now, as computed on this replica. */
   violations(rule: string): number {
     return this.#objects.violations(rule);
@@ -382,7 +381,8 @@ export class AuditEvaluator {
       objects: this.#objects.size,
       kinds: this.#informers.all().map((i) => i.resource.kind),
       unresolvedKinds: this.#kinds.unresolved,
-      queue: { waiting: this.#queue.length, processing: this.#queue.processing, delayed: this.#queue.delayed },
+      queue: { waiting: this.#queue.length, processing: this.#queue.processing, delayed: this.#queue.delayed, lagSeconds: Number((this.#queue.lagMs() / 1000).toFixed(3)) },
+      handled: this.#handled,
       passes: this.#passes.passes,
       completePasses: this.#passes.completePasses,
       acting: this.#step !== undefined,

@@ -11,22 +11,67 @@ function counter<L extends string>(registry: Registry, name: string, help: strin
   return new Counter({ name, help, labelNames, registers: [registry] });
 }
 
-function gauge<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Gauge<L> {
-  const existing = registry.getSingleMetric(name);
-  if (existing) return existing as Gauge<L>;
-  return new Gauge({ name, help, labelNames, registers: [registry] });
+/** What a live queue reports at each scrape. */
+export interface QueueGauges {
+  /** Keys waiting for a worker. */
+  depth(): number;
+  /** Seconds since its oldest unprocessed change (waiting or in flight), 0 when none. */
+  lagSeconds(): number;
 }
 
 export interface QueueMetrics {
-  depth: Gauge<'queue'>;
+  /**
+   * Registers a queue's gauges (`portal_audit_queue_depth{queue}`,
+   * `portal_audit_lag_seconds{queue}`), read at each scrape: a lag grows
+   * while nothing happens, and the queue's own operations stay free of
+   * metric updates. Returns the unregister, which sets both to 0.
+   */
+  observe(queue: string, gauges: QueueGauges): () => void;
   adds: Counter<'queue'>;
   retries: Counter<'queue'>;
   drops: Counter<'queue' | 'reason'>;
 }
 
+/** Each registry's live queues, read when their gauges are collected. */
+const liveQueues = new WeakMap<Registry, { queues: Map<string, QueueGauges>; depth: Gauge<'queue'>; lag: Gauge<'queue'> }>();
+
+function queueGauges(registry: Registry): { queues: Map<string, QueueGauges>; depth: Gauge<'queue'>; lag: Gauge<'queue'> } {
+  const known = liveQueues.get(registry);
+  if (known) return known;
+  const queues = new Map<string, QueueGauges>();
+  const collected = (name: string, help: string, read: (g: QueueGauges) => number): Gauge<'queue'> =>
+    (registry.getSingleMetric(name) as Gauge<'queue'> | undefined) ??
+    new Gauge({
+      name,
+      help,
+      labelNames: ['queue'],
+      registers: [registry],
+      collect(this: Gauge<'queue'>) {
+        for (const [queue, g] of queues) this.set({ queue }, read(g));
+      },
+    });
+  const entry = {
+    queues,
+    depth: collected('portal_audit_queue_depth', 'Keys waiting in the audit work queue (not counting delayed retries or keys in flight).', (g) => g.depth()),
+    lag: collected('portal_audit_lag_seconds', 'Age of the oldest change the audit work queue has not finished processing (waiting or in flight), 0 when none.', (g) => g.lagSeconds()),
+  };
+  liveQueues.set(registry, entry);
+  return entry;
+}
+
 export function queueMetrics(registry: Registry): QueueMetrics {
   return {
-    depth: gauge(registry, 'portal_audit_queue_depth', 'Keys waiting in the audit work queue (not counting delayed retries).', ['queue']),
+    observe: (queue, gauges) => {
+      const live = queueGauges(registry);
+      live.queues.set(queue, gauges);
+      return () => {
+        if (live.queues.get(queue) !== gauges) return;
+        live.queues.delete(queue);
+        // A queue that is gone (the reports queue at a term's end) has nothing waiting.
+        live.depth.set({ queue }, 0);
+        live.lag.set({ queue }, 0);
+      };
+    },
     adds: counter(registry, 'portal_audit_queue_adds_total', 'Keys accepted by the audit work queue (deduplicated adds count once).', ['queue']),
     retries: counter(registry, 'portal_audit_queue_retries_total', 'Keys re-queued with backoff after a failure.', ['queue']),
     drops: counter(registry, 'portal_audit_queue_drops_total', 'Keys dropped: reason=max_retries (gave up) or full (queue at capacity).', ['queue', 'reason']),

@@ -163,11 +163,14 @@ export class ReportFlusher {
     }
     const { id, hint } = task;
     const build = () => this.#source.desired(id, hint, this.#writer.observed(id.namespace, id.name), term.epochString);
+    let desired = build();
     // Compared before a token is taken: an unchanged report costs no budget.
-    if (reportContentEqual(this.#writer.observed(id.namespace, id.name), build())) return;
-    await this.budget.take(signal);
-    // Built again: evaluation may have moved on while this write waited for the budget.
-    const desired = build();
+    if (reportContentEqual(this.#writer.observed(id.namespace, id.name), desired)) return;
+    if (!this.budget.tryTake()) {
+      await this.budget.take(signal);
+      // Built again: evaluation may have moved on while this write waited for the budget.
+      desired = build();
+    }
     this.#lastWrite.set(key, performance.now());
     this.#inFlight++;
     try {

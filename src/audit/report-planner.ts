@@ -98,6 +98,7 @@ export class ReportPlanner implements ReportSource {
   desired(id: ReportIdentity, hint: string | undefined, previous: Report | undefined, epoch: string): Report | undefined {
     const { api } = this.#config;
     const now = new Date();
+    const currentAsOf = this.#evaluator.currentAsOf();
     if (this.#config.granularity === 'namespace') {
       // Anything else in this API (a resource report left from before a switch) goes.
       if (id.name !== NAMESPACE_REPORT_NAME) return undefined;
@@ -106,14 +107,14 @@ export class ReportPlanner implements ReportSource {
         const s = subject(st);
         if (s) subjects.push(s);
       }
-      return buildNamespaceReport(id.namespace, subjects, { api, now, epoch, previous, limits: { maxResults: this.#config.maxResults, statusFilter: [...this.#config.statusFilter] } });
+      return buildNamespaceReport(id.namespace, subjects, { api, now, epoch, previous, currentAsOf, limits: { maxResults: this.#config.maxResults, statusFilter: [...this.#config.statusFilter] } });
     }
     const key = hint ?? scopeKey(previous);
     const st = key === undefined ? undefined : this.#evaluator.objectState(key);
     // The object is gone, or this report is about another object of that name (replaced): none.
     if (!st || st.uid !== id.name) return undefined;
     const s = subject(st);
-    return s ? buildResourceReport(s, { api, now, epoch, previous }) : undefined;
+    return s ? buildResourceReport(s, { api, now, epoch, previous, currentAsOf }) : undefined;
   }
 
   /**

@@ -82,6 +82,15 @@ export class WorkQueue<T = undefined> {
   /** Keys that need processing (queued, or re-added while processing) → latest payload. */
   readonly #dirty = new Map<string, T>();
   readonly #processing = new Set<string>();
+  /**
+   * When each waiting key's change arrived (performance.now(), the first add
+   * since it was last handed out). Keys are inserted in arrival order and
+   * removed when handed out, so the first entry is the oldest.
+   */
+  readonly #since = new Map<string, number>();
+  /** The arrival time of the change each in-flight key is processing. */
+  readonly #inFlightSince = new Map<string, number>();
+  readonly #unregisterGauges: (() => void) | undefined;
   /** Retry timers, by key. */
   readonly #delayed = new Map<string, { timer: NodeJS.Timeout; item: T; dueAt: number }>();
   readonly #failures = new Map<string, number>();
@@ -100,6 +109,7 @@ export class WorkQueue<T = undefined> {
     if (!(this.#maxSize > 0) || !(this.#maxRetries >= 0) || !(this.#baseDelayMs >= 0) || !(this.#maxDelayMs >= this.#baseDelayMs)) {
       throw new PortalError(ErrorCode.ConfigInvalid, `work queue "${this.name}": invalid options`);
     }
+    this.#unregisterGauges = this.#metrics?.observe(this.name, { depth: () => this.length, lagSeconds: () => this.lagMs() / 1000 });
   }
 
   /** Keys waiting for a worker (not counting delayed retries or keys in flight). */
@@ -114,6 +124,23 @@ export class WorkQueue<T = undefined> {
   get delayed(): number {
     return this.#delayed.size;
   }
+  /**
+   * The performance.now() at which the oldest change not yet processed
+   * (waiting for a worker or in flight) arrived; undefined when there is none.
+   * Delayed retries are not counted: they wait on purpose.
+   */
+  oldestPendingSince(): number | undefined {
+    let oldest: number | undefined = this.#since.values().next().value;
+    for (const at of this.#inFlightSince.values()) if (oldest === undefined || at < oldest) oldest = at;
+    return oldest;
+  }
+
+  /** Milliseconds since {@link oldestPendingSince}; 0 when nothing is pending. */
+  lagMs(): number {
+    const since = this.oldestPendingSince();
+    return since === undefined ? 0 : Math.max(0, performance.now() - since);
+  }
+
   get closed(): boolean {
     return this.#state !== 'open';
   }
@@ -171,6 +198,7 @@ export class WorkQueue<T = undefined> {
   /** Marks a key finished; if it was re-added meanwhile it becomes ready again. */
   done(key: string): void {
     if (!this.#processing.delete(key)) return;
+    this.#inFlightSince.delete(key);
     if (this.#dirty.has(key) && this.#state !== 'destroyed') this.#pushReady(key);
     this.#checkDrained();
   }
@@ -247,8 +275,10 @@ export class WorkQueue<T = undefined> {
     this.#order.length = 0;
     this.#orderHead = 0;
     this.#dirty.clear();
+    this.#since.clear();
+    this.#inFlightSince.clear();
     this.#failures.clear();
-    this.#updateDepth();
+    this.#unregisterGauges?.();
     for (const w of this.#waiters.splice(0)) {
       w.signal?.removeEventListener('abort', w.onAbort);
       w.resolve(undefined);
@@ -258,6 +288,7 @@ export class WorkQueue<T = undefined> {
 
   #enqueue(key: string, item: T): void {
     this.#dirty.set(key, item);
+    if (!this.#since.has(key)) this.#since.set(key, performance.now());
     // A key in flight is re-queued by done(), never handed to a second worker.
     if (!this.#processing.has(key)) this.#pushReady(key);
   }
@@ -270,7 +301,6 @@ export class WorkQueue<T = undefined> {
       return;
     }
     this.#order.push(key);
-    this.#updateDepth();
   }
 
   #take(): WorkItem<T> | undefined {
@@ -287,8 +317,9 @@ export class WorkQueue<T = undefined> {
   #hand(key: string): WorkItem<T> {
     const item = this.#dirty.get(key) as T;
     this.#dirty.delete(key);
+    this.#inFlightSince.set(key, this.#since.get(key) ?? performance.now());
+    this.#since.delete(key);
     this.#processing.add(key);
-    this.#updateDepth();
     return { key, item, attempt: this.#failures.get(key) ?? 0 };
   }
 
@@ -313,9 +344,5 @@ export class WorkQueue<T = undefined> {
       w.resolve(undefined);
     }
     this.#drained?.resolve();
-  }
-
-  #updateDepth(): void {
-    this.#metrics?.depth.set({ queue: this.name }, this.length);
   }
 }

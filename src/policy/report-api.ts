@@ -54,6 +54,14 @@ export const REPORT_LABELS = Object.freeze({
 });
 /** How many results matching `statusFilter` a namespace report does not list (set only when some are left out). */
 export const OMITTED_RESULTS_ANNOTATION = 'reports.portal.dev/omitted-results';
+/** How many objects a namespace report's summary counts (each object's verdicts, whatever `statusFilter` lists). */
+export const OBJECTS_ANNOTATION = 'reports.portal.dev/objects';
+/**
+ * How current an audit report is (RFC 3339): every object change the leader
+ * had seen before this time is in the report. Set when the report is
+ * written; not content (a report is not rewritten for it alone).
+ */
+export const CURRENT_AS_OF_ANNOTATION = 'reports.portal.dev/current-as-of';
 /** The name of a namespace report (in its namespace) and of the cluster report. */
 export const NAMESPACE_REPORT_NAME = 'portal';
 /**

@@ -3,7 +3,7 @@
  * decides that the audit writes a report, so a new leader rewrites nothing
  * its predecessor wrote and a timestamp or epoch alone is never a change.
  */
-import { MANAGED_BY_LABEL } from './report-api.ts';
+import { CURRENT_AS_OF_ANNOTATION, MANAGED_BY_LABEL } from './report-api.ts';
 import type { Report, ReportResult } from './report-shape.ts';
 
 export function compare(a: string, b: string): number {
@@ -24,14 +24,15 @@ const OWN_PREFIX = 'reports.portal.dev/';
 /** The labels or annotations Portal owns (others, set by users or tools, are not Portal's content). */
 function own(map: Record<string, string> | undefined): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(map ?? {})) if (k === MANAGED_BY_LABEL || k.startsWith(OWN_PREFIX)) out[k] = v;
+  for (const [k, v] of Object.entries(map ?? {})) if (k === MANAGED_BY_LABEL || (k.startsWith(OWN_PREFIX) && k !== CURRENT_AS_OF_ANNOTATION)) out[k] = v;
   return out;
 }
 
 /**
  * True when `a` and `b` say the same thing: same kind, place, Portal's labels
  * and annotations, owner, scope, source, limits, summary and results,
- * ignoring timestamps, the epoch property and server-set metadata. A stored
+ * ignoring timestamps, the epoch property, how current the report says it
+ * is (CURRENT_AS_OF_ANNOTATION) and server-set metadata. A stored
  * report (from the API, with extra metadata and reordered keys) compares
  * equal to a freshly built one.
  */

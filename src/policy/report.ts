@@ -36,7 +36,7 @@
  *   `finalizers` subresource for every matched kind and would delay the
  *   resource's foreground deletion for the sake of a report.
  */
-import { MAX_MESSAGE_LENGTH, MANAGED_BY_LABEL, MANAGED_BY_VALUE, NAMESPACE_REPORT_NAME, OMITTED_RESULTS_ANNOTATION, REPORT_API_INFO, REPORT_LABELS, REPORT_SOURCE, VERDICTS, type ReportApi } from './report-api.ts';
+import { CURRENT_AS_OF_ANNOTATION, MAX_MESSAGE_LENGTH, MANAGED_BY_LABEL, MANAGED_BY_VALUE, NAMESPACE_REPORT_NAME, OBJECTS_ANNOTATION, OMITTED_RESULTS_ANNOTATION, REPORT_API_INFO, REPORT_LABELS, REPORT_SOURCE, VERDICTS, type ReportApi } from './report-api.ts';
 import { compare, resultContentEqual } from './report-compare.ts';
 import type { ObjectReference, Report, ReportLimits, ReportResult, ReportSummary } from './report-shape.ts';
 import type { RuleVerdict, Verdict } from './types.ts';
@@ -63,6 +63,8 @@ export interface BuildOptions {
   epoch?: string;
   /** The report currently stored, if any (to keep unchanged results' timestamps and epochs). */
   previous?: Report | undefined;
+  /** The audit: every change seen before this time is in the report ({@link CURRENT_AS_OF_ANNOTATION}); offline reports carry none. */
+  currentAsOf?: Date | undefined;
 }
 
 export interface NamespaceBuildOptions extends BuildOptions {
@@ -222,6 +224,7 @@ export function buildResourceReport(subject: ReportSubject, opts: BuildOptions):
   const metadata: Report['metadata'] = { name: id.name, labels };
   if (id.namespace) metadata.namespace = id.namespace;
   if (ref.uid) metadata.ownerReferences = [{ apiVersion: ref.apiVersion, kind: ref.kind, name: ref.name, uid: ref.uid }];
+  if (opts.currentAsOf) metadata.annotations = { [CURRENT_AS_OF_ANNOTATION]: opts.currentAsOf.toISOString() };
   const scope: ObjectReference = { apiVersion: ref.apiVersion, kind: ref.kind, name: ref.name };
   if (ref.namespace) scope.namespace = ref.namespace;
   if (ref.uid) scope.uid = ref.uid;
@@ -258,7 +261,9 @@ export function buildNamespaceReport(namespace: string, subjects: Iterable<Repor
   const wanted = new Set(opts.limits.statusFilter);
   const listed: ReportResult[] = [];
   let total = 0;
+  let objects = 0;
   for (const { ref, verdicts } of subjects) {
+    if (verdicts.length > 0) objects++;
     for (const v of verdicts) {
       if (!isReported(v)) continue;
       total++;
@@ -280,7 +285,10 @@ export function buildNamespaceReport(namespace: string, subjects: Iterable<Repor
   const metadata: Report['metadata'] = { name: id.name, labels };
   if (namespace) metadata.namespace = namespace;
   const omitted = listed.length - results.length;
-  if (omitted > 0) metadata.annotations = { [OMITTED_RESULTS_ANNOTATION]: String(omitted) };
+  const annotations: Record<string, string> = { [OBJECTS_ANNOTATION]: String(objects) };
+  if (omitted > 0) annotations[OMITTED_RESULTS_ANNOTATION] = String(omitted);
+  if (opts.currentAsOf) annotations[CURRENT_AS_OF_ANNOTATION] = opts.currentAsOf.toISOString();
+  metadata.annotations = annotations;
   const filter = VERDICTS.filter((v) => wanted.has(v));
   return assemble(opts.api, id, metadata, undefined, { maxResults: max, statusFilter: filter }, summary, results);
 }

@@ -153,3 +153,42 @@ void test('get() rejects when its signal aborts and leaves the queue usable', as
   assert.equal((await q.get())?.key, 'k', 'the aborted waiter did not swallow the key');
   q.destroy();
 });
+
+void test('the lag is the age of the oldest change not processed yet (waiting or in flight); 0 when none, and after destroy', async () => {
+  const registry = new Registry();
+  const q = new WorkQueue<undefined>({ name: 'audit', registry });
+  const lag = async () => (await registry.getMetricsAsJSON()).find((m) => m.name === 'portal_audit_lag_seconds')?.values.find((v) => v.labels['queue'] === 'audit')?.value;
+  const depth = async () => (await registry.getMetricsAsJSON()).find((m) => m.name === 'portal_audit_queue_depth')?.values.find((v) => v.labels['queue'] === 'audit')?.value;
+  assert.equal(await lag(), 0, 'exposed before any change');
+  assert.equal(await depth(), 0, 'exposed before any change');
+  assert.equal(q.oldestPendingSince(), undefined);
+  const tick = () => new Promise((r) => setTimeout(r, 5));
+  q.add('a');
+  const a = q.oldestPendingSince()!;
+  await tick();
+  q.add('b');
+  q.add('a'); // deduplicated: a's change is still the oldest
+  assert.equal(q.oldestPendingSince(), a);
+  assert.ok((await lag())! > 0);
+  assert.equal((await q.get())?.key, 'a');
+  assert.equal(q.oldestPendingSince(), a, 'a key in flight is not processed yet');
+  q.done('a');
+  const b = q.oldestPendingSince()!;
+  assert.ok(b > a, 'then b, the next oldest');
+  assert.equal((await q.get())?.key, 'b');
+  await tick();
+  q.add('b'); // changed again while in flight
+  assert.equal(q.oldestPendingSince(), b, 'the change in flight is older than the one waiting');
+  q.done('b');
+  assert.ok(q.oldestPendingSince()! > b, 'the re-added change, from when it arrived');
+  assert.equal((await q.get())?.key, 'b');
+  q.done('b');
+  assert.equal(q.oldestPendingSince(), undefined);
+  assert.equal(q.lagMs(), 0);
+  assert.equal(await lag(), 0);
+  q.add('c');
+  await tick();
+  assert.ok((await lag())! > 0);
+  q.destroy();
+  assert.equal(await lag(), 0, 'a destroyed queue has nothing waiting');
+});

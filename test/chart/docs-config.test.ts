@@ -59,5 +59,5 @@ void test('the example alert rules in docs/operations.md pass promtool check rul
     });
   });
   assert.equal(result.code, 0, result.out);
-  assert.match(result.out, /SUCCESS: 9 rules found/);
+  assert.match(result.out, /SUCCESS: 10 rules found/);
 });

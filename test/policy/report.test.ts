@@ -103,6 +103,7 @@ for (const api of REPORT_APIS) {
       name: 'portal',
       namespace: 'team-a',
       labels: { 'app.kubernetes.io/managed-by': 'portal', 'reports.portal.dev/granularity': 'namespace', 'reports.portal.dev/namespace': 'team-a' },
+      annotations: { 'reports.portal.dev/objects': '3' },
     });
     assert.equal(report.scope, undefined);
     assert.deepEqual(report.summary, { pass: 1, fail: 2, warn: 1, error: 1, skip: 1 });
@@ -132,11 +133,24 @@ for (const api of REPORT_APIS) {
     // The same subjects in another order build the same report.
     assert.deepEqual(buildNamespaceReport('n', [...subjects].reverse(), { api, now, limits: { maxResults: 10, statusFilter: ['fail'] } }), report);
     const all = buildNamespaceReport('n', subjects, { api, now, limits: { maxResults: 100, statusFilter: ['fail'] } })!;
-    assert.equal(all.metadata.annotations, undefined, 'nothing left out: no annotation');
+    assert.equal(all.metadata.annotations?.[OMITTED_RESULTS_ANNOTATION], undefined, 'nothing left out: no annotation');
+    assert.equal(all.metadata.annotations?.['reports.portal.dev/objects'], '30', 'the summary counts 30 objects');
     assert.equal(buildNamespaceReport('n', [{ ref: subjects[0]!.ref, verdicts: [] }], { api, now, limits }), undefined);
     const passing = buildNamespaceReport('n', [{ ref: subjects[0]!.ref, verdicts: [verdict('q', 'pass')] }], { api, now, limits })!;
     assert.deepEqual(passing.results, [], 'only a summary when nothing matches the filter');
     assertValidReport(passing);
+  });
+
+  void test(`${api}: a report says how current it is; that alone is not content (no rewrite for it)`, () => {
+    const subjects: ReportSubject[] = [{ ref: { apiVersion: 'v1', kind: 'Pod', name: 'a', namespace: 'n', uid: 'u-a' }, verdicts: [verdict('r', 'fail')] }];
+    const at = (iso: string) => buildNamespaceReport('n', subjects, { api, now, currentAsOf: new Date(iso), limits })!;
+    const earlier = at('2026-01-01T00:00:00.000Z');
+    assert.equal(earlier.metadata.annotations?.['reports.portal.dev/current-as-of'], '2026-01-01T00:00:00.000Z');
+    assert.ok(reportContentEqual(earlier, at('2026-01-01T00:05:00.000Z')), 'only the time moved');
+    assertValidReport(earlier);
+    const resource = buildResourceReport(subjects[0]!, { api, now, currentAsOf: new Date('2026-01-01T00:00:00.000Z') })!;
+    assert.equal(resource.metadata.annotations?.['reports.portal.dev/current-as-of'], '2026-01-01T00:00:00.000Z');
+    assertValidReport(resource);
   });
 }
 
