@@ -12,9 +12,13 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
-/** How an admission request ended, the `decision` label. Bounded set. */
-export type AdmissionDecision = 'allow' | 'warn' | 'deny' | 'exempt' | 'not_ready' | 'error' | 'invalid';
-const DECISIONS: readonly AdmissionDecision[] = ['allow', 'warn', 'deny', 'exempt', 'not_ready', 'error', 'invalid'];
+/**
+ * How an admission request ended, the `decision` label. Bounded set.
+ * `overloaded`: denied because its flow's queue was full or it could not
+ * start in time (evaluation/pool.ts), neither a verdict nor an internal error.
+ */
+export type AdmissionDecision = 'allow' | 'warn' | 'deny' | 'exempt' | 'not_ready' | 'overloaded' | 'error' | 'invalid';
+const DECISIONS: readonly AdmissionDecision[] = ['allow', 'warn', 'deny', 'exempt', 'not_ready', 'overloaded', 'error', 'invalid'];
 const DECISION_INDEX: Readonly<Record<AdmissionDecision, number>> = Object.fromEntries(DECISIONS.map((d, i) => [d, i])) as Record<AdmissionDecision, number>;
 /** The `operation` label; '' when the review could not be read. */
 const OPERATIONS = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT', ''] as const;
