@@ -203,18 +203,19 @@ export class Batcher {
       // The waiting items are shared among the batches that can be sent now (piscina gives each to the least busy
       // worker), so idle workers run in parallel what one batch would run in sequence.
       const size = Math.min(maxBatch, Math.max(1, Math.ceil(this.#queue.length / (limit - this.#active.size))));
-      const items = this.#queue.take(size);
+      // To a busy worker's port (no worker idle) only what is estimated to be quick: what follows it there waits.
+      const idle = this.#active.size < workers;
+      const items = this.#queue.take(size, idle ? Number.POSITIVE_INFINITY : this.#config.heavyMs);
       if (items.length === 0) return;
       let estimate = 0;
       for (const it of items) estimate += it.reserved;
-      const heavy = estimate > this.#config.heavyMs;
-      const slot = heavy && this.#active.size >= workers ? undefined : this.#freeSlots.pop();
+      const slot = this.#freeSlots.pop();
       if (slot === undefined) {
-        // Heavy, and no worker is idle (or, which cannot happen, no slot is free): it waits for one.
+        // Cannot happen (there are more slots than batches can be active); keep the items waiting.
         this.#queue.putBack(items);
         return;
       }
-      this.#send(items, slot, heavy);
+      this.#send(items, slot, estimate > this.#config.heavyMs);
     }
   }
 

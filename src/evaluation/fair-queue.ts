@@ -153,20 +153,34 @@ export class FairQueue<T extends Queued> {
     if (!f.active) {
       f.active = true;
       f.turn = false;
-      this.#rotation.push(f);
+      // A flow that was idle and owes nothing goes first, as FQ-CoDel serves new (sparse) flows first: a
+      // tenant sending now and then is answered at once, not after a turn of every flow in debt.
+      if (f.deficit >= 0) this.#rotation.unshift(f);
+      else this.#rotation.push(f);
     }
   }
 
   /**
    * Up to `size` evaluations, by deficit round robin across the flows: the
-   * first waiting one alone if it is solo; otherwise none that is.
+   * first waiting one alone if it is solo; otherwise none that is. With a
+   * `budgetMs`, the evaluations' reserved costs add up to at most that, and
+   * flows whose mean cost alone is over it are passed over (they keep their
+   * turn): what is sent to a busy worker must not hold it long.
    */
-  take(size: number): T[] {
+  take(size: number, budgetMs = Number.POSITIVE_INFINITY): T[] {
     const out: T[] = [];
     let passed = 0;
+    let over = 0;
+    let spent = 0;
     while (out.length < size) {
       const f = this.#rotation.peek();
       if (f === undefined) break;
+      if (spent + Math.max(MIN_COST_MS, f.cost) > budgetMs) {
+        if (out.length > 0 || ++over >= this.#rotation.length) break;
+        this.#rotation.shift();
+        this.#rotation.push(f);
+        continue;
+      }
       if (!f.turn) {
         f.turn = true;
         f.deficit += this.#quantumMs;
@@ -191,6 +205,7 @@ export class FairQueue<T extends Queued> {
       this.#shift(f);
       it.reserved = Math.max(MIN_COST_MS, f.cost);
       f.deficit -= it.reserved;
+      spent += it.reserved;
       out.push(it);
       if (f.waiting.length === 0) this.#retire(f);
       else if (f.deficit <= 0) this.#endTurn(f);
