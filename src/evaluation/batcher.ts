@@ -17,7 +17,9 @@
  * the time each evaluation really took its worker (the worker writes it in
  * the slot). A batch estimated to run long (`heavyMs`, from its flows' mean
  * costs) is sent only to an idle worker, never queued on the port of a busy
- * one: another flow's evaluation sent after it would wait behind it there.
+ * one (another flow's evaluation sent after it would wait behind it there),
+ * and such batches hold at most all workers but one, so cheap evaluations
+ * never wait for a slow one to end.
  *
  * What batching must not cost (issue 16): one slow evaluation must not hold
  * the others of its batch. The worker claims items one at a time from a
@@ -204,8 +206,11 @@ export class Batcher {
       // worker), so idle workers run in parallel what one batch would run in sequence.
       const size = Math.min(maxBatch, Math.max(1, Math.ceil(this.#queue.length / (limit - this.#active.size))));
       // To a busy worker's port (no worker idle) only what is estimated to be quick: what follows it there waits.
+      // And heavy batches hold at most all workers but one: cheap evaluations, every namespace's common case,
+      // always find a worker that is not stuck in someone's slow rule (threads cannot be pre-empted).
       const idle = this.#active.size < workers;
-      const items = this.#queue.take(size, idle ? Number.POSITIVE_INFINITY : this.#config.heavyMs);
+      const heavyRoom = this.#heavy < Math.max(1, workers - 1);
+      const items = this.#queue.take(size, idle && heavyRoom ? Number.POSITIVE_INFINITY : this.#config.heavyMs);
       if (items.length === 0) return;
       let estimate = 0;
       for (const it of items) estimate += it.reserved;

@@ -45,7 +45,8 @@ import { evaluate, type EvaluationBudget, type EvaluationInput, type KubeObject,
 import type { BindingEvaluation, VapAttributes } from '../policy/vap/index.ts';
 import { answerReview, nameOnlyNamespaceLabels, readReview, type AnsweredReview, type ReviewContext } from '../policy/review/answer.ts';
 import { Batcher, type AttemptWindow } from './batcher.ts';
-import { describeFlow, flowOf, reviewFlow } from './flows.ts';
+import { flowOf, reviewFlow } from './flows.ts';
+import { flowFull, notStarted, queueFull } from './overload.ts';
 import type { Attempt } from './batch-items.ts';
 import { HEAVY_BATCH_MS, QUANTUM_MS, withDefaults, type EvaluationPoolConfig, type EvaluationPoolDeps, type PolicyStores } from './pool-config.ts';
 import { poolMetrics, type PoolMetrics } from './pool-metrics.ts';
@@ -329,9 +330,9 @@ export class EvaluationPool {
     const flow = this.#batcher.flow(flowKey);
     // A retry is sent alone (it ran next to something slow once already) and is not refused: it replaces the attempt that was abandoned.
     if (bounded) {
-      const { maxQueue, flowQueue, workers } = this.#config;
-      if (this.#batcher.inFlight >= maxQueue + workers) throw this.#overloaded(`${maxQueue} evaluations are already waiting for the ${this.#workersName()}`);
-      if (flow.pending >= flowQueue) throw this.#overloaded(`${describeFlow(flowKey)} already has ${flowQueue} evaluations waiting or running (its share of the ${this.#workersName()})`);
+      const { maxQueue, flowQueue } = this.#config;
+      if (this.#batcher.inFlight >= maxQueue + this.#config.workers) throw this.#refused(queueFull(this.#workersName(), maxQueue));
+      if (flow.pending >= flowQueue) throw this.#refused(flowFull(this.#workersName(), flowKey, flowQueue));
     }
     return this.#batcher.attempt(wireBody(body), flow, window, abandoned, !bounded);
   }
@@ -341,21 +342,15 @@ export class EvaluationPool {
     return `${n} ${this.name} evaluation worker${n === 1 ? '' : 's'}`;
   }
 
-  #overloaded(why: string): PortalError {
-    this.#rejected++;
-    this.#metrics?.rejected.inc({ pool: this.name });
-    return new PortalError(ErrorCode.QueueFull, `portal is overloaded: ${why}; refused rather than queued. This is overload, not a policy verdict`);
-  }
-
   /** A first attempt that no worker started in time for its whole budget (batcher.ts): overload in its flow. */
   #shed(flowKey: string, submitted: number): PortalError {
+    return this.#refused(notStarted(this.#workersName(), flowKey, epochNow() - submitted));
+  }
+
+  #refused(err: PortalError): PortalError {
     this.#rejected++;
     this.#metrics?.rejected.inc({ pool: this.name });
-    const waited = Math.round(epochNow() - submitted);
-    return new PortalError(
-      ErrorCode.QueueFull,
-      `portal is overloaded: the evaluation waited ${waited} ms behind the load of ${describeFlow(flowKey)} for one of the ${this.#workersName()} and could not start in time to be answered within the webhook's timeout. This is overload, not a policy verdict`,
-    );
+    return err;
   }
 
   /** For /debug/vars. */
