@@ -52,6 +52,20 @@ void describe('evaluation pool: fair shares', { timeout: 300_000 }, () => {
     assert.ok(events.indexOf('b') <= 2, events.join(' '));
   });
 
+  void it("the audit's evaluations are queued by namespace too: one namespace's heavy objects do not hold another's report", async () => {
+    const rules = new RuleSet();
+    rules.upsert(ARGS_RULE);
+    // As the audit's pool is built (cluster-mode.ts): no request waits on it.
+    const pool = await newPool(rules, {});
+    const heavy = input(argsPod(20_000), { namespace: 'tenant-a', name: 'flood', operation: 'AUDIT' });
+    const events: string[] = [];
+    const flood = Array.from({ length: 4 }, (_, i) => pool.audit(heavy).then((v) => (events.push(`a${i}`), v)));
+    const other = pool.audit(input(pod({ namespace: 'tenant-b' }), { namespace: 'tenant-b', name: 'web', operation: 'AUDIT' })).then((v) => (events.push('b'), v));
+    assert.deepEqual(await other, []);
+    for (const v of await Promise.all(flood)) assert.equal(v[0]?.result, 'pass');
+    assert.ok(events.indexOf('b') <= 2, events.join(' '));
+  });
+
   void it("a namespace fills only its own share of the queue: refused as overload naming it, other namespaces are not", async () => {
     const rules = new RuleSet();
     rules.upsert(slowRule('slow-nonroot', 'Deny'));

@@ -199,7 +199,8 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
       events.push('slow');
       return d;
     });
-    const inputs = Array.from({ length: 4 }, (_, i) => input(pod({ privileged: i % 2 === 0 }), { namespace: 'tenant-b', name: `web-${i}` }));
+    // In the slow one's namespace, so that fair queuing (by namespace) batches them with it.
+    const inputs = Array.from({ length: 4 }, (_, i) => input(pod({ privileged: i % 2 === 0 }), { namespace: 'tenant-a', name: `web-${i}` }));
     const others = inputs.map((inp, i) =>
       decideByReview(pool, inp).then((d) => {
         events.push(`other ${i}`);
