@@ -46,6 +46,12 @@
  * --hop adds a side: the ceiling with its parse on a worker thread
  * (ceiling-hop-server.ts), what a thread hand-off alone costs here.
  *
+ * --baseline REF adds a side: `portal serve --policies` as of git REF (e.g.
+ * main), compiled the same way (compiled.ts, compileRef), run like the
+ * standalone replica; the report's `overBaseline` is the median, over the
+ * closed rounds, of this code's CPU per request minus the baseline's (what
+ * a change costs per review, e.g. fair queuing: docs/benchmarks.md).
+ *
  * --rules cel (issue 12 item 6): the standalone replica loads the Pod
  * Security controls written as CEL rules (bench/cel-pss-rules.ts) instead of
  * the shipped JSON Schema library; the cluster side is left out (it reads
@@ -64,7 +70,7 @@ import { writeSelfSigned } from '../src/admission/certs.ts';
 import { celPssRules } from './cel-pss-rules.ts';
 import { podInput, realisticPod } from './realistic-pod.ts';
 import { closedLoop, openLoop, type LoadResult, type Target } from './load.ts';
-import { compilePortal, type CompiledPortal } from './compiled.ts';
+import { compilePortal, compileRef, type CompiledPortal } from './compiled.ts';
 import { chartNodeOptions } from './chart-env.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -100,6 +106,8 @@ const CPUS = flag('cpus', '');
 const GENERATOR_CPUS = flag('generator-cpus', CPUS ? otherCpus(CPUS) : '');
 // A fourth side: the ceiling with its parse on a worker thread (ceiling-hop-server.ts), the floor of any pool design.
 const WITH_HOP = process.argv.includes('--hop');
+// A side running Portal as of another git ref (compiled.ts, compileRef).
+const BASELINE = flag('baseline', '');
 
 /** The CPUs of this machine not in LIST (`0,2-3` form), or '' when none is left. */
 function otherCpus(list: string): string {
@@ -305,7 +313,34 @@ async function poolStats(probes: string): Promise<{ batches: number; batchedItem
 
 const builds: CompiledPortal[] = [];
 
-type Name = 'ceiling' | 'hop' | 'portal' | 'cluster';
+type Name = 'ceiling' | 'hop' | 'portal' | 'baseline' | 'cluster';
+
+/** `portal serve --policies` from `portalMain`, pinned like the ceiling; resolves once ready (its workers hold the rules). */
+async function startStandalone(portalMain: string, rules: string, files: { certFile: string; keyFile: string }, profileArgs: string[]): Promise<{ port: number; pid: number; probes: string }> {
+  let probes = '';
+  const replica = await startProcess(
+    [
+      ...profileArgs,
+      portalMain, 'serve', '--policies', rules, '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
+      '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info', '--evaluation-workers', WORKERS,
+    ],
+    (l) => {
+      let rec: { msg?: string; url?: string };
+      try {
+        rec = JSON.parse(l) as typeof rec;
+      } catch {
+        return undefined;
+      }
+      if (rec.msg === 'probes listening') probes = rec.url ?? '';
+      return rec.msg === 'webhook listening' ? Number(new URL(rec.url ?? '').port) : undefined;
+    },
+    {},
+    true,
+  );
+  // Ready once its evaluation workers hold the rules (before that it denies "not ready").
+  while ((await fetch(`${probes}/readyz`)).status !== 200) await new Promise((r) => setTimeout(r, 100));
+  return { port: replica.port, pid: replica.child.pid!, probes };
+}
 
 function sumMainThread(xs: (MainThread | undefined)[]): MainThread {
   const ys = xs.filter((x): x is MainThread => x !== undefined);
@@ -343,35 +378,23 @@ async function main(): Promise<void> {
       {},
       true,
     );
-    let portalProbes = '';
-    const portal = await startProcess(
-      [
-        ...profile('portal'),
-        portalMain, 'serve', '--policies', await rulesDir(dir), '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
-        '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info', '--evaluation-workers', WORKERS,
-      ],
-      (l) => {
-        let rec: { msg?: string; url?: string };
-        try {
-          rec = JSON.parse(l) as typeof rec;
-        } catch {
-          return undefined;
-        }
-        if (rec.msg === 'probes listening') portalProbes = rec.url ?? '';
-        return rec.msg === 'webhook listening' ? Number(new URL(rec.url ?? '').port) : undefined;
-      },
-      {},
-      true,
-    );
-    // Ready once its evaluation workers hold the rules (before that it denies "not ready").
-    while ((await fetch(`${portalProbes}/readyz`)).status !== 200) await new Promise((r) => setTimeout(r, 100));
-
+    const rules = await rulesDir(dir);
+    const portal = await startStandalone(portalMain, rules, files, profile('portal'));
+    const portalProbes = portal.probes;
     const uid = '"uid":"705ab4f5-6393-11e8-b7cc-42010a800002"';
     const check = (b: string): boolean => b.includes(uid) && b.includes('"allowed":true');
     const servers: Partial<Record<Name, { target: Target; pid: number }>> = {
       ceiling: { target: { port: ceiling.port, ca, body, check }, pid: ceiling.child.pid! },
-      portal: { target: { port: portal.port, ca, body, check }, pid: portal.child.pid! },
+      portal: { target: { port: portal.port, ca, body, check }, pid: portal.pid },
     };
+    const probes: Partial<Record<Name, string>> = { portal: portalProbes };
+    if (BASELINE) {
+      const build = await compileRef(BASELINE, dir.slice(-6));
+      builds.push(build);
+      const baseline = await startStandalone(join(build.dir, 'cli', 'main.js'), rules, files, profile('baseline'));
+      servers.baseline = { target: { port: baseline.port, ca, body, check }, pid: baseline.pid };
+      probes.baseline = baseline.probes;
+    }
     if (WITH_HOP) {
       const hop = await startProcess(
         [...profile('hop'), '--disable-warning=ExperimentalWarning', join(root, 'bench', 'ceiling-hop-server.ts'), files.certFile, files.keyFile],
@@ -383,7 +406,6 @@ async function main(): Promise<void> {
     }
     let clusterPid = 0;
     let clusterNodeOptions = '';
-    const probes: Partial<Record<Name, string>> = { portal: portalProbes };
     if (WITH_CLUSTER) {
       const cluster = await startCluster(dir, portalMain, files, profile);
       clusterPid = cluster.pid;
@@ -447,6 +469,8 @@ async function main(): Promise<void> {
         sides: names, rules: RULES, evaluationWorkers: Number(WORKERS), cpus: CPUS || 'all', generatorCpus: GENERATOR_CPUS || 'all', portal: FROM_SOURCE ? 'src through tsx' : 'compiled with tsc (as in the image)', ...(WITH_CLUSTER ? { clusterReplicaPid: clusterPid, clusterNodeOptions } : {}),
       },
       median: { ...median_, maxGeneratorCores: Math.max(...all.map((r) => r.generatorCores)) },
+      // This code's CPU per request minus the baseline's (--baseline), per closed round, then the median.
+      ...(BASELINE ? { overBaseline: { ref: BASELINE, cpuUsPerRequest: median(closedRounds.map((r) => r.portal!.serverCpuUsPerRequest - r.baseline!.serverCpuUsPerRequest)) } } : {}),
       // Evaluation tasks over the whole run (warm-up included), per replica.
       evaluationPool: pools,
       goals: {

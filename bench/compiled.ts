@@ -10,7 +10,7 @@
  * so a ratio measured on the source is not production's.
  */
 import { spawn } from 'node:child_process';
-import { rm } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -39,4 +39,33 @@ export async function compilePortal(tag: string): Promise<CompiledPortal> {
     load: async <T>(path: string) => (await import(pathToFileURL(join(dir, path)).href)) as T,
     remove: () => rm(dir, { recursive: true, force: true }),
   };
+}
+
+/**
+ * Portal as of another git ref (e.g. `main`), compiled the same way beside
+ * this checkout: its `src/` taken with `git archive` into `.bench-ref-<tag>`
+ * (inside the checkout, so node_modules resolves), built with this
+ * checkout's compiler options. For a side measured against the current
+ * code in the same run (bench/admission.ts --baseline).
+ */
+export async function compileRef(ref: string, tag: string): Promise<CompiledPortal> {
+  const base = join(root, `.bench-ref-${tag}`);
+  await mkdir(base, { recursive: true });
+  await run('sh', ['-c', `git -C "${root}" archive "${ref.replace(/"/g, '')}" src | tar -x -C "${base}"`]);
+  await writeFile(join(base, 'tsconfig.json'), JSON.stringify({ extends: '../tsconfig.json', compilerOptions: { noEmit: false, rootDir: 'src', outDir: 'dist' }, include: ['src'] }));
+  await run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(base, 'tsconfig.json')]);
+  const dir = join(base, 'dist');
+  return {
+    dir,
+    load: async <T>(path: string) => (await import(pathToFileURL(join(dir, path)).href)) as T,
+    remove: () => rm(base, { recursive: true, force: true }),
+  };
+}
+
+function run(cmd: string, args: string[]): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}`))));
+  });
 }

@@ -16,7 +16,7 @@
  * still allowed and the others denied "not ready", with their uid.
  */
 import type { Logger } from 'pino';
-import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
+import { ErrorCode, isPortalError, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { AdmissionMetrics } from '../observability/metrics.ts';
 import {
@@ -25,6 +25,7 @@ import {
   failedOutcome,
   readReview,
   serialize,
+  summary,
   toInput,
   type AnsweredReview,
   type Decision,
@@ -113,11 +114,18 @@ export class Answerer {
       : decidedOutcome(apiVersion, request, result);
   }
 
-  /** The pool refused or lost the review (e.g. its queue is full): read here for the uid; exemptions still hold. */
+  /**
+   * The pool refused or lost the review: read here for the uid; exemptions
+   * still hold. Overload (its flow's queue full, or it could not start in
+   * time) is answered as overload, not as an internal error.
+   */
   #rejected(body: string, err: unknown): Outcome {
     const read = readReview(body);
     if (!read.ok) return read.outcome;
-    return exemptOutcome(read.apiVersion, read.request, this.#deps.exempt) ?? failedOutcome(read.apiVersion, read.request, err);
+    const exempt = exemptOutcome(read.apiVersion, read.request, this.#deps.exempt);
+    if (exempt !== undefined) return exempt;
+    if (isPortalError(err, ErrorCode.QueueFull)) return overloadedOutcome(read.apiVersion, read.request, err.message);
+    return failedOutcome(read.apiVersion, read.request, err);
   }
 
   #answered(a: AnsweredReview, started: number): WireAnswer {
@@ -175,6 +183,8 @@ export class Answerer {
       case 'invalid':
         this.#deps.metrics.errors.inc({ reason: 'invalid_input' });
         break;
+      // Overload (and not ready) says nothing of whether this replica decides correctly: not in the readiness window.
+      case 'overloaded':
       default:
     }
     this.#observe(out, started);
@@ -232,5 +242,20 @@ function notReadyOutcome(apiVersion: ReviewVersion, request: AdmissionRequest, r
       allowed: false,
       status: { code: 503, reason: 'ServiceUnavailable', message: `portal is not ready (${reasons.join('; ')}); the request is denied until it is` },
     },
+  };
+}
+
+/**
+ * A denial for overload (fail closed), 429 as the API server's own Priority
+ * and Fairness answers: its message names the flow and says it is not a
+ * policy verdict (evaluation/pool.ts).
+ */
+function overloadedOutcome(apiVersion: ReviewVersion, request: AdmissionRequest, message: string): Outcome {
+  return {
+    httpStatus: 200,
+    apiVersion,
+    request: summary(request),
+    decision: 'overloaded',
+    response: { uid: request.uid, allowed: false, status: { code: 429, reason: 'TooManyRequests', message } },
   };
 }

@@ -3,6 +3,15 @@
  * loaded, informers synced) AND NOT (more than half of the last N decided
  * admission requests ended in an internal error, with a minimum sample).
  *
+ * What the window counts (answerer.ts): every answered verdict (allow,
+ * warn, deny: a rule's own `error` verdict included, which its
+ * failurePolicy turned into an answer) as a success, and Portal's internal
+ * errors as failures. Overload answers (a flow's queue full, an evaluation
+ * that could not start in time: evaluation/pool.ts), not-ready answers,
+ * exemptions and malformed reviews are not recorded at all: a replica
+ * shedding a namespace's flood still decides correctly, and taking it out
+ * of the Service would only move the flood to the other replicas.
+ *
  * The error window is bounded in count AND in age: an outcome older than
  * `maxAgeMs` no longer counts. Without the age bound a replica taken out of
  * its Service by a burst of errors received no traffic, so nothing ever

@@ -1,32 +1,35 @@
 /**
  * The batcher's items and batches (batcher.ts), and the pure parts of its
- * bookkeeping: which waiting items the next batch takes, and what a settled
- * item lets go of. No timers, no workers: the batcher does those.
+ * bookkeeping: what a settled item lets go of. Which waiting items the next
+ * batch takes is fair-queue.ts's. No timers, no workers: the batcher does
+ * those.
  */
+import type { Flow, Queued } from './fair-queue.ts';
 import type { TaskAbort } from './task-abort.ts';
 import type { ItemBody } from './protocol.ts';
 
-/** One attempt's outcome: the worker's result, or abandoned (with the rule or VAP that was running, if one was). */
-export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined };
+/**
+ * One attempt's outcome: the worker's result, or abandoned (with the rule or
+ * VAP that was running, if one was), or never started (no worker claimed it
+ * by its `startBy`).
+ */
+export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined; started: boolean };
 
-export interface Item {
+export interface Item extends Queued {
   /** Released (with resolve and reject) once settled: see release(). */
   body: ItemBody | undefined;
-  /** Epoch ms; undefined: counts from when a worker claims the item. */
-  readonly deadline: number | undefined;
-  /** Past this (epoch ms) the item is abandoned: deadline + grace (Infinity while an item without a deadline is not claimed). */
-  hard: number;
-  /** Past this (epoch ms) an item without a deadline that no worker claimed is settled as never started. */
+  readonly flow: Flow;
+  /** Epoch ms by which the request must be answered (Infinity: no one waits, the audit): caps the evaluation's deadline. */
+  readonly end: number;
   readonly startBy: number;
   readonly abandoned: string[] | undefined;
   /** Sent alone: a second attempt after an abandon (it ran next to something slow once already). */
   readonly solo: boolean;
   settled: boolean;
+  reserved: number;
   /** The batch that holds it now, and its index there; undefined while it waits. */
   batch: Batch | undefined;
   index: number;
-  /** Its position in the batcher's timeline (-1: not in it, an item without a deadline). */
-  at: number;
   resolve: (a: Attempt) => void;
   reject: (err: unknown) => void;
 }
@@ -39,6 +42,11 @@ export interface Batch {
   /** Epoch ms after which the items not finished are taken back. */
   readonly reclaimAt: number;
   reclaimed: boolean;
+  /** Estimated to run long (its flows' mean costs): not queued on a busy worker's port (batcher.ts, #dispatch). */
+  readonly heavy: boolean;
+  /** The item its worker was on at the last tick (-1: none yet), and since when (epoch ms): its deadline counts from there. */
+  runIndex: number;
+  runSince: number;
 }
 
 const settledAlready = (): void => undefined;
@@ -60,26 +68,4 @@ export function release(item: Item): void {
   item.body = undefined;
   item.resolve = settledAlready;
   item.reject = settledAlready;
-}
-
-/**
- * The next batch from `waiting` (settled items skipped): the first waiting
- * item alone if it is solo, else up to `size` items that are not. `rest` is
- * what still waits, in order.
- */
-export function takeBatch(waiting: Item[], size: number): { items: Item[]; rest: Item[] } {
-  const w = waiting;
-  let i = 0;
-  while (i < w.length && w[i]!.settled) i++;
-  if (i === w.length) return { items: [], rest: [] };
-  if (w[i]!.solo) return { items: [w[i]!], rest: w.slice(i + 1) };
-  const items: Item[] = [];
-  let j = i;
-  for (; j < w.length && items.length < size; j++) {
-    const it = w[j]!;
-    if (it.settled) continue;
-    if (it.solo) break;
-    items.push(it);
-  }
-  return { items, rest: j === w.length ? [] : w.slice(j) };
 }

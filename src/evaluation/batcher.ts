@@ -1,6 +1,6 @@
 /**
- * Batches evaluations into pool tasks, and enforces their deadlines
- * (adr/0013, "Batches").
+ * Batches evaluations into pool tasks, takes them fairly across flows, and
+ * enforces their deadlines (adr/0013, "Batches"; issue 31 item 2).
  *
  * Why batches: each piscina task costs a thread hand-off each way (a
  * message, the worker's wake-up, the answer's wake-up of the main thread).
@@ -12,6 +12,15 @@
  * (after the current event-loop turn, which gathers the requests that
  * arrived together); under load the hand-off is shared by the batch.
  *
+ * Which evaluations a batch takes: fair-queue.ts, deficit round robin across
+ * flows (a namespace, cluster-scoped objects, Portal's kinds), charged with
+ * the time each evaluation really took its worker (the worker writes it in
+ * the slot). A batch estimated to run long (`heavyMs`, from its flows' mean
+ * costs) is sent only to an idle worker, never queued on the port of a busy
+ * one (another flow's evaluation sent after it would wait behind it there),
+ * and such batches hold at most all workers but one, so cheap evaluations
+ * never wait for a slow one to end.
+ *
  * What batching must not cost (issue 16): one slow evaluation must not hold
  * the others of its batch. The worker claims items one at a time from a
  * counter in shared memory. A batch still running `reclaimMs` after it was
@@ -21,33 +30,32 @@
  * they are evaluated again (cheap: they were fast). The same holds for a
  * batch waiting on a worker's port behind a slow one (threads.ts,
  * pipelineBalancer), even of one item: none of it started, all of it goes
- * back. The item still running
- * keeps its deadline: at `deadline + grace` its worker is terminated (the
- * task's signal) and it is settled as abandoned, with the rule that was
- * running (read from the slot). An item whose deadline passes before a
- * worker claimed it is settled as never started.
+ * back.
  *
- * Deadlines are checked by one ticker (every `tickMs` while anything is in
- * flight) rather than a timer per item: a timer per request cost more than
- * a typical evaluation.
- *
- * An item submitted without a deadline (the audit's) has one that counts
- * from when a worker claims it: the worker computes its own, and the ticker
- * starts the hard one when it sees the claim in the slot (at most `tickMs`
- * late). So neither a queue nor a replacement worker's start-up eats it;
- * `startWithinMs` still bounds the wait, so that nothing waits for ever on
- * workers that cannot start.
+ * Deadlines: an evaluation's time budget (`timeoutMs`) starts when a worker
+ * claims it, so neither a queue nor a replacement worker's start-up eats
+ * it; it never runs past the item's `end` (when the request must be
+ * answered), and an item not claimed by its `startBy` is settled as never
+ * started. The worker computes its own cooperative deadline from its claim;
+ * the ticker (every `tickMs` while anything is in flight, rather than a
+ * timer per item, which cost more than a typical evaluation) sees the claim
+ * in the slot at most `tickMs` late, and at that deadline + `graceMs`
+ * terminates the worker (the task's signal): the item is settled as
+ * abandoned, with the rule that was running (read from the slot).
  */
 import type { Logger } from 'pino';
 import { LogKey } from '../observability/log-keys.ts';
+import { toError } from '../observability/errors.ts';
+import { FairQueue, type Flow } from './fair-queue.ts';
 import { ProgressSlots } from './progress.ts';
 import { epochNow, SLOT_BYTES, type ItemBody, type Task, type TaskOutcomes } from './protocol.ts';
 import { splitPacked } from './packed-review.ts';
 import { TaskAbort } from './task-abort.ts';
-import { isTermination, release, takeBatch, type Attempt, type Batch, type Item } from './batch-items.ts';
-import { toError } from '../observability/errors.ts';
+import { isTermination, release, type Attempt, type Batch, type Item } from './batch-items.ts';
 
 export interface BatcherConfig {
+  /** Worker threads: at most this many batches are active while one of them is heavy. */
+  workers: number;
   /** Batches sent at once (the workers', and one waiting on each). */
   batches: number;
   /** Evaluations one batch carries at most. */
@@ -58,8 +66,10 @@ export interface BatcherConfig {
   reclaimMs: number;
   /** How often deadlines and batches are checked. */
   tickMs: number;
-  /** How long an item without a deadline may wait for a worker to claim it. */
-  startWithinMs: number;
+  /** A flow's credit per turn of the fair queue (ms of worker time). */
+  quantumMs: number;
+  /** A batch estimated to take longer than this (ms) is heavy: sent to an idle worker only. */
+  heavyMs: number;
 }
 
 export interface BatcherDeps {
@@ -73,6 +83,14 @@ export interface BatcherDeps {
   closedError: (cause: unknown) => Error | undefined;
 }
 
+/** When one attempt may start and must end (epoch ms). */
+export interface AttemptWindow {
+  /** Settled as never started if no worker claimed it by then. */
+  startBy: number;
+  /** The request's answer is due (Infinity: no one waits). */
+  end: number;
+}
+
 export class Batcher {
   readonly #config: BatcherConfig;
   readonly #deps: BatcherDeps;
@@ -83,23 +101,11 @@ export class Batcher {
    * a moment after its task was rejected.
    */
   readonly #freeSlots: number[];
-  /** Items waiting for a worker, in order (settled ones are skipped when a batch is taken). */
-  #waiting: Item[] = [];
-  /**
-   * Every item not settled, in submission (so deadline) order. A settled
-   * item's slot is cleared at once (#release), not when the ticker passes
-   * it: the array lives long enough to be in the old generation, and the
-   * young objects an old one points at survive every scavenge; holding each
-   * item until the next tick made the main thread's young collections
-   * promote megabytes per second (docs/benchmarks.md, session 7).
-   */
-  #timeline: (Item | undefined)[] = [];
-  #timelineHead = 0;
-  /** The position in the whole sequence of #timeline[0] (it is compacted as the head moves). */
-  #timelineBase = 0;
-  /** Items without a deadline, not settled (the audit's: few, so scanned whole on each tick). */
-  #fromStart: Item[] = [];
+  /** Items waiting for a worker, by flow. */
+  readonly #queue: FairQueue<Item>;
   readonly #active = new Set<Batch>();
+  /** Active batches that are heavy. */
+  #heavy = 0;
   #ids = 0;
   #dispatchQueued = false;
   #ticker: NodeJS.Timeout | undefined;
@@ -113,6 +119,7 @@ export class Batcher {
     this.#config = config;
     this.#deps = deps;
     this.#slots = new ProgressSlots(deps.progress);
+    this.#queue = new FairQueue(config.quantumMs);
     const slots = deps.progress.byteLength / SLOT_BYTES;
     this.#freeSlots = Array.from({ length: slots }, (_, i) => slots - 1 - i);
   }
@@ -122,15 +129,20 @@ export class Batcher {
     return this.#inFlight;
   }
 
+  /** The flow of `key` (its `pending` is its share of the queue). */
+  flow(key: string): Flow {
+    return this.#queue.flow(key);
+  }
+
   /** Evaluations waiting for a worker. */
   waiting(): number {
     let n = 0;
-    for (const it of this.#waiting) if (!it.settled) n++;
+    for (const _ of this.#queue.waiting()) n++;
     return n;
   }
 
-  stats(): { batches: number; batchedItems: number; reclaims: number } {
-    return { batches: this.#batches, batchedItems: this.#items, reclaims: this.#reclaims };
+  stats(): { batches: number; batchedItems: number; reclaims: number; flows: number } {
+    return { batches: this.#batches, batchedItems: this.#items, reclaims: this.#reclaims, flows: this.#queue.flows };
   }
 
   /** Resolves once nothing is in flight. */
@@ -139,16 +151,12 @@ export class Batcher {
     return new Promise((resolve) => this.#drainWaiters.push(resolve));
   }
 
-  /** One attempt at evaluating `body` by `deadline` (epoch ms; undefined: `timeoutMs` from when a worker claims it). */
-  attempt(body: ItemBody, deadline: number | undefined, abandoned: string[] | undefined, solo: boolean): Promise<Attempt> {
+  /** One attempt at evaluating `body`, queued in `flow`, within `window`. */
+  attempt(body: ItemBody, flow: Flow, window: AttemptWindow, abandoned: string[] | undefined, solo: boolean): Promise<Attempt> {
     this.#inFlight++;
     return new Promise<Attempt>((resolve, reject) => {
-      const hard = deadline === undefined ? Number.POSITIVE_INFINITY : deadline + this.#config.graceMs;
-      const startBy = deadline === undefined ? epochNow() + this.#config.startWithinMs : hard;
-      const item: Item = { body, deadline, hard, startBy, abandoned, solo, settled: false, batch: undefined, index: -1, at: -1, resolve, reject };
-      this.#waiting.push(item);
-      if (deadline === undefined) this.#fromStart.push(item);
-      else item.at = this.#timelineBase + this.#timeline.push(item) - 1;
+      const item: Item = { body, flow, end: window.end, startBy: window.startBy, abandoned, solo, settled: false, reserved: 0, batch: undefined, index: -1, resolve, reject };
+      this.#queue.push(item);
       this.#ticker ??= setInterval(() => this.#tick(), this.#config.tickMs).unref();
       if (!this.#dispatchQueued) {
         this.#dispatchQueued = true;
@@ -160,83 +168,86 @@ export class Batcher {
 
   #settle(item: Item, attempt: Attempt): void {
     if (item.settled) return;
-    item.settled = true;
-    this.#inFlight--;
     const resolve = item.resolve;
-    this.#release(item);
+    this.#done(item);
     resolve(attempt);
     if (this.#inFlight === 0) for (const w of this.#drainWaiters.splice(0)) w();
   }
 
-  /** A settled item lets go of what it held, and the timeline of it. */
-  #release(item: Item): void {
-    release(item);
-    const i = item.at - this.#timelineBase;
-    if (i >= 0 && this.#timeline[i] === item) this.#timeline[i] = undefined;
-  }
-
-  /** Rejects with `err` the items without a deadline that wait for a worker (the pool closes: they would only delay it). */
-  refuseWaiting(err: Error): void {
-    for (const it of this.#waiting) if (it.deadline === undefined && it.batch === undefined) this.#fail(it, err);
-  }
-
   #fail(item: Item, err: unknown): void {
     if (item.settled) return;
-    item.settled = true;
-    this.#inFlight--;
     const reject = item.reject;
-    this.#release(item);
+    this.#done(item);
     reject(err);
     if (this.#inFlight === 0) for (const w of this.#drainWaiters.splice(0)) w();
   }
 
-  /** Sends batches while a worker is free. */
+  /** A settled item lets go of what it held (batch-items.ts, release) and of its flow's share. */
+  #done(item: Item): void {
+    item.settled = true;
+    this.#inFlight--;
+    release(item);
+    this.#queue.settled(item.flow);
+  }
+
+  /** Rejects with `err` the items no one waits for (the audit's) that wait for a worker: the pool closes, they would only delay it. */
+  refuseWaiting(err: Error): void {
+    for (const it of [...this.#queue.waiting()]) if (it.end === Number.POSITIVE_INFINITY) this.#fail(it, err);
+  }
+
+  /** Sends batches while a worker can take one. */
   #dispatch(): void {
     this.#dispatchQueued = false;
-    while (this.#active.size < this.#config.batches) {
+    const { workers, batches, maxBatch } = this.#config;
+    for (;;) {
+      const limit = this.#heavy > 0 ? workers : batches;
+      if (this.#active.size >= limit) return;
       // The waiting items are shared among the batches that can be sent now (piscina gives each to the least busy
-      // worker), so idle workers run in parallel what one batch would run in sequence: an evaluation's deadline
-      // starts when it is submitted, and one that waits behind slow ones in its batch can run out of it.
-      const size = Math.min(this.#config.maxBatch, Math.max(1, Math.ceil(this.#waiting.length / (this.#config.batches - this.#active.size))));
-      const items = this.#take(size);
+      // worker), so idle workers run in parallel what one batch would run in sequence.
+      const size = Math.min(maxBatch, Math.max(1, Math.ceil(this.#queue.length / (limit - this.#active.size))));
+      // To a busy worker's port (no worker idle) only what is estimated to be quick: what follows it there waits.
+      // And heavy batches hold at most all workers but one: cheap evaluations, every namespace's common case,
+      // always find a worker that is not stuck in someone's slow rule (threads cannot be pre-empted).
+      const idle = this.#active.size < workers;
+      const heavyRoom = this.#heavy < Math.max(1, workers - 1);
+      const items = this.#queue.take(size, idle && heavyRoom ? Number.POSITIVE_INFINITY : this.#config.heavyMs);
       if (items.length === 0) return;
+      let estimate = 0;
+      for (const it of items) estimate += it.reserved;
       const slot = this.#freeSlots.pop();
       if (slot === undefined) {
         // Cannot happen (there are more slots than batches can be active); keep the items waiting.
-        this.#waiting.unshift(...items);
+        this.#queue.putBack(items);
         return;
       }
-      this.#send(items, slot);
+      this.#send(items, slot, estimate > this.#config.heavyMs);
     }
   }
 
-  /** The next batch (batch-items.ts, takeBatch); what it leaves keeps waiting. */
-  #take(size: number): Item[] {
-    const { items, rest } = takeBatch(this.#waiting, size);
-    this.#waiting = rest;
-    return items;
-  }
-
-  #send(items: Item[], slot: number): void {
+  #send(items: Item[], slot: number, heavy: boolean): void {
     const id = (this.#ids = (this.#ids % 0x7fffffff) + 1);
-    this.#slots.reset(slot);
-    const batch: Batch = { items, slot, id, abort: new TaskAbort(), reclaimAt: epochNow() + this.#config.reclaimMs, reclaimed: false };
+    this.#slots.reset(slot, items.length);
+    const now = epochNow();
+    const batch: Batch = { items, slot, id, abort: new TaskAbort(), reclaimAt: now + this.#config.reclaimMs, reclaimed: false, heavy, runIndex: -1, runSince: now };
     // Built by push, not preallocated: V8 clones an array with holes element by element, as an object.
     const bodies: ItemBody[] = [];
-    const deadlines: (number | undefined)[] = [];
+    const caps: (number | undefined)[] = [];
     let abandoned: (string[] | undefined)[] | undefined;
+    const grace = this.#config.graceMs;
     for (let i = 0; i < items.length; i++) {
       const it = items[i]!;
       it.batch = batch;
       it.index = i;
       bodies.push(it.body as ItemBody);
-      deadlines.push(it.deadline);
+      // The cooperative deadline ends a grace before the answer is due, so the hard one still fits.
+      caps.push(it.end === Number.POSITIVE_INFINITY ? undefined : it.end - grace);
       if (it.abandoned !== undefined) abandoned ??= items.map((x) => x.abandoned);
     }
     this.#active.add(batch);
+    if (heavy) this.#heavy++;
     this.#batches++;
     this.#items += items.length;
-    this.#deps.run({ seq: this.#deps.seq(), slot, id, ms: this.#config.timeoutMs, bodies, deadlines, abandoned }, batch.abort).then(
+    this.#deps.run({ seq: this.#deps.seq(), slot, id, ms: this.#config.timeoutMs, bodies, deadlines: caps, abandoned }, batch.abort).then(
       (outcomes) => this.#finished(batch, outcomes, undefined),
       (err: unknown) => this.#finished(batch, undefined, err),
     );
@@ -244,6 +255,8 @@ export class Batcher {
 
   #finished(batch: Batch, answer: TaskOutcomes | undefined, err: unknown): void {
     this.#active.delete(batch);
+    if (batch.heavy) this.#heavy--;
+    this.#charge(batch, answer === undefined);
     if (answer !== undefined) {
       const outcomes = typeof answer === 'string' ? splitPacked(answer) : answer;
       this.#freeSlots.push(batch.slot);
@@ -258,14 +271,14 @@ export class Batcher {
         else if ('ok' in o) this.#settle(it, { ok: true, value: o.ok });
         else {
           this.#deps.log.error({ [LogKey.rule]: o.thrown }, 'evaluation threw (a bug): handled as abandoned');
-          this.#settle(it, { ok: false, running: o.thrown });
+          this.#settle(it, { ok: false, running: o.thrown, started: true });
         }
       }
     } else {
       this.#freeSlots.unshift(batch.slot);
       const closed = this.#deps.closedError(err);
-      const running = this.#runningIndex(batch);
-      const key = this.#runningKey(batch);
+      const running = this.#slots.runningIndex(batch.slot, batch.id);
+      const key = this.#slots.runningKey(batch.slot, batch.id);
       // A batch waiting behind one whose worker was terminated at its deadline fails with piscina's
       // termination error: expected, its items are queued again below.
       if (closed === undefined && !batch.abort.aborted && !isTermination(err)) this.#deps.log.warn({ [LogKey.error]: toError(err) }, 'evaluation worker lost during a task');
@@ -275,14 +288,32 @@ export class Batcher {
         if (closed !== undefined) this.#fail(it, closed);
         // Aborted at the deadline (its worker terminated), or the worker died under it (e.g. out of memory):
         // either way the rule that was running is the one to abandon.
-        else if (i === running) this.#settle(it, { ok: false, running: key });
+        else if (i === running) this.#settle(it, { ok: false, running: key, started: true });
       }
     }
     this.#takeBack(batch, -1);
     this.#dispatch();
   }
 
-  /** Queues again, at the front and in order (they are older than what waits), the batch's items not settled but `keep`. */
+  /**
+   * Charges each item's flow what its worker measured, in place of what
+   * taking it reserved (fair-queue.ts); on a failed batch, the item that
+   * was running is charged from when it was seen to start.
+   */
+  #charge(batch: Batch, failed: boolean): void {
+    const running = failed ? this.#slots.runningIndex(batch.slot, batch.id) : -1;
+    for (let i = 0; i < batch.items.length; i++) {
+      const it = batch.items[i]!;
+      const own = it.batch === batch;
+      let ms = this.#slots.timeMs(batch.slot, i);
+      if (i === running && ms === 0) ms = Math.max(0, epochNow() - batch.runSince);
+      const reserved = own ? it.reserved : 0;
+      if (own) it.reserved = 0;
+      if (ms > 0 || reserved > 0) this.#queue.charge(it.flow, ms, reserved);
+    }
+  }
+
+  /** Queues again, at the front of their flows and in order (they are older than what waits), the batch's items not settled but `keep`. */
   #takeBack(batch: Batch, keep: number): void {
     const back: Item[] = [];
     for (let i = 0; i < batch.items.length; i++) {
@@ -290,11 +321,9 @@ export class Batcher {
       if (i === keep || it.settled || it.batch !== batch) continue;
       it.batch = undefined;
       it.index = -1;
-      // Without a deadline of its own: it counts again from the next claim.
-      if (it.deadline === undefined) it.hard = Number.POSITIVE_INFINITY;
       back.push(it);
     }
-    if (back.length > 0) this.#waiting.unshift(...back);
+    if (back.length > 0) this.#queue.putBack(back);
   }
 
   /** Closes the batch's claim counter and queues again every item but the one the worker is on. */
@@ -308,16 +337,6 @@ export class Batcher {
     this.#dispatch();
   }
 
-  /** The index of the item the batch's worker is on (-1: none yet). */
-  #runningIndex(batch: Batch): number {
-    return this.#slots.runningIndex(batch.slot, batch.id);
-  }
-
-  /** The key the worker wrote into the batch's slot (the rule or VAP it was running), if any. */
-  #runningKey(batch: Batch): string | undefined {
-    return this.#slots.runningKey(batch.slot, batch.id);
-  }
-
   /** Settles what passed its deadline, takes back batches that ran long; stops when nothing is in flight. */
   #tick(): void {
     const now = epochNow();
@@ -325,59 +344,45 @@ export class Batcher {
     // worker's port. (Not merely because it has not started: on a loaded machine a worker can take longer
     // than reclaimMs to wake, and taking it back then would only send it again.)
     let runningLong = false;
-    for (const batch of this.#active) if (batch.reclaimAt <= now && this.#runningIndex(batch) >= 0) runningLong = true;
     for (const batch of this.#active) {
-      if (batch.reclaimed || batch.reclaimAt > now) continue;
-      if (batch.items.length > 1 || (runningLong && this.#runningIndex(batch) < 0)) this.#reclaim(batch);
+      const index = this.#slots.runningIndex(batch.slot, batch.id);
+      if (index !== batch.runIndex) {
+        batch.runIndex = index;
+        batch.runSince = now;
+      }
+      if (batch.reclaimAt <= now && index >= 0) runningLong = true;
     }
-    const t = this.#timeline;
-    while (this.#timelineHead < t.length) {
-      const item = t[this.#timelineHead];
-      if (item !== undefined && !item.settled && item.hard > now) break;
-      // Cleared, not only skipped (see #timeline).
-      t[this.#timelineHead++] = undefined;
-      if (item !== undefined && !item.settled) this.#expire(item);
-    }
-    if (this.#timelineHead > 1024 && this.#timelineHead * 2 > t.length) {
-      this.#timeline = t.slice(this.#timelineHead);
-      this.#timelineBase += this.#timelineHead;
-      this.#timelineHead = 0;
-      t.length = 0;
-    }
-    if (this.#fromStart.length > 0) this.#tickFromStart(now);
+    for (const batch of this.#active) this.#checkBatch(batch, now, runningLong);
+    for (const item of this.#queue.expired(now)) this.#settle(item, { ok: false, running: undefined, started: false });
     if (this.#inFlight === 0 && this.#active.size === 0 && this.#ticker !== undefined) {
       clearInterval(this.#ticker);
       this.#ticker = undefined;
-      this.#timeline = [];
-      this.#timelineHead = 0;
-      this.#fromStart = [];
     }
   }
 
-  /** Items without a deadline: the hard deadline starts once a worker claimed one; one never claimed in time never started. */
-  #tickFromStart(now: number): void {
-    const items = this.#fromStart;
-    let kept = 0;
-    for (const item of items) {
-      if (item.settled) continue;
-      items[kept++] = item;
-      if (item.hard === Number.POSITIVE_INFINITY) {
-        const batch = item.batch;
-        if (batch !== undefined && this.#runningIndex(batch) >= item.index) item.hard = now + this.#config.timeoutMs + this.#config.graceMs;
-        else if (item.startBy <= now) this.#expire(item);
-      } else if (item.hard <= now) this.#expire(item);
+  /** One active batch at a tick: its running item past its hard deadline, taken back when it ran long or holds an item that must start now. */
+  #checkBatch(batch: Batch, now: number, runningLong: boolean): void {
+    const index = batch.runIndex;
+    const running = index >= 0 ? batch.items[index] : undefined;
+    if (running !== undefined && !running.settled && running.batch === batch) {
+      const { timeoutMs, graceMs } = this.#config;
+      if (Math.min(batch.runSince + timeoutMs, running.end - graceMs) + graceMs <= now) {
+        batch.abort.abort();
+        return;
+      }
     }
-    items.length = kept;
-  }
-
-  /** An item past its hard deadline: its worker is terminated if it is running it, else it never started in time. */
-  #expire(item: Item): void {
-    const batch = item.batch;
-    if (batch !== undefined && this.#runningIndex(batch) === item.index) {
-      batch.abort.abort();
+    if (batch.reclaimed) return;
+    if (batch.reclaimAt <= now && (batch.items.length > 1 || (runningLong && index < 0))) {
+      this.#reclaim(batch);
       return;
     }
-    if (batch !== undefined) this.#reclaim(batch);
-    this.#settle(item, { ok: false, running: undefined });
+    // Not claimed yet and due to start: back to its flow, where it is settled as never started.
+    for (let i = index + 1; i < batch.items.length; i++) {
+      const it = batch.items[i]!;
+      if (!it.settled && it.batch === batch && it.startBy <= now) {
+        this.#reclaim(batch);
+        return;
+      }
+    }
   }
 }

@@ -59,22 +59,58 @@ export interface EvaluationPoolConfig {
   /** Reviews ({@link EvaluationPool.review}): namespaces allowed unevaluated, the install namespace included. @default [] */
   exemptNamespaces?: readonly string[];
   /**
-   * When an evaluation's deadline starts. `submission`: admission, whose
-   * deadline is the request's, queue and worker start-up included. `start`:
-   * the audit, which has no caller waiting, and whose `error` verdicts must
-   * measure the rules, not a queue of audit work or a replacement worker
-   * starting (batcher.ts). @default 'submission'
+   * How long a request may take in the pool, queue and evaluations
+   * included (its answer is due then); Infinity: no one waits (the audit).
+   * An evaluation's own budget (`timeoutMs`) starts when a worker starts it;
+   * the first attempt must start early enough to have all of it
+   * (`requestMs - timeoutMs - graceMs` after submission), else it is refused
+   * as overload; a retry after an abandon gets what is left.
+   * @default Infinity
    */
-  deadlineFrom?: 'submission' | 'start';
+  requestMs?: number;
   /**
-   * With `deadlineFrom: 'start'`: how long an evaluation may wait for a
-   * worker before it is settled as never started, so that nothing waits for
-   * ever on workers that cannot start. Long: a worker starts in seconds on a
-   * busy machine, and the audit's few loops may queue behind a stuck rule or
+   * With no `requestMs`: how long an evaluation may wait for a worker before
+   * it is settled as never started, so that nothing waits for ever on
+   * workers that cannot start. Long: a worker starts in seconds on a busy
+   * machine, and the audit's few loops may queue behind a stuck rule or
    * two. @default max(120 s, 10 × timeoutMs)
    */
   startWithinMs?: number;
+  /**
+   * Evaluations one flow (a namespace, cluster-scoped objects, Portal's
+   * kinds: flows.ts) may have waiting or running; past it the flow's next
+   * one is refused as overload. A flow that floods fills its own share, not
+   * the queue. @default max(MIN_FLOW_QUEUE, maxQueue / 4)
+   */
+  flowQueue?: number;
 }
+
+/** The smallest per-flow bound: the API server's own queueLengthLimit for a flow is 50 (Priority and Fairness). */
+export const MIN_FLOW_QUEUE = 32;
+/**
+ * A flow's credit per turn of the fair queue (fair-queue.ts), ms of worker
+ * time: about 20 typical evaluations (~50 µs each), so a turn fills a
+ * batch of cheap ones, while a flow whose rules take 100s of ms waits
+ * hundreds of turns of the others for each one.
+ */
+export const QUANTUM_MS = 1;
+/**
+ * A batch estimated to take longer than this (ms) goes only to an idle
+ * worker: queued on a busy one's port, whatever comes after it would wait
+ * behind it. 10 ms is a full batch of typical evaluations several times over.
+ */
+export const HEAVY_BATCH_MS = 10;
+
+/**
+ * The admission pool's `requestMs` for an evaluation timeout: the chart
+ * sets `--evaluation-timeout` to 40% of the webhook's timeoutSeconds
+ * (options.ts), so the API server waits 2.5 × it; 90% of that leaves the
+ * rest for the transfer both ways. 2 s → 4.5 s of a 5 s webhook timeout.
+ */
+export function admissionRequestMs(timeoutMs: number): number {
+  return Math.round(timeoutMs * 2.25);
+}
+
 
 /** The stores the workers mirror; `rules` always, VAPs and params for the audit. */
 export interface PolicyStores {
@@ -101,11 +137,13 @@ export function withDefaults(config: EvaluationPoolConfig): Required<EvaluationP
     maxQueue: Math.max(MIN_QUEUE, QUEUE_PER_WORKER * config.workers),
     graceMs: Math.max(20, Math.round(config.timeoutMs / 10)),
     reclaimMs: Math.min(250, Math.max(10, Math.round(config.timeoutMs / 4))),
-    maxBatch: MAX_BATCH,
     pipeline: PIPELINE,
     exemptNamespaces: [],
-    deadlineFrom: 'submission',
+    requestMs: Number.POSITIVE_INFINITY,
     startWithinMs: Math.max(120_000, 10 * config.timeoutMs),
+    flowQueue: Math.max(MIN_FLOW_QUEUE, Math.floor((config.maxQueue ?? Math.max(MIN_QUEUE, QUEUE_PER_WORKER * config.workers)) / 4)),
     ...config,
+    // The progress slot times at most MAX_BATCH items (protocol.ts).
+    maxBatch: Math.min(MAX_BATCH, config.maxBatch ?? MAX_BATCH),
   };
 }

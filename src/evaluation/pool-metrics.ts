@@ -19,7 +19,7 @@ export function poolMetrics(r: Registry, pool: string, read: Reader): PoolMetric
     (r.getSingleMetric(name) as Counter<'pool'> | undefined) ?? new Counter({ name, help, labelNames: ['pool'], registers: [r] });
   const metrics = {
     abandoned: counter('portal_evaluation_abandoned_total', 'Evaluations abandoned at the deadline (their worker, if running, was replaced), by pool.'),
-    rejected: counter('portal_evaluation_rejected_total', 'Evaluations refused because the pool queue was full, by pool.'),
+    rejected: counter('portal_evaluation_rejected_total', 'Evaluations refused as overload (the pool queue or the flow share of it full, or not started in time for the request), by pool.'),
   };
   const existing = r.getSingleMetric('portal_evaluation_queue_depth') as PoolGauge | undefined;
   const pools = existing?.pools ?? new Map<string, Reader>();

@@ -10,23 +10,29 @@
  * - Reviews: an admission review travels whole, as its text; the worker
  *   reads and answers it (policy/review/answer.ts), so the main thread
  *   parses nothing on the common path.
- * - Deadline (`--evaluation-timeout`): the evaluator checks it between rules
- *   and inside regex work (cooperative); a rule that is still running
+ * - Deadline (`--evaluation-timeout`): it counts from when a worker starts
+ *   the evaluation (batcher.ts), never past the request's `requestMs`. The
+ *   evaluator checks it between rules and inside regex work (cooperative);
+ *   a rule that is still running
  *   `graceMs` after it is abandoned: the task's signal aborts, piscina
  *   terminates the worker and starts another. The rule that was running
  *   (read from shared memory) gets `error`; the input is evaluated again,
- *   once, with that rule skipped and a fresh deadline, so every other rule
- *   keeps its real verdict. If that attempt is abandoned too (a second slow
+ *   once, with that rule skipped and what is left of the request's time, so
+ *   every other rule keeps its real verdict. If that attempt is abandoned too (a second slow
  *   rule), every rule not decided gets `error` on the main thread, without
  *   running any rule code. A task that never started before its deadline
  *   (queued behind stuck workers) gets the same: `error` for every rule it
  *   matches. Those verdicts go through failurePolicy and enforcement like
- *   any other error. The audit's pool counts each deadline from when a
- *   worker starts the evaluation (`deadlineFrom: 'start'`): a queue of audit
- *   work, or a replacement worker starting, does not eat it.
- * - Queue: bounded (`maxQueue`); past it a task is refused at once with a
- *   QueueFull error (admission: a denial, code 500, naming the overload)
- *   rather than waiting for a deadline it cannot meet.
+ *   any other error.
+ * - Fair queuing (issue 31 item 2): evaluations wait in flows (flows.ts: a
+ *   namespace, cluster-scoped objects, Portal's kinds) taken by deficit
+ *   round robin charged with measured time (fair-queue.ts), so a namespace
+ *   that floods waits behind its own load.
+ * - Queue: bounded (`maxQueue`), and each flow to its share (`flowQueue`);
+ *   past either a task is refused at once with a QueueFull error, and so is
+ *   a request whose first evaluation could not start in time to be answered
+ *   within `requestMs`: overload, answered as such (answerer.ts), not an
+ *   internal error and not a policy verdict.
  *
  * Built un-started: the threads start on `start()` or on the first task,
  * whichever comes first; `close()` (idempotent) drains them.
@@ -38,9 +44,11 @@ import { LogKey } from '../observability/log-keys.ts';
 import { evaluate, type EvaluationBudget, type EvaluationInput, type KubeObject, type RuleVerdict } from '../policy/index.ts';
 import type { BindingEvaluation, VapAttributes } from '../policy/vap/index.ts';
 import { answerReview, nameOnlyNamespaceLabels, readReview, type AnsweredReview, type ReviewContext } from '../policy/review/answer.ts';
-import { Batcher } from './batcher.ts';
+import { Batcher, type AttemptWindow } from './batcher.ts';
+import { flowOf, reviewFlow } from './flows.ts';
+import { flowFull, notStarted, queueFull } from './overload.ts';
 import type { Attempt } from './batch-items.ts';
-import { withDefaults, type EvaluationPoolConfig, type EvaluationPoolDeps, type PolicyStores } from './pool-config.ts';
+import { HEAVY_BATCH_MS, QUANTUM_MS, withDefaults, type EvaluationPoolConfig, type EvaluationPoolDeps, type PolicyStores } from './pool-config.ts';
 import { poolMetrics, type PoolMetrics } from './pool-metrics.ts';
 import { PolicyReplication } from './replication.ts';
 import { dyingThreads, startThreads } from './threads.ts';
@@ -99,6 +107,7 @@ export class EvaluationPool {
     this.#progress = new SharedArrayBuffer((8 * this.#config.pipeline * this.#config.workers + 8) * SLOT_BYTES);
     this.#batcher = new Batcher(
       {
+        workers: this.#config.workers,
         batches: this.#config.pipeline * this.#config.workers,
         maxBatch: this.#config.maxBatch,
         timeoutMs: this.#config.timeoutMs,
@@ -106,7 +115,8 @@ export class EvaluationPool {
         reclaimMs: this.#config.reclaimMs,
         // Deadlines are enforced within this of `deadline + grace`; grace is at least 20 ms.
         tickMs: Math.max(5, Math.min(25, Math.round(this.#config.graceMs / 2))),
-        startWithinMs: this.#config.startWithinMs,
+        quantumMs: QUANTUM_MS,
+        heavyMs: HEAVY_BATCH_MS,
       },
       {
         log: this.#log,
@@ -208,7 +218,7 @@ export class EvaluationPool {
    * (QueueFull) or the pool is closed (Closed).
    */
   review(body: string): Promise<AnsweredReview> {
-    return this.#evaluate({ kind: 'review', body }, () => reviewWhat(body), (budget) => answerReview(body, this.#reviewContext, budget), this.#reportReview);
+    return this.#evaluate({ kind: 'review', body }, reviewFlow(body), () => reviewWhat(body), (budget) => answerReview(body, this.#reviewContext, budget), this.#reportReview);
   }
 
   /** The rules' `error` verdicts of an answered review, to `onRuleError` (on this thread). */
@@ -222,13 +232,13 @@ export class EvaluationPool {
 
   /** Every rule's verdict for an existing object (the audit). */
   audit(input: EvaluationInput): Promise<RuleVerdict[]> {
-    return this.#evaluate({ kind: 'audit', input }, () => input, (budget) => evaluate(this.#stores.rules, input, budget));
+    return this.#evaluate({ kind: 'audit', input }, flowOf(input.namespace), () => input, (budget) => evaluate(this.#stores.rules, input, budget));
   }
 
   /** Every bound ValidatingAdmissionPolicy's evaluation for an existing object (the audit). */
   vap(attrs: VapAttributes, namespaceObject: KubeObject | null): Promise<BindingEvaluation[]> {
     const input = { kind: attrs.kind, namespace: attrs.namespace, name: attrs.name };
-    return this.#evaluate({ kind: 'vap', attrs, namespaceObject }, () => input, (budget) => {
+    return this.#evaluate({ kind: 'vap', attrs, namespaceObject }, flowOf(attrs.namespace), () => input, (budget) => {
       const vaps = this.#stores.vaps;
       const params = this.#stores.params;
       if (!vaps || !params) return [];
@@ -249,40 +259,53 @@ export class EvaluationPool {
    */
   #evaluate<K extends TaskBody['kind'], R = TaskResults[K]>(
     body: TaskBody & { kind: K },
+    flowKey: string,
     what: What,
     settle: (budget: EvaluationBudget) => TaskResults[K],
     done?: (r: TaskResults[K]) => R,
   ): Promise<R> {
+    const submitted = epochNow();
+    const { requestMs, timeoutMs, graceMs, startWithinMs } = this.#config;
+    const end = submitted + requestMs;
+    // The first attempt starts in time to have its whole budget, or not at all.
+    const window: AttemptWindow = { end, startBy: end === Number.POSITIVE_INFINITY ? submitted + startWithinMs : end - timeoutMs - graceMs };
     let first: Promise<Attempt>;
     try {
-      first = this.#attempt(body, this.#deadline(), undefined, true);
+      first = this.#attempt(body, flowKey, window, undefined, true);
     } catch (err) {
       return Promise.reject(err);
     }
     return first.then((a) => {
-      if (!a.ok) return this.#retry(body, what, settle, a.running).then(done) as Promise<R>;
+      if (!a.ok) {
+        // Someone waits for the answer: an evaluation that could not start in time is overload, answered as such.
+        if (!a.started && end !== Number.POSITIVE_INFINITY) throw this.#shed(flowKey, submitted);
+        return this.#retry(body, flowKey, end, what, settle, a.running).then(done) as Promise<R>;
+      }
       const r = a.value as TaskResults[K];
       return done === undefined ? (r as R) : done(r);
     });
   }
 
-  async #retry<K extends TaskBody['kind']>(body: TaskBody & { kind: K }, what: What, settle: (budget: EvaluationBudget) => TaskResults[K], running: string | undefined): Promise<TaskResults[K]> {
+  async #retry<K extends TaskBody['kind']>(
+    body: TaskBody & { kind: K },
+    flowKey: string,
+    end: number,
+    what: What,
+    settle: (budget: EvaluationBudget) => TaskResults[K],
+    running: string | undefined,
+  ): Promise<TaskResults[K]> {
     this.#noteAbandoned(what, running);
     const abandoned: string[] = [];
     if (running !== undefined) {
       abandoned.push(running);
-      // A retry is not refused: it replaces the attempt that was abandoned.
-      const second = await this.#attempt(body, this.#deadline(), abandoned, false);
+      // A retry is not refused: it replaces the attempt that was abandoned. It has what is left of the request's time.
+      const startBy = end === Number.POSITIVE_INFINITY ? epochNow() + this.#config.startWithinMs : end - this.#config.graceMs;
+      const second = await this.#attempt(body, flowKey, { end, startBy }, abandoned, false);
       if (second.ok) return second.value as TaskResults[K];
       this.#noteAbandoned(what, second.running);
       if (second.running !== undefined) abandoned.push(second.running);
     }
     return settle({ deadline: Number.NEGATIVE_INFINITY, now: epochNow, ms: this.#config.timeoutMs, abandoned: new Set(abandoned) });
-  }
-
-  /** An attempt's deadline (epoch ms) from now; undefined with `deadlineFrom: 'start'`: the worker counts it from its claim. */
-  #deadline(): number | undefined {
-    return this.#config.deadlineFrom === 'start' ? undefined : epochNow() + this.#config.timeoutMs;
   }
 
   #noteAbandoned(whatOf: What, running: string | undefined): void {
@@ -297,29 +320,37 @@ export class EvaluationPool {
         [LogKey.rule]: running,
         [LogKey.deadlineMs]: this.#config.timeoutMs,
       },
-      running !== undefined
-        ? 'evaluation deadline passed while a rule ran: abandoned, worker replaced'
-        : this.#config.deadlineFrom === 'start'
-          ? 'no evaluation worker started the evaluation in time'
-          : 'evaluation deadline passed before it started',
+      running !== undefined ? 'evaluation deadline passed while a rule ran: abandoned, worker replaced' : 'no evaluation worker started the evaluation in time',
     );
   }
 
   /** Throws (QueueFull, Closed) rather than rejects: #evaluate turns that into its rejection. */
-  #attempt(body: TaskBody, deadline: number | undefined, abandoned: string[] | undefined, bounded: boolean): Promise<Attempt> {
+  #attempt(body: TaskBody, flowKey: string, window: AttemptWindow, abandoned: string[] | undefined, bounded: boolean): Promise<Attempt> {
     this.#ensure();
+    const flow = this.#batcher.flow(flowKey);
     // A retry is sent alone (it ran next to something slow once already) and is not refused: it replaces the attempt that was abandoned.
-    if (bounded && this.#batcher.inFlight >= this.#config.maxQueue + this.#config.workers) throw this.#overloaded();
-    return this.#batcher.attempt(wireBody(body), deadline, abandoned, !bounded);
+    if (bounded) {
+      const { maxQueue, flowQueue } = this.#config;
+      if (this.#batcher.inFlight >= maxQueue + this.#config.workers) throw this.#refused(queueFull(this.#workersName(), maxQueue));
+      if (flow.pending >= flowQueue) throw this.#refused(flowFull(this.#workersName(), flowKey, flowQueue));
+    }
+    return this.#batcher.attempt(wireBody(body), flow, window, abandoned, !bounded);
   }
 
-  #overloaded(): PortalError {
+  #workersName(): string {
+    const n = this.#config.workers;
+    return `${n} ${this.name} evaluation worker${n === 1 ? '' : 's'}`;
+  }
+
+  /** A first attempt that no worker started in time for its whole budget (batcher.ts): overload in its flow. */
+  #shed(flowKey: string, submitted: number): PortalError {
+    return this.#refused(notStarted(this.#workersName(), flowKey, epochNow() - submitted));
+  }
+
+  #refused(err: PortalError): PortalError {
     this.#rejected++;
     this.#metrics?.rejected.inc({ pool: this.name });
-    return new PortalError(
-      ErrorCode.QueueFull,
-      `portal is overloaded: ${this.#config.maxQueue} evaluations are already waiting for the ${this.#config.workers} ${this.name} evaluation worker${this.#config.workers === 1 ? '' : 's'}; refused rather than queued`,
-    );
+    return err;
   }
 
   /** For /debug/vars. */

@@ -1,9 +1,10 @@
 /**
  * The main thread's side of the progress slots (protocol.ts): reset before a
  * batch is sent, closed to take back the items its worker has not claimed,
- * and read to learn which item and which rule (or VAP) it is on.
+ * read to learn which item and which rule (or VAP) it is on, and what each
+ * item it finished took.
  */
-import { CLAIM_CLOSED, SLOT_BYTES, SLOT_CLAIM, SLOT_HEADER, SLOT_ID, SLOT_ITEM, SLOT_KEY_LENGTH } from './protocol.ts';
+import { CLAIM_CLOSED, SLOT_BYTES, SLOT_CLAIM, SLOT_HEADER, SLOT_ID, SLOT_ITEM, SLOT_KEY_BYTES, SLOT_KEY_LENGTH, SLOT_TIMES } from './protocol.ts';
 
 export class ProgressSlots {
   readonly #words: Int32Array;
@@ -15,13 +16,20 @@ export class ProgressSlots {
     this.#bytes = new Uint8Array(progress);
   }
 
-  /** Before a batch is sent in `slot`: nothing claimed, nothing running. */
-  reset(slot: number): void {
+  /** Before a batch of `items` is sent in `slot`: nothing claimed, nothing running, nothing timed. */
+  reset(slot: number, items: number): void {
     const words = (slot * SLOT_BYTES) / 4;
     this.#words[words + SLOT_ID] = 0;
     this.#words[words + SLOT_KEY_LENGTH] = 0;
     this.#words[words + SLOT_CLAIM] = 0;
     this.#words[words + SLOT_ITEM] = -1;
+    const times = (slot * SLOT_BYTES + SLOT_TIMES) / 4;
+    this.#words.fill(0, times, times + items);
+  }
+
+  /** How long item `index` of the slot's batch took its worker, in ms (0: it did not finish). */
+  timeMs(slot: number, index: number): number {
+    return (this.#words[(slot * SLOT_BYTES + SLOT_TIMES) / 4 + index] ?? 0) / 1000;
   }
 
   /** Closes the slot's claim counter; returns how many items were claimed before (the worker is on the last of them). */
@@ -40,7 +48,7 @@ export class ProgressSlots {
     const words = (slot * SLOT_BYTES) / 4;
     if (this.#words[words + SLOT_ID] !== id) return undefined;
     const n = this.#words[words + SLOT_KEY_LENGTH] ?? 0;
-    if (n <= 0 || n > SLOT_BYTES - SLOT_HEADER) return undefined;
+    if (n <= 0 || n > SLOT_KEY_BYTES) return undefined;
     const start = slot * SLOT_BYTES + SLOT_HEADER;
     // Copy out of shared memory before decoding (TextDecoder refuses shared views).
     return this.#decoder.decode(this.#bytes.slice(start, start + n));

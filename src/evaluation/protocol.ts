@@ -41,7 +41,7 @@ export interface Task {
   /** Progress slot in the shared buffer, and the task's id written there. */
   slot: number;
   id: number;
-  /** Every item's deadline length, for messages. */
+  /** Every item's time budget from its claim (ms). */
   ms: number;
   /**
    * What each item asks. Columns rather than an object per item: a
@@ -51,10 +51,11 @@ export interface Task {
    */
   bodies: ItemBody[];
   /**
-   * Cooperative deadlines, epoch milliseconds (both threads read
-   * `performance.timeOrigin + performance.now()`); undefined: `ms` from when
-   * the worker claims the item (the audit: neither its queue nor a worker's
-   * start-up counts).
+   * Each item's deadline is `ms` from when the worker claims it (neither
+   * the queue nor a worker's start-up counts), but never later than this:
+   * epoch milliseconds (both threads read `performance.timeOrigin +
+   * performance.now()`) by which the request must be answered; undefined:
+   * no such bound (the audit).
    */
   deadlines: (number | undefined)[];
   /** Rule keys (or VAP names) abandoned in an earlier attempt: `error` without running. Absent when no item has any. */
@@ -100,8 +101,10 @@ export interface WorkerData {
 
 /**
  * One progress slot: [task id, key length, claim counter, running item] as
- * int32, then the key's UTF-8 bytes. 1 KiB holds any rule key
- * (`PortalRule/<63>/<253>`) or VAP name.
+ * int32, then the key's UTF-8 bytes, and at the end each item's measured
+ * evaluation time (int32 µs, MAX_BATCH of them: what fair queuing charges
+ * its flow, fair-queue.ts). The 880 bytes left for the key hold any rule
+ * key (`PortalRule/<63>/<253>`) or VAP name.
  */
 export const SLOT_BYTES = 1024;
 export const SLOT_HEADER = 16;
@@ -114,6 +117,9 @@ export const SLOT_ITEM = 3;
 export const CLAIM_CLOSED = 0x40000000;
 /** Evaluations one task carries at most: under load a batch forms while the workers are busy; this bounds its length (a few ms of work). */
 export const MAX_BATCH = 32;
+/** Where the items' times start in a slot (bytes), and the room left for the key. */
+export const SLOT_TIMES = SLOT_BYTES - 4 * MAX_BATCH;
+export const SLOT_KEY_BYTES = SLOT_TIMES - SLOT_HEADER;
 
 /** This thread's performance.timeOrigin: fixed for the thread's life, and its getter costs as much as `now()` (the evaluator reads the clock before every rule). */
 const ORIGIN = performance.timeOrigin;

@@ -22,7 +22,9 @@ import {
   SLOT_HEADER,
   SLOT_ID,
   SLOT_ITEM,
+  SLOT_KEY_BYTES,
   SLOT_KEY_LENGTH,
+  SLOT_TIMES,
   type ChannelMessage,
   type ItemOutcome,
   type TaskOutcomes,
@@ -105,7 +107,7 @@ function recorder(base: number): (key: string) => void {
     let bytes = encoded.get(key);
     if (bytes === undefined) {
       if (encoded.size > 10_000) encoded.clear();
-      bytes = encoder.encode(key).subarray(0, SLOT_BYTES - SLOT_HEADER);
+      bytes = encoder.encode(key).subarray(0, SLOT_KEY_BYTES);
       encoded.set(key, bytes);
     }
     progressBytes.set(bytes, base + SLOT_HEADER);
@@ -118,7 +120,10 @@ function execute(task: Task, i: number, onRule: (key: string) => void): unknown 
   const given = task.abandoned?.[i];
   const abandoned = given !== undefined && given.length > 0 ? new Set(given) : undefined;
   const ms = task.ms;
-  const deadline = task.deadlines[i] ?? epochNow() + ms;
+  // The budget starts now, at the claim; the request's own bound (if any) caps it.
+  const cap = task.deadlines[i];
+  const fromClaim = epochNow() + ms;
+  const deadline = cap !== undefined && cap < fromClaim ? cap : fromClaim;
   if (typeof body === 'string') return packReview(answerReview(body, reviewContext(), { deadline, now: epochNow, ms, abandoned, onRule }));
   if (body.kind === 'vap') {
     return stores.vaps.evaluate(body.attrs, { namespaceObject: body.namespaceObject, params: stores.params }, {
@@ -144,10 +149,13 @@ function reviewContext(): ReviewContext {
  * Evaluates the batch's items in order, claiming each from the slot's
  * counter first: once the main thread closes it (it took the rest back,
  * because this batch ran long), the remaining items are left undefined.
+ * Each item's time (µs) goes into the slot: fair queuing charges it to the
+ * item's flow (fair-queue.ts).
  */
 function executeBatch(task: Task): TaskOutcomes {
   const base = task.slot * SLOT_BYTES;
   const words = base / 4;
+  const times = (base + SLOT_TIMES) / 4;
   const onRule = recorder(base);
   const n = task.bodies.length;
   const out: ItemOutcome[] = new Array<ItemOutcome>(n);
@@ -157,6 +165,7 @@ function executeBatch(task: Task): TaskOutcomes {
     progress[words + SLOT_ITEM] = i;
     progress[words + SLOT_KEY_LENGTH] = 0;
     let key: string | undefined;
+    const started = performance.now();
     try {
       const value = execute(task, i, (k) => onRule((key = k)));
       out[i] = typeof value === 'string' ? value : { ok: value };
@@ -164,6 +173,8 @@ function executeBatch(task: Task): TaskOutcomes {
       // A bug (rule errors are verdicts): this item only is reported, with the rule that was running.
       out[i] = { thrown: key };
     }
+    // At least 1: 0 means "not run" to the main thread.
+    progress[times + i] = Math.min(0x7fffffff, Math.max(1, Math.round((performance.now() - started) * 1000)));
   }
   return joinPacked(out) ?? out;
 }

@@ -140,11 +140,12 @@ interface AuditParts {
 /** The audit (evaluation on every replica, actuation leader-only) and its own evaluation pool. */
 function clusterAudit(config: Readonly<ServeConfig>, parts: AuditParts): ReturnType<typeof buildAudit> & { auditEvaluation: EvaluationPool } {
   const { client, writer, source, vaps, vapProblems, ruleProblems, exceptionEvents, webhookConfig, typeCheck, root, registry } = parts;
-  // The audit's own evaluation pool (adr/0013): one thread, so a full pass never takes a worker from admission.
-  // Its deadlines count from when the thread starts an evaluation: neither the queue of audit work nor the
-  // thread's start-up (at first, or after a stuck rule cost it) eats them.
+  // The audit's own evaluation pool (adr/0013): one thread, so a full pass never takes a worker from admission,
+  // and an admission flood never takes the audit's. Its deadlines count from when the thread starts an
+  // evaluation (as admission's do), and no request waits on it (no requestMs); its flows are namespaces
+  // too, so one namespace's heavy objects do not hold the reports of the others (issue 31 item 2).
   const auditEvaluation = new EvaluationPool(
-    { name: 'audit', workers: AUDIT_THREADS, timeoutMs: config.evaluationTimeout, deadlineFrom: 'start' },
+    { name: 'audit', workers: AUDIT_THREADS, timeoutMs: config.evaluationTimeout },
     { rules: source.ruleSet, vaps: vaps.set, params: vaps.params },
     { logger: componentLogger(root, 'evaluation'), registry },
   );

@@ -30,7 +30,7 @@ import { buildAdmissionServer } from '../admission/server.ts';
 import { readTlsFiles, watchTlsFiles, type TlsFiles } from '../admission/tls-reload.ts';
 import { AVAILABLE_CPUS, type ServeConfig } from '../config/options.ts';
 import { EvaluationPool } from '../evaluation/pool.ts';
-import { pipelineFor } from '../evaluation/pool-config.ts';
+import { admissionRequestMs, pipelineFor } from '../evaluation/pool-config.ts';
 import { DebugVars } from '../observability/debug-vars.ts';
 import { RuntimeStats } from '../observability/runtime-stats.ts';
 import { portalKinds } from '../policy/portal-kinds.ts';
@@ -96,6 +96,8 @@ function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Lo
       workers: config.evaluationWorkers,
       pipeline: pipelineFor(AVAILABLE_CPUS),
       timeoutMs: config.evaluationTimeout,
+      // Queue and evaluations together stay inside the webhook's timeout (pool-config.ts).
+      requestMs: admissionRequestMs(config.evaluationTimeout),
       exemptNamespaces: config.exemptNamespaces,
     },
     // Namespace labels travel to the workers like the rules: they answer whole reviews.

@@ -14,8 +14,13 @@ export interface Exempted {
   exception: string;
 }
 
-/** How an admission request ended: the `decision` label of metrics and logs. Bounded set. */
-export type AdmissionOutcome = 'allow' | 'warn' | 'deny' | 'exempt' | 'not_ready' | 'error' | 'invalid';
+/**
+ * How an admission request ended: the `decision` label of metrics and logs.
+ * Bounded set. `overloaded`: denied because its flow's queue was full or it
+ * could not start in time (evaluation/pool.ts), neither a verdict nor an
+ * internal error.
+ */
+export type AdmissionOutcome = 'allow' | 'warn' | 'deny' | 'exempt' | 'not_ready' | 'overloaded' | 'error' | 'invalid';
 
 export type AdmissionDecision =
   | { allowed: true; warnings: string[]; exempted?: Exempted[] }
