@@ -25,7 +25,7 @@ export default tseslint.config(
   },
   {
     // Components take typed config and an AbortSignal; only the CLI touches
-    // the process (STYLE.md, habit 1).
+    // the process (docs/design.md §11, habit 1).
     files: ['src/**/*.ts', 'packages/*/src/**/*.ts'],
     ignores: ['src/cli/**'],
     rules: {

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Vendors what the embedded API server needs to speak
 // `application/vnd.kubernetes.protobuf` from the upstream protobufjs
-// descriptor (../shared/kubernetes-proto/descriptor.json, see PROVENANCE.md
-// next to the output), for @bufbuild/protobuf to read at run time:
+// descriptor (a protobufjs JSON descriptor of the Kubernetes API types, built
+// as PROVENANCE.md next to the output says; give its path), for @bufbuild/protobuf to read at run time:
 // - k8s.descriptorset.json: a google.protobuf.FileDescriptorSet (proto JSON)
 //   of the messages reachable from the built-in kinds the server serves, one
 //   file per proto package, each field's json_name set to its Go JSON name;
@@ -11,7 +11,7 @@
 // Both are committed, so a fresh clone needs nothing from outside; re-run
 // this only when the served kinds change:
 //
-//   node scripts/gen-k8s-proto.mjs [path/to/descriptor.json]
+//   node scripts/gen-k8s-proto.mjs path/to/descriptor.json
 //
 // test/apiserver/protobuf.test.ts fails when a served built-in kind has no
 // message here (i.e. when this list and the registry drift apart).
@@ -21,7 +21,11 @@ import { FileDescriptorSetSchema } from '@bufbuild/protobuf/wkt';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const input = process.argv[2] ?? fileURLToPath(new URL('../../shared/kubernetes-proto/descriptor.json', import.meta.url));
+const input = process.argv[2];
+if (input === undefined) {
+  process.stderr.write('usage: node scripts/gen-k8s-proto.mjs path/to/descriptor.json (see packages/devcluster/src/apiserver/protobuf/PROVENANCE.md for how it is built)\n');
+  process.exit(2);
+}
 const outDir = `${root}packages/devcluster/src/apiserver/protobuf/`;
 
 /** [apiVersion, kind, proto package]: every built-in kind the server serves, plus the API's own messages. */

@@ -1,7 +1,7 @@
 /**
  * The answers to requests that went wrong before or outside a decision:
  * fastify's errors (413, 415, a throw that escaped the route) and the fast
- * path's throw. Fail closed (DESIGN §2, §3): a review whose uid can be read
+ * path's throw. Fail closed (docs/design.md §2, §3): a review whose uid can be read
  * is answered with a denial that echoes it; anything else is a Status.
  */
 import type { IncomingMessage } from 'node:http';

@@ -1,5 +1,5 @@
 /**
- * The readiness gate (DESIGN §3): ready iff every source check passes (rules
+ * The readiness gate (docs/design.md §3): ready iff every source check passes (rules
  * loaded, informers synced) AND NOT (more than half of the last N decided
  * admission requests ended in an internal error, with a minimum sample).
  *

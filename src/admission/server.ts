@@ -2,7 +2,7 @@
  * The admission webhook server factory (fastify, HTTPS only). Returns an
  * un-listened instance: the CLI listens, tests use `inject()` or port 0.
  *
- * Fail closed (DESIGN §3): a request is allowed only when the engine decided
+ * Fail closed (docs/design.md §3): a request is allowed only when the engine decided
  * so; not ready, an exception, or a rejection all answer `allowed: false`.
  * The parts: answerer.ts (one request, from body to answer), error-answers.ts
  * (what went wrong outside a decision), fast-path.ts (the API server's

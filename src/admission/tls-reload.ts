@@ -20,7 +20,7 @@ import { caBundleProblem } from '../config/ca-bundle.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { toError } from '../observability/errors.ts';
 
-/** TLS 1.2 minimum (DESIGN §3); the apiserver speaks 1.2 and 1.3. */
+/** TLS 1.2 minimum (docs/design.md §3); the apiserver speaks 1.2 and 1.3. */
 export const TLS_MIN_VERSION = 'TLSv1.2' as const;
 
 export interface TlsFiles {

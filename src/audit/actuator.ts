@@ -1,5 +1,5 @@
 /**
- * Audit actuation (DESIGN §1, §5; issue 10 item 3): the leader-only Runnable.
+ * Audit actuation (docs/design.md §1, §5; issue 10 item 3): the leader-only Runnable.
  *
  * The Manager starts it with the term when this replica wins the Lease and
  * aborts its signal when the term ends; nothing here asks whether it leads.

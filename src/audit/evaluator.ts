@@ -1,5 +1,5 @@
 /**
- * Audit evaluation (DESIGN §1, §5; issue 10 item 3): runs on EVERY replica.
+ * Audit evaluation (docs/design.md §1, §5; issue 10 item 3): runs on EVERY replica.
  *
  * Pipeline: informers for every kind some rule matches (started/stopped as
  * rules come and go) feed a WorkQueue keyed by object; rule changes and the

@@ -1,6 +1,6 @@
 /**
  * Audit metrics, defined in one place and registered on an injected
- * prom-client Registry (STYLE.md, habit 5). Each getter is idempotent per
+ * prom-client Registry (docs/design.md §11, habit 5). Each getter is idempotent per
  * registry, so several components of one replica share the same series.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';

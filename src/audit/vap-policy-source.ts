@@ -1,5 +1,5 @@
 /**
- * ValidatingAdmissionPolicies in the audit (DESIGN §8): an
+ * ValidatingAdmissionPolicies in the audit (docs/design.md §8): an
  * {@link AuditPolicySource} over the VapInformerSource, so every replica
  * evaluates existing objects against every bound policy and the actuator
  * writes the results into the same reports as the Portal rules
@@ -67,7 +67,7 @@ export class VapAuditPolicySource implements AuditPolicySource {
   readonly #actions = new Map<string, { rv: string; actions: readonly RuleAction[] }>();
 
   /**
-   * The policy's audit actions (DESIGN §8). An annotation that does not parse
+   * The policy's audit actions (docs/design.md §8). An annotation that does not parse
    * gives no actions (the problems are what `parseAuditActions` reports;
    * `portal test` and docs/vap.md show the format).
    */

@@ -3,7 +3,7 @@
  * A small flag parser shared by the subcommands: `--name value`,
  * `--name=value`, boolean `--name` / `--name=false`, repeatable flags, and
  * `--` to end flags. It never throws: every problem is collected so a command
- * can report them all at once (DESIGN §6, exit code 2).
+ * can report them all at once (docs/design.md §6, exit code 2).
  */
 export interface FlagDef {
   /** Without the leading `--`. */

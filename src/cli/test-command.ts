@@ -1,6 +1,6 @@
 /**
  * `portal test --policies DIR [--output table|json|policyreport|openreports] FILE...`
- * (DESIGN §6): offline evaluation of manifests against rules, like
+ * (docs/design.md §6): offline evaluation of manifests against rules, like
  * `kyverno test` / `gator`.
  *
  * Every input problem (flags, unreadable files, bad YAML, unsupported objects,

@@ -178,7 +178,7 @@ function validate(
   } else if (c.leaseDuration <= 0 || c.renewDeadline <= 0 || c.retryPeriod <= 0) {
     problems.push('--lease-duration, --renew-deadline and --retry-period must all be greater than 0');
   } else {
-    // client-go's rule (FACTS.md): followers must not take over while the
+    // client-go's rule (docs/design.md §10.4): followers must not take over while the
     // leader may still be renewing, and a renewal needs room for retries.
     if (!(c.leaseDuration > c.renewDeadline)) {
       problems.push(

@@ -11,7 +11,7 @@ import type { LogLevel } from '../observability/logger.ts';
 import { REPORT_APIS, REPORT_GRANULARITIES, type ReportApi, type ReportGranularity } from '../policy/report.ts';
 import type { Verdict } from '../policy/types.ts';
 
-/** Namespaces the webhook never matches and the server never evaluates, so the control plane can always recover (DESIGN.md §3). */
+/** Namespaces the webhook never matches and the server never evaluates, so the control plane can always recover (docs/design.md §3). */
 export const ALWAYS_EXCLUDED_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
 
 export interface ServeConfig {
@@ -156,7 +156,7 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   leaderElect: true,
   leaseName: 'portal-leader',
   leaseNamespace: '',
-  // client-go's defaults (FACTS.md: 15 s / 10 s / 2 s).
+  // client-go's defaults (docs/design.md §4: 15 s / 10 s / 2 s).
   leaseDuration: 15_000,
   renewDeadline: 10_000,
   retryPeriod: 2_000,

@@ -84,7 +84,7 @@ export interface BuildWebhookOptions {
 
 
 /**
- * Resources that must never be sent to Portal (DESIGN.md §3): intercepting
+ * Resources that must never be sent to Portal (docs/design.md §3): intercepting
  * them could stop leader election, event recording, node heartbeats,
  * authentication, or the repair of Portal itself. Same list as the chart's
  * `portal.forbiddenWebhookResources`.

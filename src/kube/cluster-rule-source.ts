@@ -5,7 +5,7 @@
  *
  * Ready (and so admitting) only once all three informers have listed at least
  * once. The latch is deliberate: after the first sync a replica keeps
- * answering from its cache while the API server is away (DESIGN §1:
+ * answering from its cache while the API server is away (docs/design.md §1:
  * admission never depends on the control plane being reachable); staleness
  * shows up in /debug/vars and the informers' own logs instead.
  */

@@ -1,6 +1,6 @@
 /**
  * ValidatingAdmissionPolicies, their bindings and their params, read through
- * ResilientInformers into a VapSet, for the audit on every replica (DESIGN
+ * ResilientInformers into a VapSet, for the audit on every replica (docs/design.md
  * §8): the same evaluation as `portal test` and the embedded API server, over
  * the informer caches.
  *

@@ -20,7 +20,7 @@ export interface ObservedLease {
   record: LeaseRecord;
 }
 
-/** `2006-01-02T15:04:05.000000Z`: exactly six fractional digits (FACTS.md). */
+/** `2006-01-02T15:04:05.000000Z`: exactly six fractional digits (docs/design.md §4). */
 export function microTime(date: Date): string {
   return new V1MicroTime(date).toISOString();
 }

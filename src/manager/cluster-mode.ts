@@ -64,7 +64,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     exceptions: exceptionOptions(config),
     onRule: (rule, state) => ruleProblemSink.problems?.ruleState(rule, state),
   });
-  // ValidatingAdmissionPolicies are audited, never enforced here (the API server does): DESIGN §8.
+  // ValidatingAdmissionPolicies are audited, never enforced here (the API server does): docs/design.md §8.
   const vaps = new VapInformerSource(client, componentLogger(root, 'vap'));
   // The webhook configuration Portal is served through, for the rules' Covered condition.
   const webhookConfig = config.webhookConfiguration !== '' ? new WebhookConfigSource(client, config.webhookConfiguration, componentLogger(root, 'coverage')) : undefined;
@@ -260,7 +260,7 @@ function registerDebugVars(debugVars: DebugVars, registry: Registry, parts: Clus
     events: exceptionEvents.stats(),
   }));
   // A VAP the API server accepted can still fail to compile in Portal's CEL engine (a
-  // stricter type check): every request it matches is then an audit `error` (DESIGN §8).
+  // stricter type check): every request it matches is then an audit `error` (docs/design.md §8).
   new Gauge({
     name: 'portal_vap_compile_errors',
     help: 'ValidatingAdmissionPolicies with an expression that does not compile in Portal (audited as errors).',

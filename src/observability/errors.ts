@@ -1,5 +1,5 @@
 /**
- * One error catalogue with stable codes (STYLE.md, habit 3). Every layer adds
+ * One error catalogue with stable codes (docs/design.md §11, habit 3). Every layer adds
  * context by wrapping with `cause`, never by string concatenation alone.
  */
 export const ErrorCode = {

@@ -1,5 +1,5 @@
 /**
- * Every structured log key Portal uses, in one place (STYLE.md: gatekeeper's
+ * Every structured log key Portal uses, in one place (docs/design.md §11: gatekeeper's
  * "every log key a constant"), so dashboards and queries do not drift from the
  * code. Never log a whole admission object: requests can carry Secrets.
  * test/architecture/log-keys.test.ts fails on a log field not named here.

@@ -1,6 +1,6 @@
 /**
  * Admission metrics on an injected prom-client Registry (never the global
- * one), `portal_` prefix and unit suffixes (STYLE.md, habit 5).
+ * one), `portal_` prefix and unit suffixes (docs/design.md §11, habit 5).
  *
  * Hot path: {@link AdmissionMetrics.answered} only bumps plain numbers; the
  * request counter and duration histogram take them on each scrape (their

@@ -1,5 +1,5 @@
 /**
- * `validate.cel` in a PortalRule / PortalClusterRule (DESIGN.md §8): compiled
+ * `validate.cel` in a PortalRule / PortalClusterRule (docs/design.md §8): compiled
  * once per rule generation with the CEL engine, evaluated per request against
  * the activation Kubernetes gives a ValidatingAdmissionPolicy.
  *

@@ -6,7 +6,7 @@ import { CONDITIONS, LABEL_SELECTOR_PROPERTIES } from './crd-shared.generated.ts
 
 /** The openAPIV3Schema of PortalRule and PortalClusterRule (identical). */
 export const RULE_CRD_OPENAPI_SCHEMA: Readonly<Record<string, unknown>> = {
-  "description": "A Portal admission and audit rule (DESIGN.md §2).",
+  "description": "A Portal admission and audit rule (docs/design.md §2).",
   "type": "object",
   "required": [
     "spec"

@@ -1,6 +1,6 @@
 /**
- * From verdicts to the admission answer (DESIGN.md §2, §3), with VAP's
- * semantics for errors (FACTS.md, "Errors and enforcement"): a rule's `error`
+ * From verdicts to the admission answer (docs/design.md §2, §3), with VAP's
+ * semantics for errors (docs/design.md §10.3): a rule's `error`
  * is a failure unless its failurePolicy is Ignore, and a failure does what the
  * enforcement says. Deny rejects, Warn admits with one warning per rule, Audit
  * is silent. Portal's own internal errors never reach here: the server turns
@@ -27,7 +27,7 @@ export type AdmissionDecision =
   | { allowed: false; code: 403 | 500; message: string; warnings: string[]; exempted?: Exempted[] };
 
 /** Each warning stays under 120 characters: the apiserver cuts long ones, and
- * kubectl prints each on one line (FACTS.md, AdmissionReview). */
+ * kubectl prints each on one line (docs/design.md §10.1). */
 export const MAX_WARNING_LENGTH = 119;
 
 /**

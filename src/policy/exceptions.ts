@@ -1,5 +1,5 @@
 /**
- * PortalException (`portal.dev/v1alpha1`, DESIGN §9, docs/exceptions.md):
+ * PortalException (`portal.dev/v1alpha1`, docs/design.md §9, docs/exceptions.md):
  * validation, compilation, and THE function that decides whether an exception
  * covers an (object, rule) pair — {@link exceptionCovers}. Admission
  * (decideAdmission), the audit (evaluate, exemptVerdicts) and `portal test`

@@ -1,6 +1,6 @@
 /**
  * Pod Security Standards versions, as Pod Security Admission reads them
- * (FACTS-pss.md §4): `latest` or `v1.N` (no patch part, no leading zero,
+ * (docs/design.md §10.6): `latest` or `v1.N` (no patch part, no leading zero,
  * major 1). A rule's schema asks for a version with the `minPodSecurityVersion`
  * keyword (compiler.ts); the version in force comes from the namespace label
  * `pod-security.kubernetes.io/enforce-version`, else the rule's

@@ -1,5 +1,5 @@
 /**
- * Workloads whose pod template a Pod rule also checks (DESIGN.md §2), and the
+ * Workloads whose pod template a Pod rule also checks (docs/design.md §2), and the
  * Pod that stands in for a template during validation.
  */
 import type { KindMatch, KubeObject } from './types.ts';

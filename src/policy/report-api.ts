@@ -1,5 +1,5 @@
 /**
- * The report APIs Portal writes (FACTS.md; adr/0012) and the names, labels
+ * The report APIs Portal writes (docs/design.md §10.2; adr/0012) and the names, labels
  * and bounds every report shares (report.ts builds them).
  */
 import type { Verdict } from './types.ts';

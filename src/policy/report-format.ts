@@ -1,5 +1,5 @@
 /**
- * Output formats of `portal test` (DESIGN §6): a JSON array of results, an
+ * Output formats of `portal test` (docs/design.md §6): a JSON array of results, an
  * aligned table with a summary line, and reports, one per resource:
  * `wgpolicyk8s.io/v1alpha2` PolicyReports (`policyreport`) or
  * `openreports.io/v1alpha1` Reports (`openreports`), built by the audit's own
@@ -26,7 +26,7 @@ export interface EvaluatedResource {
   verdicts: readonly RuleVerdict[];
 }
 
-/** One line of `portal test --output json`: the DESIGN §6 fields, plus `exception` on exempted rows. */
+/** One line of `portal test --output json`: the docs/design.md §6 fields, plus `exception` on exempted rows. */
 export interface TestResult {
   rule: string;
   kind: string;

@@ -1,7 +1,7 @@
 /**
  * The one report builder (issue 20): `openreports.io/v1alpha1` Report /
  * ClusterReport or `wgpolicyk8s.io/v1alpha2` PolicyReport /
- * ClusterPolicyReport (FACTS.md), one per resource or one per namespace plus
+ * ClusterPolicyReport (docs/design.md §10.2), one per resource or one per namespace plus
  * one for the cluster (adr/0012). The audit writes what it builds, and
  * `portal test --output policyreport|openreports` prints it. Pure: no I/O,
  * injected time.
@@ -151,7 +151,7 @@ function toResult(v: RuleVerdict, opts: BuildOptions, ts: { seconds: number; nan
   // An exempted object: `skip`, naming the PortalException `namespace/name` (issue 18, adr/0014).
   if (v.exception !== undefined) properties['exception'] = v.exception;
   const result: ReportResult = {
-    // One Portal rule is one policy with one rule, so both carry its name; a VAP's result names its binding as the rule (DESIGN §8).
+    // One Portal rule is one policy with one rule, so both carry its name; a VAP's result names its binding as the rule (docs/design.md §8).
     policy: v.rule,
     rule: v.reportRule ?? v.rule,
     severity: v.severity,

@@ -1,5 +1,5 @@
 /**
- * The Portal rule API, `portal.dev/v1alpha1` (DESIGN.md §2), and the shapes the
+ * The Portal rule API, `portal.dev/v1alpha1` (docs/design.md §2), and the shapes the
  * engine exchanges with its callers (admission, audit, `portal test`).
  *
  * This module is the contract between `src/policy` and everything that uses
@@ -105,7 +105,7 @@ export interface RuleSpec {
   audit?: { actions?: RuleAction[] };
 }
 
-/** `validate.cel`: ValidatingAdmissionPolicy's syntax (DESIGN.md §8). */
+/** `validate.cel`: ValidatingAdmissionPolicy's syntax (docs/design.md §8). */
 export interface CelValidation {
   /** All must be true for the rule to apply; a false one skips the rule. */
   matchConditions?: { name: string; expression: string }[];
@@ -208,7 +208,7 @@ export interface RuleVerdict {
   /** `name` for cluster rules, `namespace/name` for namespaced rules; a VAP's name. */
   rule: string;
   ruleKind: RuleKind | 'ValidatingAdmissionPolicy';
-  /** The report result's `rule` when it is not `rule`: a VAP's binding name (DESIGN §8). */
+  /** The report result's `rule` when it is not `rule`: a VAP's binding name (docs/design.md §8). */
   reportRule?: string;
   enforcement: Enforcement;
   /** How an `error` result is treated at admission. @default "Fail" */

@@ -97,7 +97,7 @@ test('every top-level directory of src/ is a known layer (a new one is guarded f
 /** Node modules that do I/O; `from` → what it must not import. */
 const IO_MODULES = /^(node:)?(fs|fs\/promises|net|tls|http|https|http2|child_process|dgram|dns|worker_threads|cluster)$/;
 const NO_IO: Record<string, RegExp> = {
-  // policy/ is pure: admission, the audit and `portal test` run the same evaluator (STYLE.md).
+  // policy/ is pure: admission, the audit and `portal test` run the same evaluator (docs/design.md §11).
   policy: IO_MODULES,
   // observability/ is the bottom layer: logger, keys, metrics, errors; it opens nothing itself.
   observability: IO_MODULES,

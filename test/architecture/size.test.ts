@@ -1,5 +1,5 @@
 /**
- * Small modules with one job (STYLE.md; issue 21 item 4): no product file
+ * Small modules with one job (docs/design.md §11; issue 21 item 4): no product file
  * over {@link MAX_FILE_LINES} lines and no function over
  * {@link MAX_FUNCTION_LINES}, unless the file says why in a one-line
  * `// size: <reason>` comment as its first line. Generated files

@@ -143,7 +143,7 @@ void test('by default both send pods/ephemeralcontainers updates (kubectl debug)
   }
 });
 
-void test("Portal's own kinds: a second webhook with failurePolicy Ignore on it only; the main one never matches them (DESIGN §3)", async () => {
+void test("Portal's own kinds: a second webhook with failurePolicy Ignore on it only; the main one never matches them (docs/design.md §3)", async () => {
   const values = await loadChartWebhookValues(chartDir);
   const rendered = find(await render(), 'ValidatingWebhookConfiguration');
   const [main, kinds] = rendered['webhooks'] as Hook[];

@@ -1,5 +1,5 @@
 /**
- * client-go's leaderelection scenarios (FACTS.md), each against the real
+ * client-go's leaderelection scenarios (docs/design.md §10.4), each against the real
  * embedded API server through client-node, plus Portal's watch-based handover.
  */
 import assert from 'node:assert/strict';

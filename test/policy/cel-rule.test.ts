@@ -1,5 +1,5 @@
 /**
- * `validate.cel` in Portal rules (DESIGN.md §8): verdicts, both languages,
+ * `validate.cel` in Portal rules (docs/design.md §8): verdicts, both languages,
  * matchConditions, pod-template autogen for every workload kind, errors that
  * deny, compile errors in the rule's state.
  */

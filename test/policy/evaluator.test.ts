@@ -103,7 +103,7 @@ void describe('decide', () => {
     assert.equal(d.code, 403);
     assert.equal(d.message, 'denied by 2 rules: a: Bad. [spec.x: must be equal to false]; c: Bad. [spec.x: must be equal to false]');
   });
-  void it('a rule error follows failurePolicy, then enforcement (FACTS.md, Errors and enforcement)', () => {
+  void it('a rule error follows failurePolicy, then enforcement (docs/design.md §10.3)', () => {
     const err = (rule: string, enf: RuleVerdict['enforcement'], fp?: 'Fail' | 'Ignore'): RuleVerdict => ({
       ...v(rule, enf, 'error', `rule ${rule} could not be evaluated: it has never compiled: x`),
       ...(fp ? { failurePolicy: fp } : {}),

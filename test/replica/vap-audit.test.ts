@@ -1,4 +1,4 @@
-// A cluster-mode replica audits ValidatingAdmissionPolicies (DESIGN §8): a
+// A cluster-mode replica audits ValidatingAdmissionPolicies (docs/design.md §8): a
 // Pod created before the policy existed is reported in its PolicyReport with
 // policy = the VAP's name, rule = the binding's name, source portal; the
 // leader runs the actions of the policy's policies.portal.dev/audit-actions
@@ -35,7 +35,7 @@ test('a replica audits a VAP into the reports (policy = VAP, rule = binding, sou
     | { metadata: { name: string; annotations?: Record<string, string> } }
     | undefined;
   assert.ok(policy);
-  // Audit actions for a VAP come from its annotation (DESIGN §8).
+  // Audit actions for a VAP come from its annotation (docs/design.md §8).
   policy.metadata.annotations = { ...policy.metadata.annotations, 'policies.portal.dev/audit-actions': '[{"type":"label","key":"portal.dev/violation","value":"privileged"}]' };
   const VAP = '/apis/admissionregistration.k8s.io/v1';
   assert.equal((await admin.request('POST', `${VAP}/validatingadmissionpolicies`, policy)).status, 201);

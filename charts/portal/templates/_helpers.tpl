@@ -60,7 +60,7 @@ app.kubernetes.io/part-of: portal
 {{- end }}
 
 {{/*
-Resources the webhook must never intercept (DESIGN.md §3, self-lockout):
+Resources the webhook must never intercept (docs/design.md §3, self-lockout):
 the control plane and Portal itself must always be able to recover.
 */}}
 {{- define "portal.forbiddenWebhookResources" -}}

@@ -148,7 +148,7 @@ export class OfflineEvaluator {
     const deleting = request.operation === 'DELETE';
     const object = deleting ? null : input.object;
     const oldObject = deleting ? input.object : (request.oldObject ?? null);
-    // A Namespace is matched on its own labels (FACTS.md, namespaceSelector).
+    // A Namespace is matched on its own labels (docs/design.md §10.1).
     const nsName = ref.kind === 'Namespace' ? ref.name : ref.namespace;
     const resource = { group: input.kind.group, version: input.kind.version, resource: guessResource(input.kind.kind) };
     const admission = request.operation === 'AUDIT' && request.userInfo === undefined ? undefined : admissionRequest(ref, input, resource, request, object, oldObject);

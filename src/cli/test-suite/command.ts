@@ -1,6 +1,6 @@
 /**
  * `portal test FILE|DIR...` without --policies: runs test suites
- * (`*.portal-test.yaml`, DESIGN §9). Bad input anywhere (flags, a suite that
+ * (`*.portal-test.yaml`, docs/design.md §9). Bad input anywhere (flags, a suite that
  * does not parse or names what does not exist) is exit 2 with file and line;
  * otherwise exit 1 when an expectation does not hold (or, with --strict, a
  * verdict is not named by any), else 0.

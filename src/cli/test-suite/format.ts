@@ -1,5 +1,5 @@
 /**
- * The suite format, `cli.portal.dev/v1alpha1` `Test` (DESIGN §9;
+ * The suite format, `cli.portal.dev/v1alpha1` `Test` (docs/design.md §9;
  * schemas/portal-test.schema.json is its JSON Schema; docs/testing-policies.md
  * documents it): the shapes after validation, and what the runner reports.
  */

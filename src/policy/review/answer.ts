@@ -117,7 +117,7 @@ function shape(apiVersion: ReviewVersion, request: RequestSummary, decision: Dec
   if (decision.allowed && decision.warnings.length === 0 && exempted === undefined) {
     return { httpStatus: 200, apiVersion, request, decision: 'allow', response: { uid: request.uid, allowed: true } };
   }
-  // The apiserver shows warnings to users; Portal keeps each under 120 characters (DESIGN §2), whatever the decider returned.
+  // The apiserver shows warnings to users; Portal keeps each under 120 characters (docs/design.md §2), whatever the decider returned.
   const warnings = decision.warnings.map((w) => clipText(w, MAX_WARNING_LENGTH));
   const response: AdmissionResponseBody = decision.allowed
     ? { uid: request.uid, allowed: true }

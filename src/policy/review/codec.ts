@@ -1,6 +1,6 @@
 /**
  * AdmissionReview decoding and encoding (`admission.k8s.io/v1` and
- * `v1beta1`, FACTS.md). Decoding never throws: it returns what was wrong and,
+ * `v1beta1`, docs/design.md §10.1). Decoding never throws: it returns what was wrong and,
  * when it could be read, the request's uid so even an error answer echoes it.
  */
 import type { GroupVersionKind, KubeObject, Operation } from '../types.ts';
@@ -79,7 +79,7 @@ export function decodeReview(body: unknown): Decoded {
   for (const f of REQUEST_OBJECT_FIELDS) {
     if (request[f] !== undefined && request[f] !== null && !isObject(request[f])) return failure(`request.${f} must be an object or null`, uid, apiVersion);
   }
-  // `object` is null only on DELETE (FACTS.md): a CREATE or UPDATE without
+  // `object` is null only on DELETE (docs/design.md §10.1): a CREATE or UPDATE without
   // it there is nothing to validate, so the
   // review itself is malformed (400), not a violation of every rule.
   if ((request.operation === 'CREATE' || request.operation === 'UPDATE') && !isObject(request.object)) {

@@ -1,5 +1,5 @@
 /**
- * Defence in depth behind the chart's webhook selectors (DESIGN §3): the
+ * Defence in depth behind the chart's webhook selectors (docs/design.md §3): the
  * server itself never evaluates requests that could lock out the control
  * plane or Portal.
  */

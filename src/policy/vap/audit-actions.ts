@@ -1,7 +1,7 @@
 /**
  * `policies.portal.dev/audit-actions` on a ValidatingAdmissionPolicy: a JSON
  * list of the same action objects as a PortalRule's `audit.actions`
- * (DESIGN §8), e.g. `[{"type":"label","key":"portal.dev/violation","value":"x"},{"type":"alert"}]`.
+ * (docs/design.md §8), e.g. `[{"type":"label","key":"portal.dev/violation","value":"x"},{"type":"alert"}]`.
  * Users write annotations by hand, so every problem is reported (and the
  * policy then gets no actions), never thrown.
  */

@@ -1,4 +1,4 @@
-/** The policies.portal.dev/audit-actions annotation of a VAP (DESIGN §8). */
+/** The policies.portal.dev/audit-actions annotation of a VAP (docs/design.md §8). */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AUDIT_ACTIONS_ANNOTATION, parseAuditActions } from '../../../src/policy/vap/index.ts';

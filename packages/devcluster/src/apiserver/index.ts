@@ -1,5 +1,5 @@
 /**
- * The embedded Kubernetes API server (DESIGN §7): in memory, HTTPS on
+ * The embedded Kubernetes API server (docs/design.md §7): in memory, HTTPS on
  * loopback (plus plain HTTP on the same port for in-process tests that ask
  * for it), bearer-token users, with fault injection and an audit
  * log for tests. See docs/devcluster-api.md.

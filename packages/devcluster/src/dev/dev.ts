@@ -1,5 +1,5 @@
 /**
- * `portal dev` (DESIGN §6): the embedded API server on loopback, the CRDs,
+ * `portal dev` (docs/design.md §6): the embedded API server on loopback, the CRDs,
  * the rules, the webhook configuration (built from the chart's values by the
  * same builder as the chart), and N `portal serve` replicas supervised like a
  * Deployment, with a live status line and `.portal/dev/state.json`.

@@ -1,5 +1,5 @@
 /**
- * `.portal/dev/state.json`, the contract other tools read (DESIGN §6):
+ * `.portal/dev/state.json`, the contract other tools read (docs/design.md §6):
  * `{kubeconfig, apiserver, replicas: [{name, pid, webhook, probes}]}`.
  * Written atomically (temp file + rename) so a reader never sees half a file.
  */
