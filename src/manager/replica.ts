@@ -21,7 +21,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import { writeSelfSigned } from '../admission/certs.ts';
 import { kindLabeler } from '../admission/kind-label.ts';
 import { HealthChecks, buildProbesServer } from '../admission/probes.ts';
@@ -40,6 +40,8 @@ import { createAdmissionMetrics, registerCelFallbacks, registerRulesNotReady } f
 import { PER_CALL_COST_LIMIT, type RuleSet } from '../policy/index.ts';
 import { clusterMode } from './cluster-mode.ts';
 import { fileMode } from './file-mode.ts';
+import { bindRuleSeries } from './rule-series.ts';
+import type { RuleStats } from '../evaluation/rule-stats.ts';
 import { Manager, type ShutdownOutcome } from './manager.ts';
 import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
 import type { Runnable } from './runnable.ts';
@@ -88,7 +90,7 @@ function serverRunnable(name: string, server: FastifyInstance, alsoRun?: (signal
 }
 
 /** Admission evaluates in worker threads with a hard deadline (adr/0013); threads start with the Manager. */
-function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Logger, registry: Registry): EvaluationPool {
+function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Logger, registry: Registry, ruleStats: RuleStats): EvaluationPool {
   const { source, ruleProblems } = mode;
   return new EvaluationPool(
     {
@@ -103,6 +105,7 @@ function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Lo
     {
       logger: componentLogger(root, 'evaluation'),
       registry,
+      ruleStats,
       onRuleError: (v, input) => ruleProblems.verdictError('admission', v, { kind: input.kind.kind, namespace: input.namespace, name: input.name, operation: input.operation }),
     },
   );
@@ -117,6 +120,8 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   const { root } = deps;
   const log = componentLogger(root, 'serve');
   const registry = new Registry();
+  // The standard process_* and nodejs_* series (CPU, memory, heap, event-loop lag, GC), on this registry only.
+  collectDefaultMetrics({ register: registry });
   const liveness = new HealthChecks();
   const debugVars = new DebugVars();
 
@@ -138,7 +143,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   metrics.rulesLoaded.set(source.ruleSet.size);
   registerRulesNotReady(registry, () => source.ruleSet.states().filter((s) => !s.ready).length);
   registerCelFallbacks(registry, () => source.ruleSet.celCosts().map((r) => ({ rule: r.key, expressions: r.expressions.filter((e) => e.fallback !== undefined).length })));
-  const evaluation = admissionEvaluation(config, mode, root, registry);
+  const evaluation = admissionEvaluation(config, mode, root, registry, bindRuleSeries(registry, source.ruleSet, metrics.exceptionsApplied));
   const gate = new ReadinessGate({ maxAgeMs: config.readinessErrorMaxAge });
   gate.addCheck('rules', () => source.ready() || source.notReadyReason());
   gate.addCheck('evaluation', () => evaluation.ready() || evaluation.notReadyReason());

@@ -247,3 +247,26 @@ export function registerRulesNotReady(registry: Registry, notReady: () => number
     },
   });
 }
+
+/**
+ * Keeps only the label sets `keep` accepts: the series of a deleted rule or
+ * exception leave /metrics (issue 31: tenant-chosen names must not live for
+ * ever). Runs now, and again before each scrape (chained before the
+ * counter's own `collect`), so a late increment for a rule deleted in the
+ * meantime is dropped too. prom-client keeps one entry per label set in
+ * `hashMap` (pinned version; test/observability/rule-series.test.ts checks
+ * the series really go).
+ */
+export function pruneSeries<T extends string>(counter: Counter<T>, keep: (labels: Readonly<Partial<Record<T, string | number>>>) => boolean): () => void {
+  const target = counter as unknown as { hashMap: Record<string, { labels: Partial<Record<T, string | number>> }>; collect?: () => unknown };
+  const prune = (): void => {
+    for (const entry of Object.values(target.hashMap)) if (!keep(entry.labels)) counter.remove(entry.labels);
+  };
+  const own = target.collect;
+  target.collect = function collect(this: unknown) {
+    prune();
+    return own?.call(this);
+  };
+  prune();
+  return prune;
+}

@@ -60,7 +60,23 @@ export interface EvaluationBudget {
   abandoned?: ReadonlySet<string> | undefined;
   /** Told the key of each rule just before its CEL and schema run (the pool records it, to know which rule was running if the deadline passes). */
   onRule?: ((key: string) => void) | undefined;
+  /** Admission only: told each applying rule's result and how long it ran (the workers' per-rule metrics). */
+  results?: RuleResultSink | undefined;
 }
+
+/**
+ * Sees, for each rule that applies to an admission request, its result
+ * (index into `pass, fail, warn, error, skip`: skip is an exemption) and the
+ * seconds its CEL and schema took (-1 for an exemption: nothing ran). Must
+ * not throw.
+ */
+export interface RuleResultSink {
+  record(rule: RuleEntry, result: number, seconds: number): void;
+}
+
+/** Result indexes a sink receives. */
+const PASS = 0;
+const RESULT_OF: Readonly<Record<string, number>> = { pass: 0, fail: 1, warn: 2, error: 3, skip: 4 };
 
 /** The message of a rule whose evaluation passed the deadline and was abandoned. */
 export function abandonedMessage(ms: number): string {
@@ -117,6 +133,10 @@ export function violationMessage(display: string, ruleMessage: string, violation
 
 /** The rule applies to the input (its match selects it): evaluate it. */
 const APPLIES: unique symbol = Symbol('applies');
+/** With `all` false: the rule's CEL matchConditions left the input out (no result, unlike a pass). */
+const NOT_SELECTED: unique symbol = Symbol('not selected');
+/** With `all` false: the rule passed (no verdict built). */
+const PASSED: unique symbol = Symbol('passed');
 
 /**
  * Whether a candidate's match selects the input: {@link APPLIES}, or the
@@ -172,7 +192,9 @@ function matchOutcome(c: Candidate, input: EvaluationInput, all: boolean): RuleV
 
 /**
  * The verdict of one candidate rule. With `all` false (admission), the
- * verdicts decide() ignores, pass and skip, are not built: undefined instead.
+ * verdicts decide() ignores, pass and skip, are not built: PASSED or
+ * NOT_SELECTED (a false matchCondition), or undefined when the match leaves
+ * the input out.
  */
 function evaluateOne(
   c: Candidate,
@@ -181,10 +203,22 @@ function evaluateOne(
   celBudget: () => Budget,
   timeBudget: EvaluationBudget | undefined,
   exemptions: Exemptions | undefined,
-): RuleVerdict | undefined {
-  const { entry } = c;
+): RuleVerdict | undefined | typeof NOT_SELECTED | typeof PASSED {
   const unmatched = matchOutcome(c, input, all);
   if (unmatched !== APPLIES) return unmatched;
+  return applyRule(c, input, all, celBudget, timeBudget, exemptions);
+}
+
+/** A candidate whose match selects the input: its exemption, or its CEL and schema. */
+function applyRule(
+  c: Candidate,
+  input: EvaluationInput,
+  all: boolean,
+  celBudget: () => Budget,
+  timeBudget: EvaluationBudget | undefined,
+  exemptions: Exemptions | undefined,
+): RuleVerdict | typeof NOT_SELECTED | typeof PASSED {
+  const { entry } = c;
   const templatePath = c.templatePath;
 
   // The rule applies to this object: a PortalException may exempt it. Built
@@ -218,7 +252,7 @@ function evaluateOne(
   let celViolations: SchemaViolation[] = [];
   if (entry.cel) {
     const r = evaluateCelRule(entry.cel, input, templatePath ? { path: templatePath, prefix: c.templatePrefix } : undefined, celBudget());
-    if (r.kind === 'skip') return all ? skip(entry, r.why) : undefined;
+    if (r.kind === 'skip') return all ? skip(entry, r.why) : NOT_SELECTED;
     // An expression that errs or exceeds its cost gives `error`: its
     // failurePolicy and enforcement decide what that does (decision.ts).
     if (r.kind === 'error') return errorVerdict(entry, r.why, { reason: r.cost ? 'CostExceeded' : 'EvaluationError', field: r.field });
@@ -239,7 +273,7 @@ function evaluateOne(
     return errorVerdict(entry, `its schema failed on this object (${err instanceof Error ? err.message : String(err)})`, SCHEMA_ERROR);
   }
   if (celViolations.length > 0) violations = violations.length > 0 ? [...violations, ...celViolations] : celViolations;
-  if (violations.length === 0) return all ? verdict(entry, 'pass', c.passMessage) : undefined;
+  if (violations.length === 0) return all ? verdict(entry, 'pass', c.passMessage) : PASSED;
   return verdict(
     entry,
     entry.enforcement === 'Deny' ? 'fail' : 'warn',
@@ -273,7 +307,7 @@ export function evaluate(rules: RuleSet, input: EvaluationInput, budget?: Evalua
   const exemptions = rules.mayExempt(input.namespace) ? new Exemptions(rules, input, budget) : undefined;
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
     const v = evaluateOne(c, input, true, requestBudget, budget, exemptions);
-    if (v) out.push(v);
+    if (typeof v === 'object') out.push(v);
   }
   return out;
 }
@@ -291,12 +325,43 @@ export function decideAdmission(rules: RuleSet, input: EvaluationInput, budget?:
   let celBudget: Budget | undefined;
   const requestBudget = (): Budget => (celBudget ??= newBudget());
   const exemptions = rules.mayExempt(input.namespace) ? new Exemptions(rules, input, budget) : undefined;
+  const sink = budget?.results;
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
+    if (sink !== undefined) {
+      const v = measured(c, input, requestBudget, budget as EvaluationBudget, exemptions, sink);
+      if (v !== undefined) (out ??= []).push(v);
+      if (onError !== undefined && v?.result === 'error') onError(v);
+      continue;
+    }
     const v = evaluateOne(c, input, false, requestBudget, budget, exemptions);
-    if (v) {
+    if (typeof v === 'object') {
       (out ??= []).push(v);
       if (onError !== undefined && v.result === 'error') onError(v);
     }
   }
   return decide(out ?? []);
+}
+
+/**
+ * evaluateOne, telling the sink the rule's result and time when it applies:
+ * a match or a matchCondition that leaves the input out gives no result
+ * (and costs no clock read); an error of the match itself (unknown namespace
+ * labels) is an `error` that ran nothing (0 s).
+ */
+function measured(c: Candidate, input: EvaluationInput, celBudget: () => Budget, budget: EvaluationBudget, exemptions: Exemptions | undefined, sink: RuleResultSink): RuleVerdict | undefined {
+  const unmatched = matchOutcome(c, input, false);
+  if (unmatched !== APPLIES) {
+    if (unmatched !== undefined) sink.record(c.entry, RESULT_OF[unmatched.result] ?? PASS, 0);
+    return unmatched;
+  }
+  const started = budget.now();
+  const v = applyRule(c, input, false, celBudget, budget, exemptions);
+  if (v === NOT_SELECTED) return undefined;
+  const seconds = (budget.now() - started) / 1000;
+  if (v === PASSED) {
+    sink.record(c.entry, PASS, seconds);
+    return undefined;
+  }
+  sink.record(c.entry, RESULT_OF[v.result] ?? PASS, v.exception !== undefined ? -1 : seconds);
+  return v;
 }
