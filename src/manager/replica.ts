@@ -116,12 +116,17 @@ function registerAdmissionDebugVars(debugVars: DebugVars, rules: RuleSet, gate: 
   debugVars.register('rules', () => rules.states().map((s) => ({ key: s.key, ready: s.ready, reason: s.reason, message: s.message, generation: s.generation, enforcement: s.enforcement })));
 }
 
+/** The replica's own registry (never the global one), with the standard process_* and nodejs_* series (CPU, memory, heap, event-loop lag, GC). */
+function replicaRegistry(): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
 export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaDeps): Promise<BuildResult> {
   const { root } = deps;
   const log = componentLogger(root, 'serve');
-  const registry = new Registry();
-  // The standard process_* and nodejs_* series (CPU, memory, heap, event-loop lag, GC), on this registry only.
-  collectDefaultMetrics({ register: registry });
+  const registry = replicaRegistry();
   const liveness = new HealthChecks();
   const debugVars = new DebugVars();
 
