@@ -21,7 +21,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry, type Counter } from 'prom-client';
+import { DenialLog } from '../admission/denial-log.ts';
+import { TokenBucket } from '../kube/rate-limiter.ts';
 import { writeSelfSigned } from '../admission/certs.ts';
 import { kindLabeler } from '../admission/kind-label.ts';
 import { HealthChecks, buildProbesServer } from '../admission/probes.ts';
@@ -116,6 +118,11 @@ function registerAdmissionDebugVars(debugVars: DebugVars, rules: RuleSet, gate: 
   debugVars.register('rules', () => rules.states().map((s) => ({ key: s.key, ready: s.ready, reason: s.reason, message: s.message, generation: s.generation, enforcement: s.enforcement })));
 }
 
+/** Denied requests' log lines: at most 20 a second, bursts of 100 (a day of kubectl traffic fits; a deny loop does not flood the log). */
+function denialLog(log: Logger, notLogged: Counter): DenialLog {
+  return new DenialLog({ log, pacer: new TokenBucket({ qps: 20, burst: 100 }), notLogged });
+}
+
 /** The replica's own registry (never the global one), with the standard process_* and nodejs_* series (CPU, memory, heap, event-loop lag, GC). */
 function replicaRegistry(): Registry {
   const registry = new Registry();
@@ -174,7 +181,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
       metrics,
       kindLabel: kindLabeler(source.ruleSet),
       portalKinds: portalKinds(exceptionOptions(config)),
-      logger: componentLogger(root, 'admission'),
+      logger: componentLogger(root, 'admission'), denials: denialLog(componentLogger(root, 'admission'), metrics.denialsNotLogged),
     });
   } catch (err) {
     await cleanup();

@@ -44,6 +44,8 @@ export interface AdmissionMetrics {
   /** Open webhook connections. */
   connections: Gauge;
   connectionsClosed: Counter<'reason'>;
+  /** Denied requests whose info line the rate limit dropped (admission/denial-log.ts). */
+  denialsNotLogged: Counter;
   /**
    * Counts one answered request (requests_total) and its duration in seconds
    * (the histogram). `kind` must already be a bounded label (the server maps
@@ -201,6 +203,11 @@ export function createAdmissionMetrics(registry: Registry): AdmissionMetrics {
       name: 'portal_webhook_connections_closed_total',
       help: 'Webhook connections closed by the connection guard: reason=peer_limit (a remote address over --webhook-max-connections-per-peer), cap_idle_closed (an idle connection closed to make room at --webhook-max-connections), cap_all_busy (a new connection refused: every open one had a request in flight).',
       labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    denialsNotLogged: new Counter({
+      name: 'portal_admission_denials_not_logged_total',
+      help: 'Denied admission requests whose info log line was dropped by the rate limit (20 lines/s, bursts of 100); a warn line says how many.',
       registers: [registry],
     }),
     answered(operation, kind, decision, seconds) {

@@ -16,7 +16,7 @@ export interface Exempted {
 
 export type AdmissionDecision =
   | { allowed: true; warnings: string[]; exempted?: Exempted[] }
-  | { allowed: false; code: 403 | 500; message: string; warnings: string[]; exempted?: Exempted[] };
+  | { allowed: false; code: 403 | 500; message: string; warnings: string[]; exempted?: Exempted[]; deniedBy?: string[] };
 
 /** Each warning stays under 120 characters: the apiserver cuts long ones, and
  * kubectl prints each on one line (FACTS.md, AdmissionReview). */
@@ -59,5 +59,5 @@ export function decide(verdicts: readonly RuleVerdict[]): AdmissionDecision {
     blocking.length === 1
       ? (blocking[0] as RuleVerdict).message
       : `denied by ${blocking.length} rules: ${blocking.map((v) => v.message).join('; ')}`;
-  return { allowed: false, code: 403, message, warnings, ...extra };
+  return { allowed: false, code: 403, message, warnings, deniedBy: blocking.map((v) => v.rule), ...extra };
 }

@@ -90,6 +90,15 @@ test('per-rule results, times, errors and exemptions on /metrics, and none of th
   for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds']) {
     assert.ok(before.some((x) => x.name === name), `${name} exposed`);
   }
+  // One info line per denial: the rules, the request's identifiers and the user, never the object.
+  const denials = s.lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'admission request denied');
+  assert.equal(denials.length, 3);
+  assert.deepEqual(
+    { rules: denials[0]!.rules, kind: denials[0]!.kind, namespace: denials[0]!.namespace, name: denials[0]!.name, user: denials[0]!.user, level: denials[0]!.level },
+    { rules: ['deny-privileged'], kind: 'Pod', namespace: 'default', name: 'web', user: 'alice', level: 30 },
+  );
+  assert.equal(typeof denials[0]!.uid, 'string');
+  assert.ok(!('object' in denials[0]!) && !JSON.stringify(denials[0]).includes('nginx'), 'the object is never logged');
   // /debug/vars reads the transitions /metrics counts (issue 33, Deliver 5).
   const vars = (await (await fetch(`${s.probes}/debug/vars`)).json()) as { leader_election: { transitions: number } };
   assert.equal(vars.leader_election.transitions, value(before, 'portal_leader_transitions_total', {}));
