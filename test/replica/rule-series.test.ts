@@ -7,8 +7,9 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
-import { parseExposition, type Sample } from '../support/exposition.ts';
-import { debugVars, podReview, readyz, review, startServe, until, replicaCluster } from './support.ts';
+import { join } from 'node:path';
+import { families, parseExposition, type Sample } from '../support/exposition.ts';
+import { debugVars, podReview, readyz, review, root, startServe, until, replicaCluster } from './support.ts';
 
 const NS = 'portal-system';
 const ENV = { POD_NAME: 'portal-0', POD_NAMESPACE: NS };
@@ -50,8 +51,28 @@ const exception = {
   spec: { rules: ['warn-privileged'], match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }], namespaces: ['team-x'] }, reason: 'test' },
 };
 
+async function scrapeText(probes: string): Promise<string> {
+  return (await fetch(`${probes}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+}
+
 async function scrape(probes: string): Promise<Sample[]> {
-  return parseExposition(await (await fetch(`${probes}/metrics`, { signal: AbortSignal.timeout(5000) })).text());
+  return parseExposition(await scrapeText(probes));
+}
+
+/** The metric names of docs/operations.md's table ("## Metrics"): the first cell of each row, a trailing `*` a prefix. */
+async function documentedMetrics(): Promise<string[]> {
+  const text = await readFile(join(root, 'docs', 'operations.md'), 'utf8');
+  const section = text.slice(text.indexOf('\n## Metrics\n'), text.indexOf('\n### ', text.indexOf('\n## Metrics\n')));
+  return [...section.matchAll(/^\| `([a-z_:*]+)` \|/gm)].map((m) => m[1]!);
+}
+
+/** Exposed families no row names, and rows that name no exposed family. */
+function tableDiff(exposed: readonly string[], documented: readonly string[]): { undocumented: string[]; notExposed: string[] } {
+  const covers = (row: string, name: string) => (row.endsWith('*') ? name.startsWith(row.slice(0, -1)) : row === name);
+  return {
+    undocumented: exposed.filter((name) => !documented.some((row) => covers(row, name))),
+    notExposed: documented.filter((row) => !exposed.some((name) => covers(row, name))),
+  };
 }
 
 const value = (samples: Sample[], name: string, labels: Record<string, string>): number | undefined =>
@@ -99,6 +120,8 @@ test('per-rule results, times, errors and exemptions on /metrics, and none of th
   );
   assert.equal(typeof denials[0]!.uid, 'string');
   assert.ok(!('object' in denials[0]!) && !JSON.stringify(denials[0]).includes('nginx'), 'the object is never logged');
+  // docs/operations.md's metrics table is the set a cluster-mode replica exposes (issue 33).
+  assert.deepEqual(tableDiff([...families(await scrapeText(s.probes)).keys()], await documentedMetrics()), { undocumented: [], notExposed: [] });
   // /debug/vars reads the transitions /metrics counts (issue 33, Deliver 5).
   const vars = (await (await fetch(`${s.probes}/debug/vars`)).json()) as { leader_election: { transitions: number } };
   assert.equal(vars.leader_election.transitions, value(before, 'portal_leader_transitions_total', {}));
