@@ -38,7 +38,7 @@ import { RuntimeStats } from '../observability/runtime-stats.ts';
 import { portalKinds } from '../policy/portal-kinds.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
-import { createAdmissionMetrics, registerCelFallbacks, registerRulesNotReady } from '../observability/metrics.ts';
+import { createAdmissionMetrics, registerCelFallbacks, registerReadiness, registerRulesNotReady } from '../observability/metrics.ts';
 import { PER_CALL_COST_LIMIT, type RuleSet } from '../policy/index.ts';
 import { clusterMode } from './cluster-mode.ts';
 import { fileMode } from './file-mode.ts';
@@ -113,7 +113,9 @@ function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Lo
   );
 }
 
-function registerAdmissionDebugVars(debugVars: DebugVars, rules: RuleSet, gate: ReadinessGate, evaluation: EvaluationPool): void {
+/** /debug/vars and the readiness gauges of admission. */
+function registerAdmissionState(debugVars: DebugVars, rules: RuleSet, gate: ReadinessGate, evaluation: EvaluationPool, registry: Registry): void {
+  registerReadiness(registry, () => gate.status().ready, () => gate.errorGateTripped());
   debugVars.register('admission', () => ({ rules: rules.size, ready: gate.status(), recentErrors: gate.errorRatio(), evaluation: evaluation.stats() }));
   debugVars.register('rules', () => rules.states().map((s) => ({ key: s.key, ready: s.ready, reason: s.reason, message: s.message, generation: s.generation, enforcement: s.enforcement })));
 }
@@ -187,7 +189,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     await cleanup();
     return { ok: false, title: 'cannot use the serving certificate', problems: [`${tlsFiles.certFile} / ${tlsFiles.keyFile}: ${(err as Error).message}`] };
   }
-  registerAdmissionDebugVars(debugVars, source.ruleSet, gate, evaluation);
+  registerAdmissionState(debugVars, source.ruleSet, gate, evaluation, registry);
   const probes = buildProbesServer({ registry, gate, liveness, debugVars, logger: componentLogger(root, 'probes') });
 
   const manager = new Manager({ gracefulShutdownMs: config.shutdownGracePeriod }, { logger: componentLogger(root, 'manager'), ...(mode.election ? { election: mode.election } : {}) });

@@ -244,6 +244,31 @@ export function registerCelFallbacks(registry: Registry, fallbacks: () => { rule
   });
 }
 
+/**
+ * `portal_ready` (1 while /readyz answers 200) and
+ * `portal_readiness_error_gate_tripped` (1 while internal errors alone take
+ * the replica out): what the chart's alerts read, since a scraper does not
+ * see a replica's /readyz.
+ */
+export function registerReadiness(registry: Registry, ready: () => boolean, errorGateTripped: () => boolean): void {
+  new Gauge({
+    name: 'portal_ready',
+    help: '1 while the replica is ready (/readyz 200): rules loaded, evaluation workers started, internal errors under the gate.',
+    registers: [registry],
+    collect() {
+      this.set(ready() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'portal_readiness_error_gate_tripped',
+    help: '1 while more than half of the recent admission requests ended in an internal error, so /readyz answers 503 (docs/operations.md, Endpoints).',
+    registers: [registry],
+    collect() {
+      this.set(errorGateTripped() ? 1 : 0);
+    },
+  });
+}
+
 export function registerRulesNotReady(registry: Registry, notReady: () => number): Gauge {
   return new Gauge({
     name: 'portal_rules_not_ready',
