@@ -35,6 +35,7 @@ import type { AdmissionRequest, ReviewVersion } from '../policy/review/codec.ts'
 import type { AnswerReview, Decide, NamespaceLabels } from './decision.ts';
 import type { WireAnswer } from './fast-path.ts';
 import type { ReadinessGate } from './readiness.ts';
+import type { DenialLog } from './denial-log.ts';
 
 /** Where decisions come from: in-process, or whole reviews answered by the evaluation pool. */
 export type Decider = { decide: Decide; answerReview?: undefined } | { answerReview: AnswerReview; decide?: undefined };
@@ -46,6 +47,8 @@ export type AnswererDeps = Decider & {
   metrics: AdmissionMetrics;
   kindLabel: (kind: string) => string;
   log: Logger;
+  /** The info line of each denied request (rate-limited); absent: none. */
+  denials?: Pick<DenialLog, 'denied'> | undefined;
 };
 
 export type Answer = (body: unknown) => WireAnswer | Promise<WireAnswer>;
@@ -211,6 +214,7 @@ export class Answerer {
     const r = out.request;
     const ms = performance.now() - started;
     this.#deps.metrics.answered(r?.operation ?? '', r ? this.#deps.kindLabel(r.kind.kind) : '', out.decision, ms / 1000);
+    if (out.decision === 'deny') this.#deps.denials?.denied(out);
     if (out.decision === 'error' || this.#deps.log.isLevelEnabled('debug')) {
       // Identifiers only: never the object (it can be a Secret).
       this.#deps.log[out.decision === 'error' ? 'warn' : 'debug'](

@@ -142,10 +142,15 @@ export class ReadinessGate {
     return { errors: this.#errors, sample: this.#count };
   }
 
+  /** True while the internal-error ratio alone takes the replica out of its Service (portal_readiness_error_gate_tripped). */
+  errorGateTripped(): boolean {
+    this.#expire();
+    return this.#count >= this.#minSample && this.#errors / this.#count > this.#maxErrorRatio;
+  }
+
   status(): ReadinessStatus {
     const reasons = this.sourceReasons();
-    this.#expire();
-    if (this.#count >= this.#minSample && this.#errors / this.#count > this.#maxErrorRatio) {
+    if (this.errorGateTripped()) {
       reasons.push(
         `internal errors: ${this.#errors} of the last ${this.#count} admission requests within ${formatDuration(this.#maxAgeMs)} (more than ${this.#maxErrorRatio * 100}%); ready again once fewer are that recent`,
       );

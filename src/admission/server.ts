@@ -14,7 +14,7 @@ import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { AdmissionMetrics } from '../observability/metrics.ts';
 import { PORTAL_KINDS, type PortalKind } from '../policy/portal-kinds.ts';
-import { Answerer, type Decider } from './answerer.ts';
+import { Answerer, type AnswererDeps, type Decider } from './answerer.ts';
 import { guardConnections } from './connection-guard.ts';
 import type { NamespaceLabels } from './decision.ts';
 import { errorHandler, internalErrorAnswer, statusBody, type ErrorAnswerDeps } from './error-answers.ts';
@@ -51,6 +51,8 @@ export type AdmissionServerOptions = Decider & {
   limits?: Partial<ConnectionLimits>;
   /** What `POST /validate-portal-kinds` checks (issue 15 item 2). @default PORTAL_KINDS */
   portalKinds?: Readonly<Record<string, PortalKind>>;
+  /** One info line per denied request (denial-log.ts); absent: none. */
+  denials?: AnswererDeps['denials'];
 };
 
 export type AdmissionServer = FastifyInstance<HttpsServer>;
@@ -67,6 +69,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     metrics: opts.metrics,
     kindLabel: opts.kindLabel,
     log: opts.logger,
+    denials: opts.denials,
   });
   const answer = (body: unknown): WireAnswer | Promise<WireAnswer> => answerer.answer(body);
   const app = fastify({

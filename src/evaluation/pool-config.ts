@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import type { RuleStats } from './rule-stats.ts';
 import type { EvaluationInput, RuleSet, RuleVerdict } from '../policy/index.ts';
 import type { ParamStore, VapSet } from '../policy/vap/index.ts';
 import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
@@ -129,6 +130,8 @@ export interface EvaluationPoolDeps {
   registry?: Registry | undefined;
   /** Sees each rule's `error` verdict at admission (metrics, Events), on the main thread; must not throw. */
   onRuleError?: ((verdict: RuleVerdict, request: RequestIdentity) => void) | undefined;
+  /** Reviews: where the workers' per-rule counts are read (rule-stats.ts); absent: not counted. */
+  ruleStats?: RuleStats | undefined;
 }
 
 /** `config` with every option it leaves out set to its default (see each option). */

@@ -74,6 +74,7 @@ export class EvaluationPool {
   readonly #stores: PolicyStores;
   readonly #log: Logger;
   readonly #onRuleError: EvaluationPoolDeps['onRuleError'];
+  readonly #ruleStats: EvaluationPoolDeps['ruleStats'];
   readonly #progress: SharedArrayBuffer;
   readonly #batcher: Batcher;
   readonly #metrics: PoolMetrics | undefined;
@@ -102,6 +103,7 @@ export class EvaluationPool {
     this.#stores = stores;
     this.#log = deps.logger.child({ [LogKey.subcomponent]: `evaluation-${config.name}` });
     this.#onRuleError = deps.onRuleError;
+    this.#ruleStats = deps.ruleStats;
     // One slot per batch that can be active (one per worker), and as many again so that the slot of a
     // terminated worker's task is reused last (batcher.ts).
     this.#progress = new SharedArrayBuffer((8 * this.#config.pipeline * this.#config.workers + 8) * SLOT_BYTES);
@@ -199,10 +201,14 @@ export class EvaluationPool {
       progress: this.#progress,
       exemptNamespaces: [...this.#config.exemptNamespaces],
       namespaceLabels: this.#stores.namespaces ? 'mirror' : 'name-only',
+      ruleStats: this.#ruleStats?.channelName,
     };
     this.#piscina = startThreads({ workers: this.#config.workers, pipeline: this.#config.pipeline, workerData }, {
       onError: (err) => this.#log.error({ [LogKey.error]: toError(err) }, 'evaluation worker failed'),
-      onDestroy: (id) => replication.workerDestroyed(id),
+      onDestroy: (id) => {
+        replication.workerDestroyed(id);
+        this.#ruleStats?.workerGone(id);
+      },
     });
     this.#dying = dyingThreads(this.#piscina);
     return this.#piscina;

@@ -97,6 +97,8 @@ export interface WorkerData {
   exemptNamespaces: string[];
   /** Reviews: namespace labels from the mirrored `namespaces` store (cluster mode), or only the name label (file mode). */
   namespaceLabels: 'mirror' | 'name-only';
+  /** Reviews: the channel on which the worker announces its per-rule counts page (rule-stats.ts); absent: not counted. */
+  ruleStats?: string | undefined;
 }
 
 /**

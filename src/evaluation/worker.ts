@@ -14,6 +14,8 @@ import { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import { answerReview, nameOnlyNamespaceLabels, type ReviewContext } from '../policy/review/answer.ts';
 import { ParamStore, VapSet } from '../policy/vap/index.ts';
 import { joinPacked, packReview } from './packed-review.ts';
+import { RuleStatsWriter } from './rule-stats-page.ts';
+import type { PageMessage } from './rule-stats.ts';
 import {
   CLAIM_CLOSED,
   epochNow,
@@ -92,6 +94,16 @@ channel.onmessage = (event: unknown) => {
   }
 };
 channel.postMessage({ type: 'hello' } satisfies ChannelMessage);
+
+/** Per-rule admission counts, in a page the main thread reads (rule-stats-page.ts); announced before the first task. */
+const ruleStats = data.ruleStats === undefined ? undefined : statsWriter(data.ruleStats);
+
+function statsWriter(name: string): RuleStatsWriter {
+  const stats = new BroadcastChannel(name);
+  stats.unref();
+  return new RuleStatsWriter((page) => stats.postMessage({ thread: threadId, page } satisfies PageMessage));
+}
+
 await ready;
 
 const progress = new Int32Array(data.progress);
@@ -124,7 +136,7 @@ function execute(task: Task, i: number, onRule: (key: string) => void): unknown 
   const cap = task.deadlines[i];
   const fromClaim = epochNow() + ms;
   const deadline = cap !== undefined && cap < fromClaim ? cap : fromClaim;
-  if (typeof body === 'string') return packReview(answerReview(body, reviewContext(), { deadline, now: epochNow, ms, abandoned, onRule }));
+  if (typeof body === 'string') return packReview(answerReview(body, reviewContext(), { deadline, now: epochNow, ms, abandoned, onRule, results: ruleStats }));
   if (body.kind === 'vap') {
     return stores.vaps.evaluate(body.attrs, { namespaceObject: body.namespaceObject, params: stores.params }, {
       deadline: { at: deadline, now: epochNow, ms, abandoned, onPolicy: onRule },

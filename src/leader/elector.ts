@@ -56,7 +56,10 @@ export interface LeaderDebugVars {
   lease_holder: string;
   epoch: string | null;
   time_as_leader: number;
+  /** Times this replica became leader (= portal_leader_transitions_total). */
   transitions: number;
+  /** The Lease's spec.leaseTransitions: leader changes in the whole cluster, as last observed. */
+  lease_transitions: number;
 }
 
 type TryResult = { ok: true } | { ok: false; reason: string; heldBy?: string };
@@ -76,6 +79,8 @@ export class LeaderElector {
   readonly #clock: ElectionClock;
   #term: Term | undefined;
   #heldMs = 0;
+  /** Times this replica became leader: portal_leader_transitions_total and /debug/vars read it. */
+  #transitions = 0;
   #reportedLeader: string | undefined;
   #wake = new AbortController();
   #running = false;
@@ -92,8 +97,8 @@ export class LeaderElector {
     this.#clock = deps.clock ?? SYSTEM_CLOCK;
     this.#state = new ElectionState({ identity: deps.identity, leaseDurationMs: config.leaseDurationMs, healthTimeoutMs: config.healthTimeoutMs, retryPeriodMs: config.retryPeriodMs, renewDeadlineMs: config.renewDeadlineMs }, this.#clock);
     this.events = deps.bus ?? new EventBus<LeaderEventMap>((event, err) => this.#logger.error({ [LogKey.error]: toError(err), [LogKey.event]: event }, 'leader event listener failed'));
-    this.#metrics = createLeaderMetrics(deps.registry, { isLeader: () => this.isLeader(), heldSeconds: () => this.#heldSecondsNow() });
-    this.events.on('BecameLeader', () => this.#metrics.transitions.inc());
+    this.#metrics = createLeaderMetrics(deps.registry, { isLeader: () => this.isLeader(), heldSeconds: () => this.#heldSecondsNow(), transitions: () => this.#transitions });
+    this.events.on('BecameLeader', () => this.#transitions++);
     this.#recorder =
       deps.recorder === false
         ? undefined
@@ -144,7 +149,8 @@ export class LeaderElector {
       lease_holder: this.leaderIdentity(),
       epoch: term?.epochString ?? null,
       time_as_leader: valid && term ? (performance.now() - term.startedAt) / 1000 : 0,
-      transitions: this.#state.observed?.record.leaseTransitions ?? 0,
+      transitions: this.#transitions,
+      lease_transitions: this.#state.observed?.record.leaseTransitions ?? 0,
     };
   }
 

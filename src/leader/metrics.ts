@@ -5,11 +5,27 @@ export interface LeaderMetricsSource {
   isLeader(): boolean;
   /** Seconds led so far, including the current term. */
   heldSeconds(): number;
+  /** Times this replica became the leader (the count /debug/vars shows too). */
+  transitions(): number;
 }
 
 export interface LeaderMetrics {
-  transitions: Counter;
   acquireDuration: Histogram;
+}
+
+/** A counter that shows a number kept elsewhere, read at scrape time (it only goes up). */
+function mirroredCounter(registry: Registry, name: string, help: string, read: () => number): void {
+  let reported = 0;
+  new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      const now = read();
+      if (now > reported) this.inc(now - reported);
+      reported = Math.max(reported, now);
+    },
+  });
 }
 
 export function createLeaderMetrics(registry: Registry, source: LeaderMetricsSource): LeaderMetrics {
@@ -21,23 +37,10 @@ export function createLeaderMetrics(registry: Registry, source: LeaderMetricsSou
       this.set(source.isLeader() ? 1 : 0);
     },
   });
-  let reported = 0;
-  new Counter({
-    name: 'portal_leader_held_seconds_total',
-    help: 'Total seconds this replica has been the leader.',
-    registers: [registry],
-    collect() {
-      const now = source.heldSeconds();
-      if (now > reported) this.inc(now - reported);
-      reported = Math.max(reported, now);
-    },
-  });
+  mirroredCounter(registry, 'portal_leader_held_seconds_total', 'Total seconds this replica has been the leader.', () => source.heldSeconds());
+  // The same count as /debug/vars leader_election.transitions (issue 33: they disagreed).
+  mirroredCounter(registry, 'portal_leader_transitions_total', 'Times this replica became the leader.', () => source.transitions());
   return {
-    transitions: new Counter({
-      name: 'portal_leader_transitions_total',
-      help: 'Times this replica became the leader.',
-      registers: [registry],
-    }),
     acquireDuration: new Histogram({
       name: 'portal_leader_acquire_duration_seconds',
       help: 'Time from starting to campaign until the Lease was acquired.',

@@ -21,7 +21,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry, type Counter } from 'prom-client';
+import { DenialLog } from '../admission/denial-log.ts';
+import { TokenBucket } from '../kube/rate-limiter.ts';
 import { writeSelfSigned } from '../admission/certs.ts';
 import { kindLabeler } from '../admission/kind-label.ts';
 import { HealthChecks, buildProbesServer } from '../admission/probes.ts';
@@ -36,10 +38,12 @@ import { RuntimeStats } from '../observability/runtime-stats.ts';
 import { portalKinds } from '../policy/portal-kinds.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
-import { createAdmissionMetrics, registerCelFallbacks, registerRulesNotReady } from '../observability/metrics.ts';
+import { createAdmissionMetrics, registerCelFallbacks, registerReadiness, registerRulesNotReady } from '../observability/metrics.ts';
 import { PER_CALL_COST_LIMIT, type RuleSet } from '../policy/index.ts';
 import { clusterMode } from './cluster-mode.ts';
 import { fileMode } from './file-mode.ts';
+import { bindRuleSeries } from './rule-series.ts';
+import type { RuleStats } from '../evaluation/rule-stats.ts';
 import { Manager, type ShutdownOutcome } from './manager.ts';
 import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
 import type { Runnable } from '../util/runnable.ts';
@@ -88,7 +92,7 @@ function serverRunnable(name: string, server: FastifyInstance, alsoRun?: (signal
 }
 
 /** Admission evaluates in worker threads with a hard deadline (adr/0013); threads start with the Manager. */
-function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Logger, registry: Registry): EvaluationPool {
+function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Logger, registry: Registry, ruleStats: RuleStats): EvaluationPool {
   const { source, ruleProblems } = mode;
   return new EvaluationPool(
     {
@@ -105,20 +109,37 @@ function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Lo
     {
       logger: componentLogger(root, 'evaluation'),
       registry,
+      ruleStats,
       onRuleError: (v, input) => ruleProblems.verdictError('admission', v, { kind: input.kind.kind, namespace: input.namespace, name: input.name, operation: input.operation }),
     },
   );
 }
 
-function registerAdmissionDebugVars(debugVars: DebugVars, rules: RuleSet, gate: ReadinessGate, evaluation: EvaluationPool): void {
+/** /debug/vars and the readiness gauges of admission. */
+function registerAdmissionState(debugVars: DebugVars, rules: RuleSet, gate: ReadinessGate, evaluation: EvaluationPool, registry: Registry): void {
+  registerReadiness(registry, () => gate.status().ready, () => gate.errorGateTripped());
   debugVars.register('admission', () => ({ rules: rules.size, ready: gate.status(), recentErrors: gate.errorRatio(), evaluation: evaluation.stats() }));
   debugVars.register('rules', () => rules.states().map((s) => ({ key: s.key, ready: s.ready, reason: s.reason, message: s.message, generation: s.generation, enforcement: s.enforcement })));
+}
+
+/** Denied requests' log lines: at most 20 a second, bursts of 100 (a day of kubectl traffic fits; a deny loop does not flood the log). */
+function denialLog(log: Logger, notLogged: Counter): DenialLog {
+  return new DenialLog({ log, pacer: new TokenBucket({ qps: 20, burst: 100 }), notLogged });
+}
+
+/** The replica's own registry (never the global one), with the standard process_* and nodejs_* series (CPU, memory, heap, event-loop lag, GC). */
+function replicaRegistry(): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  // Gauges named like counters, which `promtool check metrics` rejects; the same counts without the suffix stay.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name);
+  return registry;
 }
 
 export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaDeps): Promise<BuildResult> {
   const { root } = deps;
   const log = componentLogger(root, 'serve');
-  const registry = new Registry();
+  const registry = replicaRegistry();
   const liveness = new HealthChecks();
   const debugVars = new DebugVars();
 
@@ -140,7 +161,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   metrics.rulesLoaded.set(source.ruleSet.size);
   registerRulesNotReady(registry, () => source.ruleSet.states().filter((s) => !s.ready).length);
   registerCelFallbacks(registry, () => source.ruleSet.celCosts().map((r) => ({ rule: r.key, expressions: r.expressions.filter((e) => e.fallback !== undefined).length })));
-  const evaluation = admissionEvaluation(config, mode, root, registry);
+  const evaluation = admissionEvaluation(config, mode, root, registry, bindRuleSeries(registry, source.ruleSet, metrics.exceptionsApplied));
   const gate = new ReadinessGate({ maxAgeMs: config.readinessErrorMaxAge });
   gate.addCheck('rules', () => source.ready() || source.notReadyReason());
   gate.addCheck('evaluation', () => evaluation.ready() || evaluation.notReadyReason());
@@ -166,13 +187,13 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
       metrics,
       kindLabel: kindLabeler(source.ruleSet),
       portalKinds: portalKinds(exceptionOptions(config), mode.kindSchemas),
-      logger: componentLogger(root, 'admission'),
+      logger: componentLogger(root, 'admission'), denials: denialLog(componentLogger(root, 'admission'), metrics.denialsNotLogged),
     });
   } catch (err) {
     await cleanup();
     return { ok: false, title: 'cannot use the serving certificate', problems: [`${tlsFiles.certFile} / ${tlsFiles.keyFile}: ${(err as Error).message}`] };
   }
-  registerAdmissionDebugVars(debugVars, source.ruleSet, gate, evaluation);
+  registerAdmissionState(debugVars, source.ruleSet, gate, evaluation, registry);
   const probes = buildProbesServer({ registry, gate, liveness, debugVars, logger: componentLogger(root, 'probes') });
 
   const manager = new Manager({ gracefulShutdownMs: config.shutdownGracePeriod }, { logger: componentLogger(root, 'manager'), ...(mode.election ? { election: mode.election } : {}) });

@@ -15,6 +15,8 @@ export const LogKey = {
   name: 'name',
   decision: 'decision',
   rules: 'rules',
+  /** Who made an admission request (`userInfo.username`), on a denial's line. */
+  user: 'user',
   durationMs: 'durationMs',
   url: 'url',
   file: 'file',

@@ -44,6 +44,8 @@ export interface AdmissionMetrics {
   /** Open webhook connections. */
   connections: Gauge;
   connectionsClosed: Counter<'reason'>;
+  /** Denied requests whose info line the rate limit dropped (admission/denial-log.ts). */
+  denialsNotLogged: Counter;
   /**
    * Counts one answered request (requests_total) and its duration in seconds
    * (the histogram). `kind` must already be a bounded label (the server maps
@@ -203,6 +205,11 @@ export function createAdmissionMetrics(registry: Registry): AdmissionMetrics {
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    denialsNotLogged: new Counter({
+      name: 'portal_admission_denials_not_logged_total',
+      help: 'Denied admission requests whose info log line was dropped by the rate limit (20 lines/s, bursts of 100); a warn line says how many.',
+      registers: [registry],
+    }),
     answered(operation, kind, decision, seconds) {
       const d = DECISION_INDEX[decision];
       pendingRequests.add(operation, kind, d);
@@ -237,6 +244,31 @@ export function registerCelFallbacks(registry: Registry, fallbacks: () => { rule
   });
 }
 
+/**
+ * `portal_ready` (1 while /readyz answers 200) and
+ * `portal_readiness_error_gate_tripped` (1 while internal errors alone take
+ * the replica out): what the chart's alerts read, since a scraper does not
+ * see a replica's /readyz.
+ */
+export function registerReadiness(registry: Registry, ready: () => boolean, errorGateTripped: () => boolean): void {
+  new Gauge({
+    name: 'portal_ready',
+    help: '1 while the replica is ready (/readyz 200): rules loaded, evaluation workers started, internal errors under the gate.',
+    registers: [registry],
+    collect() {
+      this.set(ready() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'portal_readiness_error_gate_tripped',
+    help: '1 while more than half of the recent admission requests ended in an internal error, so /readyz answers 503 (docs/operations.md, Endpoints).',
+    registers: [registry],
+    collect() {
+      this.set(errorGateTripped() ? 1 : 0);
+    },
+  });
+}
+
 export function registerRulesNotReady(registry: Registry, notReady: () => number): Gauge {
   return new Gauge({
     name: 'portal_rules_not_ready',
@@ -246,4 +278,27 @@ export function registerRulesNotReady(registry: Registry, notReady: () => number
       this.set(notReady());
     },
   });
+}
+
+/**
+ * Keeps only the label sets `keep` accepts: the series of a deleted rule or
+ * exception leave /metrics (issue 31: tenant-chosen names must not live for
+ * ever). Runs now, and again before each scrape (chained before the
+ * counter's own `collect`), so a late increment for a rule deleted in the
+ * meantime is dropped too. prom-client keeps one entry per label set in
+ * `hashMap` (pinned version; test/observability/rule-series.test.ts checks
+ * the series really go).
+ */
+export function pruneSeries<T extends string>(counter: Counter<T>, keep: (labels: Readonly<Partial<Record<T, string | number>>>) => boolean): () => void {
+  const target = counter as unknown as { hashMap: Record<string, { labels: Partial<Record<T, string | number>> }>; collect?: () => unknown };
+  const prune = (): void => {
+    for (const entry of Object.values(target.hashMap)) if (!keep(entry.labels)) counter.remove(entry.labels);
+  };
+  const own = target.collect;
+  target.collect = function collect(this: unknown) {
+    prune();
+    return own?.call(this);
+  };
+  prune();
+  return prune;
 }

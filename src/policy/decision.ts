@@ -24,7 +24,7 @@ export type AdmissionOutcome = 'allow' | 'warn' | 'deny' | 'exempt' | 'not_ready
 
 export type AdmissionDecision =
   | { allowed: true; warnings: string[]; exempted?: Exempted[] }
-  | { allowed: false; code: 403 | 500; message: string; warnings: string[]; exempted?: Exempted[] };
+  | { allowed: false; code: 403 | 500; message: string; warnings: string[]; exempted?: Exempted[]; deniedBy?: string[] };
 
 /** Each warning stays under 120 characters: the apiserver cuts long ones, and
  * kubectl prints each on one line (docs/design.md §10.1). */
@@ -94,5 +94,5 @@ export function decide(verdicts: readonly RuleVerdict[]): AdmissionDecision {
     blocking.length === 1
       ? (blocking[0] as RuleVerdict).message
       : `denied by ${blocking.length} rules: ${blocking.map((v) => v.message).join('; ')}`;
-  return { allowed: false, code: 403, message, warnings, ...extra };
+  return { allowed: false, code: 403, message, warnings, deniedBy: blocking.map((v) => v.rule), ...extra };
 }

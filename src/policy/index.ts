@@ -18,7 +18,7 @@ export {
 } from './exceptions.ts';
 export { exemptVerdicts } from './exemption.ts';
 export { EXCEPTION_CRD_OPENAPI_SCHEMA } from './exception-crd-schema.generated.ts';
-export { evaluate, decideAdmission, violationMessage, abandonedMessage, MESSAGE_VIOLATIONS, type EvaluationBudget } from './evaluator.ts';
+export { evaluate, decideAdmission, violationMessage, abandonedMessage, MESSAGE_VIOLATIONS, type EvaluationBudget, type RuleResultSink } from './evaluator.ts';
 export { decide, MAX_WARNING_LENGTH, type AdmissionDecision, type Exempted } from './decision.ts';
 export { validateRule, validateRuleShape, matchesPods, type RuleValidation } from './validate-rule.ts';
 export { compileSchema, SchemaCompiler, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, type CompileResult, type Validator } from './compiler.ts';

@@ -120,6 +120,7 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
       code: 403,
       message: 'rule slow-nonroot could not be evaluated: the evaluation deadline (1000 ms) passed while it ran; it was abandoned',
       warnings: [],
+      deniedBy: ['slow-nonroot'],
     });
     const verdicts = await pool.audit(input(huge, { namespace: 'default', name: 'web', operation: 'AUDIT' }));
     assert.deepEqual(

@@ -42,7 +42,8 @@ export async function decideByReview(pool: EvaluationPool, input: EvaluationInpu
   const exempted = outcome.exempted !== undefined ? { exempted: outcome.exempted } : {};
   const warnings = r.warnings ?? [];
   if (r.allowed) return { allowed: true, warnings, ...exempted };
-  return { allowed: false, code: (r.status?.code ?? 500) as 403 | 500, message: r.status?.message ?? '', warnings, ...exempted };
+  const deniedBy = outcome.deniedBy !== undefined ? { deniedBy: outcome.deniedBy } : {};
+  return { allowed: false, code: (r.status?.code ?? 500) as 403 | 500, message: r.status?.message ?? '', warnings, ...deniedBy, ...exempted };
 }
 
 /**

@@ -22,7 +22,7 @@ export type Exemption = Exempted;
 /** What a decider answers (the engine's AdmissionDecision, or a test's). */
 export type Decision =
   | { allowed: true; warnings: string[]; exempted?: Exemption[] }
-  | { allowed: false; code: number; message: string; warnings: string[]; exempted?: Exemption[] };
+  | { allowed: false; code: number; message: string; warnings: string[]; exempted?: Exemption[]; deniedBy?: string[] };
 
 /**
  * The AdmissionResponse `auditAnnotations` key naming the exceptions that
@@ -44,6 +44,8 @@ export interface RequestSummary {
   kind: GroupVersionKind;
   namespace: string;
   name: string;
+  /** Who asked (`userInfo.username`), for the denial's log line. */
+  user?: string | undefined;
 }
 
 /** One request's answer before it is serialised, and what the bookkeeping needs. */
@@ -56,6 +58,8 @@ export interface Outcome {
   request?: RequestSummary | undefined;
   /** Exceptions applied (metrics). */
   exempted?: Exemption[] | undefined;
+  /** The rules that denied it (`decision: 'deny'`), for the log. */
+  deniedBy?: string[] | undefined;
   /** Why the answer is an internal error (`decision: 'error'`), for the log. */
   cause?: unknown;
 }
@@ -131,7 +135,8 @@ function shape(apiVersion: ReviewVersion, request: RequestSummary, decision: Dec
     // Who was exempted and by what, in the API server's audit log (issue 18).
     response.auditAnnotations = { [EXCEPTION_AUDIT_ANNOTATION]: [...new Set(exempted.map((e) => e.exception))].join(',') };
   }
-  const label: AdmissionOutcome = !decision.allowed ? 'deny' : warnings.length > 0 ? 'warn' : 'allow';
+  if (!decision.allowed) return { httpStatus: 200, apiVersion, request, response, decision: 'deny', exempted, deniedBy: decision.deniedBy };
+  const label: AdmissionOutcome = warnings.length > 0 ? 'warn' : 'allow';
   return { httpStatus: 200, apiVersion, request, response, decision: label, exempted };
 }
 
@@ -243,6 +248,8 @@ export function answerReview(body: string, ctx: ReviewContext, budget: Evaluatio
   else {
     const { apiVersion, request } = read;
     outcome = exemptOutcome(apiVersion, request, ctx.exempt) ?? decidedOutcome(apiVersion, summary(request), evaluateRequest(request, ctx, budget, (v) => (ruleErrors ??= []).push(v)));
+    // Who was denied, for the denial's log line (an allow does not carry it: it travels packed).
+    if (outcome.decision === 'deny' && outcome.request !== undefined) outcome.request.user = request.user;
   }
   if (outcome.cause !== undefined) outcome.cause = errorMessage(outcome.cause);
   const { payload, encodeError } = serialize(outcome);

@@ -24,6 +24,8 @@ export interface AdmissionRequest {
   object: KubeObject | null;
   oldObject: KubeObject | null;
   dryRun: boolean;
+  /** `userInfo.username`, when it is a string: who asked (logged with a denial, never evaluated from here). */
+  user?: string | undefined;
 }
 
 export type Decoded =
@@ -101,6 +103,7 @@ export function decodeReview(body: unknown): Decoded {
       object: (request.object as KubeObject | undefined | null) ?? null,
       oldObject: (request.oldObject as KubeObject | undefined | null) ?? null,
       dryRun: request.dryRun === true,
+      user: isObject(request.userInfo) && typeof request.userInfo.username === 'string' ? request.userInfo.username : undefined,
     },
   };
 }
