@@ -31,6 +31,8 @@ export interface StatusInputs {
   lastPassTime(state: RuleState): Date | undefined;
   /** The rule's coverage, once known. */
   coverage?(state: RuleState): Coverage | undefined;
+  /** The condition message when an object exhausted an evaluation thread's memory with the rule version in force (adr/0018). */
+  memoryExhausted?(state: RuleState): string | undefined;
 }
 
 export function ruleDisplay(state: Pick<RuleState, 'name' | 'namespace'>): string {
@@ -44,7 +46,16 @@ function actionProblems(state: RuleState, object: KubeObject | undefined): strin
 }
 
 /** The status the rule should have now; `previous` supplies lastTransitionTime of unchanged conditions. */
-export function desiredStatus(state: RuleState, object: KubeObject | undefined, violations: number, lastAudit: Date | undefined, now: Date, anyPass?: Date, coverage?: Coverage): RuleStatus {
+export function desiredStatus(
+  state: RuleState,
+  object: KubeObject | undefined,
+  violations: number,
+  lastAudit: Date | undefined,
+  now: Date,
+  anyPass?: Date,
+  coverage?: Coverage,
+  memoryExhausted?: string,
+): RuleStatus {
   const previous = (object as { status?: RuleStatus } | undefined)?.status?.conditions ?? [];
   const cond = (c: Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>): Condition => withTransition(c, previous, now, state.generation);
   const problems = actionProblems(state, object);
@@ -56,6 +67,8 @@ export function desiredStatus(state: RuleState, object: KubeObject | undefined, 
         ? cond({ type: 'ActionsValid', status: 'True', reason: 'Valid', message: `${state.actions.length} audit action(s)` })
         : cond({ type: 'ActionsValid', status: 'False', reason: 'InvalidAction', message: problems.join('; ') }),
       ...(coverage ? [cond({ type: 'Covered', status: coverage.covered ? 'True' : 'False', reason: coverage.reason, message: coverage.message })] : []),
+      // Only while this version has such an object: the condition names it (an edited rule is tried again).
+      ...(memoryExhausted !== undefined ? [cond({ type: 'MemoryExhausted', status: 'True', reason: 'OutOfMemory', message: memoryExhausted })] : []),
     ],
     violations,
   };
@@ -85,7 +98,16 @@ export class StatusWriter extends FencedStatusWriter<RuleState, RuleStatus> {
         object: (state) => inputs.ruleObject(state),
         needsObject: false,
         desired: (state, object, now) =>
-          desiredStatus(state, object, inputs.violations(ruleDisplay(state)), inputs.lastAuditTime(state), now, inputs.lastPassTime(state), inputs.coverage?.(state)),
+          desiredStatus(
+            state,
+            object,
+            inputs.violations(ruleDisplay(state)),
+            inputs.lastAuditTime(state),
+            now,
+            inputs.lastPassTime(state),
+            inputs.coverage?.(state),
+            inputs.memoryExhausted?.(state),
+          ),
         same: sameStatus,
         patch: (state, body, opts) =>
           state.namespace !== undefined

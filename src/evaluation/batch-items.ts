@@ -6,8 +6,12 @@
 import type { TaskAbort } from './task-abort.ts';
 import type { ItemBody } from './protocol.ts';
 
-/** One attempt's outcome: the worker's result, or abandoned (with the rule or VAP that was running, if one was). */
-export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined };
+/**
+ * One attempt's outcome: the worker's result, or abandoned (with the rule or
+ * VAP that was running, if one was); `outOfMemory` when its thread died of
+ * its resourceLimits (thread-memory.ts) rather than at the deadline.
+ */
+export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined; outOfMemory?: true };
 
 export interface Item {
   /** Released (with resolve and reject) once settled: see release(). */

@@ -46,6 +46,7 @@ import { splitPacked } from './packed-review.ts';
 import { TaskAbort } from './task-abort.ts';
 import { isTermination, release, takeBatch, type Attempt, type Batch, type Item } from './batch-items.ts';
 import { toError } from '../observability/errors.ts';
+import { isOutOfMemory } from './thread-memory.ts';
 
 export interface BatcherConfig {
   /** Batches sent at once (the workers', and one waiting on each). */
@@ -275,7 +276,7 @@ export class Batcher {
         if (closed !== undefined) this.#fail(it, closed);
         // Aborted at the deadline (its worker terminated), or the worker died under it (e.g. out of memory):
         // either way the rule that was running is the one to abandon.
-        else if (i === running) this.#settle(it, { ok: false, running: key });
+        else if (i === running) this.#settle(it, isOutOfMemory(err) ? { ok: false, running: key, outOfMemory: true } : { ok: false, running: key });
       }
     }
     this.#takeBack(batch, -1);

@@ -8,6 +8,8 @@ import type { EvaluationInput, RuleSet, RuleVerdict } from '../policy/index.ts';
 import type { ParamStore, VapSet } from '../policy/vap/index.ts';
 import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import { MAX_BATCH } from './protocol.ts';
+import type { PoisonPairs } from './poison-pairs.ts';
+import type { ThreadMemory } from './thread-memory.ts';
 
 /** Tasks waiting per worker before new ones are refused: at ~50 µs per typical evaluation, 64 is a few ms of work. */
 export const QUEUE_PER_WORKER = 64;
@@ -74,6 +76,13 @@ export interface EvaluationPoolConfig {
    * two. @default max(120 s, 10 × timeoutMs)
    */
   startWithinMs?: number;
+  /**
+   * V8 resourceLimits of each thread (thread-memory.ts): a thread that
+   * exceeds them is replaced, and the rule it was running gives `error` for
+   * that object from then on (poison-pairs.ts). Undefined: V8's defaults
+   * (tests; the replica and `portal test` always set them).
+   */
+  memory?: ThreadMemory | undefined;
 }
 
 /** The stores the workers mirror; `rules` always, VAPs and params for the audit. */
@@ -83,6 +92,8 @@ export interface PolicyStores {
   params?: ParamStore | undefined;
   /** Cluster mode: the namespace labels reviews are answered with (file mode: only the name label). */
   namespaces?: NamespaceLabelStore | undefined;
+  /** The (rule, object) pairs that exhausted a thread's memory; shared by a replica's pools and kept across restarts (poison-file.ts). @default the pool's own */
+  poison?: PoisonPairs | undefined;
 }
 
 /** What a rule error is reported with: the request's identifiers. */
@@ -106,6 +117,7 @@ export function withDefaults(config: EvaluationPoolConfig): Required<EvaluationP
     exemptNamespaces: [],
     deadlineFrom: 'submission',
     startWithinMs: Math.max(120_000, 10 * config.timeoutMs),
+    memory: undefined,
     ...config,
   };
 }

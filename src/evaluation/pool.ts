@@ -24,6 +24,13 @@
  *   any other error. The audit's pool counts each deadline from when a
  *   worker starts the evaluation (`deadlineFrom: 'start'`): a queue of audit
  *   work, or a replacement worker starting, does not eat it.
+ * - Memory (adr/0018): each thread runs under V8 resourceLimits
+ *   (`memory`, thread-memory.ts). A thread that exceeds them dies alone
+ *   (ERR_WORKER_OUT_OF_MEMORY); piscina starts another, the items that
+ *   shared its batches go again, and the (rule, object) pair it was running
+ *   is remembered (poison-pairs.ts, mirrored by every thread): that rule
+ *   gives `error` for that object at once from then on, and the input is
+ *   evaluated again with it, as after a deadline.
  * - Queue: bounded (`maxQueue`); past it a task is refused at once with a
  *   QueueFull error (admission: a denial, code 500, naming the overload)
  *   rather than waiting for a deadline it cannot meet.
@@ -46,6 +53,7 @@ import { PolicyReplication } from './replication.ts';
 import { dyingThreads, startThreads } from './threads.ts';
 import { unpackReview } from './packed-review.ts';
 import { epochNow, SLOT_BYTES, type ItemBody, type TaskOutcomes, type TaskResults, type WorkerData } from './protocol.ts';
+import { describeObject, objectIdentity, poisonCheck, PoisonPairs } from './poison-pairs.ts';
 
 type What = () => Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
 
@@ -70,6 +78,9 @@ export class EvaluationPool {
   readonly #batcher: Batcher;
   readonly #metrics: PoolMetrics | undefined;
   readonly #reviewContext: ReviewContext;
+  readonly #poison: PoisonPairs;
+  readonly #poisoned: NonNullable<EvaluationBudget['poisoned']>;
+  #outOfMemory = 0;
   #piscina: Piscina | undefined;
   /** Waits for the threads piscina terminated to exit (threads.ts, dyingThreads). */
   #dying: ((ms: number) => Promise<void>) | undefined;
@@ -92,6 +103,8 @@ export class EvaluationPool {
       namespaceLabels: namespaces ? (ns) => (ns === '' ? undefined : namespaces.labels(ns)) : nameOnlyNamespaceLabels,
     };
     this.#stores = stores;
+    this.#poison = stores.poison ?? new PoisonPairs();
+    this.#poisoned = poisonCheck(this.#poison, (key) => stores.rules.version(key));
     this.#log = deps.logger.child({ [LogKey.subcomponent]: `evaluation-${config.name}` });
     this.#onRuleError = deps.onRuleError;
     // One slot per batch that can be active (one per worker), and as many again so that the slot of a
@@ -182,7 +195,8 @@ export class EvaluationPool {
   #ensure(): Piscina {
     if (this.#closed) throw new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`);
     if (this.#piscina) return this.#piscina;
-    const replication = new PolicyReplication(this.name, { rules: this.#stores.rules, vaps: this.#stores.vaps, params: this.#stores.params, namespaces: this.#stores.namespaces });
+    const s = this.#stores;
+    const replication = new PolicyReplication(this.name, { rules: s.rules, vaps: s.vaps, params: s.params, namespaces: s.namespaces, poison: this.#poison });
     this.#replication = replication;
     const workerData: WorkerData = {
       channel: replication.channelName,
@@ -190,7 +204,7 @@ export class EvaluationPool {
       exemptNamespaces: [...this.#config.exemptNamespaces],
       namespaceLabels: this.#stores.namespaces ? 'mirror' : 'name-only',
     };
-    this.#piscina = startThreads({ workers: this.#config.workers, pipeline: this.#config.pipeline, workerData }, {
+    this.#piscina = startThreads({ workers: this.#config.workers, pipeline: this.#config.pipeline, workerData, memory: this.#config.memory }, {
       onError: (err) => this.#log.error({ [LogKey.error]: toError(err) }, 'evaluation worker failed'),
       onDestroy: (id) => replication.workerDestroyed(id),
     });
@@ -260,24 +274,49 @@ export class EvaluationPool {
       return Promise.reject(err);
     }
     return first.then((a) => {
-      if (!a.ok) return this.#retry(body, what, settle, a.running).then(done) as Promise<R>;
+      if (!a.ok) return this.#retry(body, what, settle, a).then(done) as Promise<R>;
       const r = a.value as TaskResults[K];
       return done === undefined ? (r as R) : done(r);
     });
   }
 
-  async #retry<K extends TaskBody['kind']>(body: TaskBody & { kind: K }, what: What, settle: (budget: EvaluationBudget) => TaskResults[K], running: string | undefined): Promise<TaskResults[K]> {
-    this.#noteAbandoned(what, running);
+  async #retry<K extends TaskBody['kind']>(
+    body: TaskBody & { kind: K },
+    what: What,
+    settle: (budget: EvaluationBudget) => TaskResults[K],
+    first: Extract<Attempt, { ok: false }>,
+  ): Promise<TaskResults[K]> {
     const abandoned: string[] = [];
-    if (running !== undefined) {
-      abandoned.push(running);
-      // A retry is not refused: it replaces the attempt that was abandoned.
+    // The rule that was running is skipped from now on: as remembered poison (its message says so) or as abandoned.
+    const skip = (a: Extract<Attempt, { ok: false }>): void => {
+      this.#noteAbandoned(what, a);
+      if (a.running !== undefined && !(a.outOfMemory && this.#remember(body, a.running))) abandoned.push(a.running);
+    };
+    skip(first);
+    if (first.running !== undefined) {
+      // A retry is not refused: it replaces the attempt that was abandoned. It carries the policy revision that
+      // includes the pair just remembered, so the thread that takes it knows it.
       const second = await this.#attempt(body, this.#deadline(), abandoned, false);
       if (second.ok) return second.value as TaskResults[K];
-      this.#noteAbandoned(what, second.running);
-      if (second.running !== undefined) abandoned.push(second.running);
+      skip(second);
     }
-    return settle({ deadline: Number.NEGATIVE_INFINITY, now: epochNow, ms: this.#config.timeoutMs, abandoned: new Set(abandoned) });
+    return settle({ deadline: Number.NEGATIVE_INFINITY, now: epochNow, ms: this.#config.timeoutMs, abandoned: new Set(abandoned), poisoned: this.#poisoned });
+  }
+
+  /** Remembers (rule, the body's object) as a pair that exhausted a thread's memory; false when it cannot be keyed (a VAP, a rule no longer in force, an unreadable review). */
+  #remember(body: TaskBody, rule: string): boolean {
+    const version = this.#stores.rules.version(rule);
+    if (version === undefined || body.kind === 'vap') return false;
+    let input: Parameters<typeof objectIdentity>[0] & Parameters<typeof describeObject>[0];
+    if (body.kind === 'audit') input = body.input;
+    else {
+      const read = readReview(body.body);
+      if (!read.ok) return false;
+      input = read.request;
+    }
+    const limitMiB = this.#config.memory?.maxOldGenerationSizeMb ?? 0;
+    this.#poison.add({ rule, ruleVersion: version, object: objectIdentity(input), describe: describeObject(input), limitMiB, at: new Date().toISOString() });
+    return true;
   }
 
   /** An attempt's deadline (epoch ms) from now; undefined with `deadlineFrom: 'start'`: the worker counts it from its claim. */
@@ -285,9 +324,14 @@ export class EvaluationPool {
     return this.#config.deadlineFrom === 'start' ? undefined : epochNow() + this.#config.timeoutMs;
   }
 
-  #noteAbandoned(whatOf: What, running: string | undefined): void {
+  #noteAbandoned(whatOf: What, a: Extract<Attempt, { ok: false }>): void {
+    const running = a.running;
     this.#abandoned++;
     this.#metrics?.abandoned.inc({ pool: this.name });
+    if (a.outOfMemory) {
+      this.#outOfMemory++;
+      this.#metrics?.outOfMemory.inc({ pool: this.name });
+    }
     const what = whatOf();
     this.#log.warn(
       {
@@ -297,7 +341,9 @@ export class EvaluationPool {
         [LogKey.rule]: running,
         [LogKey.deadlineMs]: this.#config.timeoutMs,
       },
-      running !== undefined
+      a.outOfMemory
+        ? `evaluation exhausted its thread's memory (${this.#config.memory?.maxOldGenerationSizeMb ?? '?'} MiB heap): thread replaced, the pair remembered`
+        : running !== undefined
         ? 'evaluation deadline passed while a rule ran: abandoned, worker replaced'
         : this.#config.deadlineFrom === 'start'
           ? 'no evaluation worker started the evaluation in time'
@@ -337,6 +383,10 @@ export class EvaluationPool {
       /** Tasks sent, and evaluations they carried (their ratio is the mean batch). */
       ...this.#batcher.stats(),
       abandoned: this.#abandoned,
+      /** Of them, threads that exhausted their memory (resourceLimits), and the (rule, object) pairs remembered. */
+      outOfMemory: this.#outOfMemory,
+      poisonPairs: this.#poison.size,
+      threadMemory: this.#config.memory,
       rejected: this.#rejected,
       policyRevision: this.#replication?.seq ?? 0,
       deadlineMs: this.#config.timeoutMs,

@@ -29,9 +29,8 @@ import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import type { KubeObject } from '../policy/types.ts';
 import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
-
-/** Threads of the audit's own evaluation pool (adr/0013). */
-const AUDIT_THREADS = 1;
+import { AUDIT_THREADS, type EvaluationMemory } from './evaluation-memory.ts';
+import { memoryExhaustedMessage } from '../evaluation/poison-pairs.ts';
 
 export const VERSION = '0.1.0';
 
@@ -43,6 +42,8 @@ export interface ClusterModeDeps {
   debugVars: DebugVars;
   /** portal_rules_loaded: the rule informers keep it current. */
   rulesLoaded: Gauge;
+  /** Evaluation threads' limits and the pairs that exhausted them (evaluation-memory.ts), shared with admission. */
+  evaluationMemory: EvaluationMemory;
 }
 
 export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps): Mode | BuildProblems {
@@ -84,7 +85,10 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   };
   const ruleProblems = new RuleProblems({ registry, events: problemEvents, ruleObject: ruleByDisplay });
   ruleProblemSink.problems = ruleProblems;
-  const { evaluator, actuator, auditEvaluation } = clusterAudit(config, { client, writer, source, vaps, vapProblems, ruleProblems, exceptionEvents, webhookConfig, root, registry });
+  const memory = deps.evaluationMemory;
+  const { evaluator, actuator, auditEvaluation } = clusterAudit(config, { client, writer, source, vaps, vapProblems, ruleProblems, exceptionEvents, webhookConfig, root, registry, memory });
+  // A rule's status names the object that exhausted a thread's memory with it (the leader writes it).
+  memory.poison.onChange(({ pair }) => actuator.ruleChanged(pair.rule));
 
   registerDebugVars(debugVars, registry, { source, vaps, problemEvents, exceptionEvents, webhookConfig, elector, evaluator, actuator, auditEvaluation });
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
@@ -111,17 +115,18 @@ interface AuditParts {
   webhookConfig: WebhookConfigSource | undefined;
   root: Logger;
   registry: Registry;
+  memory: EvaluationMemory;
 }
 
 /** The audit (evaluation on every replica, actuation leader-only) and its own evaluation pool. */
 function clusterAudit(config: Readonly<ServeConfig>, parts: AuditParts): ReturnType<typeof buildAudit> & { auditEvaluation: EvaluationPool } {
-  const { client, writer, source, vaps, vapProblems, ruleProblems, exceptionEvents, webhookConfig, root, registry } = parts;
+  const { client, writer, source, vaps, vapProblems, ruleProblems, exceptionEvents, webhookConfig, root, registry, memory } = parts;
   // The audit's own evaluation pool (adr/0013): one thread, so a full pass never takes a worker from admission.
   // Its deadlines count from when the thread starts an evaluation: neither the queue of audit work nor the
   // thread's start-up (at first, or after a stuck rule cost it) eats them.
   const auditEvaluation = new EvaluationPool(
-    { name: 'audit', workers: AUDIT_THREADS, timeoutMs: config.evaluationTimeout, deadlineFrom: 'start' },
-    { rules: source.ruleSet, vaps: vaps.set, params: vaps.params },
+    { name: 'audit', workers: AUDIT_THREADS, timeoutMs: config.evaluationTimeout, deadlineFrom: 'start', memory: memory.threads },
+    { rules: source.ruleSet, vaps: vaps.set, params: vaps.params, poison: memory.poison },
     { logger: componentLogger(root, 'evaluation'), registry },
   );
   const { evaluator, actuator } = buildAudit(
@@ -142,6 +147,7 @@ function clusterAudit(config: Readonly<ServeConfig>, parts: AuditParts): ReturnT
       webhookConfiguration: () => webhookConfig?.view() ?? 'unchecked',
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
+      memoryExhausted: (s) => memoryExhaustedMessage(memory.poison, s.key, source.ruleSet.version(s.key)),
       exceptionObject: (s) => source.rules.exceptions.get(s.name, s.namespace),
       onExemption: (t) => exceptionEvents.note(t),
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),
