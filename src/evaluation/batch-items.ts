@@ -23,8 +23,12 @@ export interface Item {
   /** Past this (epoch ms) an item without a deadline that no worker claimed is settled as never started. */
   readonly startBy: number;
   readonly abandoned: string[] | undefined;
-  /** Sent alone: a second attempt after an abandon (it ran next to something slow once already). */
-  readonly solo: boolean;
+  /**
+   * Sent alone: a second attempt after an abandon (it ran next to something slow once already), or an item
+   * whose batch exhausted its thread's memory before any item ran (each goes again alone, so only the one
+   * that cannot fit fails).
+   */
+  solo: boolean;
   settled: boolean;
   /** The batch that holds it now, and its index there; undefined while it waits. */
   batch: Batch | undefined;

@@ -270,13 +270,17 @@ export class Batcher {
       // A batch waiting behind one whose worker was terminated at its deadline fails with piscina's
       // termination error: expected, its items are queued again below.
       if (closed === undefined && !batch.abort.aborted && !isTermination(err)) this.#deps.log.warn({ [LogKey.error]: toError(err) }, 'evaluation worker lost during a task');
+      const outOfMemory = isOutOfMemory(err);
       for (let i = 0; i < batch.items.length; i++) {
         const it = batch.items[i]!;
         if (it.settled || it.batch !== batch) continue;
         if (closed !== undefined) this.#fail(it, closed);
+        // The thread died of its memory before any item ran (receiving the batch): alone, an item that does not fit fails; in a batch, each goes again alone.
+        else if (outOfMemory && running < 0 && batch.items.length === 1 && it.solo) this.#settle(it, { ok: false, running: undefined, outOfMemory: true });
+        else if (outOfMemory && running < 0) it.solo = true;
         // Aborted at the deadline (its worker terminated), or the worker died under it (e.g. out of memory):
         // either way the rule that was running is the one to abandon.
-        else if (i === running) this.#settle(it, isOutOfMemory(err) ? { ok: false, running: key, outOfMemory: true } : { ok: false, running: key });
+        else if (i === running) this.#settle(it, outOfMemory ? { ok: false, running: key, outOfMemory: true } : { ok: false, running: key });
       }
     }
     this.#takeBack(batch, -1);

@@ -14,7 +14,7 @@ import { threadMemoryFor } from '../../src/evaluation/thread-memory.ts';
 import { RuleSet, type EvaluationInput, type KubeObject, type PortalRuleObject } from '../../src/policy/index.ts';
 import { bigPod, HOG_LIMIT_MIB, hogRule } from './memory-hog.ts';
 
-const logger = pino({ level: 'silent' });
+const logger = pino({ level: process.env.DEBUG_POOL ? 'debug' : 'silent' });
 const pools: EvaluationPool[] = [];
 after(() => Promise.all(pools.map((p) => p.close())));
 
