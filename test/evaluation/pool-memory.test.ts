@@ -56,7 +56,7 @@ describe('evaluation threads under resourceLimits', () => {
     const hog = bigVerdicts!.find((v) => v.rule === 'tenant-a/hog');
     assert.equal(hog?.result, 'error', hog?.message);
     assert.equal(hog?.error?.reason, 'OutOfMemory');
-    assert.match(hog?.message ?? '', /rule tenant-a\/hog could not be evaluated: evaluating it on Pod tenant-a\/big \(resourceVersion 7\) exhausted the evaluation thread's memory \(32 MiB heap\)/);
+    assert.match(hog?.message ?? '', new RegExp(`rule tenant-a/hog could not be evaluated: evaluating it on Pod tenant-a/big \\(resourceVersion 7\\) exhausted the evaluation thread's memory \\(${HOG_LIMIT_MIB} MiB heap\\)`));
     assert.equal(bigVerdicts!.find((v) => v.rule === 'tenant-a/fine')?.result, 'pass');
     assert.equal(poison.size, 1);
     assert.equal(poison.pairs()[0]?.describe, 'Pod tenant-a/big (resourceVersion 7)');
