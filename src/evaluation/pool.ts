@@ -24,13 +24,10 @@
  *   any other error. The audit's pool counts each deadline from when a
  *   worker starts the evaluation (`deadlineFrom: 'start'`): a queue of audit
  *   work, or a replacement worker starting, does not eat it.
- * - Memory (adr/0018): each thread runs under V8 resourceLimits
- *   (`memory`, thread-memory.ts). A thread that exceeds them dies alone
- *   (ERR_WORKER_OUT_OF_MEMORY); piscina starts another, the items that
- *   shared its batches go again, and the (rule, object) pair it was running
- *   is remembered (poison-pairs.ts, mirrored by every thread): that rule
- *   gives `error` for that object at once from then on, and the input is
- *   evaluated again with it, as after a deadline.
+ * - Memory (adr/0018): threads run under resourceLimits (`memory`). One
+ *   that exceeds them dies alone; the items of its batches go again, and the
+ *   (rule, object) pair it was running is remembered (poison-pairs.ts, on
+ *   every thread): `error` at once from then on, as after a deadline.
  * - Queue: bounded (`maxQueue`); past it a task is refused at once with a
  *   QueueFull error (admission: a denial, code 500, naming the overload)
  *   rather than waiting for a deadline it cannot meet.

@@ -10,15 +10,15 @@ import { loadPoisonPairs, persistPoisonPairs } from '../evaluation/poison-file.t
 import { PoisonPairs } from '../evaluation/poison-pairs.ts';
 import { threadMemoryFor, type ThreadMemory } from '../evaluation/thread-memory.ts';
 import { LogKey } from '../observability/log-keys.ts';
-import type { Runnable } from './runnable.ts';
+import type { ModeRunnable } from './mode.ts';
 
 export interface EvaluationMemory {
   /** Each evaluation thread's V8 limits. */
   threads: ThreadMemory;
   /** The pairs remembered; both pools mirror them into their threads. */
   poison: PoisonPairs;
-  /** Keeps the pairs in the state directory while the replica runs (absent without one). */
-  runnable: Runnable | undefined;
+  /** Keeps the pairs in the state directory while the replica runs (none without one). */
+  runnables: ModeRunnable[];
 }
 
 /** Threads of the audit's own evaluation pool (adr/0013), counted in the derivation beside admission's. */
@@ -37,16 +37,13 @@ export async function evaluationMemory(
     if (n > 0) log.warn({ [LogKey.count]: n, [LogKey.dir]: dir }, 'remembered (rule, object) pairs that exhausted an evaluation thread\'s memory: they give error without running');
   }
   log.info({ [LogKey.count]: threads.maxOldGenerationSizeMb }, `evaluation threads limited to ${threads.maxOldGenerationSizeMb} MiB heap each (${config.evaluationMemory > 0 ? '--evaluation-memory' : `from ${replicaMiB} MiB of replica memory`})`);
-  const runnable: Runnable | undefined =
-    dir === ''
-      ? undefined
-      : {
-          name: 'evaluation-memory-file',
-          async start(signal) {
-            const written = persistPoisonPairs(dir, poison, log, signal);
-            if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-            await written();
-          },
-        };
-  return { threads, poison, runnable };
+  const file: ModeRunnable['runnable'] = {
+    name: 'evaluation-memory-file',
+    async start(signal) {
+      const written = persistPoisonPairs(dir, poison, log, signal);
+      if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      await written();
+    },
+  };
+  return { threads, poison, runnables: dir === '' ? [] : [{ runnable: file, group: 'probes' }] };
 }

@@ -123,7 +123,6 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   const registry = new Registry();
   const liveness = new HealthChecks();
   const debugVars = new DebugVars();
-
   const metrics = createAdmissionMetrics(registry);
   const memory = await evaluationMemory(config, deps.memoryMiB ?? Math.floor(totalmem() / 1048576), componentLogger(root, 'evaluation'));
   const mode =
@@ -186,8 +185,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     serverRunnable('webhook', webhook, (signal) => watchTlsFiles({ ...tlsFiles, target: webhook.server, initial: tls, logger: componentLogger(root, 'tls') }, signal)),
     'webhook',
   );
-  for (const { runnable, group } of mode.runnables) manager.add(runnable, group);
-  if (memory.runnable) manager.add(memory.runnable, 'probes');
+  for (const { runnable, group } of [...mode.runnables, ...memory.runnables]) manager.add(runnable, group);
   // Estimated worst-case CEL cost per expression, and which run on cel-js instead of generated code (issue 19).
   debugVars.register('cel', () => ({ perExpressionLimit: PER_CALL_COST_LIMIT, rules: source.ruleSet.celCosts() }));
   debugVars.register('manager', () => manager.describe());
