@@ -38,7 +38,7 @@ import { ObjectActions } from './object-actions.ts';
 import { ReportFlusher } from './report-flusher.ts';
 import { ReportPlanner, type ReportConfig } from './report-planner.ts';
 import { sleep } from '../util/backoff.ts';
-import { StatusWriter } from './status-writer.ts';
+import { StatusWriter, type StatusInputs } from './status-writer.ts';
 import type { TypeCheckStatus } from './type-check-status.ts';
 import type { HandlerResult } from './worker-pool.ts';
 
@@ -67,6 +67,8 @@ export interface AuditActuatorDeps {
   evaluator: AuditEvaluator;
   /** The stored rule object of a RuleSet entry (for status comparisons). */
   ruleObject?: (state: RuleState) => KubeObject | undefined;
+  /** The object that exhausted an evaluation thread's memory with this rule version, for its status (adr/0018). */
+  memoryExhausted?: StatusInputs['memoryExhausted'];
   /** The stored PortalException of a RuleSet entry (its status is written against it). */
   exceptionObject?: (state: ExceptionState) => KubeObject | undefined;
   /** The rules' TypeChecked condition (absent: not shown). */
@@ -152,6 +154,7 @@ export class AuditActuator implements Runnable {
         lastPassTime: (state) => this.#evaluator.ruleLastPass(state.key),
         coverage: (state) => this.#evaluator.coverage(state.key),
         typeChecked: (_state, object) => deps.typeCheck?.condition(object),
+        memoryExhausted: (state) => deps.memoryExhausted?.(state),
       },
       this.#log,
       config.statusDebounceMs !== undefined ? { debounceMs: config.statusDebounceMs } : {},
@@ -174,6 +177,12 @@ export class AuditActuator implements Runnable {
 
   needLeaderElection(): boolean {
     return true;
+  }
+
+  /** A rule's status changed outside the audit's own verdicts (an object exhausted an evaluation thread's memory): written soon when leading. */
+  ruleChanged(ruleKey: string): void {
+    this.status.markDirty([ruleKey]);
+    if (this.#acting) this.#scheduleStatus(this.#acting);
   }
 
   /** Runs for one term: takeover scan, then the writes, until `signal` (the term's end or shutdown) aborts. */

@@ -30,6 +30,8 @@ export interface AuditDeps {
   policies?: readonly AuditPolicySource[];
   namespaceLabels: (namespace: string) => Record<string, string> | undefined;
   ruleObject?: (state: RuleState) => KubeObject | undefined;
+  /** The object that exhausted an evaluation thread's memory with this rule version, for its status (adr/0018). */
+  memoryExhausted?: (state: RuleState) => string | undefined;
   /** The stored PortalException of a RuleSet entry (for its status). */
   exceptionObject?: (state: ExceptionState) => KubeObject | undefined;
   /** Exemptions starting and ending (every replica), for their Events. */

@@ -10,7 +10,8 @@
  *   generation does not compile (with the field and the line and column of a
  *   CEL error), `EvaluationError` / `CostExceeded` when an expression or the
  *   schema fails on an object (with the field and the object that triggered
- *   it). A deadline or an unknown namespace is counted but is not the rule's
+ *   it); `OutOfMemory` when evaluating it on an object exhausted an
+ *   evaluation thread's memory (adr/0018, naming the object). A deadline or an unknown namespace is counted but is not the rule's
  *   defect, so it gets no Event.
  *
  * An admission error seen by a follower is counted there; its Event is
@@ -91,7 +92,7 @@ export class RuleProblems {
     if (v.ruleKind === 'ValidatingAdmissionPolicy') return;
     this.#errors.inc({ rule: v.rule, path });
     const reason = v.error?.reason;
-    if (!this.#events || (reason !== 'EvaluationError' && reason !== 'CostExceeded')) return;
+    if (!this.#events || (reason !== 'EvaluationError' && reason !== 'CostExceeded' && reason !== 'OutOfMemory')) return;
     const subject = subjectOf(v.rule, this.#ruleObject?.(v.rule));
     if (!subject) return;
     const prefix = `rule ${v.rule} could not be evaluated: `;

@@ -36,6 +36,8 @@ export interface StatusInputs {
   coverage?(state: RuleState): Coverage | undefined;
   /** The rule's type check against the matched kinds' schemas (type-check-status.ts). */
   typeChecked?(state: RuleState, object: KubeObject | undefined): TypeCheckedCondition | undefined;
+  /** The condition message when an object exhausted an evaluation thread's memory with the rule version in force (adr/0018). */
+  memoryExhausted?(state: RuleState): string | undefined;
 }
 
 export function ruleDisplay(state: Pick<RuleState, 'name' | 'namespace'>): string {
@@ -58,6 +60,7 @@ export function desiredStatus(
   anyPass?: Date,
   coverage?: Coverage,
   typeChecked?: TypeCheckedCondition,
+  memoryExhausted?: string,
 ): RuleStatus {
   const previous = (object as { status?: RuleStatus } | undefined)?.status?.conditions ?? [];
   const cond = (c: Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>): Condition => withTransition(c, previous, now, state.generation);
@@ -72,6 +75,8 @@ export function desiredStatus(
       ...(coverage ? [cond({ type: 'Covered', status: coverage.covered ? 'True' : 'False', reason: coverage.reason, message: coverage.message })] : []),
       // Only for a rule that compiled: a CompileError's Ready condition already says what is wrong.
       ...(typeChecked ? [cond({ type: 'TypeChecked', ...typeChecked })] : []),
+      // Only while this version has such an object: the condition names it (an edited rule is tried again).
+      ...(memoryExhausted !== undefined ? [cond({ type: 'MemoryExhausted', status: 'True', reason: 'OutOfMemory', message: memoryExhausted })] : []),
     ],
     violations,
   };
@@ -110,6 +115,7 @@ export class StatusWriter extends FencedStatusWriter<RuleState, RuleStatus> {
             inputs.lastPassTime(state),
             inputs.coverage?.(state),
             state.ready ? inputs.typeChecked?.(state, object) : undefined,
+            inputs.memoryExhausted?.(state),
           ),
         same: sameStatus,
         patch: (state, body, opts) =>

@@ -108,6 +108,19 @@ export interface ServeConfig {
    * one more of its own. @default the available cores, at least 2 and at most 8 (DEFAULT_EVALUATION_WORKERS)
    */
   evaluationWorkers: number;
+  /**
+   * Heap (V8 old generation, MiB) of each evaluation thread; past it the
+   * thread is replaced and the rule it was running gives `error` for that
+   * object (adr/0018). 0: derived from the replica's memory
+   * (src/evaluation/thread-memory.ts). @default 0
+   */
+  evaluationMemory: number;
+  /**
+   * Directory for what a replica keeps across its own restarts: the (rule,
+   * object) pairs that exhausted an evaluation thread's memory (adr/0018).
+   * "": kept in memory only. The chart mounts an emptyDir. @default ""
+   */
+  evaluationStateDir: string;
 }
 
 /** The CPUs this process may run on (its affinity: a replica pinned to one core sees 1). */
@@ -208,6 +221,8 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   // Twelve periods of the chart's readiness probe (src/admission/readiness.ts).
   readinessErrorMaxAge: 60_000,
   evaluationWorkers: DEFAULT_EVALUATION_WORKERS,
+  evaluationMemory: 0,
+  evaluationStateDir: '',
 });
 
 const PORT = { min: 0, max: 65535 } as const;
@@ -254,6 +269,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'maxExceptionLifetime', flag: 'max-exception-lifetime', type: 'duration', arg: 'DUR', help: 'refuse PortalExceptions that never expire or live longer (0: no limit)' },
   { key: 'evaluationTimeout', flag: 'evaluation-timeout', type: 'duration', arg: 'DUR', help: 'deadline of one evaluation: past it the rules not decided give error (a rule still running is abandoned)' },
   { key: 'evaluationWorkers', flag: 'evaluation-workers', type: 'int', min: 1, max: 64, arg: 'N', help: 'worker threads evaluating admission requests (default: cores, 2 to 8)' },
+  { key: 'evaluationMemory', flag: 'evaluation-memory', type: 'int', min: 0, max: 65_536, arg: 'MIB', help: "heap of each evaluation thread, MiB; past it the rule gives error for that object (0: from the replica's memory)" },
+  { key: 'evaluationStateDir', flag: 'evaluation-state-dir', type: 'string', arg: 'DIR', help: 'directory kept across restarts: objects that exhausted an evaluation thread\'s memory ("": none)' },
 ];
 
 /** Flags that are not configuration keys. */

@@ -11,9 +11,10 @@ import type { ItemBody } from './protocol.ts';
 /**
  * One attempt's outcome: the worker's result, or abandoned (with the rule or
  * VAP that was running, if one was), or never started (no worker claimed it
- * by its `startBy`).
+ * by its `startBy`); `outOfMemory` when its thread died of its
+ * resourceLimits (thread-memory.ts) rather than at the deadline.
  */
-export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined; started: boolean };
+export type Attempt = { ok: true; value: unknown } | { ok: false; running: string | undefined; started: boolean; outOfMemory?: true };
 
 export interface Item extends Queued {
   /** Released (with resolve and reject) once settled: see release(). */
@@ -23,8 +24,12 @@ export interface Item extends Queued {
   readonly end: number;
   readonly startBy: number;
   readonly abandoned: string[] | undefined;
-  /** Sent alone: a second attempt after an abandon (it ran next to something slow once already). */
-  readonly solo: boolean;
+  /**
+   * Sent alone: a second attempt after an abandon (it ran next to something slow once already), or an item
+   * whose batch exhausted its thread's memory before any item ran (each goes again alone, so only the one
+   * that cannot fit fails).
+   */
+  solo: boolean;
   settled: boolean;
   reserved: number;
   /** The batch that holds it now, and its index there; undefined while it waits. */

@@ -52,6 +52,7 @@ import { epochNow, SLOT_BYTES, type ItemBody, type Task, type TaskOutcomes } fro
 import { splitPacked } from './packed-review.ts';
 import { TaskAbort } from './task-abort.ts';
 import { isTermination, release, type Attempt, type Batch, type Item } from './batch-items.ts';
+import { isOutOfMemory } from './thread-memory.ts';
 
 export interface BatcherConfig {
   /** Worker threads: at most this many batches are active while one of them is heavy. */
@@ -282,13 +283,17 @@ export class Batcher {
       // A batch waiting behind one whose worker was terminated at its deadline fails with piscina's
       // termination error: expected, its items are queued again below.
       if (closed === undefined && !batch.abort.aborted && !isTermination(err)) this.#deps.log.warn({ [LogKey.error]: toError(err) }, 'evaluation worker lost during a task');
+      const outOfMemory = isOutOfMemory(err);
       for (let i = 0; i < batch.items.length; i++) {
         const it = batch.items[i]!;
         if (it.settled || it.batch !== batch) continue;
         if (closed !== undefined) this.#fail(it, closed);
+        // The thread died of its memory before any item ran (receiving the batch): alone, an item that does not fit fails; in a batch, each goes again alone.
+        else if (outOfMemory && running < 0 && batch.items.length === 1 && it.solo) this.#settle(it, { ok: false, running: undefined, started: true, outOfMemory: true });
+        else if (outOfMemory && running < 0) it.solo = true;
         // Aborted at the deadline (its worker terminated), or the worker died under it (e.g. out of memory):
         // either way the rule that was running is the one to abandon.
-        else if (i === running) this.#settle(it, { ok: false, running: key, started: true });
+        else if (i === running) this.#settle(it, outOfMemory ? { ok: false, running: key, started: true, outOfMemory: true } : { ok: false, running: key, started: true });
       }
     }
     this.#takeBack(batch, -1);

@@ -9,6 +9,8 @@ import type { EvaluationInput, RuleSet, RuleVerdict } from '../policy/index.ts';
 import type { ParamStore, VapSet } from '../policy/vap/index.ts';
 import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import { MAX_BATCH } from './protocol.ts';
+import type { PoisonPairs } from './poison-pairs.ts';
+import type { ThreadMemory } from './thread-memory.ts';
 
 /** Tasks waiting per worker before new ones are refused: at ~50 µs per typical evaluation, 64 is a few ms of work. */
 export const QUEUE_PER_WORKER = 64;
@@ -84,6 +86,13 @@ export interface EvaluationPoolConfig {
    * the queue. @default max(MIN_FLOW_QUEUE, maxQueue / 4)
    */
   flowQueue?: number;
+  /**
+   * V8 resourceLimits of each thread (thread-memory.ts): a thread that
+   * exceeds them is replaced, and the rule it was running gives `error` for
+   * that object from then on (poison-pairs.ts). Undefined: V8's defaults
+   * (tests; the replica and `portal test` always set them).
+   */
+  memory?: ThreadMemory | undefined;
 }
 
 /** The smallest per-flow bound: the API server's own queueLengthLimit for a flow is 50 (Priority and Fairness). */
@@ -120,6 +129,8 @@ export interface PolicyStores {
   params?: ParamStore | undefined;
   /** Cluster mode: the namespace labels reviews are answered with (file mode: only the name label). */
   namespaces?: NamespaceLabelStore | undefined;
+  /** The (rule, object) pairs that exhausted a thread's memory; shared by a replica's pools and kept across restarts (poison-file.ts). @default the pool's own */
+  poison?: PoisonPairs | undefined;
 }
 
 /** What a rule error is reported with: the request's identifiers. */
@@ -145,6 +156,7 @@ export function withDefaults(config: EvaluationPoolConfig): Required<EvaluationP
     requestMs: Number.POSITIVE_INFINITY,
     startWithinMs: Math.max(120_000, 10 * config.timeoutMs),
     flowQueue: Math.max(MIN_FLOW_QUEUE, Math.floor((config.maxQueue ?? Math.max(MIN_QUEUE, QUEUE_PER_WORKER * config.workers)) / 4)),
+    memory: undefined,
     ...config,
     // The progress slot times at most MAX_BATCH items (protocol.ts).
     maxBatch: Math.min(MAX_BATCH, config.maxBatch ?? MAX_BATCH),

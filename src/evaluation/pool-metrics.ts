@@ -8,6 +8,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 export interface PoolMetrics {
   abandoned: Counter<'pool'>;
   rejected: Counter<'pool'>;
+  outOfMemory: Counter<'pool'>;
 }
 
 type Reader = () => { threads: number; queued: number };
@@ -20,6 +21,7 @@ export function poolMetrics(r: Registry, pool: string, read: Reader): PoolMetric
   const metrics = {
     abandoned: counter('portal_evaluation_abandoned_total', 'Evaluations abandoned at the deadline (their worker, if running, was replaced), by pool.'),
     rejected: counter('portal_evaluation_rejected_total', 'Evaluations refused as overload (the pool queue or the flow share of it full, or not started in time for the request), by pool.'),
+    outOfMemory: counter('portal_evaluation_out_of_memory_total', 'Evaluation threads that exhausted their memory (resourceLimits) and were replaced, by pool; each also counts as abandoned.'),
   };
   const existing = r.getSingleMetric('portal_evaluation_queue_depth') as PoolGauge | undefined;
   const pools = existing?.pools ?? new Map<string, Reader>();

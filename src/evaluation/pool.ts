@@ -28,6 +28,10 @@
  *   namespace, cluster-scoped objects, Portal's kinds) taken by deficit
  *   round robin charged with measured time (fair-queue.ts), so a namespace
  *   that floods waits behind its own load.
+ * - Memory (adr/0018): threads run under resourceLimits (`memory`). One
+ *   that exceeds them dies alone; the items of its batches go again, and the
+ *   (rule, object) pair it was running is remembered (poison-pairs.ts, on
+ *   every thread): `error` at once from then on, as after a deadline.
  * - Queue: bounded (`maxQueue`), and each flow to its share (`flowQueue`);
  *   past either a task is refused at once with a QueueFull error, and so is
  *   a request whose first evaluation could not start in time to be answered
@@ -54,6 +58,7 @@ import { PolicyReplication } from './replication.ts';
 import { dyingThreads, startThreads } from './threads.ts';
 import { unpackReview } from './packed-review.ts';
 import { epochNow, SLOT_BYTES, type ItemBody, type TaskOutcomes, type TaskResults, type WorkerData } from './protocol.ts';
+import { describeObject, objectIdentity, poisonCheck, PoisonPairs } from './poison-pairs.ts';
 
 type What = () => Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
 
@@ -79,6 +84,9 @@ export class EvaluationPool {
   readonly #batcher: Batcher;
   readonly #metrics: PoolMetrics | undefined;
   readonly #reviewContext: ReviewContext;
+  readonly #poison: PoisonPairs;
+  readonly #poisoned: NonNullable<EvaluationBudget['poisoned']>;
+  #outOfMemory = 0;
   #piscina: Piscina | undefined;
   /** Waits for the threads piscina terminated to exit (threads.ts, dyingThreads). */
   #dying: ((ms: number) => Promise<void>) | undefined;
@@ -101,6 +109,8 @@ export class EvaluationPool {
       namespaceLabels: namespaces ? (ns) => (ns === '' ? undefined : namespaces.labels(ns)) : nameOnlyNamespaceLabels,
     };
     this.#stores = stores;
+    this.#poison = stores.poison ?? new PoisonPairs();
+    this.#poisoned = poisonCheck(this.#poison, (key) => stores.rules.version(key));
     this.#log = deps.logger.child({ [LogKey.subcomponent]: `evaluation-${config.name}` });
     this.#onRuleError = deps.onRuleError;
     this.#ruleStats = deps.ruleStats;
@@ -194,7 +204,8 @@ export class EvaluationPool {
   #ensure(): Piscina {
     if (this.#closed) throw new PortalError(ErrorCode.Closed, `the ${this.name} evaluation pool is closed`);
     if (this.#piscina) return this.#piscina;
-    const replication = new PolicyReplication(this.name, { rules: this.#stores.rules, vaps: this.#stores.vaps, params: this.#stores.params, namespaces: this.#stores.namespaces });
+    const s = this.#stores;
+    const replication = new PolicyReplication(this.name, { rules: s.rules, vaps: s.vaps, params: s.params, namespaces: s.namespaces, poison: this.#poison });
     this.#replication = replication;
     const workerData: WorkerData = {
       channel: replication.channelName,
@@ -203,7 +214,7 @@ export class EvaluationPool {
       namespaceLabels: this.#stores.namespaces ? 'mirror' : 'name-only',
       ruleStats: this.#ruleStats?.channelName,
     };
-    this.#piscina = startThreads({ workers: this.#config.workers, pipeline: this.#config.pipeline, workerData }, {
+    this.#piscina = startThreads({ workers: this.#config.workers, pipeline: this.#config.pipeline, workerData, memory: this.#config.memory }, {
       onError: (err) => this.#log.error({ [LogKey.error]: toError(err) }, 'evaluation worker failed'),
       onDestroy: (id) => {
         replication.workerDestroyed(id);
@@ -285,7 +296,7 @@ export class EvaluationPool {
       if (!a.ok) {
         // Someone waits for the answer: an evaluation that could not start in time is overload, answered as such.
         if (!a.started && end !== Number.POSITIVE_INFINITY) throw this.#shed(flowKey, submitted);
-        return this.#retry(body, flowKey, end, what, settle, a.running).then(done) as Promise<R>;
+        return this.#retry(body, flowKey, end, what, settle, a).then(done) as Promise<R>;
       }
       const r = a.value as TaskResults[K];
       return done === undefined ? (r as R) : done(r);
@@ -298,25 +309,50 @@ export class EvaluationPool {
     end: number,
     what: What,
     settle: (budget: EvaluationBudget) => TaskResults[K],
-    running: string | undefined,
+    first: Extract<Attempt, { ok: false }>,
   ): Promise<TaskResults[K]> {
-    this.#noteAbandoned(what, running);
     const abandoned: string[] = [];
-    if (running !== undefined) {
-      abandoned.push(running);
-      // A retry is not refused: it replaces the attempt that was abandoned. It has what is left of the request's time.
+    // The rule that was running is skipped from now on: as remembered poison (its message says so) or as abandoned.
+    const skip = (a: Extract<Attempt, { ok: false }>): void => {
+      this.#noteAbandoned(what, a);
+      if (a.running !== undefined && !(a.outOfMemory && this.#remember(body, a.running))) abandoned.push(a.running);
+    };
+    skip(first);
+    if (first.running !== undefined) {
+      // A retry is not refused: it replaces the attempt that was abandoned. It has what is left of the request's time,
+      // and carries the policy revision that includes the pair just remembered, so the thread that takes it knows it.
       const startBy = end === Number.POSITIVE_INFINITY ? epochNow() + this.#config.startWithinMs : end - this.#config.graceMs;
       const second = await this.#attempt(body, flowKey, { end, startBy }, abandoned, false);
       if (second.ok) return second.value as TaskResults[K];
-      this.#noteAbandoned(what, second.running);
-      if (second.running !== undefined) abandoned.push(second.running);
+      skip(second);
     }
-    return settle({ deadline: Number.NEGATIVE_INFINITY, now: epochNow, ms: this.#config.timeoutMs, abandoned: new Set(abandoned) });
+    return settle({ deadline: Number.NEGATIVE_INFINITY, now: epochNow, ms: this.#config.timeoutMs, abandoned: new Set(abandoned), poisoned: this.#poisoned });
   }
 
-  #noteAbandoned(whatOf: What, running: string | undefined): void {
+  /** Remembers (rule, the body's object) as a pair that exhausted a thread's memory; false when it cannot be keyed (a VAP, a rule no longer in force, an unreadable review). */
+  #remember(body: TaskBody, rule: string): boolean {
+    const version = this.#stores.rules.version(rule);
+    if (version === undefined || body.kind === 'vap') return false;
+    let input: Parameters<typeof objectIdentity>[0] & Parameters<typeof describeObject>[0];
+    if (body.kind === 'audit') input = body.input;
+    else {
+      const read = readReview(body.body);
+      if (!read.ok) return false;
+      input = read.request;
+    }
+    const limitMiB = this.#config.memory?.maxOldGenerationSizeMb ?? 0;
+    this.#poison.add({ rule, ruleVersion: version, object: objectIdentity(input), describe: describeObject(input), limitMiB, at: new Date().toISOString() });
+    return true;
+  }
+
+  #noteAbandoned(whatOf: What, a: Extract<Attempt, { ok: false }>): void {
+    const running = a.running;
     this.#abandoned++;
     this.#metrics?.abandoned.inc({ pool: this.name });
+    if (a.outOfMemory) {
+      this.#outOfMemory++;
+      this.#metrics?.outOfMemory.inc({ pool: this.name });
+    }
     const what = whatOf();
     this.#log.warn(
       {
@@ -326,7 +362,11 @@ export class EvaluationPool {
         [LogKey.rule]: running,
         [LogKey.deadlineMs]: this.#config.timeoutMs,
       },
-      running !== undefined ? 'evaluation deadline passed while a rule ran: abandoned, worker replaced' : 'no evaluation worker started the evaluation in time',
+      a.outOfMemory
+        ? `evaluation exhausted its thread's memory (${this.#config.memory?.maxOldGenerationSizeMb ?? '?'} MiB heap): thread replaced, the pair remembered`
+        : running !== undefined
+          ? 'evaluation deadline passed while a rule ran: abandoned, worker replaced'
+          : 'no evaluation worker started the evaluation in time',
     );
   }
 
@@ -374,6 +414,10 @@ export class EvaluationPool {
       /** Tasks sent, and evaluations they carried (their ratio is the mean batch). */
       ...this.#batcher.stats(),
       abandoned: this.#abandoned,
+      /** Of them, threads that exhausted their memory (resourceLimits), and the (rule, object) pairs remembered. */
+      outOfMemory: this.#outOfMemory,
+      poisonPairs: this.#poison.size,
+      threadMemory: this.#config.memory,
       rejected: this.#rejected,
       policyRevision: this.#replication?.seq ?? 0,
       deadlineMs: this.#config.timeoutMs,

@@ -25,7 +25,7 @@ import type { BindingEvaluation, VapAttributes } from '../policy/vap/index.ts';
 import type { PackedReview } from './packed-review.ts';
 
 /** The stores a worker mirrors, by name. */
-export type StoreName = 'rules' | 'vaps' | 'params' | 'namespaces';
+export type StoreName = 'rules' | 'vaps' | 'params' | 'namespaces' | 'poison';
 
 export type ChannelMessage =
   | { type: 'hello' }

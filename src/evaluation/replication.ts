@@ -13,7 +13,8 @@ import type { ChannelMessage, StoreName } from './protocol.ts';
 /** The stores the workers mirror, by name; absent ones are not mirrored. */
 export type MirroredStores = Partial<Record<StoreName, Replicated<unknown> | undefined>>;
 
-const ORDER: readonly StoreName[] = ['rules', 'vaps', 'params', 'namespaces'];
+// The rules before the pairs remembered about them (poison-pairs.ts): a pair names a rule version.
+const ORDER: readonly StoreName[] = ['rules', 'vaps', 'params', 'namespaces', 'poison'];
 
 export class PolicyReplication {
   readonly channelName: string;

@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Piscina } from 'piscina';
 import type { WorkerData } from './protocol.ts';
+import type { ThreadMemory } from './thread-memory.ts';
 
 /** The worker module: compiled `.js` beside this file, or the `.ts` source under tsx (which workers must load explicitly). */
 function workerModule(): { filename: string; execArgv: string[] | undefined } {
@@ -21,6 +22,8 @@ export interface ThreadsConfig {
   /** Batches one worker takes at once. */
   pipeline: number;
   workerData: WorkerData;
+  /** Each thread's V8 limits (thread-memory.ts); undefined: V8's defaults. */
+  memory?: ThreadMemory | undefined;
 }
 
 type LoadBalancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
@@ -76,6 +79,7 @@ export function startThreads(config: ThreadsConfig, on: { onError: (err: unknown
     idleTimeout: Number.MAX_SAFE_INTEGER,
     recordTiming: false,
     workerData: config.workerData,
+    ...(config.memory ? { resourceLimits: { ...config.memory } } : {}),
   });
   piscina.on('error', on.onError);
   piscina.on('workerDestroy', (worker: { id: number }) => on.onDestroy(worker.id));

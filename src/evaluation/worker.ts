@@ -16,6 +16,7 @@ import { ParamStore, VapSet } from '../policy/vap/index.ts';
 import { joinPacked, packReview } from './packed-review.ts';
 import { RuleStatsWriter } from './rule-stats-page.ts';
 import type { PageMessage } from './rule-stats.ts';
+import { poisonCheck, PoisonPairs } from './poison-pairs.ts';
 import {
   CLAIM_CLOSED,
   epochNow,
@@ -42,9 +43,10 @@ interface Stores {
   vaps: VapSet;
   params: ParamStore;
   namespaces: NamespaceLabelStore;
+  poison: PoisonPairs;
 }
 
-const fresh = (): Stores => ({ rules: new RuleSet(), vaps: new VapSet(), params: new ParamStore(), namespaces: new NamespaceLabelStore() });
+const fresh = (): Stores => ({ rules: new RuleSet(), vaps: new VapSet(), params: new ParamStore(), namespaces: new NamespaceLabelStore(), poison: new PoisonPairs() });
 const exempt: ReadonlySet<string> = new Set(data.exemptNamespaces);
 
 let stores = fresh();
@@ -136,17 +138,27 @@ function execute(task: Task, i: number, onRule: (key: string) => void): unknown 
   const cap = task.deadlines[i];
   const fromClaim = epochNow() + ms;
   const deadline = cap !== undefined && cap < fromClaim ? cap : fromClaim;
-  if (typeof body === 'string') return packReview(answerReview(body, reviewContext(), { deadline, now: epochNow, ms, abandoned, onRule, results: ruleStats }));
+  const poisoned = poisonedCheck();
+  if (typeof body === 'string') return packReview(answerReview(body, reviewContext(), { deadline, now: epochNow, ms, abandoned, onRule, results: ruleStats, poisoned }));
   if (body.kind === 'vap') {
     return stores.vaps.evaluate(body.attrs, { namespaceObject: body.namespaceObject, params: stores.params }, {
       deadline: { at: deadline, now: epochNow, ms, abandoned, onPolicy: onRule },
     });
   }
-  const budget: EvaluationBudget = { deadline, now: epochNow, ms, abandoned, onRule };
+  const budget: EvaluationBudget = { deadline, now: epochNow, ms, abandoned, onRule, poisoned };
   return evaluate(stores.rules, body.input, budget);
 }
 
 let context: { stores: Stores; ctx: ReviewContext } | undefined;
+let poisonedFor: { stores: Stores; check: ReturnType<typeof poisonCheck> } | undefined;
+
+/** The check of the (rule, object) pairs that exhausted a thread's memory (poison-pairs.ts), for the stores in force. */
+function poisonedCheck(): ReturnType<typeof poisonCheck> {
+  if (poisonedFor?.stores === stores) return poisonedFor.check;
+  const { rules, poison } = stores;
+  poisonedFor = { stores, check: poisonCheck(poison, (key) => rules.version(key)) };
+  return poisonedFor.check;
+}
 
 /** What reviews are answered with, for the stores in force (a snapshot replaces them). */
 function reviewContext(): ReviewContext {

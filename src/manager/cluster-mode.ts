@@ -33,9 +33,8 @@ import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import type { KubeObject } from '../policy/types.ts';
 import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
-
-/** Threads of the audit's own evaluation pool (adr/0013). */
-const AUDIT_THREADS = 1;
+import { AUDIT_THREADS, type EvaluationMemory } from './evaluation-memory.ts';
+import { memoryExhaustedMessage } from '../evaluation/poison-pairs.ts';
 
 export const VERSION = '0.1.0';
 
@@ -47,6 +46,8 @@ export interface ClusterModeDeps {
   debugVars: DebugVars;
   /** portal_rules_loaded: the rule informers keep it current. */
   rulesLoaded: Gauge;
+  /** Evaluation threads' limits and the pairs that exhausted them (evaluation-memory.ts), shared with admission. */
+  evaluationMemory: EvaluationMemory;
 }
 
 export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps): Mode | BuildProblems {
@@ -94,6 +95,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   };
   const ruleProblems = new RuleProblems({ registry, events: problemEvents, ruleObject: ruleByDisplay });
   ruleProblemSink.problems = ruleProblems;
+  const memory = deps.evaluationMemory;
   const { evaluator, actuator, auditEvaluation } = clusterAudit(config, {
     client,
     writer,
@@ -106,7 +108,10 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     typeCheck: new TypeCheckStatus(kindSchemas, () => crds.schemas.generation),
     root,
     registry,
+    memory,
   });
+  // A rule's status names the object that exhausted a thread's memory with it (the leader writes it).
+  memory.poison.onChange(({ pair }) => actuator.ruleChanged(pair.rule));
 
   registerDebugVars(debugVars, registry, { source, vaps, vapTypeWarnings, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation });
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
@@ -135,18 +140,19 @@ interface AuditParts {
   typeCheck: TypeCheckStatus;
   root: Logger;
   registry: Registry;
+  memory: EvaluationMemory;
 }
 
 /** The audit (evaluation on every replica, actuation leader-only) and its own evaluation pool. */
 function clusterAudit(config: Readonly<ServeConfig>, parts: AuditParts): ReturnType<typeof buildAudit> & { auditEvaluation: EvaluationPool } {
-  const { client, writer, source, vaps, vapProblems, ruleProblems, exceptionEvents, webhookConfig, typeCheck, root, registry } = parts;
+  const { client, writer, source, vaps, vapProblems, ruleProblems, exceptionEvents, webhookConfig, typeCheck, root, registry, memory } = parts;
   // The audit's own evaluation pool (adr/0013): one thread, so a full pass never takes a worker from admission,
   // and an admission flood never takes the audit's. Its deadlines count from when the thread starts an
   // evaluation (as admission's do), and no request waits on it (no requestMs); its flows are namespaces
   // too, so one namespace's heavy objects do not hold the reports of the others (issue 31 item 2).
   const auditEvaluation = new EvaluationPool(
-    { name: 'audit', workers: AUDIT_THREADS, timeoutMs: config.evaluationTimeout },
-    { rules: source.ruleSet, vaps: vaps.set, params: vaps.params },
+    { name: 'audit', workers: AUDIT_THREADS, timeoutMs: config.evaluationTimeout, memory: memory.threads },
+    { rules: source.ruleSet, vaps: vaps.set, params: vaps.params, poison: memory.poison },
     { logger: componentLogger(root, 'evaluation'), registry },
   );
   const { evaluator, actuator } = buildAudit(
@@ -168,6 +174,7 @@ function clusterAudit(config: Readonly<ServeConfig>, parts: AuditParts): ReturnT
       typeCheck,
       namespaceLabels: (ns) => source.namespaceLabels(ns),
       ruleObject: (s) => (s.namespace !== undefined ? source.rules.namespacedRules.get(s.name, s.namespace) : source.rules.clusterRules.get(s.name)),
+      memoryExhausted: (s) => memoryExhaustedMessage(memory.poison, s.key, source.ruleSet.version(s.key)),
       exceptionObject: (s) => source.rules.exceptions.get(s.name, s.namespace),
       onExemption: (t) => exceptionEvents.note(t),
       onNamespaceChange: (h) => source.namespaces.informer.onEvent((e) => h(e.object.metadata?.name ?? '')),

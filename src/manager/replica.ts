@@ -18,7 +18,7 @@
  * Modes: file-mode.ts (`--policies DIR`) and cluster-mode.ts.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry, type Counter } from 'prom-client';
@@ -45,6 +45,7 @@ import { fileMode } from './file-mode.ts';
 import { bindRuleSeries } from './rule-series.ts';
 import type { RuleStats } from '../evaluation/rule-stats.ts';
 import { Manager, type ShutdownOutcome } from './manager.ts';
+import { evaluationMemory, type EvaluationMemory } from './evaluation-memory.ts';
 import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
 import type { Runnable } from '../util/runnable.ts';
 import { toError } from '../observability/errors.ts';
@@ -53,6 +54,8 @@ export interface ReplicaDeps {
   root: Logger;
   /** Environment (in-cluster detection); the replica never reads `process.env`. */
   env: Readonly<Record<string, string | undefined>>;
+  /** The replica's memory in MiB (its cgroup limit, else the machine's; the CLI reads it), from which the evaluation threads' limits are derived. @default the machine's */
+  memoryMiB?: number;
 }
 
 export interface Replica {
@@ -92,7 +95,7 @@ function serverRunnable(name: string, server: FastifyInstance, alsoRun?: (signal
 }
 
 /** Admission evaluates in worker threads with a hard deadline (adr/0013); threads start with the Manager. */
-function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Logger, registry: Registry, ruleStats: RuleStats): EvaluationPool {
+function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, memory: EvaluationMemory, root: Logger, registry: Registry, ruleStats: RuleStats): EvaluationPool {
   const { source, ruleProblems } = mode;
   return new EvaluationPool(
     {
@@ -103,9 +106,10 @@ function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Lo
       // Queue and evaluations together stay inside the webhook's timeout (pool-config.ts).
       requestMs: admissionRequestMs(config.evaluationTimeout),
       exemptNamespaces: config.exemptNamespaces,
+      memory: memory.threads,
     },
     // Namespace labels travel to the workers like the rules: they answer whole reviews.
-    { rules: source.ruleSet, namespaces: source.namespaceStore },
+    { rules: source.ruleSet, namespaces: source.namespaceStore, poison: memory.poison },
     {
       logger: componentLogger(root, 'evaluation'),
       registry,
@@ -142,12 +146,12 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   const registry = replicaRegistry();
   const liveness = new HealthChecks();
   const debugVars = new DebugVars();
-
   const metrics = createAdmissionMetrics(registry);
+  const memory = await evaluationMemory(config, deps.memoryMiB ?? Math.floor(totalmem() / 1048576), componentLogger(root, 'evaluation'));
   const mode =
     config.policies !== ''
       ? await fileMode(config.policies, registry, exceptionOptions(config))
-      : clusterMode(config, { root, env: deps.env, registry, liveness, debugVars, rulesLoaded: metrics.rulesLoaded });
+      : clusterMode(config, { root, env: deps.env, registry, liveness, debugVars, rulesLoaded: metrics.rulesLoaded, evaluationMemory: memory });
   if (!('kind' in mode)) return { ok: false, ...mode };
   const { source } = mode;
 
@@ -161,7 +165,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   metrics.rulesLoaded.set(source.ruleSet.size);
   registerRulesNotReady(registry, () => source.ruleSet.states().filter((s) => !s.ready).length);
   registerCelFallbacks(registry, () => source.ruleSet.celCosts().map((r) => ({ rule: r.key, expressions: r.expressions.filter((e) => e.fallback !== undefined).length })));
-  const evaluation = admissionEvaluation(config, mode, root, registry, bindRuleSeries(registry, source.ruleSet, metrics.exceptionsApplied));
+  const evaluation = admissionEvaluation(config, mode, memory, root, registry, bindRuleSeries(registry, source.ruleSet, metrics.exceptionsApplied));
   const gate = new ReadinessGate({ maxAgeMs: config.readinessErrorMaxAge });
   gate.addCheck('rules', () => source.ready() || source.notReadyReason());
   gate.addCheck('evaluation', () => evaluation.ready() || evaluation.notReadyReason());
@@ -204,7 +208,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     serverRunnable('webhook', webhook, (signal) => watchTlsFiles({ ...tlsFiles, target: webhook.server, initial: tls, logger: componentLogger(root, 'tls') }, signal)),
     'webhook',
   );
-  for (const { runnable, group } of mode.runnables) manager.add(runnable, group);
+  for (const { runnable, group } of [...mode.runnables, ...memory.runnables]) manager.add(runnable, group);
   // Estimated worst-case CEL cost per expression, and which run on cel-js instead of generated code (issue 19).
   debugVars.register('cel', () => ({ perExpressionLimit: PER_CALL_COST_LIMIT, rules: source.ruleSet.celCosts() }));
   debugVars.register('manager', () => manager.describe());

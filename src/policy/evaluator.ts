@@ -58,6 +58,12 @@ export interface EvaluationBudget {
    * `error` without running again.
    */
   abandoned?: ReadonlySet<string> | undefined;
+  /**
+   * Asked before each rule runs: a message when evaluating this rule on this
+   * input exhausted an evaluation thread's memory before (adr/0018); the
+   * rule then gives `error` with it, without running.
+   */
+  poisoned?: ((key: string, input: EvaluationInput) => string | undefined) | undefined;
   /** Told the key of each rule just before its CEL and schema run (the pool records it, to know which rule was running if the deadline passes). */
   onRule?: ((key: string) => void) | undefined;
   /** Admission only: told each applying rule's result and how long it ran (the workers' per-rule metrics). */
@@ -115,6 +121,7 @@ function errorVerdict(entry: RuleEntry, why: string, error: RuleError): RuleVerd
 
 const UNDECIDABLE: RuleError = Object.freeze({ reason: 'Undecidable' });
 const DEADLINE: RuleError = Object.freeze({ reason: 'Deadline' });
+const OUT_OF_MEMORY: RuleError = Object.freeze({ reason: 'OutOfMemory' });
 const COMPILE_ERROR: RuleError = Object.freeze({ reason: 'CompileError' });
 const SCHEMA_COST: RuleError = Object.freeze({ reason: 'CostExceeded', field: 'spec.validate.schema' });
 const SCHEMA_ERROR: RuleError = Object.freeze({ reason: 'EvaluationError', field: 'spec.validate.schema' });
@@ -238,6 +245,8 @@ function applyRule(
     return errorVerdict(entry, `the ${input.operation} request carries no object to validate`, UNDECIDABLE);
   }
   if (timeBudget !== undefined) {
+    const poisoned = timeBudget.poisoned?.(entry.key, input);
+    if (poisoned !== undefined) return errorVerdict(entry, poisoned, OUT_OF_MEMORY);
     if (timeBudget.abandoned?.has(entry.key)) return errorVerdict(entry, abandonedMessage(timeBudget.ms), DEADLINE);
     if (timeBudget.now() > timeBudget.deadline) {
       return errorVerdict(entry, `the evaluation time budget (${timeBudget.ms} ms) ran out before this rule ran`, DEADLINE);

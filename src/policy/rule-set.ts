@@ -234,6 +234,17 @@ export class RuleSet implements Replicated<RuleSetChange> {
     return e ? { enforcement: e.enforcement, match: e.match } : undefined;
   }
 
+  /**
+   * The version of a rule in force: its generation and a hash of its spec
+   * (the same on every thread and replica, and after a restart); undefined
+   * when no version compiled. Keys what is remembered about one version
+   * (src/evaluation/poison-pairs.ts).
+   */
+  version(key: string): string | undefined {
+    const slot = this.#slots.get(key);
+    return slot?.good ? `${slot.state.compiledGeneration ?? slot.generation}/${slot.good.hash.slice(0, 16)}` : undefined;
+  }
+
   state(key: string): RuleState | undefined {
     return this.#slots.get(key)?.state;
   }

@@ -193,10 +193,12 @@ export interface SchemaViolation {
  * - `EvaluationError`: an expression or the schema failed on this object;
  * - `CostExceeded`: a CEL cost or regex matching budget ran out;
  * - `Deadline`: the request's evaluation time budget ran out before the rule ran;
- * - `Undecidable`: what the rule needs is unknown (the namespace's labels, the object).
- * The first three are defects of the rule (Events name them); the last two are not the rule's doing.
+ * - `Undecidable`: what the rule needs is unknown (the namespace's labels, the object);
+ * - `OutOfMemory`: evaluating the rule on this object exhausted an evaluation thread's memory (adr/0018).
+ * `CompileError`, `EvaluationError`, `CostExceeded` and `OutOfMemory` are defects of the rule or of the
+ * object (Events name them); `Deadline` and `Undecidable` are not the rule's doing.
  */
-export type RuleErrorReason = 'CompileError' | 'EvaluationError' | 'CostExceeded' | 'Deadline' | 'Undecidable';
+export type RuleErrorReason = 'CompileError' | 'EvaluationError' | 'CostExceeded' | 'Deadline' | 'Undecidable' | 'OutOfMemory';
 
 export interface RuleError {
   reason: RuleErrorReason;

@@ -1,0 +1,49 @@
+/**
+ * A replica's bound on evaluation memory (adr/0018): the limits of every
+ * evaluation thread (admission's and the audit's), and the one store of the
+ * (rule, object) pairs that exhausted them, shared by both pools, loaded
+ * from and kept in `--evaluation-state-dir` when one is given.
+ */
+import type { Logger } from 'pino';
+import type { ServeConfig } from '../config/options.ts';
+import { loadPoisonPairs, persistPoisonPairs } from '../evaluation/poison-file.ts';
+import { PoisonPairs } from '../evaluation/poison-pairs.ts';
+import { threadMemoryFor, type ThreadMemory } from '../evaluation/thread-memory.ts';
+import { LogKey } from '../observability/log-keys.ts';
+import type { ModeRunnable } from './mode.ts';
+
+export interface EvaluationMemory {
+  /** Each evaluation thread's V8 limits. */
+  threads: ThreadMemory;
+  /** The pairs remembered; both pools mirror them into their threads. */
+  poison: PoisonPairs;
+  /** Keeps the pairs in the state directory while the replica runs (none without one). */
+  runnables: ModeRunnable[];
+}
+
+/** Threads of the audit's own evaluation pool (adr/0013), counted in the derivation beside admission's. */
+export const AUDIT_THREADS = 1;
+
+export async function evaluationMemory(
+  config: Readonly<Pick<ServeConfig, 'evaluationWorkers' | 'evaluationMemory' | 'evaluationStateDir' | 'policies'>>,
+  replicaMiB: number,
+  log: Logger,
+): Promise<EvaluationMemory> {
+  const threads = threadMemoryFor(replicaMiB, config.evaluationWorkers + (config.policies === '' ? AUDIT_THREADS : 0), config.evaluationMemory);
+  const poison = new PoisonPairs();
+  const dir = config.evaluationStateDir;
+  if (dir !== '') {
+    const n = await loadPoisonPairs(dir, poison, log);
+    if (n > 0) log.warn({ [LogKey.count]: n, [LogKey.dir]: dir }, 'remembered (rule, object) pairs that exhausted an evaluation thread\'s memory: they give error without running');
+  }
+  log.info({ [LogKey.count]: threads.maxOldGenerationSizeMb }, `evaluation threads limited to ${threads.maxOldGenerationSizeMb} MiB heap each (${config.evaluationMemory > 0 ? '--evaluation-memory' : `from ${replicaMiB} MiB of replica memory`})`);
+  const file: ModeRunnable['runnable'] = {
+    name: 'evaluation-memory-file',
+    async start(signal) {
+      const written = persistPoisonPairs(dir, poison, log, signal);
+      if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      await written();
+    },
+  };
+  return { threads, poison, runnables: dir === '' ? [] : [{ runnable: file, group: 'probes' }] };
+}
