@@ -53,7 +53,13 @@ function newAjv(clock: RegexClock): Ajv2020 {
     strictTypes: false,
     strictRequired: false,
     strictTuples: false,
-    allErrors: true,
+    // Stop at the first error (issue 31): with allErrors, every failing
+    // keyword at every element of the object builds an error object, so
+    // memory grows with the object times the schema, for any verdict (the
+    // issue's Audit rule reached 14 GB); and a Deny needs one reason. Each
+    // rule reports its schema's first violation (and its CEL's); fixing it
+    // shows the next, as `portal test` does.
+    allErrors: false,
     logger: false,
     // RE2 semantics, linear time: a rule cannot stall the event loop through
     // a pattern (issue 9). ajv's RegExpEngine type wants a RegExp-like object;
