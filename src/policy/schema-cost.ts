@@ -9,10 +9,16 @@
  * an element takes at least 2 bytes (`0,`), a member 5 (`"":0,`). A
  * `maxItems` beside `items` lowers it (ajv checks `maxItems` first and,
  * stopping at the first error, never runs `items` on a longer list).
+ * A keyword holding a list of values (`enum`, `required`) counts each.
  * `$ref`s count by their references (the schema is walked as expanded; the
  * expanded-size bound of schema-bounds.ts keeps that walk to at most 20,000
  * subschemas), and a recursive type counts its keywords once per value of
  * the object.
+ *
+ * Not weighed: what one check costs beyond a constant. `uniqueItems`
+ * compares up to 256·255/2 pairs of items (MAX_UNIQUE_ITEMS), and `const`
+ * or `enum` compare whole values; the evaluation deadline bounds those
+ * (test/hostile/eval-deadline.test.ts runs the heaviest such rule).
  *
  * Issue 31: a 5 KB schema, a `$defs` of `allOf` 100 × `{minLength: 0}`
  * referenced 150 times on `spec.containers[].args.items`, is ~15,000
@@ -62,6 +68,20 @@ function dataPath(parent: string, reach: Reach, key: string): string {
   return parent;
 }
 
+/** Keywords whose array value lists subschemas (walked as children), not values each checked. */
+const SUBSCHEMA_LISTS: ReadonlySet<string> = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems', 'items']);
+
+/**
+ * A schema's own checks: one per keyword, except that a keyword holding a
+ * list of values (`enum`, `required`, a `type` list) checks each of them
+ * (an `enum` of 5,000 entries is 5,000 comparisons, not one).
+ */
+function weight(node: Record<string, Json>): number {
+  let n = 0;
+  for (const [k, v] of Object.entries(node)) n += Array.isArray(v) && !SUBSCHEMA_LISTS.has(k) ? Math.max(1, v.length) : 1;
+  return Math.max(1, n);
+}
+
 /** The estimated cost of a schema that passed the expanded-size bound (schema-bounds.ts). */
 export function schemaCost(root: Json): SchemaCost {
   // Checks per part of the object, keyed by its path, and how many values the path stands for.
@@ -70,7 +90,7 @@ export function schemaCost(root: Json): SchemaCost {
   const charged = new Set<object>();
 
   const walk = (node: Json, values: number, path: string): number => {
-    const keywords = isSchemaObject(node) ? Math.max(1, Object.keys(node).length) : 1;
+    const keywords = isSchemaObject(node) ? weight(node) : 1;
     let n = keywords * values;
     const at = byPath.get(path) ?? { cost: 0, values };
     at.cost += n;
