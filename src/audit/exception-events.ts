@@ -90,6 +90,6 @@ export class ExceptionEvents implements Runnable {
   }
 
   stats(): Record<string, unknown> {
-    return { pending: this.#events.pending, written: this.#events.written, dropped: this.#events.dropped };
+    return { pending: this.#events.pending, written: this.#events.written, dropped: this.#events.dropped, rateLimited: this.#events.rateLimited };
   }
 }

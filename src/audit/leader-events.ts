@@ -12,7 +12,11 @@
  * follower time queued the same Events — answers 409 and writes nothing.
  *
  * Bounded: at most `maxPending` Events wait (beyond, the oldest are dropped,
- * or the new one with `whenFull: 'drop-new'`, and counted); entries queued more than `maxAgeMs` before this replica starts
+ * or the new one with `whenFull: 'drop-new'`, and counted); a namespace
+ * queues a burst of Events and then one per refill interval
+ * (namespace-buckets.ts: a tenant's flood of failing rules or exceptions
+ * cannot crowd out the others' Events), the rest dropped, counted in
+ * `rateLimited` and logged once a minute per namespace; entries queued more than `maxAgeMs` before this replica starts
  * leading are dropped then (a live leader has written them; Events are a
  * record for people, not side effects owed exactly once). An Event whose
  * namespace is gone or forbidden (404, 403) is dropped with a warning: no
@@ -25,6 +29,7 @@ import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { LeaderTerm } from '../leader/term.ts';
 import { ErrorCode, isPortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
+import { EVENT_BUCKETS, NamespaceBuckets, type BucketOptions } from './namespace-buckets.ts';
 
 export interface QueuedEvent {
   /** Deterministic: the same fact always gives the same key (and Event name). */
@@ -47,6 +52,8 @@ export interface LeaderEventsOptions {
   maxAgeMs?: number;
   /** Called once an Event exists (created, or found created by an earlier leader). */
   onRecorded?: (key: string) => void;
+  /** Events per namespace. @default EVENT_BUCKETS (25 at once, then one per 10 s) */
+  perNamespace?: BucketOptions;
 }
 
 const RETRY_MS = 5000;
@@ -97,10 +104,17 @@ export class LeaderEvents {
   written = 0;
   /** Events dropped because the queue was full or they were too old when leadership began. */
   dropped = 0;
+  readonly #buckets: NamespaceBuckets;
 
   constructor(o: LeaderEventsOptions) {
     this.#o = o;
     this.#log = o.logger;
+    this.#buckets = new NamespaceBuckets(o.perNamespace ?? EVENT_BUCKETS);
+  }
+
+  /** Events not queued because their namespace was over its rate. */
+  get rateLimited(): number {
+    return this.#buckets.dropped;
   }
 
   has(key: string): boolean {
@@ -114,6 +128,9 @@ export class LeaderEvents {
   /** Queues an Event (every replica); a key already queued is kept as it is. */
   enqueue(e: QueuedEvent): void {
     if (this.#pending.has(e.key)) return;
+    const report = (dropped: number): void =>
+      this.#log.warn({ [LogKey.namespace]: e.namespace, [LogKey.count]: dropped, [LogKey.reason]: e.body.reason }, 'namespace over its event rate; dropping its events');
+    if (!this.#buckets.take(e.namespace, report)) return;
     const max = this.#o.maxPending ?? 10_000;
     if (this.#pending.size >= max) {
       if (this.#o.whenFull === 'drop-new') {

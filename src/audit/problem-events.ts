@@ -155,6 +155,7 @@ export class ProblemEvents implements Runnable {
   }
 
   stats(): Record<string, unknown> {
-    return { pending: this.#events.pending, recorded: this.#done.size, written: this.written, ...(this.dropped > 0 ? { dropped: this.dropped } : {}) };
+    const rateLimited = this.#events.rateLimited;
+    return { pending: this.#events.pending, recorded: this.#done.size, written: this.written, ...(this.dropped > 0 ? { dropped: this.dropped } : {}), ...(rateLimited > 0 ? { rateLimited } : {}) };
   }
 }

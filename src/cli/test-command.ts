@@ -19,6 +19,7 @@
 import { editDistance, parseArgs, type FlagDef, type ParsedArgs } from './args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { RESULT_OUTPUT } from './output-policy.ts';
+import { InputBudget } from '../config/input-budget.ts';
 import { readManifests } from '../config/manifests.ts';
 import { isVapDocument, type VapDocuments } from '../config/vap-manifests.ts';
 import { parseDuration } from '../util/duration.ts';
@@ -177,7 +178,8 @@ async function load(argv: string[], io: CommandIO): Promise<{ help: true } | { p
   const namespaceLabels = new Map<string, Record<string, string>>();
   let skippedRules = 0;
   if (args.positionals.length > 0) {
-    const read = await readManifests(args.positionals, undefined, io.stdin ? { stdin: io.stdin } : {});
+    // One budget for every manifest of the run (bytes, documents, keys): the file that crosses it is named.
+    const read = await readManifests(args.positionals, undefined, { ...(io.stdin ? { stdin: io.stdin } : {}), budget: new InputBudget() });
     for (const e of read.errors) problems.push(`${e.source}: ${e.message}`);
     for (const doc of read.documents) {
       if (isRuleObject(doc.object) || isVapDocument(doc.object)) {

@@ -8,7 +8,8 @@ import { readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { readBoundedFile, readBoundedStream, mib, type ReadResult } from './read-file.ts';
 import { jsonSyntaxError } from './json-error.ts';
-import { jsonDepthProblem, parseYamlDocuments } from './yaml.ts';
+import { jsonScan, parseYamlDocuments } from './yaml.ts';
+import type { InputBudget } from './input-budget.ts';
 import { exceptionKey, ruleKey, validateExceptionShape, validateRule, type PortalExceptionObject, type PortalRuleObject } from '../policy/index.ts';
 import { loadVapDocuments, type VapDocuments } from './vap-manifests.ts';
 import type { ManifestDocument, ManifestError } from './manifest-document.ts';
@@ -130,18 +131,19 @@ function flatten(value: unknown, source: string, docNo: number, result: Manifest
   result.documents.push({ source, index: counter.n++, object: value });
 }
 
-function parseYaml(text: string, source: string, result: ManifestReadResult): void {
+function parseYaml(text: string, source: string, result: ManifestReadResult, budget: InputBudget | undefined): void {
   const counter = { n: 0 };
-  parseYamlDocuments(text).forEach((doc, docNo) => {
+  parseYamlDocuments(text, budget?.allowance()).forEach((doc, docNo) => {
     if (!doc.ok) result.errors.push({ source, message: doc.message });
     else flatten(doc.value, source, docNo, result, counter);
   });
 }
 
-function parseJson(text: string, source: string, result: ManifestReadResult): void {
-  const deep = jsonDepthProblem(text);
-  if (deep) {
-    result.errors.push({ source, message: deep });
+function parseJson(text: string, source: string, result: ManifestReadResult, budget: InputBudget | undefined): void {
+  const scan = jsonScan(text);
+  const problem = scan.problem ?? budget?.charge({ keys: scan.keys, documents: 1 });
+  if (problem) {
+    result.errors.push({ source, message: problem });
     return;
   }
   let value: unknown;
@@ -192,6 +194,12 @@ export interface ReadOptions {
    * Without it, `-` is a file name like any other.
    */
   stdin?: () => AsyncIterable<Buffer | string>;
+  /**
+   * The run's budget for all inputs together (input-budget.ts): bytes,
+   * documents and keys are charged file by file; the first file over it is
+   * named, and the files after it are not read.
+   */
+  budget?: InputBudget;
 }
 
 export async function readManifests(paths: readonly string[], limits: Readonly<ReadLimits> = MANIFEST_LIMITS, options: ReadOptions = {}): Promise<ManifestReadResult> {
@@ -242,10 +250,13 @@ export async function readManifests(paths: readonly string[], limits: Readonly<R
       continue;
     }
     for (const file of l.files) {
+      if (options.budget?.crossed) return result;
       const text = await readText(file, result, limits, options.stdin);
       if (text === undefined) continue;
-      if (extname(file).toLowerCase() === '.json') parseJson(text, file, result);
-      else parseYaml(text, file, result);
+      const overBytes = options.budget?.chargeBytes(Buffer.byteLength(text));
+      if (overBytes !== undefined) result.errors.push({ source: file, message: overBytes });
+      else if (extname(file).toLowerCase() === '.json') parseJson(text, file, result, options.budget);
+      else parseYaml(text, file, result, options.budget);
     }
   }
   return result;

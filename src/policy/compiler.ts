@@ -12,11 +12,16 @@
  *   every `pattern` and `patternProperties` key uses it. No `format` is
  *   registered (strict mode refuses unknown formats), so no other regex runs;
  *   a format added later must use re2.ts too;
- * - no `$id` / `$anchor` / `$dynamicAnchor`: all rules of a rule set share
- *   one ajv instance, their SchemaCompiler (a fresh instance costs ~18 ms, a
- *   compile on a shared one ~1 ms), and an identifier would register the
- *   schema in it, letting one rule's schema reference or collide with
- *   another's.
+ * - no `$id` / `$anchor` / `$dynamicAnchor`: a schema may not name itself
+ *   (its references are local `$defs`).
+ *
+ * One ajv instance per compiled schema (issue 31): ajv's `removeSchema`
+ * leaves compiled code behind (60 compiles and releases of a 62 KB schema
+ * kept +157 MiB), so a rule's instance is dropped whole with the rule. What
+ * makes a fresh instance cost ~18 ms is the 2020-12 meta-schema it compiles;
+ * rule instances skip it (`meta: false`), and every schema is checked
+ * against the meta-schema first on one shared instance (META_CHECKER),
+ * which compiles no rule and so holds nothing per rule.
  *
  * The evaluation deadline reaches the patterns of a schema through its
  * compiler's RegexClock, set by the validator for the duration of one
@@ -42,8 +47,11 @@ export const MAX_SCHEMA_DEPTH = 32;
 
 const FORBIDDEN_KEYWORDS: ReadonlySet<string> = new Set(['$id', '$anchor', '$dynamicAnchor']);
 
-function newAjv(clock: RegexClock): Ajv2020 {
+/** The options and keywords of every instance; `meta` for the shared checker only. */
+function newAjv(clock: RegexClock, meta: boolean): Ajv2020 {
   const ajv = new Ajv2020({
+    meta,
+    validateSchema: meta,
     // Unknown keywords, formats and ignored keywords are errors: a typo in a
     // policy must not silently turn a check off.
     strict: true,
@@ -53,7 +61,13 @@ function newAjv(clock: RegexClock): Ajv2020 {
     strictTypes: false,
     strictRequired: false,
     strictTuples: false,
-    allErrors: true,
+    // Stop at the first error (issue 31): with allErrors, every failing
+    // keyword at every element of the object builds an error object, so
+    // memory grows with the object times the schema, for any verdict (the
+    // issue's Audit rule reached 14 GB); and a Deny needs one reason. Each
+    // rule reports its schema's first violation (and its CEL's); fixing it
+    // shows the next, as `portal test` does.
+    allErrors: false,
     logger: false,
     // RE2 semantics, linear time: a rule cannot stall the event loop through
     // a pattern (issue 9). ajv's RegExpEngine type wants a RegExp-like object;
@@ -83,6 +97,22 @@ function newAjv(clock: RegexClock): Ajv2020 {
     },
   });
   return ajv;
+}
+
+/**
+ * Checks schemas against the 2020-12 meta-schema (and the keywords' own
+ * meta-schemas) without compiling them, so it never holds a rule's code.
+ * Its clock is never entered: it runs only the meta-schemas' patterns.
+ */
+const META_CHECKER = newAjv(newRegexClock(), true);
+
+function metaSchemaProblem(schema: Record<string, unknown> | boolean): string | undefined {
+  try {
+    if (META_CHECKER.validateSchema(schema)) return undefined;
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  }
+  return `schema is invalid: ${META_CHECKER.errorsText(META_CHECKER.errors)}`;
 }
 
 /**
@@ -143,29 +173,29 @@ export function schemaGuardProblem(schema: unknown): string | undefined {
 }
 
 /**
- * A schema compiler: one ajv instance (rule schemas compiled on it share
- * it) and the RegexClock its patterns read. A RuleSet owns one.
+ * A schema compiler: the RegexClock the patterns of its schemas read (a
+ * RuleSet owns one), and a fresh ajv instance for each schema it compiles.
  */
 export class SchemaCompiler {
   readonly #clock: RegexClock = newRegexClock();
-  readonly #ajv: Ajv2020 = newAjv(this.#clock);
 
   /**
    * Compiles a schema. Never throws: a failure is `{ok: false, error}` saying why.
-   * `release()` drops the compiled code from this compiler's ajv instance (call
-   * it when the rule version is replaced or removed).
+   * `release()` lets go of the compiled code and its ajv instance (call it
+   * when the rule version is replaced or removed); a released validator
+   * throws, which the evaluator turns into an `error` verdict.
    */
   compile(schema: Record<string, unknown> | boolean): CompileResult {
     const guard = schemaGuardProblem(schema);
     if (guard) return { ok: false, error: guard };
-    // ajv keys its cache by object identity: compile a private copy so that the
-    // caller's object can be shared or mutated without affecting us.
+    // A private copy, compiled with uniqueItems guarded: the caller's object can be shared or mutated without affecting us.
     const own: Record<string, unknown> | boolean = typeof schema === 'boolean' ? schema : structuredClone(schema);
+    const invalid = metaSchemaProblem(own);
+    if (invalid) return { ok: false, error: `validate.schema: compilation failed: ${invalid}` };
     guardUniqueItems(own);
-    let fn: ValidateFunction;
-    const ajv = this.#ajv;
+    let fn: ValidateFunction | undefined;
     try {
-      fn = ajv.compile(own);
+      fn = newAjv(this.#clock, false).compile(own);
     } catch (e) {
       return { ok: false, error: `validate.schema: compilation failed: ${e instanceof Error ? e.message : String(e)}` };
     }
@@ -173,34 +203,31 @@ export class SchemaCompiler {
     // One context per validator, set before each call: validation is synchronous, and ajv passes the same `this` down every $ref.
     const context: { podSecurityVersion: number } = { podSecurityVersion: LATEST };
     const validate: Validator = (value, pathPrefix = '', podSecurityVersion = LATEST, deadline) => {
+      const run = fn;
+      if (run === undefined) throw new Error('the rule version was released');
       context.podSecurityVersion = podSecurityVersion;
       let ok: boolean;
-      if (deadline === undefined) ok = fn.call(context, value) as boolean;
+      if (deadline === undefined) ok = run.call(context, value) as boolean;
       else {
         const outer = enterDeadline(clock, deadline);
         try {
-          ok = fn.call(context, value) as boolean;
+          ok = run.call(context, value) as boolean;
         } finally {
           leaveDeadline(clock, outer);
         }
       }
       if (ok) return [];
-      return toViolations((fn.errors ?? []) as ErrorObject[], pathPrefix);
+      return toViolations((run.errors ?? []) as ErrorObject[], pathPrefix);
     };
-    let released = false;
+    // The validator is the only holder of its ajv instance: dropping the function drops both.
     const release = (): void => {
-      if (released || typeof own === 'boolean') return;
-      released = true;
-      ajv.removeSchema(own);
+      fn = undefined;
     };
     return { ok: true, validate, release };
   }
 }
 
-/**
- * Compiles a schema on `compiler` (by default a fresh one: ~18 ms, fine for
- * a one-off check; rule sets keep theirs).
- */
+/** Compiles a schema on `compiler` (by default a fresh one; rule sets keep theirs for their regex clock). */
 export function compileSchema(schema: Record<string, unknown> | boolean, compiler: SchemaCompiler = new SchemaCompiler()): CompileResult {
   return compiler.compile(schema);
 }

@@ -23,6 +23,7 @@ export { decide, MAX_WARNING_LENGTH, type AdmissionDecision, type Exempted } fro
 export { validateRule, validateRuleShape, matchesPods, type RuleValidation } from './validate-rule.ts';
 export { compileSchema, SchemaCompiler, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, type CompileResult, type Validator } from './compiler.ts';
 export { MAX_EXPANDED_SCHEMA, MAX_UNIQUE_ITEMS, schemaExpandedSize } from './schema-bounds.ts';
+export { MAX_ELEMENTS, MAX_OBJECT_BYTES, MAX_SCHEMA_COST, schemaCost, type SchemaCost } from './schema-cost.ts';
 export { compileLinear, newRegexClock, withDeadline, RegexLimitError, MAX_PROGRAM_SIZE, MAX_TEST_COST, type LinearRegExp } from './re2.ts';
 export { selectorMatches, selectorProblems } from './label-selector.ts';
 export { namespaceGlobMatches } from './namespace-glob.ts';

@@ -13,12 +13,17 @@
  *   (a tree type), counted once; one that comes back without descending
  *   into the object (`{"allOf": [{"$ref": "#"}]}`) would never end and is
  *   refused.
+ * - Cost. Within that size, every keyword counts once per value of the
+ *   object it can apply to (schema-cost.ts): a keyword under `items` counts
+ *   for every element the largest object can hold.
  * - `uniqueItems: true` compares every pair of items: only together with a
  *   `maxItems` of at most {@link MAX_UNIQUE_ITEMS} in the same schema. ajv
  *   (with allErrors) would still compare the pairs of a longer list after
  *   `maxItems` failed, so the compiled copy checks uniqueness only when
  *   `maxItems` holds ({@link guardUniqueItems}).
  */
+import { schemaCostProblem } from './schema-cost.ts';
+import { children, DEFINITIONS, DESCEND_MANY, DESCEND_MAP, DESCEND_ONE, IN_PLACE_MANY, IN_PLACE_MAP, IN_PLACE_ONE, isSchemaObject, refOf, resolve, type Json, type Schema } from './schema-walk.ts';
 
 /**
  * 20,000 (keywords of the subschemas, as expanded): the largest shipped rule
@@ -40,59 +45,6 @@ export const MAX_EXPANDED_SCHEMA = 20_000;
  */
 export const MAX_UNIQUE_ITEMS = 256;
 
-type Json = unknown;
-type Schema = Record<string, Json>;
-
-/** Keywords whose value is one subschema, applied to the same value (in place) or to a part of it. */
-const IN_PLACE_ONE = ['not', 'if', 'then', 'else'];
-const DESCEND_ONE = ['additionalProperties', 'items', 'contains', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties', 'additionalItems'];
-/** Keywords whose value is an array of subschemas. */
-const IN_PLACE_MANY = ['allOf', 'anyOf', 'oneOf'];
-const DESCEND_MANY = ['prefixItems', 'items'];
-/** Keywords whose value maps names to subschemas. */
-const IN_PLACE_MAP = ['dependentSchemas'];
-const DESCEND_MAP = ['properties', 'patternProperties'];
-/** Maps of subschemas that apply only through `$ref`. */
-const DEFINITIONS = ['$defs', 'definitions'];
-
-function isSchemaObject(v: Json): v is Schema {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-/** The direct subschemas of a schema, each with whether it applies to a part of the value (descends). */
-function children(s: Schema, withDefinitions: boolean): { child: Json; descends: boolean }[] {
-  const out: { child: Json; descends: boolean }[] = [];
-  for (const k of IN_PLACE_ONE) if (k in s) out.push({ child: s[k], descends: false });
-  for (const k of DESCEND_ONE) if (k in s && !Array.isArray(s[k])) out.push({ child: s[k], descends: true });
-  for (const k of IN_PLACE_MANY) if (Array.isArray(s[k])) for (const c of s[k] as Json[]) out.push({ child: c, descends: false });
-  for (const k of DESCEND_MANY) if (Array.isArray(s[k])) for (const c of s[k] as Json[]) out.push({ child: c, descends: true });
-  for (const k of IN_PLACE_MAP) if (isSchemaObject(s[k])) for (const c of Object.values(s[k])) out.push({ child: c, descends: false });
-  for (const k of DESCEND_MAP) if (isSchemaObject(s[k])) for (const c of Object.values(s[k])) out.push({ child: c, descends: true });
-  if (withDefinitions) for (const k of DEFINITIONS) if (isSchemaObject(s[k])) for (const c of Object.values(s[k])) out.push({ child: c, descends: false });
-  return out;
-}
-
-/** The target of a local `$ref` ("#", "#/$defs/a", with ~0 ~1 and %-escapes), or undefined. */
-function resolve(root: Json, ref: string): Json | undefined {
-  if (!ref.startsWith('#')) return undefined;
-  const pointer = ref.slice(1);
-  if (pointer === '') return root;
-  if (!pointer.startsWith('/')) return undefined;
-  let node: Json = root;
-  for (const raw of pointer.slice(1).split('/')) {
-    let token: string;
-    try {
-      token = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
-    } catch {
-      return undefined;
-    }
-    if (Array.isArray(node)) node = node[Number(token)];
-    else if (isSchemaObject(node) && Object.hasOwn(node, token)) node = node[token];
-    else return undefined;
-  }
-  return node;
-}
-
 class Refused extends Error {}
 
 /**
@@ -113,7 +65,7 @@ function expandedSize(root: Json, bound: number): number {
       n += size(child, descends ? depth + 1 : depth);
       if (n > bound) return n;
     }
-    const ref = typeof node['$ref'] === 'string' ? node['$ref'] : typeof node['$dynamicRef'] === 'string' ? node['$dynamicRef'] : undefined;
+    const ref = refOf(node);
     if (ref !== undefined) {
       const target = resolve(root, ref);
       if (target !== undefined && isSchemaObject(target)) {
@@ -181,7 +133,8 @@ export function schemaBoundProblem(schema: Json): string | undefined {
   if (n > MAX_EXPANDED_SCHEMA) {
     return `validate.schema expands to more than ${MAX_EXPANDED_SCHEMA} subschemas once its "$ref"s are followed (the expanded-size bound); reference fewer schemas from each level`;
   }
-  return undefined;
+  // Only a schema within the expanded-size bound is walked as expanded.
+  return schemaCostProblem(schema);
 }
 
 /**

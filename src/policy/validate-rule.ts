@@ -187,10 +187,10 @@ export function validateRuleShape(obj: unknown): RuleValidation {
 }
 
 /**
- * The compiler validateRule checks schemas on (compile, then release): one
- * per process, since a fresh ajv costs ~18 ms per rule. It never evaluates
- * anything, so no evaluation state (deadline, cost) lives in it; the rules
- * in force are compiled by their RuleSet's own compiler.
+ * The compiler validateRule checks schemas on (compile, then release: each
+ * schema gets its own ajv instance, dropped with the release). It never
+ * evaluates anything, so no evaluation state (deadline, cost) lives in it;
+ * the rules in force are compiled by their RuleSet's own compiler.
  */
 const checker = new SchemaCompiler();
 

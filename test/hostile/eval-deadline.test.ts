@@ -1,46 +1,53 @@
 // Issue 16 item 1, end to end: a rule whose single evaluation takes far
 // longer than --evaluation-timeout, against a real `portal serve` (files
-// mode): the shipped require-run-as-nonroot schema on a Pod with 60k
-// containers (superlinear; the issue measured 6.7 s on 50k), with no point
-// inside one schema where a cooperative deadline could be checked. The evaluation is abandoned at the
-// deadline and its worker replaced; the rule's verdict is `error`, which its
-// enforcement turns into a denial (Deny) or a warning (Warn); the other rules
-// keep their verdicts. Meanwhile /healthz and a request of another namespace
-// are answered: asserted by the order of events (they are answered while the
+// mode), with no point inside one schema where a cooperative deadline could
+// be checked. Since issue 31 a schema's work per object is bounded at apply
+// (keywords × the values they apply to) and evaluation stops at the first
+// error, so the slow case is the heaviest work the bounds still admit:
+// `uniqueItems` (with its required `maxItems: 256`) compares every pair of
+// items, each comparison walking the items, here ten times over through
+// `$ref`s, on a 4 MB review. The evaluation is abandoned at the deadline and
+// its worker replaced; the rule's verdict is `error`, which its enforcement
+// turns into a denial (Deny) or a warning (Warn); the other rules keep their
+// verdicts. Meanwhile /healthz and a request of another namespace are
+// answered: asserted by the order of events (they are answered while the
 // slow request is in flight), not by timing thresholds.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { podReview, review, startServe, type ReviewResponse } from '../replica/support.ts';
 import { until } from '../support/until.ts';
 
 const DEADLINE_MS = 5_000;
 /**
- * Containers in the slow review. The schema is quadratic in them: 20k took
- * over 20 s on the loaded machine this was written on, but under 5 s once it
- * was quieter (load 8), so the case was not slow; 60k is 9× that work
- * (issue 16: 50k took 6.7 s on a quiet machine) and still a 4 MB review,
- * under the 8 MiB body limit.
+ * Lists of 256 items, each item a list whose first element tells it apart
+ * (the deep comparison walks from the end, so every pair costs the whole
+ * item): 32,640 pairs × 1,000 elements per list, eight lists (a 4 MB
+ * review), ten times: ~2.6·10^9 element comparisons, 14 s for one pass of
+ * the ten on the loaded machine this was written on.
  */
-const SLOW_CONTAINERS = 60_000;
+const LISTS = 8;
+const ITEM_LENGTH = 1_000;
 
-/**
- * The shipped require-run-as-nonroot schema, superlinear in the number of
- * containers (issue 16: 50k containers 6.7 s; 20k take over 20 s here), as
- * a tenant's PortalRule. (`uniqueItems` on 25k entries, the issue's other
- * case, is now refused at compile without maxItems.)
- */
-const NONROOT = parse(readFileSync(new URL('../../policies/pod-security/require-run-as-nonroot.yaml', import.meta.url), 'utf8')) as { spec: Record<string, unknown> };
+/** Within every bound of issue 31 (uniqueItems beside maxItems 256, ~20 keywords per list). */
+const UNIQUE_SCHEMA = {
+  $defs: { unique: { maxItems: 256, uniqueItems: true } },
+  properties: { spec: { properties: { lists: { items: { allOf: Array.from({ length: 10 }, () => ({ $ref: '#/$defs/unique' })) } } } } },
+};
 const slowRule = (namespace: string, name: string, enforcement: 'Deny' | 'Warn'): string =>
-  stringify({ apiVersion: 'portal.dev/v1alpha1', kind: 'PortalRule', metadata: { name, namespace }, spec: { ...NONROOT.spec, enforcement } });
+  stringify({
+    apiVersion: 'portal.dev/v1alpha1',
+    kind: 'PortalRule',
+    metadata: { name, namespace },
+    spec: { enforcement, match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] }, validate: { message: 'Lists must hold distinct items.', schema: UNIQUE_SCHEMA } },
+  });
 
 const RULES = [
-  slowRule('tenant-a', 'slow-nonroot', 'Deny'),
-  slowRule('tenant-w', 'slow-nonroot', 'Warn'),
+  slowRule('tenant-a', 'slow-unique', 'Deny'),
+  slowRule('tenant-w', 'slow-unique', 'Warn'),
   `apiVersion: portal.dev/v1alpha1
 kind: PortalClusterRule
 metadata: {name: no-privileged}
@@ -61,9 +68,9 @@ spec:
 ].join('---\n');
 
 function slowReview(namespace: string): Record<string, unknown> {
-  const r = podReview({ namespace }) as { request: { object: { spec: { containers: Record<string, unknown>[] } } } };
-  const containers = r.request.object.spec.containers;
-  for (let i = 0; i < SLOW_CONTAINERS; i++) containers.push({ name: `c${i}`, image: 'busybox', securityContext: { runAsNonRoot: false } });
+  const r = podReview({ namespace }) as { request: { object: { spec: Record<string, unknown> } } };
+  const rest = Array<number>(ITEM_LENGTH).fill(0);
+  r.request.object.spec['lists'] = Array.from({ length: LISTS }, () => Array.from({ length: 256 }, (_, i) => [i, ...rest]));
   return r;
 }
 
@@ -113,7 +120,7 @@ test('portal serve: a rule stuck past the evaluation deadline gives error; probe
     await slow;
 
     assert.deepEqual(events, ['slow in flight', 'healthz answered', 'other namespace answered', 'other namespace answered', 'slow answered'], `${enforcement}: order of events`);
-    const expected = `rule ${namespace}/slow-nonroot could not be evaluated: the evaluation deadline (${DEADLINE_MS} ms) passed while it ran; it was abandoned`;
+    const expected = `rule ${namespace}/slow-unique could not be evaluated: the evaluation deadline (${DEADLINE_MS} ms) passed while it ran; it was abandoned`;
     if (enforcement === 'Deny') {
       assert.equal(slowAnswer?.allowed, false);
       assert.equal(slowAnswer?.status?.code, 403);
@@ -131,8 +138,10 @@ test('portal serve: a rule stuck past the evaluation deadline gives error; probe
   assert.equal((await evaluation()).abandoned, 2);
   assert.equal(await metric(s.probes, 'portal_evaluation_abandoned_total'), 2);
   // On a small Pod the slow rule decides in time: a real verdict (fail), next to no-privileged's.
-  const after = await review(s.webhook, ca, podReview({ namespace: 'tenant-a', privileged: true }), 60_000);
+  const small = podReview({ namespace: 'tenant-a', privileged: true }) as { request: { object: { spec: Record<string, unknown> } } };
+  small.request.object.spec['lists'] = [[[1], [1]]];
+  const after = await review(s.webhook, ca, small, 60_000);
   assert.equal(after.allowed, false);
-  assert.match(after.status?.message ?? '', /^denied by 2 rules: no-privileged: .*; tenant-a\/slow-nonroot: Containers must run as non-root/);
+  assert.match(after.status?.message ?? '', /^denied by 2 rules: no-privileged: .*; tenant-a\/slow-unique: Lists must hold distinct items\. \[spec\.lists\[0\]: must NOT have duplicate items/);
   assert.equal((await review(s.webhook, ca, podReview({ namespace: 'tenant-b' }), 60_000)).allowed, true);
 });

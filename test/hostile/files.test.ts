@@ -187,3 +187,40 @@ describe('hostile files: portal serve --policies DIR refuses to start', { concur
     assertRefused(r, /--config .*\.yaml: is a FIFO \(named pipe\); only regular files are read/);
   });
 });
+
+/**
+ * Issue 31 item 7: `portal test` is linear and bounded across files. A 16 MiB
+ * map of 1.4M keys took hours (yaml's duplicate-key check compared every
+ * pair) and three 12 MB files of Pods used 2.2 GB; one budget for all inputs
+ * of a run refuses them, naming the file that crossed it. The runs get a
+ * 1 GiB heap: a run that needed more would crash (and fail the test) instead
+ * of being refused.
+ */
+describe('hostile files: the input budget of a portal test run', { timeout: 20 * DEADLINE_MS }, () => {
+  const bounded = (args: string[]): Promise<RunResult> =>
+    runPortal(args, { cwd: dir, env: { POD_NAME: 'portal-hostile', NODE_OPTIONS: '--max-old-space-size=1024' }, timeoutMs: 5 * DEADLINE_MS });
+
+  it('a map of 1.4M keys (12 MB): exit 2, the file and the key budget named', async () => {
+    let text = '';
+    for (let i = 0; i < 1_400_000; i++) text += `k${i.toString(36)}: 0\n`;
+    writeFileSync(at('keys.yaml'), text);
+    const r = await bounded(['test', '--policies', 'good', 'keys.yaml']);
+    assertRefused(r, /keys\.yaml: holds more than 1,000,000 map keys \(after 0 in the files before it\), over what all inputs of one run may hold together \(64\.0 MiB, 100,000 documents, 1,000,000 map keys\)/);
+  });
+
+  it('three 12 MB files of Pods: exit 2 naming the second, the third not read', async () => {
+    const pods = (f: string): string => {
+      const out: string[] = [];
+      for (let i = 0, size = 0; size < 12_000_000; i++) {
+        const doc = `apiVersion: v1\nkind: Pod\nmetadata:\n  name: p${f}${i}\n  namespace: default\nspec:\n  containers:\n  - name: c\n    image: nginx:1.25\n---\n`;
+        out.push(doc);
+        size += doc.length;
+      }
+      return out.join('');
+    };
+    for (const f of ['a', 'b', 'c']) writeFileSync(at(`pods-${f}.yaml`), pods(f));
+    const r = await bounded(['test', '--policies', 'good', 'pods-a.yaml', 'pods-b.yaml', 'pods-c.yaml']);
+    assertRefused(r, /pods-b\.yaml: holds more than [\d,]+ (map keys|YAML documents) \(after [\d,]+ in the files before it\), over what all inputs of one run may hold together/);
+    assert.doesNotMatch(r.stderr, /pods-(a|c)\.yaml:/);
+  });
+});

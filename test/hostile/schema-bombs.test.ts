@@ -13,8 +13,10 @@ import {
   decideAdmission,
   evaluate,
   MAX_EXPANDED_SCHEMA,
+  MAX_SCHEMA_COST,
   MAX_UNIQUE_ITEMS,
   RuleSet,
+  schemaCost,
   schemaExpandedSize,
   validateRule,
   type KubeObject,
@@ -62,6 +64,36 @@ describe('hostile schemas are refused at compile time, naming the bound', () => 
     // 10 levels: 2^10 expansions, legitimate if unusual.
     assert.equal(compileSchema(allOfBomb(10)).ok, true);
     assert.ok(schemaExpandedSize(allOfBomb(10)) < MAX_EXPANDED_SCHEMA);
+  });
+
+  it("issue 31's 5 KB rule: keywords count once per element they apply to (the cost bound)", () => {
+    // A $defs of allOf 100 × {minLength: 0}, referenced 150 times on spec.containers[].args.items:
+    // ~15,000 keywords (under the expanded-size bound), each run on every arg.
+    const many = { allOf: Array.from({ length: 150 }, () => ({ $ref: '#/$defs/d' })) };
+    const bomb = (args: Record<string, unknown>, containers: Record<string, unknown> = {}): Record<string, unknown> => ({
+      $defs: { d: { allOf: Array.from({ length: 100 }, () => ({ minLength: 0 })) } },
+      properties: { spec: { properties: { containers: { ...containers, items: { properties: { args } } } } } },
+    });
+    const schema = bomb({ items: many });
+    assert.ok(JSON.stringify(schema).length < 5 * 1024, 'a 5 KB schema');
+    assert.ok(schemaExpandedSize(schema) < MAX_EXPANDED_SCHEMA, 'within the expanded-size bound');
+    const c = compileSchema(schema);
+    assert.equal(c.ok, false);
+    if (!c.ok) {
+      assert.match(c.error, /estimated cost is 2\.4\de\+10 keyword checks per object, more than the 1e\+9 allowed \(the cost bound\)/);
+      assert.match(c.error, /15,\d{3} keywords applied to each of up to 1,572,864 values at spec\.containers\[\]\.args\[\]/);
+    }
+    const v = validateRule(namespacedRule('tenant-a', 'args-bomb', { enforcement: 'Audit', validate: { message: 'hostile', schema } }));
+    assert.equal(v.ok, false);
+    if (!v.ok) assert.ok(v.problems.some((p) => p.includes('(the cost bound)')), v.problems.join('; '));
+    // The same keywords on lists the schema bounds (maxItems is checked first, and evaluation stops at the first error).
+    const bounded = bomb({ maxItems: 8, items: many }, { maxItems: 4 });
+    assert.ok(schemaCost(bounded).cost < MAX_SCHEMA_COST, String(schemaCost(bounded).cost));
+    const rs = new RuleSet();
+    assert.equal(rs.upsert(schemaRule('bounded', bounded)).ready, true);
+    const withArgs = (n: number): KubeObject => ({ ...pod(), spec: { containers: [{ name: 'c', image: 'i', args: Array.from({ length: n }, (_, i) => `a${i}`) }] } });
+    assert.equal(evaluate(rs, input(withArgs(8)))[0]?.result, 'pass');
+    assert.deepEqual(evaluate(rs, input(withArgs(200_000)))[0]?.violations, [{ path: 'spec.containers[0].args', message: 'must NOT have more than 8 items' }]);
   });
 
   it('a $ref cycle that does not descend into the value never ends: refused', () => {
@@ -125,7 +157,8 @@ describe('deep objects: an error verdict of the rule, never an escaping throw', 
 
   it('a recursive schema meeting a 100,000-deep object', () => {
     const rs = new RuleSet();
-    rs.upsert(schemaRule('tree', { $defs: { node: { type: 'object', additionalProperties: { $ref: '#/$defs/node' } } }, properties: { spec: { $ref: '#/$defs/node' } } }));
+    // Every value of spec.deep passes `node`, so validation follows it all the way down (it stops at the first error).
+    rs.upsert(schemaRule('tree', { $defs: { node: { type: ['object', 'string'], additionalProperties: { $ref: '#/$defs/node' } } }, properties: { spec: { properties: { deep: { $ref: '#/$defs/node' } } } } }));
     const [v] = evaluate(rs, input(hostile));
     assert.equal(v?.result, 'error');
     assert.match(v?.message ?? '', /rule tree could not be evaluated/);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { decide, evaluate, MAX_WARNING_LENGTH, RuleSet, type RuleVerdict } from '../../src/policy/index.ts';
+import { decide, evaluate, MAX_WARNING_LENGTH, RuleSet, violationMessage, type RuleVerdict } from '../../src/policy/index.ts';
 import { clusterRule, input, pod } from './support.ts';
 
 const threePrivileged = {
@@ -26,13 +26,17 @@ void describe('evaluate', () => {
     assert.equal(bad[0]?.category, 'Best Practices');
     assert.deepEqual(evaluate(rs, input(pod())).map((v) => v.result), ['pass', 'pass', 'pass']);
   });
-  void it('names the rule, its message and the first 3 schema errors with paths', () => {
+  void it('names the rule, its message and the schema\'s first error with its path (evaluation stops there, issue 31)', () => {
     const rs = new RuleSet();
     rs.upsert(clusterRule('no-priv'));
     const [v] = evaluate(rs, input(threePrivileged));
-    assert.equal(v?.violations.length, 4);
+    assert.equal(v?.violations.length, 1);
+    assert.equal(v?.message, 'no-priv: Privileged containers are not allowed. [spec.containers[0].securityContext.privileged: must be equal to false]');
+  });
+  void it('the message shows at most 3 violations and counts the rest', () => {
+    const violations = [0, 1, 2, 3].map((i) => ({ path: `spec.containers[${i}].securityContext.privileged`, message: 'must be equal to false' }));
     assert.equal(
-      v?.message,
+      violationMessage('no-priv', 'Privileged containers are not allowed.', violations),
       'no-priv: Privileged containers are not allowed. [spec.containers[0].securityContext.privileged: must be equal to false, ' +
         'spec.containers[1].securityContext.privileged: must be equal to false, spec.containers[2].securityContext.privileged: must be equal to false, and 1 more]',
     );
@@ -54,10 +58,9 @@ void describe('evaluate', () => {
     );
     const obj = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default', annotations: { 'example.com/mode': 'c' } }, spec: {} };
     const [v] = evaluate(rs, input(obj));
-    assert.deepEqual(v?.violations, [
-      { path: 'metadata.annotations["example.com/mode"]', message: 'must be one of "a", "b"' },
-      { path: 'spec.securityContext', message: 'is required' },
-    ]);
+    assert.deepEqual(v?.violations, [{ path: 'metadata.annotations["example.com/mode"]', message: 'must be one of "a", "b"' }]);
+    obj.metadata.annotations['example.com/mode'] = 'a';
+    assert.deepEqual(evaluate(rs, input(obj))[0]?.violations, [{ path: 'spec.securityContext', message: 'is required' }]);
     assert.match(v?.message ?? '', /^shape: the object violates this rule \[/);
   });
   void it('a request without an object to validate is an error, not a pass', () => {

@@ -6,6 +6,7 @@
  * the entry it comes from; a suite with problems is not run.
  */
 import { dirname, isAbsolute, join } from 'node:path';
+import { InputBudget } from '../../config/input-budget.ts';
 import { loadRulesFromDirectory, readManifests, type ManifestDocument } from '../../config/manifests.ts';
 import { exceptionKey, parseRfc3339, type KubeObject, type PortalExceptionObject } from '../../policy/index.ts';
 import { OfflineEvaluator, describe, type OfflineRequest } from '../offline/evaluator.ts';
@@ -47,11 +48,17 @@ interface Ctx {
   /** A path of the suite, relative to its file. */
   abs(p: string): string;
   problem(at: SuitePath, message: string): void;
+  /**
+   * The budget of every manifest the suite names (input-budget.ts). Per
+   * suite: suites run one after the other and each one's objects are
+   * dropped once it has run, so this bounds what a run holds at once.
+   */
+  budget: InputBudget;
 }
 
 /** Reads one entry's files; problems point at the entry. */
 async function read(ctx: Ctx, path: string, at: SuitePath): Promise<ManifestDocument[]> {
-  const r = await readManifests([path]);
+  const r = await readManifests([path], undefined, { budget: ctx.budget });
   for (const e of r.errors) ctx.problems.push({ file: ctx.file, position: ctx.locate.at(at), message: `${pathText(at)}: ${e.source}: ${e.message}` });
   return r.documents;
 }
@@ -250,6 +257,7 @@ export async function loadSuite(file: string, spec: SuiteSpec, locate: Locator):
     problems,
     abs: (p) => (isAbsolute(p) ? p : join(base, p)),
     problem: (at, message) => problems.push({ file, position: locate.at(at), message: `${pathText(at)}: ${message}` }),
+    budget: new InputBudget(),
   };
 
   // Policies: one load, so names are checked across every entry.

@@ -9,7 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
-import { yamlNestingProblem } from '../../config/yaml.ts';
+import { firstDuplicateKey, yamlNestingProblem } from '../../config/yaml.ts';
 import { closest } from '../args.ts';
 import { SUITE_API_VERSION, SUITE_KIND, type Position, type SuiteProblem, type SuiteSpec } from './format.ts';
 import { parseRfc3339 } from '../../policy/index.ts';
@@ -174,7 +174,8 @@ export async function parseSuite(file: string, text: string): Promise<ParseResul
   const deep = yamlNestingProblem(text);
   if (deep) return { ok: false, problems: [{ file, message: deep }] };
   const lines = new LineCounter();
-  const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: true });
+  // yaml's own duplicate-key check is quadratic in a map's keys (issue 31): firstDuplicateKey replaces it.
+  const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: false });
   const list = Array.isArray(docs) ? docs : [];
   const problems: SuiteProblem[] = [];
   const nonEmpty = list.filter((d) => d.contents !== null || d.errors.length > 0);
@@ -184,6 +185,13 @@ export async function parseSuite(file: string, text: string): Promise<ParseResul
       const at = err.linePos?.[0];
       const what = err.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? err.message;
       problems.push({ file, ...(at ? { position: { line: at.line, column: at.col } } : {}), message: `invalid YAML: ${what}` });
+    }
+  }
+  for (const doc of problems.length === 0 ? nonEmpty : []) {
+    const duplicate = firstDuplicateKey(doc.contents);
+    if (duplicate) {
+      const p = lines.linePos(duplicate.range?.[0] ?? 0);
+      problems.push({ file, position: { line: p.line, column: p.col }, message: 'invalid YAML: Map keys must be unique' });
     }
   }
   if (problems.length > 0) return { ok: false, problems };
