@@ -8,12 +8,18 @@
  * whoever holds the others. Instead, on every new TCP connection (before
  * its TLS handshake):
  * - a remote address already holding `maxPerPeer` connections is refused;
- * - at the cap, the connection least likely to be doing work is closed to
- *   make room: first one still in its TLS handshake (oldest first), then
- *   one that never carried a request (oldest first), then one with no
- *   request in flight (idle the longest);
- *   only when every connection has a request in flight is the new one
- *   refused. Requests in flight are never cut.
+ * - at the cap, the connection furthest from completing a request is
+ *   closed to make room (issue 31): first one still in its TLS handshake
+ *   (oldest first), then one that never carried a request (oldest first),
+ *   then one with no request in flight (idle the longest), then one whose
+ *   request body is still arriving, the smallest share of its promised
+ *   body first (a request waiting its turn in peer-queue.ts has read none);
+ *   only when every connection has a request whose body is complete (being
+ *   answered) is the new one refused. Requests being answered are never cut.
+ * And every `checkIntervalMs`, a request whose body arrives slower than
+ * `minBodyBytesPerSecond` after `bodyGraceMs` of reading is closed (limits.ts):
+ * a body trickled a byte at a time holds its connection for seconds, not
+ * for the whole request timeout.
  * The TLS handshake deadline (`handshakeTimeout`) and the header/request
  * timeouts still bound how long any one connection lives.
  *
@@ -36,6 +42,8 @@ export interface ConnectionGuardOptions {
    * once, and only its requests in flight protect it. @default true
    */
   tls?: boolean;
+  /** Body rate floor (limits.ts); without it, bodies are bounded by the request timeout alone. */
+  bodyRate?: { graceMs: number; minBytesPerSecond: number; checkIntervalMs: number };
   /** Called for every connection the guard closes. */
   onClose?: (reason: ConnectionCloseReason) => void;
   /** Called with the number of open connections whenever it changes. */
@@ -57,27 +65,78 @@ interface Conn {
   idleSince: number;
   /** Already uncounted (closed by the guard, or its socket closed). */
   gone: boolean;
+  /** The request in flight, while its body is still arriving (else undefined). */
+  req: IncomingMessage | undefined;
+  /** Body bytes promised (Content-Length; chunked: unknown, counted as 1 so any progress is little). */
+  promised: number;
+  /** When its body started being read; undefined while it waits its turn unread (peer-queue.ts). */
+  readingSince: number | undefined;
+  /** The TLS (or plain) socket's bytesRead when reading started. */
+  base: number;
 }
 
 export interface ConnectionGuard {
   /** Open connections and distinct peers, for /debug/vars. */
   stats(): { open: number; peers: number };
+  /** `req` waits its turn unread: its body clock stops, and at the cap it counts as having read nothing. */
+  waiting(req: IncomingMessage): void;
+  /** `req`'s body starts being read now: the rate floor counts from here. */
+  reading(req: IncomingMessage): void;
 }
 
-/** The connection to close at the cap (`byKey` in age order), or undefined when every one has a request in flight. */
+/** Share of the promised body read so far (0 while waiting its turn). */
+function progress(c: Conn): number {
+  if (c.readingSince === undefined || c.req === undefined) return 0;
+  return (c.req.socket.bytesRead - c.base) / c.promised;
+}
+
+/** The connection to close at the cap (`byKey` in age order), or undefined when every one has a request being answered. */
 function victim(byKey: ReadonlyMap<string, Conn>): [string, Conn] | undefined {
   let silent: [string, Conn] | undefined;
   let idle: [string, Conn] | undefined;
+  let unfinished: [string, Conn] | undefined;
+  let least = Infinity;
   for (const entry of byKey) {
     const c = entry[1];
     if (!c.secure) return entry; // oldest unfinished handshake
-    if (c.inFlight !== 0) continue;
+    if (c.inFlight !== 0) {
+      // A body still arriving: the least of its promise read goes first. A complete one is being answered: never cut.
+      if (c.req !== undefined && !c.req.complete) {
+        const p = progress(c);
+        if (p < least) {
+          least = p;
+          unfinished = entry;
+        }
+      }
+      continue;
+    }
     // A connection that never carried a request goes before a keep-alive client's idle one: closing the
     // latter races with the client's next request on it (which then fails), and it is what a real client holds.
     if (!c.served) silent ??= entry; // oldest silent one
     else if (idle === undefined || c.idleSince < idle[1].idleSince) idle = entry;
   }
-  return silent ?? idle;
+  return silent ?? idle ?? unfinished;
+}
+
+/** Whether `c`'s body has fallen behind the rate floor. */
+function tooSlow(c: Conn, at: number, rate: NonNullable<ConnectionGuardOptions['bodyRate']>): boolean {
+  if (c.req === undefined || c.readingSince === undefined || c.req.complete) return false;
+  const late = at - c.readingSince - rate.graceMs;
+  if (late <= 0) return false;
+  const read = c.req.socket.bytesRead - c.base;
+  return read < Math.min(c.promised, (rate.minBytesPerSecond * late) / 1000);
+}
+
+/** Answers 408 naming the floor, as Node does at its request timeout, and closes the connection (at once if the answer cannot be flushed). */
+function closeSlow(c: Conn, minBytesPerSecond: number): void {
+  const text = `request body arrived slower than ${minBytesPerSecond} bytes/s\n`;
+  const sock = c.req?.socket;
+  if (sock === undefined || sock.destroyed) {
+    c.raw.destroy();
+    return;
+  }
+  sock.end(`HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${text.length}\r\n\r\n${text}`);
+  setTimeout(() => c.raw.destroy(), 1_000).unref();
 }
 
 export function guardConnections(server: TlsServer | HttpServer, opts: ConnectionGuardOptions): ConnectionGuard {
@@ -122,10 +181,10 @@ export function guardConnections(server: TlsServer | HttpServer, opts: Connectio
       }
       forget(v[1], v[0]);
       v[1].raw.destroy();
-      opts.onClose?.('cap_idle_closed');
+      opts.onClose?.(v[1].inFlight === 0 ? 'cap_idle_closed' : 'cap_unfinished_closed');
     }
     const key = `${peer}|${port}`;
-    const conn: Conn = { raw, peer, secure: !handshake, inFlight: 0, served: false, idleSince: now(), gone: false };
+    const conn: Conn = { raw, peer, secure: !handshake, inFlight: 0, served: false, idleSince: now(), gone: false, req: undefined, promised: 1, readingSince: undefined, base: 0 };
     byKey.set(key, conn);
     bySocket.set(raw, conn);
     perPeer.set(peer, (perPeer.get(peer) ?? 0) + 1);
@@ -141,16 +200,54 @@ export function guardConnections(server: TlsServer | HttpServer, opts: Connectio
     bySocket.set(tls, conn);
   });
 
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+  // Prepended: the request is known here before the server's own listener may queue it (waiting()).
+  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
     const conn = bySocket.get(req.socket);
     if (conn === undefined) return;
     conn.inFlight++;
     conn.served = true;
+    conn.req = req;
+    const length = Number(req.headers['content-length']);
+    conn.promised = length > 0 ? length : 1;
+    conn.readingSince = now();
+    conn.base = req.socket.bytesRead;
     res.once('close', () => {
       conn.inFlight--;
+      if (conn.req === req) conn.req = undefined;
       conn.idleSince = now();
     });
   });
 
-  return { stats: () => ({ open: byKey.size, peers: perPeer.size }) };
+  const rate = opts.bodyRate;
+  if (rate !== undefined) {
+    const sweep = setInterval(() => {
+      const at = now();
+      for (const [key, c] of byKey) {
+        if (!tooSlow(c, at, rate)) continue;
+        forget(c, key);
+        closeSlow(c, rate.minBytesPerSecond);
+        opts.onClose?.('slow_body');
+      }
+    }, rate.checkIntervalMs);
+    sweep.unref();
+    server.once('close', () => clearInterval(sweep));
+  }
+
+  const connOf = (req: IncomingMessage): Conn | undefined => {
+    const c = bySocket.get(req.socket);
+    return c?.req === req ? c : undefined;
+  };
+  return {
+    stats: () => ({ open: byKey.size, peers: perPeer.size }),
+    waiting: (req) => {
+      const c = connOf(req);
+      if (c !== undefined) c.readingSince = undefined;
+    },
+    reading: (req) => {
+      const c = connOf(req);
+      if (c === undefined) return;
+      c.readingSince = now();
+      c.base = req.socket.bytesRead;
+    },
+  };
 }
