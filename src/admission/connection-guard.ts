@@ -71,8 +71,8 @@ interface Conn {
   promised: number;
   /** When its body started being read; undefined while it waits its turn unread (peer-queue.ts). */
   readingSince: number | undefined;
-  /** The TLS (or plain) socket's bytesRead when reading started. */
-  base: number;
+  /** The TLS (or plain) socket's bytesRead when the previous request ended: what came before this request. */
+  before: number;
 }
 
 export interface ConnectionGuard {
@@ -84,10 +84,27 @@ export interface ConnectionGuard {
   reading(req: IncomingMessage): void;
 }
 
-/** Share of the promised body read so far (0 while waiting its turn). */
+/**
+ * The size of `req`'s request line and headers as sent (bar whitespace a
+ * client may add): computed only when the guard needs a body's progress,
+ * not per request.
+ */
+function headBytes(req: IncomingMessage): number {
+  let n = (req.method ?? '').length + (req.url ?? '').length + req.httpVersion.length + 13; // "M U HTTP/v\r\n" and the blank line
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) n += Buffer.byteLength(raw[i] as string) + Buffer.byteLength(raw[i + 1] as string) + 4;
+  return n;
+}
+
+/** Body bytes of the request in flight read from the socket so far (Node reads ahead of its consumer, even while it waits its turn). */
+function bodyRead(c: Conn, req: IncomingMessage): number {
+  return req.socket.bytesRead - c.before - headBytes(req);
+}
+
+/** Share of the promised body read so far (0 while waiting its turn: it has had no chance yet). */
 function progress(c: Conn): number {
   if (c.readingSince === undefined || c.req === undefined) return 0;
-  return (c.req.socket.bytesRead - c.base) / c.promised;
+  return bodyRead(c, c.req) / c.promised;
 }
 
 /** The connection to close at the cap (`byKey` in age order), or undefined when every one has a request being answered. */
@@ -123,7 +140,7 @@ function tooSlow(c: Conn, at: number, rate: NonNullable<ConnectionGuardOptions['
   if (c.req === undefined || c.readingSince === undefined || c.req.complete) return false;
   const late = at - c.readingSince - rate.graceMs;
   if (late <= 0) return false;
-  const read = c.req.socket.bytesRead - c.base;
+  const read = bodyRead(c, c.req);
   return read < Math.min(c.promised, (rate.minBytesPerSecond * late) / 1000);
 }
 
@@ -184,7 +201,7 @@ export function guardConnections(server: TlsServer | HttpServer, opts: Connectio
       opts.onClose?.(v[1].inFlight === 0 ? 'cap_idle_closed' : 'cap_unfinished_closed');
     }
     const key = `${peer}|${port}`;
-    const conn: Conn = { raw, peer, secure: !handshake, inFlight: 0, served: false, idleSince: now(), gone: false, req: undefined, promised: 1, readingSince: undefined, base: 0 };
+    const conn: Conn = { raw, peer, secure: !handshake, inFlight: 0, served: false, idleSince: now(), gone: false, req: undefined, promised: 1, readingSince: undefined, before: 0 };
     byKey.set(key, conn);
     bySocket.set(raw, conn);
     perPeer.set(peer, (perPeer.get(peer) ?? 0) + 1);
@@ -210,11 +227,11 @@ export function guardConnections(server: TlsServer | HttpServer, opts: Connectio
     const length = Number(req.headers['content-length']);
     conn.promised = length > 0 ? length : 1;
     conn.readingSince = now();
-    conn.base = req.socket.bytesRead;
     res.once('close', () => {
       conn.inFlight--;
       if (conn.req === req) conn.req = undefined;
       conn.idleSince = now();
+      conn.before = req.socket.bytesRead;
     });
   });
 
@@ -247,7 +264,6 @@ export function guardConnections(server: TlsServer | HttpServer, opts: Connectio
       const c = connOf(req);
       if (c === undefined) return;
       c.readingSince = now();
-      c.base = req.socket.bytesRead;
     },
   };
 }

@@ -8,10 +8,10 @@
  * `maxActive`; otherwise it waits, unread: its body stays in the client's
  * socket (Node stops reading a request nobody consumes), so a waiting
  * request costs no memory beyond its headers. When a turn ends (the
- * response closes: answered, or the connection gone), the next turn goes
- * round robin over the peers that have requests waiting, each peer's own in
+ * response closes: answered, or the connection gone), the next turn goes to
+ * the waiting peer with the fewest turns, each peer's own requests in
  * arrival order. A peer that floods waits behind itself: the API server,
- * with one request waiting, is at most one turn away. How long a request
+ * with few requests being answered, goes before it at the next free turn. How long a request
  * may wait is bounded by the request timeout (limits.ts): past it the
  * client is answered 408, which is past the API server's own timeout.
  *
@@ -34,6 +34,8 @@ export interface PeerQueueOptions {
   onWait?: (req: IncomingMessage) => void;
   /** A request that waited starts its turn (the body clock starts now). */
   onTurn?: (req: IncomingMessage) => void;
+  /** The number of requests waiting changed (a gauge). */
+  onWaiting?: (waiting: number) => void;
 }
 
 interface Waiter {
@@ -80,7 +82,7 @@ export class PeerQueue {
       return;
     }
     peer.waiting.push({ req, res });
-    this.#waiting++;
+    this.#opts.onWaiting?.(++this.#waiting);
     this.#turns.add(peer);
     this.#opts.onWait?.(req);
   }
@@ -101,18 +103,25 @@ export class PeerQueue {
     this.#opts.dispatch(req, res);
   }
 
-  /** Gives free turns round robin to the peers with requests waiting. */
+  /**
+   * Gives each free turn to the waiting peer with the fewest turns (ties:
+   * the one served least recently, as `#turns` keeps them in that order):
+   * a peer holding many turns waits behind one holding none.
+   */
   #next(): void {
-    for (const peer of this.#turns) {
-      if (this.#active >= this.#opts.maxActive) return;
-      if (peer.active >= this.#opts.maxActivePerPeer) continue;
-      const w = this.#shiftLive(peer);
-      this.#turns.delete(peer);
-      if (peer.head < peer.waiting.length) this.#turns.add(peer); // to the back of the round
-      else if (peer.active === 0 && w === undefined) this.#peers.delete(peer.key);
-      if (w === undefined) continue;
+    while (this.#active < this.#opts.maxActive) {
+      let best: Peer | undefined;
+      for (const peer of this.#turns) if (peer.active < this.#opts.maxActivePerPeer && (best === undefined || peer.active < best.active)) best = peer;
+      if (best === undefined) return;
+      const w = this.#shiftLive(best);
+      this.#turns.delete(best);
+      if (best.head < best.waiting.length) this.#turns.add(best); // to the back among equals
+      if (w === undefined) {
+        if (best.active === 0) this.#peers.delete(best.key);
+        continue;
+      }
       this.#opts.onTurn?.(w.req);
-      this.#start(peer, w.req, w.res);
+      this.#start(best, w.req, w.res);
     }
   }
 
@@ -121,7 +130,7 @@ export class PeerQueue {
     while (peer.head < peer.waiting.length) {
       const w = peer.waiting[peer.head] as Waiter;
       peer.waiting[peer.head++] = undefined as unknown as Waiter;
-      this.#waiting--;
+      this.#opts.onWaiting?.(--this.#waiting);
       if (peer.head === peer.waiting.length) {
         peer.waiting.length = 0;
         peer.head = 0;

@@ -73,14 +73,15 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   });
   const answer = (body: unknown): WireAnswer | Promise<WireAnswer> => answerer.answer(body);
   // The guard is made once the server exists; a queued request reaches it only later.
-  let guard: ConnectionGuard | undefined;
+  const made: { guard?: ConnectionGuard } = {};
   const turns = (dispatch: (req: IncomingMessage, res: ServerResponse) => void): ((req: IncomingMessage, res: ServerResponse) => void) => {
     const queue = new PeerQueue({
       maxActive: limits.maxActive,
       maxActivePerPeer: limits.maxActivePerPeer,
       dispatch,
-      onWait: (req) => guard?.waiting(req),
-      onTurn: (req) => guard?.reading(req),
+      onWait: (req) => made.guard?.waiting(req),
+      onTurn: (req) => made.guard?.reading(req),
+      onWaiting: (n) => opts.metrics.requestsWaiting.set(n),
     });
     return (req, res) => queue.enter(req, res);
   };
@@ -100,7 +101,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
 
   // The cap is the guard's, not Node's `maxConnections` (which would refuse
   // the new connection even when idle ones hold the cap).
-  guard = guardConnections(app.server, {
+  made.guard = guardConnections(app.server, {
     maxConnections: limits.maxConnections,
     maxPerPeer: limits.maxPerPeer,
     bodyRate: { graceMs: limits.bodyGraceMs, minBytesPerSecond: limits.minBodyBytesPerSecond, checkIntervalMs: limits.checkIntervalMs },

@@ -207,6 +207,10 @@ function validate(
     );
   }
 
+  if (!invalid.has('webhookTimeout') && (c.webhookTimeout < 1_000 || c.webhookTimeout > MAX_WEBHOOK_TIMEOUT_MS)) {
+    problems.push(`--webhook-timeout (${formatDuration(c.webhookTimeout)}) must be from 1s to 30s: it is the webhook configuration's timeoutSeconds (admissionregistration/v1 allows 1 to 30)`);
+  }
+
   if (!invalid.has('readinessErrorMaxAge') && c.readinessErrorMaxAge <= 0) {
     problems.push('--readiness-error-max-age must be greater than 0 (e.g. 60s): internal errors must age out, or a replica taken out of its Service would never come back');
   }

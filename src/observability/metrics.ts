@@ -44,6 +44,8 @@ export interface AdmissionMetrics {
   /** Open webhook connections. */
   connections: Gauge;
   connectionsClosed: Counter<'reason'>;
+  /** Webhook requests waiting, unread, for their turn (src/admission/peer-queue.ts). */
+  requestsWaiting: Gauge;
   /**
    * Counts one answered request (requests_total) and its duration in seconds
    * (the histogram). `kind` must already be a bounded label (the server maps
@@ -201,6 +203,11 @@ export function createAdmissionMetrics(registry: Registry): AdmissionMetrics {
       name: 'portal_webhook_connections_closed_total',
       help: 'Webhook connections closed by the connection guard: reason=peer_limit (a remote address over --webhook-max-connections-per-peer), cap_idle_closed (an idle connection closed to make room at --webhook-max-connections), cap_unfinished_closed (a request whose body was still arriving, or waiting its turn, closed to make room), cap_all_busy (a new connection refused: every open one had a request being answered), slow_body (a body arriving slower than the rate floor).',
       labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    requestsWaiting: new Gauge({
+      name: 'portal_webhook_requests_waiting',
+      help: 'Webhook requests waiting, unread, for their turn: their remote address already has its share of requests being read and answered, or all have (fair turns per remote address).',
       registers: [registry],
     }),
     answered(operation, kind, decision, seconds) {
