@@ -12,7 +12,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const SERIAL = ['test/bench/', 'test/replica/', 'test/audit-e2e/', 'test/dev/dev.test.ts', 'test/dev/exceptions.test.ts', 'test/dev/rule-lifecycle.test.ts', 'test/dev/supervisor.test.ts', 'test/chart/rbac-e2e.test.ts'];
+const SERIAL = ['test/bench/', 'test/replica/', 'test/audit-e2e/', 'test/dev/dev.test.ts', 'test/dev/exceptions.test.ts', 'test/dev/rule-lifecycle.test.ts', 'test/dev/supervisor.test.ts', 'test/chart/rbac-e2e.test.ts', 'test/hostile/connection-floods.test.ts'];
 
 const filter = process.argv.slice(2);
 const files = [];

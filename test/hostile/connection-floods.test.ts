@@ -15,11 +15,11 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { alive, readState } from '../dev/support.ts';
-import { bigReview, flood, metricValue, peakRss, percentile, slowSenders, startDev, victim, type Holders } from './floods.ts';
+import { attack, metricValue, peakRss, percentile, startDev, victim, type AttackPlan } from './floods.ts';
 
 const VICTIM_NS = 'tenant-b';
 const RATE = 10;
-const SECONDS = Number(process.env.H3_SECONDS ?? 30);
+const SECONDS = 30;
 const GIB = 1024 ** 3;
 
 /** Passes the shipped policies (as test/dev/dev.test.ts's compliant Pod). */
@@ -48,32 +48,21 @@ test('webhook port: slow bodies, slow headers and 200 × 400 KB reviews per repl
   await createNamespace(state.kubeconfig, VICTIM_NS);
   const pids = state.replicas.map((r) => r.pid as number);
 
-  const holders: Holders[] = [];
-  const floods: ReturnType<typeof flood>[] = [];
-  const big = bigReview('flood', VICTIM_NS, 400 * 1024);
+  const plan: AttackPlan = { slow: [], floods: [] };
   for (const r of state.replicas) {
     const port = Number(new URL(r.webhook).port);
-    holders.push(slowSenders({ port, peer: '127.0.0.2', count: 200, tls: true, head: 'POST /validate HTTP/1.1\r\nHost: portal\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n', drip: '{', everyMs: 3_000 }));
-    holders.push(slowSenders({ port, peer: '127.0.0.3', count: 200, tls: true, head: 'POST /validate HTTP/1.1\r\n', drip: 'X-Slow: a\r\n', everyMs: 3_000 }));
-    if (process.env.H3_FLOOD) floods.push(flood(r.webhook, "127.0.0.4", 200, big));
+    plan.slow.push({ port, peer: '127.0.0.2', count: 200, tls: true, head: 'POST /validate HTTP/1.1\r\nHost: portal\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n', drip: '{', everyMs: 3_000 });
+    plan.slow.push({ port, peer: '127.0.0.3', count: 200, tls: true, head: 'POST /validate HTTP/1.1\r\n', drip: 'X-Slow: a\r\n', everyMs: 3_000 });
+    plan.floods.push({ url: r.webhook, peer: '127.0.0.4', concurrency: 200, bytes: 400 * 1024, namespace: VICTIM_NS });
   }
-  let stopped = false;
-  const stop = async (): Promise<void> => {
-    if (stopped) return;
-    stopped = true;
-    holders.forEach((h) => h.stop());
-    await Promise.all(floods.map((f) => f.stop()));
-  };
-  t.after(stop);
-
+  const attacker = await attack(t, plan);
   const result = await victim(state.kubeconfig, VICTIM_NS, compliantPod, RATE, SECONDS);
   const texts = await Promise.all(state.replicas.map((r) => metrics(r.probes)));
-  await stop();
+  const report = await attacker.stop();
 
   const p99 = percentile(result.latenciesMs, 99);
-  const floodAnswers = floods.map((f) => Object.fromEntries(f.answers));
   t.diagnostic(`victim: ${result.ok} of ${RATE * SECONDS} created, p50 ${percentile(result.latenciesMs, 50).toFixed(0)} ms, p99 ${p99.toFixed(0)} ms`);
-  t.diagnostic(`flood answers per replica (by HTTP status): ${JSON.stringify(floodAnswers)}; slow connections opened: ${holders.map((h) => h.opened()).join(', ')}`);
+  t.diagnostic(`flood answers per replica (by HTTP status): ${JSON.stringify(report.floodAnswers)}; slow connections opened: ${report.slowOpened.join(', ')}`);
   for (const [i, text] of texts.entries()) {
     const closed = ['slow_body', 'cap_unfinished_closed', 'cap_idle_closed', 'cap_all_busy', 'peer_limit'].map((reason) => `${reason}=${metricValue(text, `portal_webhook_connections_closed_total{reason="${reason}"}`) ?? 0}`);
     t.diagnostic(`portal-${i}: ${closed.join(' ')}, peak RSS ${((await peakRss(pids[i] as number)) / 2 ** 20).toFixed(0)} MiB`);
@@ -83,7 +72,7 @@ test('webhook port: slow bodies, slow headers and 200 × 400 KB reviews per repl
   assert.ok(p99 <= 1_000, `the victim's p99 is ${p99.toFixed(0)} ms`);
   // The attack was real: slow bodies were cut, and the flood was answered.
   for (const text of texts) assert.ok((metricValue(text, 'portal_webhook_connections_closed_total{reason="slow_body"}') ?? 0) > 0, 'slow bodies were closed');
-  for (const f of floods) assert.ok((f.answers.get(200) ?? 0) > 0, `the flood got answers: ${JSON.stringify(Object.fromEntries(f.answers))}`);
+  for (const answers of report.floodAnswers) assert.ok((answers['200'] ?? 0) > 0, `the flood got answers: ${JSON.stringify(answers)}`);
   // No replica restarted, and none grew past 2 GiB.
   const after = await readState(join(dir, 'state.json'));
   assert.deepEqual(after?.replicas.map((r) => r.pid), pids, 'no replica restarted');
@@ -97,16 +86,16 @@ test('webhook port: slow bodies, slow headers and 200 × 400 KB reviews per repl
 
 test('probes port: 80 slow POST /metrics and 80 slow-header connections per replica from other addresses; every /healthz and /readyz poll is answered 200', { timeout: 120_000 }, async (t) => {
   const { state } = await startDev(t, 2);
-  const holders: Holders[] = [];
+  const plan: AttackPlan = { slow: [], floods: [] };
   for (const r of state.replicas) {
     const port = Number(new URL(r.probes).port);
     // 5 addresses × 16 (the per-peer share) each way: together past the port's cap of 64.
     for (let i = 0; i < 5; i++) {
-      holders.push(slowSenders({ port, peer: `127.0.0.${10 + i}`, count: 16, tls: false, head: 'POST /metrics HTTP/1.1\r\nHost: portal\r\nContent-Length: 100000\r\n\r\n', drip: 'x', everyMs: 3_000 }));
-      holders.push(slowSenders({ port, peer: `127.0.0.${20 + i}`, count: 16, tls: false, head: 'GET /metrics HTTP/1.1\r\n', drip: 'X-Slow: a\r\n', everyMs: 3_000 }));
+      plan.slow.push({ port, peer: `127.0.0.${10 + i}`, count: 16, tls: false, head: 'POST /metrics HTTP/1.1\r\nHost: portal\r\nContent-Length: 100000\r\n\r\n', drip: 'x', everyMs: 3_000 });
+      plan.slow.push({ port, peer: `127.0.0.${20 + i}`, count: 16, tls: false, head: 'GET /metrics HTTP/1.1\r\n', drip: 'X-Slow: a\r\n', everyMs: 3_000 });
     }
   }
-  t.after(() => holders.forEach((h) => h.stop()));
+  const attacker = await attack(t, plan);
 
   // The kubelet's probes: a new connection each, 1 s timeout (timeoutSeconds' default), 20 rounds a second apart.
   const failures: string[] = [];
@@ -124,6 +113,7 @@ test('probes port: 80 slow POST /metrics and 80 slow-header connections per repl
     }
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, 1_000 - (performance.now() - started))));
   }
-  t.diagnostic(`slow connections opened: ${holders.reduce((n, h) => n + h.opened(), 0)}`);
+  const report = await attacker.stop();
+  t.diagnostic(`slow connections opened: ${report.slowOpened.reduce((n, x) => n + x, 0)}`);
   assert.deepEqual(failures, [], `${failures.length} of 80 polls failed`);
 });

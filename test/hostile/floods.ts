@@ -5,7 +5,7 @@
  * reviews, and a victim that creates Pods through the API server at a
  * steady rate and records what its user sees.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { Agent, request } from 'node:https';
@@ -55,6 +55,51 @@ export async function peakRss(pid: number): Promise<number> {
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) * 1024;
 }
 
+export interface SlowPlan {
+  port: number;
+  peer: string;
+  count: number;
+  tls: boolean;
+  head: string;
+  drip: string;
+  everyMs: number;
+}
+
+export interface AttackPlan {
+  slow: SlowPlan[];
+  floods: { url: string; peer: string; concurrency: number; bytes: number; namespace: string }[];
+}
+
+export interface AttackReport {
+  /** Connections each slow sender opened (first round and reconnections). */
+  slowOpened: number[];
+  /** Per flood, answers by HTTP status (0: the connection failed). */
+  floodAnswers: Record<string, number>[];
+}
+
+/** Runs `plan` in a child process (flood-attacker.ts) until `stop()`; killed after the test whatever happens. */
+export async function attack(t: TestContext, plan: AttackPlan): Promise<{ stop: () => Promise<AttackReport> }> {
+  const child = fork(fileURLToPath(new URL('./flood-attacker.ts', import.meta.url)), { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  const next = (): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      child.once('message', resolve);
+      child.once('exit', (code) => reject(new Error(`the attacker exited (${code}) before answering`)));
+    });
+  const started = next();
+  child.send(plan);
+  await started;
+  return {
+    stop: async () => {
+      const report = next();
+      child.send('stop');
+      return (await report) as AttackReport;
+    },
+  };
+}
+
 export interface Holders {
   /** Connections opened, first round and reconnections. */
   opened: () => number;
@@ -66,7 +111,7 @@ export interface Holders {
  * byte of `drip` every `everyMs`; each one the server closes is opened again
  * (the attacker of issue 31), until `stop()`.
  */
-export function slowSenders(o: { port: number; peer: string; count: number; tls: boolean; head: string; drip: string; everyMs: number }): Holders {
+export function slowSenders(o: SlowPlan): Holders {
   const live = new Set<Socket>();
   let stopped = false;
   let opened = 0;
