@@ -84,7 +84,15 @@ const base: number[] = [];
 const with_: number[] = [];
 const diff: number[] = [];
 for (let r = 0; r < ROUNDS; r++) {
-  const [b, a] = r % 2 === 0 ? [baseline(), accounted()] : ((x) => [x[1], x[0]] as const)([accounted(), baseline()]);
+  let a: number;
+  let b: number;
+  if (r % 2 === 0) {
+    b = baseline();
+    a = accounted();
+  } else {
+    a = accounted();
+    b = baseline();
+  }
   base.push(b);
   with_.push(a);
   diff.push(a - b);
