@@ -14,6 +14,7 @@
  *   then one with no request in flight (idle the longest), then one whose
  *   request body is still arriving, the smallest share of its promised
  *   body first (a request waiting its turn in peer-queue.ts has read none);
+ *   within each kind, the peer holding the most connections loses one first;
  *   only when every connection has a request whose body is complete (being
  *   answered) is the new one refused. Requests being answered are never cut.
  * And every `checkIntervalMs`, a request whose body arrives slower than
@@ -107,20 +108,32 @@ function progress(c: Conn): number {
   return bodyRead(c, c.req) / c.promised;
 }
 
-/** The connection to close at the cap (`byKey` in age order), or undefined when every one has a request being answered. */
-function victim(byKey: ReadonlyMap<string, Conn>): [string, Conn] | undefined {
+/**
+ * The connection to close at the cap (`byKey` in age order), or undefined when
+ * every one has a request being answered. Within each kind, the connection of
+ * the peer holding the most goes first (then the oldest, or the least read):
+ * a client with a few connections (the kubelet, an API server among many
+ * attackers) is the last to lose one.
+ */
+function victim(byKey: ReadonlyMap<string, Conn>, perPeer: ReadonlyMap<string, number>): [string, Conn] | undefined {
+  let handshaking: [string, Conn] | undefined;
   let silent: [string, Conn] | undefined;
   let idle: [string, Conn] | undefined;
   let unfinished: [string, Conn] | undefined;
   let least = Infinity;
+  const more = (c: Conn, than: [string, Conn] | undefined): boolean => than === undefined || (perPeer.get(c.peer) ?? 0) > (perPeer.get(than[1].peer) ?? 0);
+  const same = (c: Conn, as: [string, Conn]): boolean => (perPeer.get(c.peer) ?? 0) === (perPeer.get(as[1].peer) ?? 0);
   for (const entry of byKey) {
     const c = entry[1];
-    if (!c.secure) return entry; // oldest unfinished handshake
+    if (!c.secure) {
+      if (more(c, handshaking)) handshaking = entry; // the oldest of the biggest peer's
+      continue;
+    }
     if (c.inFlight !== 0) {
       // A body still arriving: the least of its promise read goes first. A complete one is being answered: never cut.
       if (c.req !== undefined && !c.req.complete) {
         const p = progress(c);
-        if (p < least) {
+        if (more(c, unfinished) || (unfinished !== undefined && same(c, unfinished) && p < least)) {
           least = p;
           unfinished = entry;
         }
@@ -129,10 +142,11 @@ function victim(byKey: ReadonlyMap<string, Conn>): [string, Conn] | undefined {
     }
     // A connection that never carried a request goes before a keep-alive client's idle one: closing the
     // latter races with the client's next request on it (which then fails), and it is what a real client holds.
-    if (!c.served) silent ??= entry; // oldest silent one
-    else if (idle === undefined || c.idleSince < idle[1].idleSince) idle = entry;
+    if (!c.served) {
+      if (more(c, silent)) silent = entry;
+    } else if (more(c, idle) || (idle !== undefined && same(c, idle) && c.idleSince < idle[1].idleSince)) idle = entry;
   }
-  return silent ?? idle ?? unfinished;
+  return handshaking ?? silent ?? idle ?? unfinished;
 }
 
 /** Whether `c`'s body has fallen behind the rate floor. */
@@ -190,7 +204,7 @@ export function guardConnections(server: TlsServer | HttpServer, opts: Connectio
       return;
     }
     if (byKey.size >= opts.maxConnections) {
-      const v = victim(byKey);
+      const v = victim(byKey, perPeer);
       if (v === undefined) {
         raw.destroy();
         opts.onClose?.('cap_all_busy');
