@@ -170,6 +170,46 @@ function closeSlow(c: Conn, minBytesPerSecond: number): void {
   setTimeout(() => c.raw.destroy(), 1_000).unref();
 }
 
+/** The peer queue's hooks: a request waiting its turn stops its body clock; its turn starts it again. */
+function bodyClock(bySocket: WeakMap<object, Conn>, now: () => number): Pick<ConnectionGuard, 'waiting' | 'reading'> {
+  const connOf = (req: IncomingMessage): Conn | undefined => {
+    const c = bySocket.get(req.socket);
+    return c?.req === req ? c : undefined;
+  };
+  return {
+    waiting: (req) => {
+      const c = connOf(req);
+      if (c !== undefined) c.readingSince = undefined;
+    },
+    reading: (req) => {
+      const c = connOf(req);
+      if (c !== undefined) c.readingSince = now();
+    },
+  };
+}
+
+/** Every `checkIntervalMs` until the server closes: closes the connections whose body fell behind the floor. */
+function sweepSlowBodies(
+  server: TlsServer | HttpServer,
+  byKey: ReadonlyMap<string, Conn>,
+  rate: NonNullable<ConnectionGuardOptions['bodyRate']>,
+  now: () => number,
+  forget: (c: Conn, key: string) => void,
+  onClose: ConnectionGuardOptions['onClose'],
+): void {
+  const sweep = setInterval(() => {
+    const at = now();
+    for (const [key, c] of byKey) {
+      if (!tooSlow(c, at, rate)) continue;
+      forget(c, key);
+      closeSlow(c, rate.minBytesPerSecond);
+      onClose?.('slow_body');
+    }
+  }, rate.checkIntervalMs);
+  sweep.unref();
+  server.once('close', () => clearInterval(sweep));
+}
+
 export function guardConnections(server: TlsServer | HttpServer, opts: ConnectionGuardOptions): ConnectionGuard {
   const handshake = opts.tls ?? true;
   const now = opts.now ?? (() => performance.now());
@@ -194,15 +234,8 @@ export function guardConnections(server: TlsServer | HttpServer, opts: Connectio
   server.prependListener('connection', (raw: Socket) => {
     const peer = raw.remoteAddress;
     const port = raw.remotePort;
-    if (peer === undefined || port === undefined) {
-      raw.destroy(); // already gone
-      return;
-    }
-    if ((perPeer.get(peer) ?? 0) >= opts.maxPerPeer) {
-      raw.destroy();
-      opts.onClose?.('peer_limit');
-      return;
-    }
+    if (peer === undefined || port === undefined) return void raw.destroy(); // already gone
+    if ((perPeer.get(peer) ?? 0) >= opts.maxPerPeer) return void (raw.destroy(), opts.onClose?.('peer_limit'));
     if (byKey.size >= opts.maxConnections) {
       const v = victim(byKey, perPeer);
       if (v === undefined) {
@@ -238,8 +271,7 @@ export function guardConnections(server: TlsServer | HttpServer, opts: Connectio
     conn.inFlight++;
     conn.served = true;
     conn.req = req;
-    const length = Number(req.headers['content-length']);
-    conn.promised = length > 0 ? length : 1;
+    conn.promised = Math.max(1, Number(req.headers['content-length']) || 1);
     conn.readingSince = now();
     res.once('close', () => {
       conn.inFlight--;
@@ -249,35 +281,7 @@ export function guardConnections(server: TlsServer | HttpServer, opts: Connectio
     });
   });
 
-  const rate = opts.bodyRate;
-  if (rate !== undefined) {
-    const sweep = setInterval(() => {
-      const at = now();
-      for (const [key, c] of byKey) {
-        if (!tooSlow(c, at, rate)) continue;
-        forget(c, key);
-        closeSlow(c, rate.minBytesPerSecond);
-        opts.onClose?.('slow_body');
-      }
-    }, rate.checkIntervalMs);
-    sweep.unref();
-    server.once('close', () => clearInterval(sweep));
-  }
+  if (opts.bodyRate !== undefined) sweepSlowBodies(server, byKey, opts.bodyRate, now, forget, opts.onClose);
 
-  const connOf = (req: IncomingMessage): Conn | undefined => {
-    const c = bySocket.get(req.socket);
-    return c?.req === req ? c : undefined;
-  };
-  return {
-    stats: () => ({ open: byKey.size, peers: perPeer.size }),
-    waiting: (req) => {
-      const c = connOf(req);
-      if (c !== undefined) c.readingSince = undefined;
-    },
-    reading: (req) => {
-      const c = connOf(req);
-      if (c === undefined) return;
-      c.readingSince = now();
-    },
-  };
+  return { stats: () => ({ open: byKey.size, peers: perPeer.size }), ...bodyClock(bySocket, now) };
 }
