@@ -37,6 +37,11 @@ export interface FastPathOptions {
   answer: (body: string) => WireAnswer | Promise<WireAnswer>;
   /** The answer when `answer` throws or rejects (a denial with the uid when known). */
   onError: (err: unknown, body: string) => WireAnswer;
+  /**
+   * Takes every request before either path and starts it (calls the
+   * given dispatch) when its turn comes (peer-queue.ts). @default at once
+   */
+  turns?: (dispatch: (req: IncomingMessage, res: ServerResponse) => void) => (req: IncomingMessage, res: ServerResponse) => void;
 }
 
 const JSON_WITH_PARAMS = /^application\/json\s*;/;
@@ -100,10 +105,11 @@ export function fastPathServerFactory(opts: FastPathOptions) {
     fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void,
     fastifyOptions: { https?: ServerOptions; keepAliveTimeout?: number; requestTimeout?: number; connectionTimeout?: number; maxRequestsPerSocket?: number },
   ): HttpsServer => {
-    const server = createServer(fastifyOptions.https ?? {}, (req, res) => {
+    const dispatch = (req: IncomingMessage, res: ServerResponse): void => {
       if (takesFastPath(req, opts.path, opts.bodyLimit)) serveFast(req, res, opts);
       else fastifyHandler(req, res);
-    });
+    };
+    const server = createServer(fastifyOptions.https ?? {}, opts.turns ? opts.turns(dispatch) : dispatch);
     // Same as fastify's own server creation (lib/server.js) without a factory.
     if (fastifyOptions.keepAliveTimeout !== undefined) server.keepAliveTimeout = fastifyOptions.keepAliveTimeout;
     if (fastifyOptions.requestTimeout !== undefined) server.requestTimeout = fastifyOptions.requestTimeout;

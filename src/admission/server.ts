@@ -7,19 +7,22 @@
  * The parts: answerer.ts (one request, from body to answer), error-answers.ts
  * (what went wrong outside a decision), fast-path.ts (the API server's
  * request shape without fastify's machinery), limits.ts (the port's bounds),
- * connection-guard.ts (the connection cap).
+ * connection-guard.ts (the connection cap, the body rate), peer-queue.ts
+ * (fair turns per remote address).
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { AdmissionMetrics } from '../observability/metrics.ts';
 import { PORTAL_KINDS, type PortalKind } from '../policy/portal-kinds.ts';
 import { Answerer, type AnswererDeps, type Decider } from './answerer.ts';
-import { guardConnections } from './connection-guard.ts';
+import { guardConnections, type ConnectionGuard } from './connection-guard.ts';
 import type { NamespaceLabels } from './decision.ts';
 import { errorHandler, internalErrorAnswer, statusBody, type ErrorAnswerDeps } from './error-answers.ts';
 import { fastPathServerFactory, type WireAnswer } from './fast-path.ts';
 import { ADMISSION_BODY_LIMIT, CONNECTION_LIMITS, type ConnectionLimits } from './limits.ts';
+import { PeerQueue } from './peer-queue.ts';
 import { answerPortalKinds, PORTAL_KINDS_PATH } from './portal-kinds.ts';
 import type { ReadinessGate } from './readiness.ts';
 import { secureContextOptions, type TlsMaterial } from './tls-reload.ts';
@@ -72,13 +75,26 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     denials: opts.denials,
   });
   const answer = (body: unknown): WireAnswer | Promise<WireAnswer> => answerer.answer(body);
+  // The guard is made once the server exists; a queued request reaches it only later.
+  const made: { guard?: ConnectionGuard } = {};
+  const turns = (dispatch: (req: IncomingMessage, res: ServerResponse) => void): ((req: IncomingMessage, res: ServerResponse) => void) => {
+    const queue = new PeerQueue({
+      maxActive: limits.maxActive,
+      maxActivePerPeer: limits.maxActivePerPeer,
+      dispatch,
+      onWait: (req) => made.guard?.waiting(req),
+      onTurn: (req) => made.guard?.reading(req),
+      onWaiting: (n) => opts.metrics.requestsWaiting.set(n),
+    });
+    return (req, res) => queue.enter(req, res);
+  };
   const app = fastify({
     https: httpsOptions(opts.tls, limits),
     // POST /validate as kube-apiserver sends it skips fastify's per-request
     // machinery (src/admission/fast-path.ts); everything else is fastify's.
     // The server (and so every limit above and maxConnections below) is the
     // same for both paths; bodies over the limit always go to fastify's 413.
-    serverFactory: fastPathServerFactory({ path: '/validate', bodyLimit, answer, onError: (err, body) => internalErrorAnswer(errors, err, body) }),
+    serverFactory: fastPathServerFactory({ path: '/validate', bodyLimit, answer, onError: (err, body) => internalErrorAnswer(errors, err, body), turns }),
     bodyLimit,
     requestTimeout: limits.requestMs,
     logger: false,
@@ -88,9 +104,10 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
 
   // The cap is the guard's, not Node's `maxConnections` (which would refuse
   // the new connection even when idle ones hold the cap).
-  guardConnections(app.server, {
+  made.guard = guardConnections(app.server, {
     maxConnections: limits.maxConnections,
     maxPerPeer: limits.maxPerPeer,
+    bodyRate: { graceMs: limits.bodyGraceMs, minBytesPerSecond: limits.minBodyBytesPerSecond, checkIntervalMs: limits.checkIntervalMs },
     onClose: (reason) => opts.metrics.connectionsClosed.inc({ reason }),
     onCount: (open) => opts.metrics.connections.set(open),
   });

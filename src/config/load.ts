@@ -207,6 +207,7 @@ function validate(
     );
   }
 
+  if (!invalid.has('webhookTimeout')) checkWebhookTimeout(c.webhookTimeout, problems);
   if (!invalid.has('readinessErrorMaxAge') && c.readinessErrorMaxAge <= 0) {
     problems.push('--readiness-error-max-age must be greater than 0 (e.g. 60s): internal errors must age out, or a replica taken out of its Service would never come back');
   }
@@ -257,6 +258,13 @@ function checkTls(c: ServeConfig, problems: string[]): void {
   }
   if (readable) checkKeyPair(c.tlsCertFile, c.tlsKeyFile, problems);
   if (c.clientCaFile !== '' && checkPath('--client-ca-file', c.clientCaFile, 'file', problems)) checkClientCa(c.clientCaFile, problems);
+}
+
+/** `--webhook-timeout` is a webhook configuration's timeoutSeconds, which admissionregistration/v1 allows from 1 to 30. */
+function checkWebhookTimeout(ms: number, problems: string[]): void {
+  if (ms < 1_000 || ms > MAX_WEBHOOK_TIMEOUT_MS) {
+    problems.push(`--webhook-timeout (${formatDuration(ms)}) must be from 1s to 30s: it is the webhook configuration's timeoutSeconds (admissionregistration/v1 allows 1 to 30)`);
+  }
 }
 
 function checkClientCa(file: string, problems: string[]): void {

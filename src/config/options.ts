@@ -90,6 +90,12 @@ export interface ServeConfig {
   /** Open webhook connections per replica; at the cap an idle one is closed to make room, else the new one is. @default 512 */
   webhookMaxConnections: number;
   /**
+   * The webhook configuration's timeoutSeconds: how long the API server waits
+   * for an answer. A request's headers and body must arrive within it
+   * (src/admission/limits.ts derives every bound from it). @default 10s
+   */
+  webhookTimeout: number;
+  /**
    * Namespaces whose PortalExceptions may exempt objects in any namespace and
    * cluster-scoped objects (others exempt only objects in their own
    * namespace). @default the install namespace
@@ -210,6 +216,9 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   // (--max-mutating-requests-inflight), each holding one connection to the
   // webhook, plus client-go's 25 idle keep-alive connections (2 × 225 < 512).
   webhookMaxConnections: 512,
+  // The API server's default timeoutSeconds, for a hand-written webhook
+  // configuration that names none; the chart and `portal dev` pass theirs (5 s).
+  webhookTimeout: 10_000,
   // Empty: the install namespace (resolved in load.ts), where only Portal's administrators write.
   exceptionNamespaces: Object.freeze([]) as unknown as string[],
   maxExceptionLifetime: 0,
@@ -263,6 +272,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'shutdownGracePeriod', flag: 'shutdown-grace-period', type: 'duration', arg: 'DUR', help: 'bound on graceful shutdown' },
   { key: 'webhookMaxConnections', flag: 'webhook-max-connections', type: 'int', min: 1, max: 65_535, arg: 'N', help: 'open webhook connections per replica (more are closed at once)' },
   { key: 'webhookMaxConnectionsPerPeer', flag: 'webhook-max-connections-per-peer', type: 'int', min: 0, max: 65_535, arg: 'N', help: 'open webhook connections from one remote address (more are closed at once)' },
+  { key: 'webhookTimeout', flag: 'webhook-timeout', type: 'duration', arg: 'DUR', help: "the webhook configuration's timeoutSeconds: requests must arrive within it (1s to 30s)" },
   { key: 'clientCaFile', flag: 'client-ca-file', type: 'string', arg: 'FILE', help: 'require API server client certificates signed by this CA (reloaded on change)' },
   { key: 'readinessErrorMaxAge', flag: 'readiness-error-max-age', type: 'duration', arg: 'DUR', help: 'internal errors older than this stop counting against /readyz' },
   { key: 'exceptionNamespaces', flag: 'exception-namespaces', type: 'list', arg: 'NS', help: 'namespaces whose PortalExceptions may exempt objects anywhere (repeatable or comma-separated)' },

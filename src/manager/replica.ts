@@ -28,6 +28,7 @@ import { writeSelfSigned } from '../admission/certs.ts';
 import { kindLabeler } from '../admission/kind-label.ts';
 import { HealthChecks, buildProbesServer } from '../admission/probes.ts';
 import { ReadinessGate } from '../admission/readiness.ts';
+import { timeoutLimits } from '../admission/limits.ts';
 import { buildAdmissionServer } from '../admission/server.ts';
 import { readTlsFiles, watchTlsFiles, type TlsFiles } from '../admission/tls-reload.ts';
 import { AVAILABLE_CPUS, type ServeConfig } from '../config/options.ts';
@@ -184,7 +185,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
       tls,
       // While ready, the whole review is read and answered in a worker: the main thread parses nothing.
       answerReview: (body) => evaluation.review(body),
-      limits: { maxConnections: config.webhookMaxConnections, maxPerPeer: config.webhookMaxConnectionsPerPeer },
+      limits: { ...timeoutLimits(config.webhookTimeout), maxConnections: config.webhookMaxConnections, maxPerPeer: config.webhookMaxConnectionsPerPeer },
       gate,
       exemptNamespaces: config.exemptNamespaces,
       namespaceLabels: source.namespaceLabels,

@@ -31,7 +31,7 @@ export const OTHER_KIND = 'other';
 export const MAX_KIND_LABELS = 200;
 
 /** Reasons of `portal_webhook_connections_closed_total` (connection-guard.ts). */
-export type ConnectionCloseReason = 'peer_limit' | 'cap_idle_closed' | 'cap_all_busy';
+export type ConnectionCloseReason = 'peer_limit' | 'cap_idle_closed' | 'cap_unfinished_closed' | 'cap_all_busy' | 'slow_body';
 
 export interface AdmissionMetrics {
   requests: Counter<'operation' | 'kind' | 'decision'>;
@@ -46,6 +46,8 @@ export interface AdmissionMetrics {
   connectionsClosed: Counter<'reason'>;
   /** Denied requests whose info line the rate limit dropped (admission/denial-log.ts). */
   denialsNotLogged: Counter;
+  /** Webhook requests waiting, unread, for their turn (src/admission/peer-queue.ts). */
+  requestsWaiting: Gauge;
   /**
    * Counts one answered request (requests_total) and its duration in seconds
    * (the histogram). `kind` must already be a bounded label (the server maps
@@ -201,13 +203,18 @@ export function createAdmissionMetrics(registry: Registry): AdmissionMetrics {
     }),
     connectionsClosed: new Counter({
       name: 'portal_webhook_connections_closed_total',
-      help: 'Webhook connections closed by the connection guard: reason=peer_limit (a remote address over --webhook-max-connections-per-peer), cap_idle_closed (an idle connection closed to make room at --webhook-max-connections), cap_all_busy (a new connection refused: every open one had a request in flight).',
+      help: 'Webhook connections closed by the connection guard: reason=peer_limit (a remote address over --webhook-max-connections-per-peer), cap_idle_closed (an idle connection closed to make room at --webhook-max-connections), cap_unfinished_closed (a request whose body was still arriving, or waiting its turn, closed to make room), cap_all_busy (a new connection refused: every open one had a request being answered), slow_body (a body arriving slower than the rate floor).',
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
     denialsNotLogged: new Counter({
       name: 'portal_admission_denials_not_logged_total',
       help: 'Denied admission requests whose info log line was dropped by the rate limit (20 lines/s, bursts of 100); a warn line says how many.',
+      registers: [registry],
+    }),
+    requestsWaiting: new Gauge({
+      name: 'portal_webhook_requests_waiting',
+      help: 'Webhook requests waiting, unread, for their turn: their remote address already has its share of requests being read and answered, or all have (fair turns per remote address).',
       registers: [registry],
     }),
     answered(operation, kind, decision, seconds) {

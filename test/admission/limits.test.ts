@@ -4,8 +4,8 @@
 // and a 12 MiB review got a reset instead of the promised 413.
 //
 // The time bounds are shortened through the server's `limits` option so the
-// tests take seconds; the defaults (derived from the API server's 30 s
-// webhook limit) are checked on the server the factory builds. Upper bounds
+// tests take seconds; the defaults (derived from the webhook's timeout,
+// limits.ts) are checked on the server the factory builds. Upper bounds
 // on elapsed time are generous multiples (a bound of 1-2 s must close within
 // 10 s), so a slow machine cannot fail them, while the old behaviour
 // (60-120 s, or never) always does.
@@ -14,6 +14,7 @@ import { connect as tcpConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { ADMISSION_BODY_LIMIT, CONNECTION_LIMITS } from '../../src/admission/server.ts';
+import { timeoutLimits } from '../../src/admission/limits.ts';
 import { until } from '../support/until.ts';
 import { allowAll, makePki, makeServer, podReview, type TestPki } from './helpers.ts';
 
@@ -56,23 +57,33 @@ function untilClosed(sock: Socket): Promise<{ text: string; at: number; error?: 
 }
 
 describe('the defaults are the derived bounds', () => {
-  it('request 30 s (longest webhook timeout), headers 10 s, checked every 1 s, 512 connections, 256 per peer', () => {
+  it('from the default webhook timeout (10 s): request 10 s, headers 5 s, handshake 10 s; checked every 1 s; body floor ~300 KB/s after 2 s; 512 connections, 256 per peer; 32 turns per peer, 128 in all', () => {
     const s = makeServer(pki, allowAll);
     servers.push(s);
     const server = s.app.server as unknown as { requestTimeout: number; headersTimeout: number; maxConnections: number | null | undefined };
-    assert.equal(server.requestTimeout, 30_000);
-    assert.equal(server.headersTimeout, 10_000);
+    assert.equal(server.requestTimeout, 10_000);
+    assert.equal(server.headersTimeout, 5_000);
     // The cap is the connection guard's: Node's would refuse new connections while idle ones hold it (issue 16).
     assert.equal(server.maxConnections ?? undefined, undefined);
     assert.deepEqual(CONNECTION_LIMITS, {
       handshakeMs: 10_000,
-      headersMs: 10_000,
-      requestMs: 30_000,
+      headersMs: 5_000,
+      requestMs: 10_000,
       checkIntervalMs: 1_000,
+      bodyGraceMs: 2_000,
+      // The largest body within the longest webhook timeout, less the grace.
+      minBodyBytesPerSecond: Math.floor(ADMISSION_BODY_LIMIT / 28),
       maxConnections: 512,
       maxPerPeer: 256,
+      maxActivePerPeer: 32,
+      maxActive: 128,
       drainBytes: 4 * ADMISSION_BODY_LIMIT,
     });
+  });
+
+  it('the chart\'s timeoutSeconds (5): request 5 s, headers 2.5 s, handshake 5 s', () => {
+    assert.deepEqual(timeoutLimits(5_000), { handshakeMs: 5_000, headersMs: 2_500, requestMs: 5_000 });
+    assert.deepEqual(timeoutLimits(30_000), { handshakeMs: 10_000, headersMs: 15_000, requestMs: 30_000 });
   });
 });
 

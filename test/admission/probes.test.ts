@@ -4,6 +4,7 @@ import { PROMTOOL, requireTool } from '../support/external-tool.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { HealthChecks, buildProbesServer } from '../../src/admission/probes.ts';
 import { ReadinessGate } from '../../src/admission/readiness.ts';
@@ -133,5 +134,22 @@ describe('probes server', () => {
     assert.equal(res.statusCode, 200);
     assert.deepEqual(res.json(), { leader_election: { leader: 'portal-0', epoch: 3 }, broken: { error: 'nope' } });
   });
-});
 
+  it('issue 31: a request with a body (here a slow POST /metrics) is answered 413 at once, unread, and its connection closed; GETs are served', async () => {
+    await probes.listen({ port: 0, host: '127.0.0.1' });
+    const port = (probes.server.address() as { port: number }).port;
+    const sock = connect({ host: '127.0.0.1', port });
+    sock.on('error', () => {});
+    const text = await new Promise<string>((resolve) => {
+      let got = '';
+      sock.on('data', (d: Buffer) => (got += d.toString()));
+      sock.once('close', () => resolve(got));
+      sock.write('POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{');
+    });
+    assert.match(text, /^HTTP\/1\.1 413 /);
+    assert.match(text, /POST \/metrics: the probes port takes no request body/);
+    const chunked = await fetch(`http://127.0.0.1:${port}/readyz`, { method: 'POST', body: new ReadableStream({ start: (c) => c.enqueue(new Uint8Array([1])) }), duplex: 'half' } as RequestInit);
+    assert.equal(chunked.status, 413, 'a chunked body too');
+    assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+  });
+});

@@ -85,3 +85,19 @@ void test('extraIngress is appended; disabled renders no policy; unknown keys ar
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /additional properties 'metrcs' not allowed/);
 });
+
+void test('issue 31: networkPolicy.webhook.controlPlaneCIDRs (and .from) name who may reach the webhook port; the probes rules are unchanged', async () => {
+  const ms = await render({ networkPolicy: { webhook: { controlPlaneCIDRs: ['10.0.0.0/24', '192.168.7.10/32'], from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'konnectivity' } } }] } } });
+  const { dst } = destination(ms);
+  const np = policies(ms);
+  const webhook = dst.namedPorts['webhook']!;
+  for (const src of [APISERVER, { ip: '192.168.7.10' } as Source, pod('konnectivity')]) assert.equal(allowed(np, dst, webhook, src), true, `webhook port from ${JSON.stringify(src)}`);
+  for (const src of [{ ip: '10.0.1.5' } as Source, { ip: '192.168.7.11' } as Source, pod('default'), pod('tenant-a')]) assert.equal(allowed(np, dst, webhook, src), false, `webhook port from ${JSON.stringify(src)}`);
+  const probes = dst.namedPorts['probes']!;
+  assert.equal(allowed(np, dst, probes, KUBELET), true);
+  assert.equal(allowed(np, dst, probes, APISERVER), false);
+  // Only CIDRs: the same, without the extra peers.
+  const only = policies(await render({ networkPolicy: { webhook: { controlPlaneCIDRs: ['10.0.0.5/32'] } } }));
+  assert.equal(allowed(only, dst, webhook, APISERVER), true);
+  assert.equal(allowed(only, dst, webhook, pod('konnectivity')), false);
+});

@@ -273,8 +273,21 @@ void test('webhook port hardening (issue 16): connection cap, per-peer limit, re
     const v = podSpec(ms).volumes.find((x) => x.name === 'client-ca') as Record<string, unknown> | undefined;
     assert.deepEqual(v, { name: 'client-ca', ...volume });
   }
-  await assert.rejects(render({ webhook: { clientCA: { secretName: 'a', configMapName: 'b' } } }), /give secretName or configMapName, not both/);
+  await assert.rejects(render({ webhook: { clientCA: { secretName: 'a', configMapName: 'b' } } }), /give one of bundle, secretName or configMapName/);
+  await assert.rejects(render({ webhook: { clientCA: { bundle: 'PEM', secretName: 'b' } } }), /give one of bundle, secretName or configMapName/);
   await assert.rejects(render({ webhook: { maxConnectionsPerPeer: 600 } }), /maxConnectionsPerPeer \(600\) must not be greater than webhook\.maxConnections \(512\)/);
+});
+
+void test('issue 31: the webhook timeout bounds requests (--webhook-timeout), and the client CA can be given inline', async () => {
+  assert.ok(container(await render()).args.includes('--webhook-timeout=5s'));
+  assert.ok(container(await render({ webhook: { timeoutSeconds: 12 } })).args.includes('--webhook-timeout=12s'));
+  const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+  const ms = await render({ webhook: { clientCA: { bundle: pem } } });
+  const cm = find(ms, 'ConfigMap', 'portal-client-ca');
+  assert.deepEqual(cm['data'], { 'ca.crt': pem });
+  assert.ok(container(ms).args.includes('--client-ca-file=/etc/portal/client-ca/ca.crt'));
+  assert.deepEqual(podSpec(ms).volumes.find((x) => x.name === 'client-ca'), { name: 'client-ca', configMap: { name: 'portal-client-ca' } });
+  assert.equal((await render()).filter((m) => m.kind === 'ConfigMap' && (m.metadata as { name: string }).name === 'portal-client-ca').length, 0, 'no ConfigMap without a bundle');
 });
 
 void test('values schema rejects unknown keys and wrong types with a message', async () => {
@@ -288,6 +301,7 @@ void test('values schema rejects unknown keys and wrong types with a message', a
     [{ readinessErrorMaxAge: 'a minute' }, /readinessErrorMaxAge/],
     [{ webhook: { maxConnections: 0 } }, /maxConnections/],
     [{ webhook: { clientCA: { secret: 'x' } } }, /additional properties 'secret' not allowed/],
+    [{ networkPolicy: { webhook: { controlPlaneCIDRs: ['api.example.com'] } } }, /controlPlaneCIDRs/],
   ] as const) {
     const r = await withValuesFile(values, (file) => helm(['template', 'portal', chartDir, '--values', file]));
     assert.notEqual(r.code, 0, `rejects ${JSON.stringify(values)}`);

@@ -145,7 +145,7 @@ async function install(client: DevApiClient, prepared: Prepared, replicas: reado
 }
 
 /** One `portal serve` per replica, each with its own identity (bound to the chart's roles by rbacForReplicas), kubeconfig and ports. */
-async function replicaSpecs(api: ApiServer, names: readonly string[], certs: Certs, dirs: { logs: string; replicas: string }, o: DevOptions, rt: DevRuntime): Promise<ReplicaSpec[]> {
+async function replicaSpecs(api: ApiServer, names: readonly string[], certs: Certs, dirs: { logs: string; replicas: string }, o: DevOptions, rt: DevRuntime, webhookValues: WebhookValues): Promise<ReplicaSpec[]> {
   const specs: ReplicaSpec[] = [];
   for (const name of names) {
     const user = `system:serviceaccount:${INSTALL_NAMESPACE}:${name}`;
@@ -170,6 +170,8 @@ async function replicaSpecs(api: ApiServer, names: readonly string[], certs: Cer
         '--install-namespace', INSTALL_NAMESPACE,
         '--webhook-configuration', WEBHOOK_CONFIGURATION_NAME,
         '--pod-name', name,
+        // The webhook configuration's timeoutSeconds, which bounds how long a request may take to arrive.
+        '--webhook-timeout', `${webhookValues.timeoutSeconds}s`,
         ...o.passthrough,
       ],
     });
@@ -309,7 +311,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     await writeFile(adminKubeconfig, api.kubeConfig('admin'), { mode: 0o600 });
     const client = new DevApiClient(api.url, api.adminToken, api.caCert);
     const installed = await install(client, prepared, names, certs.caPem);
-    const specs = await replicaSpecs(api, names, certs, dirs, o, rt);
+    const specs = await replicaSpecs(api, names, certs, dirs, o, rt, prepared.webhookValues);
 
     const apiUrl = api.url;
     const state = stateWriter(stateFile, { kubeconfig: adminKubeconfig, apiserver: apiUrl, webhookPath: prepared.webhookValues.path }, stop.signal, logger);
