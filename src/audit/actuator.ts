@@ -37,7 +37,7 @@ import { aborted, type AuditEvaluator, type AuditStep, type ObjectState } from '
 import { ObjectActions } from './object-actions.ts';
 import { ReportFlusher } from './report-flusher.ts';
 import { ReportPlanner, type ReportConfig } from './report-planner.ts';
-import { sleep } from '../util/backoff.ts';
+import { purgeOtherApi } from './report-purge.ts';
 import { StatusWriter, type StatusInputs } from './status-writer.ts';
 import type { TypeCheckStatus } from './type-check-status.ts';
 import type { HandlerResult } from './worker-pool.ts';
@@ -88,9 +88,6 @@ interface Takeover {
   /** Rules of the full passes that ended during the takeover: their lastAuditTime waits for the drain. */
   passRules: Set<string>;
 }
-
-/** Backoff of the other-API clean-up after a failure (it is retried for the whole term). */
-const PURGE_RETRY_MS = [1000, 5000, 30_000] as const;
 
 /** The term a running actuator acts under. */
 interface Acting {
@@ -203,7 +200,7 @@ export class AuditActuator implements Runnable {
     this.exceptionStatus.markDirty();
     this.#scheduleStatus(acting);
     const flushing = this.flusher.run(term, termSignal, () => this.#sideEffect());
-    const purging = this.#purgeOtherApi(acting);
+    const purging = purgeOtherApi(this.#evaluator.reports, acting.term, acting.signal, (sig) => this.flusher.budget.take(sig), this.#log, () => this.#sideEffect());
     try {
       await this.#takeoverScan(acting);
       // A cold leader (no complete pass yet) compares at the end of its next pass instead.
@@ -337,26 +334,6 @@ export class AuditActuator implements Runnable {
     if (!acting.reconciled) {
       acting.reconciled = true;
       this.#log.info({ [LogKey.epoch]: acting.term.epochString, [LogKey.reports]: this.#evaluator.reports.size, [LogKey.marked]: marked }, 'leading: reports that differ from evaluation marked for writing');
-    }
-  }
-
-  /**
-   * Deletes the reports Portal wrote in the other report API (after a switch
-   * of `--report-api`), paced by the report budget; retried with backoff
-   * until it succeeds once in this term.
-   */
-  async #purgeOtherApi(acting: Acting): Promise<void> {
-    const reports = this.#evaluator.reports;
-    for (let attempt = 0; !acting.signal.aborted; attempt++) {
-      try {
-        const n = await reports.purgeOtherApi(acting.term, acting.signal, (s) => this.flusher.budget.take(s));
-        if (n > 0) this.#sideEffect();
-        return;
-      } catch (err) {
-        if (acting.signal.aborted || isPortalError(err, ErrorCode.TermExpired)) return;
-        this.#log.warn({ [LogKey.error]: toError(err), [LogKey.attempt]: attempt }, 'deleting the reports of the other report API failed; retrying');
-        await sleep(PURGE_RETRY_MS[Math.min(attempt, PURGE_RETRY_MS.length - 1)]!, acting.signal).catch(() => {});
-      }
     }
   }
 

@@ -47,7 +47,7 @@ import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { evaluate, type EvaluationBudget, type EvaluationInput, type KubeObject, type RuleVerdict } from '../policy/index.ts';
 import type { BindingEvaluation, VapAttributes } from '../policy/vap/index.ts';
-import { answerReview, nameOnlyNamespaceLabels, readReview, type AnsweredReview, type ReviewContext } from '../policy/review/answer.ts';
+import { answerReview, nameOnlyNamespaceLabels, type AnsweredReview, type ReviewContext } from '../policy/review/answer.ts';
 import { Batcher, type AttemptWindow } from './batcher.ts';
 import { flowOf, reviewFlow } from './flows.ts';
 import { flowFull, notStarted, queueFull } from './overload.ts';
@@ -58,7 +58,8 @@ import { PolicyReplication } from './replication.ts';
 import { dyingThreads, startThreads } from './threads.ts';
 import { unpackReview } from './packed-review.ts';
 import { epochNow, SLOT_BYTES, type ItemBody, type TaskOutcomes, type TaskResults, type WorkerData } from './protocol.ts';
-import { describeObject, objectIdentity, poisonCheck, PoisonPairs } from './poison-pairs.ts';
+import { poisonCheck, PoisonPairs } from './poison-pairs.ts';
+import { logAbandoned, rememberPoison, reviewWhat } from './abandoned.ts';
 
 type What = () => Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
 
@@ -315,7 +316,8 @@ export class EvaluationPool {
     // The rule that was running is skipped from now on: as remembered poison (its message says so) or as abandoned.
     const skip = (a: Extract<Attempt, { ok: false }>): void => {
       this.#noteAbandoned(what, a);
-      if (a.running !== undefined && !(a.outOfMemory && this.#remember(body, a.running))) abandoned.push(a.running);
+      const remembered = a.outOfMemory && a.running !== undefined && rememberPoison(this.#poison, this.#stores.rules.version(a.running), body, a.running, this.#config.memory?.maxOldGenerationSizeMb ?? 0);
+      if (a.running !== undefined && !remembered) abandoned.push(a.running);
     };
     skip(first);
     if (first.running !== undefined) {
@@ -329,45 +331,14 @@ export class EvaluationPool {
     return settle({ deadline: Number.NEGATIVE_INFINITY, now: epochNow, ms: this.#config.timeoutMs, abandoned: new Set(abandoned), poisoned: this.#poisoned });
   }
 
-  /** Remembers (rule, the body's object) as a pair that exhausted a thread's memory; false when it cannot be keyed (a VAP, a rule no longer in force, an unreadable review). */
-  #remember(body: TaskBody, rule: string): boolean {
-    const version = this.#stores.rules.version(rule);
-    if (version === undefined || body.kind === 'vap') return false;
-    let input: Parameters<typeof objectIdentity>[0] & Parameters<typeof describeObject>[0];
-    if (body.kind === 'audit') input = body.input;
-    else {
-      const read = readReview(body.body);
-      if (!read.ok) return false;
-      input = read.request;
-    }
-    const limitMiB = this.#config.memory?.maxOldGenerationSizeMb ?? 0;
-    this.#poison.add({ rule, ruleVersion: version, object: objectIdentity(input), describe: describeObject(input), limitMiB, at: new Date().toISOString() });
-    return true;
-  }
-
   #noteAbandoned(whatOf: What, a: Extract<Attempt, { ok: false }>): void {
-    const running = a.running;
     this.#abandoned++;
     this.#metrics?.abandoned.inc({ pool: this.name });
     if (a.outOfMemory) {
       this.#outOfMemory++;
       this.#metrics?.outOfMemory.inc({ pool: this.name });
     }
-    const what = whatOf();
-    this.#log.warn(
-      {
-        [LogKey.kind]: what.kind.kind,
-        [LogKey.namespace]: what.namespace,
-        [LogKey.name]: what.name,
-        [LogKey.rule]: running,
-        [LogKey.deadlineMs]: this.#config.timeoutMs,
-      },
-      a.outOfMemory
-        ? `evaluation exhausted its thread's memory (${this.#config.memory?.maxOldGenerationSizeMb ?? '?'} MiB heap): thread replaced, the pair remembered`
-        : running !== undefined
-          ? 'evaluation deadline passed while a rule ran: abandoned, worker replaced'
-          : 'no evaluation worker started the evaluation in time',
-    );
+    logAbandoned(this.#log, whatOf(), a, this.#config.timeoutMs, this.#config.memory);
   }
 
   /** Throws (QueueFull, Closed) rather than rejects: #evaluate turns that into its rejection. */
@@ -423,11 +394,4 @@ export class EvaluationPool {
       deadlineMs: this.#config.timeoutMs,
     };
   }
-}
-
-/** A review's identifiers for the log of an abandoned evaluation (rare: read again here). */
-function reviewWhat(body: string): Pick<EvaluationInput, 'kind' | 'namespace' | 'name'> {
-  const read = readReview(body);
-  if (read.ok) return read.request;
-  return { kind: { group: '', version: '', kind: '(unreadable review)' }, namespace: '', name: '' };
 }
