@@ -96,7 +96,7 @@ export class EvaluationPool {
     const namespaces = stores.namespaces;
     this.#reviewContext = {
       rules: stores.rules,
-      exempt: new Set(this.#config.exemptNamespaces),
+      exempt: this.#config.exempt,
       namespaceLabels: namespaces ? (ns) => (ns === '' ? undefined : namespaces.labels(ns)) : nameOnlyNamespaceLabels,
     };
     this.#stores = stores;
@@ -197,7 +197,8 @@ export class EvaluationPool {
     const workerData: WorkerData = {
       channel: replication.channelName,
       progress: this.#progress,
-      exemptNamespaces: [...this.#config.exemptNamespaces],
+      // A Set crosses to the thread as a Set (structured clone): not rebuilt there.
+      exempt: this.#config.exempt,
       namespaceLabels: this.#stores.namespaces ? 'mirror' : 'name-only',
     };
     this.#piscina = startThreads({ workers: this.#config.workers, pipeline: this.#config.pipeline, workerData }, {

@@ -38,6 +38,7 @@ import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import { createAdmissionMetrics, registerCelFallbacks, registerRulesNotReady } from '../observability/metrics.ts';
 import { PER_CALL_COST_LIMIT, type RuleSet } from '../policy/index.ts';
+import { exemptNamespaces, type ExemptNamespaces } from '../policy/review/answer.ts';
 import { clusterMode } from './cluster-mode.ts';
 import { fileMode } from './file-mode.ts';
 import { Manager, type ShutdownOutcome } from './manager.ts';
@@ -88,7 +89,7 @@ function serverRunnable(name: string, server: FastifyInstance, alsoRun?: (signal
 }
 
 /** Admission evaluates in worker threads with a hard deadline (adr/0013); threads start with the Manager. */
-function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Logger, registry: Registry): EvaluationPool {
+function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, exempt: ExemptNamespaces, root: Logger, registry: Registry): EvaluationPool {
   const { source, ruleProblems } = mode;
   return new EvaluationPool(
     {
@@ -98,7 +99,7 @@ function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, root: Lo
       timeoutMs: config.evaluationTimeout,
       // Queue and evaluations together stay inside the webhook's timeout (pool-config.ts).
       requestMs: admissionRequestMs(config.evaluationTimeout),
-      exemptNamespaces: config.exemptNamespaces,
+      exempt,
     },
     // Namespace labels travel to the workers like the rules: they answer whole reviews.
     { rules: source.ruleSet, namespaces: source.namespaceStore },
@@ -140,7 +141,9 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   metrics.rulesLoaded.set(source.ruleSet.size);
   registerRulesNotReady(registry, () => source.ruleSet.states().filter((s) => !s.ready).length);
   registerCelFallbacks(registry, () => source.ruleSet.celCosts().map((r) => ({ rule: r.key, expressions: r.expressions.filter((e) => e.fallback !== undefined).length })));
-  const evaluation = admissionEvaluation(config, mode, root, registry);
+  // The review context's one exempt set: the pool (and its workers) and the server's own answers share it.
+  const exempt = exemptNamespaces(config.exemptNamespaces);
+  const evaluation = admissionEvaluation(config, mode, exempt, root, registry);
   const gate = new ReadinessGate({ maxAgeMs: config.readinessErrorMaxAge });
   gate.addCheck('rules', () => source.ready() || source.notReadyReason());
   gate.addCheck('evaluation', () => evaluation.ready() || evaluation.notReadyReason());
@@ -161,8 +164,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
       answerReview: (body) => evaluation.review(body),
       limits: { maxConnections: config.webhookMaxConnections, maxPerPeer: config.webhookMaxConnectionsPerPeer },
       gate,
-      exemptNamespaces: config.exemptNamespaces,
-      namespaceLabels: source.namespaceLabels,
+      exempt,
       metrics,
       kindLabel: kindLabeler(source.ruleSet),
       portalKinds: portalKinds(exceptionOptions(config), mode.kindSchemas),

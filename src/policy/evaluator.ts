@@ -263,19 +263,35 @@ function podSecurityVersionOf(entry: Candidate['entry'], pinned: string, input: 
 }
 
 /**
- * Per-rule verdicts for one input, in rule-key order. Pure: no I/O, the rule
- * set is read, never changed.
+ * The one evaluation loop: the verdicts of the candidate rules, in rule-key
+ * order; undefined when there are none. With `all` false (admission), the
+ * verdicts decide() ignores, pass and skip, are not built: the fast path's
+ * property. `onError` sees each `error` verdict. evaluate() and
+ * decideAdmission() are this loop; a parameter rather than a visitor
+ * callback, so the request path allocates no closure per call.
  */
-export function evaluate(rules: RuleSet, input: EvaluationInput, budget?: EvaluationBudget): RuleVerdict[] {
-  const out: RuleVerdict[] = [];
+function verdictsOf(rules: RuleSet, input: EvaluationInput, all: boolean, budget: EvaluationBudget | undefined, onError?: (verdict: RuleVerdict) => void): RuleVerdict[] | undefined {
+  let out: RuleVerdict[] | undefined;
+  // One CEL cost budget per request, shared by every CEL rule (as the API server does).
   let celBudget: Budget | undefined;
   const requestBudget = (): Budget => (celBudget ??= newBudget());
   const exemptions = rules.mayExempt(input.namespace) ? new Exemptions(rules, input, budget) : undefined;
   for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
-    const v = evaluateOne(c, input, true, requestBudget, budget, exemptions);
-    if (v) out.push(v);
+    const v = evaluateOne(c, input, all, requestBudget, budget, exemptions);
+    if (v) {
+      (out ??= []).push(v);
+      if (onError !== undefined && v.result === 'error') onError(v);
+    }
   }
   return out;
+}
+
+/**
+ * Per-rule verdicts for one input, in rule-key order. Pure: no I/O, the rule
+ * set is read, never changed.
+ */
+export function evaluate(rules: RuleSet, input: EvaluationInput, budget?: EvaluationBudget): RuleVerdict[] {
+  return verdictsOf(rules, input, true, budget) ?? [];
 }
 
 /**
@@ -286,17 +302,5 @@ export function evaluate(rules: RuleSet, input: EvaluationInput, budget?: Evalua
  * it must not throw).
  */
 export function decideAdmission(rules: RuleSet, input: EvaluationInput, budget?: EvaluationBudget, onError?: (verdict: RuleVerdict) => void): AdmissionDecision {
-  let out: RuleVerdict[] | undefined;
-  // One CEL cost budget per request, shared by every CEL rule (as the API server does).
-  let celBudget: Budget | undefined;
-  const requestBudget = (): Budget => (celBudget ??= newBudget());
-  const exemptions = rules.mayExempt(input.namespace) ? new Exemptions(rules, input, budget) : undefined;
-  for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
-    const v = evaluateOne(c, input, false, requestBudget, budget, exemptions);
-    if (v) {
-      (out ??= []).push(v);
-      if (onError !== undefined && v.result === 'error') onError(v);
-    }
-  }
-  return decide(out ?? []);
+  return decide(verdictsOf(rules, input, false, budget, onError) ?? []);
 }
