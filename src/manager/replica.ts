@@ -141,8 +141,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   metrics.rulesLoaded.set(source.ruleSet.size);
   registerRulesNotReady(registry, () => source.ruleSet.states().filter((s) => !s.ready).length);
   registerCelFallbacks(registry, () => source.ruleSet.celCosts().map((r) => ({ rule: r.key, expressions: r.expressions.filter((e) => e.fallback !== undefined).length })));
-  // The review context's one exempt set: the pool (and its workers) and the server's own answers share it.
-  const exempt = exemptNamespaces(config.exemptNamespaces);
+  const exempt = exemptNamespaces(config.exemptNamespaces); // one set: the pool, its workers and the server's own answers
   const evaluation = admissionEvaluation(config, mode, exempt, root, registry);
   const gate = new ReadinessGate({ maxAgeMs: config.readinessErrorMaxAge });
   gate.addCheck('rules', () => source.ready() || source.notReadyReason());
