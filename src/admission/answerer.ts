@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
 import { ErrorCode, isPortalError, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { AdmissionMetrics } from '../observability/metrics.ts';
-import { exemptOutcome, failedOutcome, readReview, serialize, summary, type AnsweredReview, type Outcome } from '../policy/review/answer.ts';
+import { exemptOutcome, failedOutcome, readReview, serialize, summary, type AnsweredReview, type ExemptNamespaces, type Outcome } from '../policy/review/answer.ts';
 import type { AdmissionRequest, ReviewVersion } from '../policy/review/codec.ts';
 import type { AnswerReview } from './decision.ts';
 import type { WireAnswer } from './fast-path.ts';
@@ -27,7 +27,7 @@ export interface AnswererDeps {
   answerReview: AnswerReview;
   gate: ReadinessGate;
   /** Namespaces allowed unevaluated, for the answers given here (not ready, refused by the pool). */
-  exempt: ReadonlySet<string>;
+  exempt: ExemptNamespaces;
   metrics: AdmissionMetrics;
   kindLabel: (kind: string) => string;
   log: Logger;
