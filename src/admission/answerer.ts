@@ -1,49 +1,34 @@
 /**
  * One admission request on the main thread, from its body to the text on
  * the wire, shared by fastify's route and the fast path: readiness, the
- * decision (sent whole to the evaluation pool, or decided in-process), and
- * the bookkeeping (readiness window, metrics, logs).
+ * decision (the whole review sent to the evaluation pool), and the
+ * bookkeeping (readiness window, metrics, logs).
  *
- * Two ways to a decision:
- * - `answerReview` (the evaluation pool, adr/0013): while the replica is
- *   ready, the body goes to a worker as text and comes back as the answer's
- *   text. The main thread parses nothing: it keeps TLS, HTTP, metrics and
- *   the fail-closed answers.
- * - `decide` (in-process deciders: `portal test`-style embedding, tests):
- *   the review is read here and the decider gets the evaluation input.
- * A server has one or the other (`Decider`).
- * While not ready the review is read here either way: exempt requests are
- * still allowed and the others denied "not ready", with their uid.
+ * One way to a decision (adr/0013): while the replica is ready, the body
+ * goes to a worker as text (`answerReview`) and comes back as the answer's
+ * text. The main thread parses nothing: it keeps TLS, HTTP, metrics and the
+ * fail-closed answers. Tests take the same path (test/admission/helpers.ts
+ * builds the real pool).
+ * While not ready the review is read here: exempt requests are still
+ * allowed and the others denied "not ready", with their uid.
  */
 import type { Logger } from 'pino';
 import { ErrorCode, isPortalError, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { AdmissionMetrics } from '../observability/metrics.ts';
-import {
-  decidedOutcome,
-  exemptOutcome,
-  failedOutcome,
-  readReview,
-  serialize,
-  summary,
-  toInput,
-  type AnsweredReview,
-  type Decision,
-  type Outcome,
-} from '../policy/review/answer.ts';
+import { exemptOutcome, failedOutcome, readReview, serialize, summary, type AnsweredReview, type ExemptNamespaces, type Outcome } from '../policy/review/answer.ts';
 import type { AdmissionRequest, ReviewVersion } from '../policy/review/codec.ts';
-import type { AnswerReview, Decide, NamespaceLabels } from './decision.ts';
+import type { AnswerReview } from './decision.ts';
 import type { WireAnswer } from './fast-path.ts';
 import type { ReadinessGate } from './readiness.ts';
 import type { DenialLog } from './denial-log.ts';
 
-/** Where decisions come from: in-process, or whole reviews answered by the evaluation pool. */
-export type Decider = { decide: Decide; answerReview?: undefined } | { answerReview: AnswerReview; decide?: undefined };
-
-export type AnswererDeps = Decider & {
+export interface AnswererDeps {
+  /** Whole reviews answered by the evaluation pool (`EvaluationPool.review`). */
+  answerReview: AnswerReview;
   gate: ReadinessGate;
-  exempt: ReadonlySet<string>;
-  namespaceLabels: NamespaceLabels;
+  /** Namespaces allowed unevaluated, for the answers given here (not ready, refused by the pool). */
+  exempt: ExemptNamespaces;
   metrics: AdmissionMetrics;
   kindLabel: (kind: string) => string;
   log: Logger;
@@ -64,11 +49,10 @@ export class Answerer {
   answer(body: unknown): WireAnswer | Promise<WireAnswer> {
     const started = performance.now();
     this.#deps.metrics.inFlight.inc();
-    let out: Outcome | Promise<Outcome>;
+    let out: Outcome;
     try {
-      const remote = this.#deps.answerReview;
-      if (remote !== undefined && typeof body === 'string' && this.#deps.gate.synced()) {
-        return remote(body).then(
+      if (typeof body === 'string' && this.#deps.gate.synced()) {
+        return this.#deps.answerReview(body).then(
           (a) => this.#answered(a, started),
           (err: unknown) => this.#finish(this.#rejected(body, err), started),
         );
@@ -78,20 +62,11 @@ export class Answerer {
       this.#deps.metrics.inFlight.dec();
       throw err;
     }
-    if (out instanceof Promise) {
-      return out.then(
-        (o) => this.#finish(o, started),
-        (err: unknown) => {
-          this.#deps.metrics.inFlight.dec();
-          throw err;
-        },
-      );
-    }
     return this.#finish(out, started);
   }
 
-  /** The review read and decided on this thread. */
-  #handle(body: unknown): Outcome | Promise<Outcome> {
+  /** Not sent to the pool (not ready): the review read here, exempt or denied "not ready". */
+  #handle(body: unknown): Outcome {
     const read = readReview(body);
     if (!read.ok) return read.outcome;
     const { apiVersion, request } = read;
@@ -99,22 +74,8 @@ export class Answerer {
     if (exempt !== undefined) return exempt;
     const notReady = this.#deps.gate.sourceReasons();
     if (notReady.length > 0) return notReadyOutcome(apiVersion, request, notReady);
-    const decide = this.#deps.decide;
-    // With the pool, a ready replica's reviews went there (answer()); readiness does not change within one turn, so this is a bug: fail closed.
-    if (decide === undefined) return failedOutcome(apiVersion, request, new PortalError(ErrorCode.Internal, 'ready, but the review was not sent to the evaluation workers'));
-    let result: Decision | Promise<Decision>;
-    try {
-      result = decide(toInput(request, this.#deps.namespaceLabels));
-    } catch (err) {
-      return failedOutcome(apiVersion, request, err);
-    }
-    // Closures only on the (rare) asynchronous path, not allocated per request.
-    return result instanceof Promise
-      ? result.then(
-          (d) => decidedOutcome(apiVersion, request, d),
-          (err: unknown) => failedOutcome(apiVersion, request, err),
-        )
-      : decidedOutcome(apiVersion, request, result);
+    // A ready replica's reviews went to the pool (answer()); readiness does not change within one turn, so this is a bug: fail closed.
+    return failedOutcome(apiVersion, request, new PortalError(ErrorCode.Internal, 'ready, but the review was not sent to the evaluation workers'));
   }
 
   /**

@@ -1,10 +1,10 @@
 /**
- * The seam between the admission server and the policy engine: a function
- * from an evaluation input to an allow/deny decision. The server treats a
- * throw (or rejection) as an internal error and denies with code 500.
+ * The seam between the admission server and the policy engine: the whole
+ * review, as text, to its answer, given by the evaluation pool. The server
+ * treats a rejection as Portal's own error and denies with code 500 (429 for
+ * overload).
  */
-import type { EvaluationInput } from '../policy/types.ts';
-import type { AnsweredReview, Decision } from '../policy/review/answer.ts';
+import type { AnsweredReview } from '../policy/review/answer.ts';
 
 export {
   EXCEPTION_AUDIT_ANNOTATION,
@@ -13,8 +13,6 @@ export {
   type Exemption,
   type NamespaceLabels,
 } from '../policy/review/answer.ts';
-
-export type Decide = (input: EvaluationInput) => Decision | Promise<Decision>;
 
 /**
  * The whole review answered elsewhere (the evaluation pool, adr/0013): the

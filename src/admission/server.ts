@@ -16,9 +16,10 @@ import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { AdmissionMetrics } from '../observability/metrics.ts';
 import { PORTAL_KINDS, type PortalKind } from '../policy/portal-kinds.ts';
-import { Answerer, type AnswererDeps, type Decider } from './answerer.ts';
+import { Answerer, type AnswererDeps } from './answerer.ts';
 import { guardConnections, type ConnectionGuard } from './connection-guard.ts';
-import type { NamespaceLabels } from './decision.ts';
+import type { ExemptNamespaces } from '../policy/review/answer.ts';
+import type { AnswerReview } from './decision.ts';
 import { errorHandler, internalErrorAnswer, statusBody, type ErrorAnswerDeps } from './error-answers.ts';
 import { fastPathServerFactory, type WireAnswer } from './fast-path.ts';
 import { ADMISSION_BODY_LIMIT, CONNECTION_LIMITS, type ConnectionLimits } from './limits.ts';
@@ -29,18 +30,18 @@ import { secureContextOptions, type TlsMaterial } from './tls-reload.ts';
 
 export { ADMISSION_BODY_LIMIT, CONNECTION_LIMITS, type ConnectionLimits } from './limits.ts';
 
-/**
- * Where decisions come from, one of: `decide`, the in-process decision; or
- * `answerReview`, the whole review answered by the evaluation pool
- * (adr/0013): while the replica is ready the main thread parses nothing.
- */
-export type AdmissionServerOptions = Decider & {
+export interface AdmissionServerOptions {
+  /**
+   * Where decisions come from: the whole review answered by the evaluation
+   * pool (adr/0013, `EvaluationPool.review`); while the replica is ready the
+   * main thread parses nothing.
+   */
+  answerReview: AnswerReview;
   tls: TlsMaterial;
   /** Readiness: `/validate` denies while `gate.synced()` is false; outcomes are recorded in it. */
   gate: ReadinessGate;
-  /** Already includes the install namespace. */
-  exemptNamespaces: readonly string[];
-  namespaceLabels: NamespaceLabels;
+  /** The namespaces allowed unevaluated, built once (replica.ts) and shared with the pool: for the answers given here (not ready, refused by the pool). */
+  exempt: ExemptNamespaces;
   metrics: AdmissionMetrics;
   /**
    * The `kind` label for a request's kind: a bounded set, never the raw
@@ -65,10 +66,9 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
   const bodyLimit = opts.bodyLimit ?? ADMISSION_BODY_LIMIT;
   const errors: ErrorAnswerDeps = { gate: opts.gate, metrics: opts.metrics, log: opts.logger, bodyLimit, drainBytes: limits.drainBytes };
   const answerer = new Answerer({
-    ...(opts.answerReview !== undefined ? { answerReview: opts.answerReview } : { decide: opts.decide }),
+    answerReview: opts.answerReview,
     gate: opts.gate,
-    exempt: new Set(opts.exemptNamespaces),
-    namespaceLabels: opts.namespaceLabels,
+    exempt: opts.exempt,
     metrics: opts.metrics,
     kindLabel: opts.kindLabel,
     log: opts.logger,

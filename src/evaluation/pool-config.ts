@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { RuleStats } from './rule-stats.ts';
 import type { EvaluationInput, RuleSet, RuleVerdict } from '../policy/index.ts';
+import { exemptNamespaces, type ExemptNamespaces } from '../policy/review/answer.ts';
 import type { ParamStore, VapSet } from '../policy/vap/index.ts';
 import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import { MAX_BATCH } from './protocol.ts';
@@ -59,8 +60,8 @@ export interface EvaluationPoolConfig {
   maxBatch?: number;
   /** Batches sent to one worker at once (the one it runs and those waiting on its port). @default PIPELINE (2) */
   pipeline?: number;
-  /** Reviews ({@link EvaluationPool.review}): namespaces allowed unevaluated, the install namespace included. @default [] */
-  exemptNamespaces?: readonly string[];
+  /** Reviews ({@link EvaluationPool.review}): namespaces allowed unevaluated, the install namespace included, built once (replica.ts). @default none */
+  exempt?: ExemptNamespaces;
   /**
    * How long a request may take in the pool, queue and evaluations
    * included (its answer is due then); Infinity: no one waits (the audit).
@@ -152,7 +153,7 @@ export function withDefaults(config: EvaluationPoolConfig): Required<EvaluationP
     graceMs: Math.max(20, Math.round(config.timeoutMs / 10)),
     reclaimMs: Math.min(250, Math.max(10, Math.round(config.timeoutMs / 4))),
     pipeline: PIPELINE,
-    exemptNamespaces: [],
+    exempt: exemptNamespaces([]),
     requestMs: Number.POSITIVE_INFINITY,
     startWithinMs: Math.max(120_000, 10 * config.timeoutMs),
     flowQueue: Math.max(MIN_FLOW_QUEUE, Math.floor((config.maxQueue ?? Math.max(MIN_QUEUE, QUEUE_PER_WORKER * config.workers)) / 4)),

@@ -106,7 +106,7 @@ export class EvaluationPool {
     const namespaces = stores.namespaces;
     this.#reviewContext = {
       rules: stores.rules,
-      exempt: new Set(this.#config.exemptNamespaces),
+      exempt: this.#config.exempt,
       namespaceLabels: namespaces ? (ns) => (ns === '' ? undefined : namespaces.labels(ns)) : nameOnlyNamespaceLabels,
     };
     this.#stores = stores;
@@ -211,7 +211,8 @@ export class EvaluationPool {
     const workerData: WorkerData = {
       channel: replication.channelName,
       progress: this.#progress,
-      exemptNamespaces: [...this.#config.exemptNamespaces],
+      // A Set crosses to the thread as a Set (structured clone): not rebuilt there.
+      exempt: this.#config.exempt,
       namespaceLabels: this.#stores.namespaces ? 'mirror' : 'name-only',
       ruleStats: this.#ruleStats?.channelName,
     };

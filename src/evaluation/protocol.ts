@@ -20,7 +20,7 @@
  *   were running.
  */
 import type { EvaluationInput, KubeObject, RuleVerdict } from '../policy/index.ts';
-import type { AnsweredReview } from '../policy/review/answer.ts';
+import type { AnsweredReview, ExemptNamespaces } from '../policy/review/answer.ts';
 import type { BindingEvaluation, VapAttributes } from '../policy/vap/index.ts';
 import type { PackedReview } from './packed-review.ts';
 
@@ -94,7 +94,7 @@ export interface WorkerData {
   channel: string;
   progress: SharedArrayBuffer;
   /** Reviews: namespaces whose requests are allowed unevaluated (already includes the install namespace). */
-  exemptNamespaces: string[];
+  exempt: ExemptNamespaces;
   /** Reviews: namespace labels from the mirrored `namespaces` store (cluster mode), or only the name label (file mode). */
   namespaceLabels: 'mirror' | 'name-only';
   /** Reviews: the channel on which the worker announces its per-rule counts page (rule-stats.ts); absent: not counted. */

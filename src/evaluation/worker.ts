@@ -47,7 +47,7 @@ interface Stores {
 }
 
 const fresh = (): Stores => ({ rules: new RuleSet(), vaps: new VapSet(), params: new ParamStore(), namespaces: new NamespaceLabelStore(), poison: new PoisonPairs() });
-const exempt: ReadonlySet<string> = new Set(data.exemptNamespaces);
+const exempt = data.exempt;
 
 let stores = fresh();
 /** The last change applied; -1 until the first snapshot. */

@@ -41,6 +41,7 @@ import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import { createAdmissionMetrics, registerCelFallbacks, registerReadiness, registerRulesNotReady } from '../observability/metrics.ts';
 import { PER_CALL_COST_LIMIT, type RuleSet } from '../policy/index.ts';
+import { exemptNamespaces, type ExemptNamespaces } from '../policy/review/answer.ts';
 import { clusterMode } from './cluster-mode.ts';
 import { fileMode } from './file-mode.ts';
 import { bindRuleSeries } from './rule-series.ts';
@@ -96,7 +97,7 @@ function serverRunnable(name: string, server: FastifyInstance, alsoRun?: (signal
 }
 
 /** Admission evaluates in worker threads with a hard deadline (adr/0013); threads start with the Manager. */
-function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, memory: EvaluationMemory, root: Logger, registry: Registry, ruleStats: RuleStats): EvaluationPool {
+function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, exempt: ExemptNamespaces, memory: EvaluationMemory, root: Logger, registry: Registry, ruleStats: RuleStats): EvaluationPool {
   const { source, ruleProblems } = mode;
   return new EvaluationPool(
     {
@@ -106,7 +107,7 @@ function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, memory: 
       timeoutMs: config.evaluationTimeout,
       // Queue and evaluations together stay inside the webhook's timeout (pool-config.ts).
       requestMs: admissionRequestMs(config.evaluationTimeout),
-      exemptNamespaces: config.exemptNamespaces,
+      exempt,
       memory: memory.threads,
     },
     // Namespace labels travel to the workers like the rules: they answer whole reviews.
@@ -166,7 +167,8 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   metrics.rulesLoaded.set(source.ruleSet.size);
   registerRulesNotReady(registry, () => source.ruleSet.states().filter((s) => !s.ready).length);
   registerCelFallbacks(registry, () => source.ruleSet.celCosts().map((r) => ({ rule: r.key, expressions: r.expressions.filter((e) => e.fallback !== undefined).length })));
-  const evaluation = admissionEvaluation(config, mode, memory, root, registry, bindRuleSeries(registry, source.ruleSet, metrics.exceptionsApplied));
+  const exempt = exemptNamespaces(config.exemptNamespaces); // one set: the pool, its workers and the server's own answers
+  const evaluation = admissionEvaluation(config, mode, exempt, memory, root, registry, bindRuleSeries(registry, source.ruleSet, metrics.exceptionsApplied));
   const gate = new ReadinessGate({ maxAgeMs: config.readinessErrorMaxAge });
   gate.addCheck('rules', () => source.ready() || source.notReadyReason());
   gate.addCheck('evaluation', () => evaluation.ready() || evaluation.notReadyReason());
@@ -187,8 +189,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
       answerReview: (body) => evaluation.review(body),
       limits: { ...timeoutLimits(config.webhookTimeout), maxConnections: config.webhookMaxConnections, maxPerPeer: config.webhookMaxConnectionsPerPeer },
       gate,
-      exemptNamespaces: config.exemptNamespaces,
-      namespaceLabels: source.namespaceLabels,
+      exempt,
       metrics,
       kindLabel: kindLabeler(source.ruleSet),
       portalKinds: portalKinds(exceptionOptions(config), mode.kindSchemas),

@@ -302,19 +302,38 @@ function podSecurityVersionOf(entry: Candidate['entry'], pinned: string, input: 
 }
 
 /**
+ * The one evaluation loop: the verdicts of the candidate rules, in rule-key
+ * order; undefined when there are none. With `all` false (admission), the
+ * verdicts decide() ignores, pass and skip, are not built: the fast path's
+ * property. `onError` sees each `error` verdict. evaluate() and
+ * decideAdmission() are this loop; a parameter rather than a visitor
+ * callback, so the request path allocates no closure per call.
+ */
+function verdictsOf(rules: RuleSet, input: EvaluationInput, all: boolean, budget: EvaluationBudget | undefined, onError?: (verdict: RuleVerdict) => void): RuleVerdict[] | undefined {
+  let out: RuleVerdict[] | undefined;
+  // One CEL cost budget per request, shared by every CEL rule (as the API server does).
+  let celBudget: Budget | undefined;
+  const requestBudget = (): Budget => (celBudget ??= newBudget());
+  const exemptions = rules.mayExempt(input.namespace) ? new Exemptions(rules, input, budget) : undefined;
+  // Per-rule results and times (rule-stats.ts), when the caller collects them: admission in a worker.
+  const timer = !all && budget?.results !== undefined ? new RuleTimer(budget, budget.results) : undefined;
+  for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
+    const v = timer !== undefined ? timer.run(c, input, requestBudget, exemptions) : evaluateOne(c, input, all, requestBudget, budget, exemptions);
+    if (typeof v === 'object') {
+      (out ??= []).push(v);
+      if (onError !== undefined && v.result === 'error') onError(v);
+    }
+  }
+  timer?.finish();
+  return out;
+}
+
+/**
  * Per-rule verdicts for one input, in rule-key order. Pure: no I/O, the rule
  * set is read, never changed.
  */
 export function evaluate(rules: RuleSet, input: EvaluationInput, budget?: EvaluationBudget): RuleVerdict[] {
-  const out: RuleVerdict[] = [];
-  let celBudget: Budget | undefined;
-  const requestBudget = (): Budget => (celBudget ??= newBudget());
-  const exemptions = rules.mayExempt(input.namespace) ? new Exemptions(rules, input, budget) : undefined;
-  for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
-    const v = evaluateOne(c, input, true, requestBudget, budget, exemptions);
-    if (typeof v === 'object') out.push(v);
-  }
-  return out;
+  return verdictsOf(rules, input, true, budget) ?? [];
 }
 
 /**
@@ -325,27 +344,7 @@ export function evaluate(rules: RuleSet, input: EvaluationInput, budget?: Evalua
  * it must not throw).
  */
 export function decideAdmission(rules: RuleSet, input: EvaluationInput, budget?: EvaluationBudget, onError?: (verdict: RuleVerdict) => void): AdmissionDecision {
-  let out: RuleVerdict[] | undefined;
-  // One CEL cost budget per request, shared by every CEL rule (as the API server does).
-  let celBudget: Budget | undefined;
-  const requestBudget = (): Budget => (celBudget ??= newBudget());
-  const exemptions = rules.mayExempt(input.namespace) ? new Exemptions(rules, input, budget) : undefined;
-  const timer = budget?.results !== undefined ? new RuleTimer(budget, budget.results) : undefined;
-  for (const c of candidatesFor(rules, input.kind.group, input.kind.kind)) {
-    if (timer !== undefined) {
-      const v = timer.run(c, input, requestBudget, exemptions);
-      if (v !== undefined) (out ??= []).push(v);
-      if (onError !== undefined && v?.result === 'error') onError(v);
-      continue;
-    }
-    const v = evaluateOne(c, input, false, requestBudget, budget, exemptions);
-    if (typeof v === 'object') {
-      (out ??= []).push(v);
-      if (onError !== undefined && v.result === 'error') onError(v);
-    }
-  }
-  timer?.finish();
-  return decide(out ?? []);
+  return decide(verdictsOf(rules, input, false, budget, onError) ?? []);
 }
 
 /**

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { connect as tcpConnect } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
-import type { Decide } from '../../src/admission/decision.ts';
+import type { AnswerReview } from '../../src/admission/decision.ts';
 import type { ConnectionLimits } from '../../src/admission/limits.ts';
 import { until } from '../support/until.ts';
 import { allowAll, makePki, makeServer, podReview, type TestPki } from './helpers.ts';
@@ -24,8 +24,11 @@ after(async () => {
   await Promise.all(servers.map((s) => s.app.close()));
 });
 
-async function listening(decide: Decide, limits: Partial<ConnectionLimits>): Promise<{ s: Server; port: number }> {
-  const s = makeServer(pki, decide, { limits });
+type Through = (body: string, review: AnswerReview) => ReturnType<AnswerReview>;
+
+/** A server answering through the real evaluation pool; `through` may hold a review on its way to it (as a busy worker would). */
+async function listening(limits: Partial<ConnectionLimits>, through?: Through): Promise<{ s: Server; port: number }> {
+  const s = makeServer(pki, allowAll(), through ? { limits, through } : { limits });
   servers.push(s);
   await s.app.listen({ port: 0, host: '127.0.0.1' });
   return { s, port: (s.app.server.address() as { port: number }).port };
@@ -69,7 +72,7 @@ async function metric(s: Server, reason: string): Promise<number> {
 
 describe('a body trickled after its headers', { timeout: 60_000 }, () => {
   it('Content-Length: 100000 then a byte every 300 ms: 408 naming the floor once the grace passes, long before the request timeout', async () => {
-    const { s, port } = await listening(allowAll, { requestMs: 30_000, headersMs: 10_000, bodyGraceMs: 500, checkIntervalMs: 250 });
+    const { s, port } = await listening({ requestMs: 30_000, headersMs: 10_000, bodyGraceMs: 500, checkIntervalMs: 250 });
     const sock = await tls(port, '127.0.0.2');
     const closed = untilClosed(sock);
     const started = performance.now();
@@ -86,7 +89,7 @@ describe('a body trickled after its headers', { timeout: 60_000 }, () => {
   });
 
   it('a body that keeps up the floor is answered', async () => {
-    const { port } = await listening(allowAll, { bodyGraceMs: 200, checkIntervalMs: 100, minBodyBytesPerSecond: 100 });
+    const { port } = await listening({ bodyGraceMs: 200, checkIntervalMs: 100, minBodyBytesPerSecond: 100 });
     const sock = await tls(port);
     const closed = untilClosed(sock);
     const body = JSON.stringify(podReview({ uid: 'steady' }));
@@ -102,7 +105,7 @@ describe('a body trickled after its headers', { timeout: 60_000 }, () => {
 
 describe('at the connection cap, the request furthest from complete is closed', { timeout: 60_000 }, () => {
   it('every connection holding an unfinished body: a new client is served, and the body with the least of its promise read is the one closed', async () => {
-    const { s, port } = await listening(allowAll, { maxConnections: 3, maxPerPeer: 3, bodyGraceMs: 60_000 });
+    const { s, port } = await listening({ maxConnections: 3, maxPerPeer: 3, bodyGraceMs: 60_000 });
     const holders = await Promise.all([tls(port, '127.0.0.2'), tls(port, '127.0.0.3'), tls(port, '127.0.0.4')]);
     const ends = holders.map((h) => untilClosed(h));
     // Each promises 10,000 bytes; they have sent 5,000, 10 and 2,000 of them.
@@ -123,17 +126,17 @@ describe('fair turns per remote address', { timeout: 60_000 }, () => {
     const order: string[] = [];
     const held: (() => void)[] = [];
     let ended = false;
-    const decide: Decide = (input) => {
-      order.push(input.namespace ?? '');
-      if (ended) return { allowed: true, warnings: [] };
-      return new Promise((resolve) => held.push(() => resolve({ allowed: true, warnings: [] })));
+    const through: Through = (body, review) => {
+      order.push((JSON.parse(body) as { request: { namespace: string } }).request.namespace);
+      if (ended) return review(body);
+      return new Promise((resolve) => held.push(() => resolve(review(body))));
     };
-    // Whatever happens, no decision stays held (the server could not close).
+    // Whatever happens, no review stays held (the server could not close).
     t.after(() => {
       ended = true;
       held.splice(0).forEach((r) => r());
     });
-    const { s, port } = await listening(decide, { maxActive: 2, maxActivePerPeer: 2 });
+    const { s, port } = await listening({ maxActive: 2, maxActivePerPeer: 2 }, through);
     // The flooding peer: four requests, two take the turns, two wait.
     const flood = ['flood-1', 'flood-2', 'flood-3', 'flood-4'].map((ns) => review(port, ns, '127.0.0.2'));
     await until('two flood requests being decided', 10_000, () => order.length === 2);

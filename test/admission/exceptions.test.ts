@@ -1,4 +1,4 @@
-// PortalExceptions at admission (issue 18): the real engine decider with a
+// PortalExceptions at admission (issue 18): the real evaluation pool with a
 // RuleSet holding a rule and an exception, over real HTTPS (the fast path)
 // and through fastify's route: the exempted rule neither denies nor warns,
 // the answer carries the audit annotation `portal.dev/exception`, and
@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { request } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { engineDecider } from '../../src/admission/engine-decider.ts';
 import { RuleSet } from '../../src/policy/index.ts';
 import { clusterRule, exception } from '../policy/support.ts';
 import { makePki, makeServer, podReview, type TestPki } from './helpers.ts';
@@ -40,7 +39,7 @@ void describe('PortalExceptions at admission', () => {
   let s: ReturnType<typeof makeServer>;
   let port = 0;
   before(async () => {
-    s = makeServer(pki, engineDecider(rules, { evaluationTimeoutMs: 2000 }));
+    s = makeServer(pki, rules);
     await s.app.listen({ port: 0, host: '127.0.0.1' });
     port = (s.app.server.address() as AddressInfo).port;
   });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { request, Agent } from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import type { AddressInfo } from 'node:net';
-import type { Decide } from '../../src/admission/decision.ts';
+import type { RuleSet } from '../../src/policy/index.ts';
 import { allowAll, denyPrivileged, makePki, makeServer, podReview, type TestPki, type TestServer } from './helpers.ts';
 
 let pki: TestPki;
@@ -35,8 +35,8 @@ function call(port: number, opts: { method?: string; path?: string; headers?: Re
   });
 }
 
-async function listening(decide: Decide, extra: Parameters<typeof makeServer>[2] = {}): Promise<{ s: TestServer; port: number; fastifyRequests: () => number }> {
-  const s = makeServer(pki, decide, extra);
+async function listening(rules: RuleSet, extra: Parameters<typeof makeServer>[2] = {}): Promise<{ s: TestServer; port: number; fastifyRequests: () => number }> {
+  const s = makeServer(pki, rules, extra);
   let n = 0;
   // Counts requests that went through fastify over the network (inject's
   // own requests, used below as the reference, carry light-my-request's agent).
@@ -61,11 +61,8 @@ describe('admission fast path', () => {
   });
 
   it('answers kube-apiserver\'s request shape without fastify, byte for byte as fastify\'s route does', async () => {
-    const throwing: Decide = (input) => {
-      if (input.name === 'boom') throw new Error('engine exploded');
-      return denyPrivileged(input);
-    };
-    const { s, port, fastifyRequests } = await listening(throwing);
+    // The pool fails the review of the Pod named boom (a worker lost); it decides the others.
+    const { s, port, fastifyRequests } = await listening(denyPrivileged(), { through: (body, review) => (body.includes('"name":"boom"') ? Promise.reject(new Error('engine exploded')) : review(body)) });
     servers.push(s);
     const boom = podReview({ uid: 'u-boom' });
     (boom['request'] as { name: string }).name = 'boom';
@@ -100,7 +97,7 @@ describe('admission fast path', () => {
   });
 
   it('the engine\'s denial reaches the client with its uid; not ready denies', async () => {
-    const { s, port } = await listening(denyPrivileged);
+    const { s, port } = await listening(denyPrivileged());
     servers.push(s);
     const denied = JSON.parse((await call(port, { body: JSON.stringify(podReview({ uid: 'd1', privileged: true })) })).body);
     assert.equal(denied.response.uid, 'd1');
@@ -113,7 +110,7 @@ describe('admission fast path', () => {
   });
 
   it('a throw escaping the answer function is a denial with the uid, as fastify\'s error handler gives', async () => {
-    const { s, port, fastifyRequests } = await listening(allowAll, {
+    const { s, port, fastifyRequests } = await listening(allowAll(), {
       metrics: (m) => ({
         ...m,
         inFlight: Object.assign(Object.create(m.inFlight) as typeof m.inFlight, {
@@ -142,7 +139,7 @@ describe('admission fast path', () => {
   });
 
   it('every other request is fastify\'s: 404, 405, 413, 415, chunked bodies', async () => {
-    const { s, port, fastifyRequests } = await listening(allowAll, { bodyLimit: 4096 });
+    const { s, port, fastifyRequests } = await listening(allowAll(), { bodyLimit: 4096 });
     servers.push(s);
     const body = JSON.stringify(podReview({ uid: 'c1' }));
     assert.equal((await call(port, { path: '/other', body })).status, 404);

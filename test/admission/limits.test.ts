@@ -30,7 +30,7 @@ after(async () => {
 });
 
 async function listening(extra: Parameters<typeof makeServer>[2] = {}): Promise<{ s: Server; port: number }> {
-  const s = makeServer(pki, allowAll, extra);
+  const s = makeServer(pki, allowAll(), extra);
   servers.push(s);
   await s.app.listen({ port: 0, host: '127.0.0.1' });
   return { s, port: (s.app.server.address() as { port: number }).port };
@@ -58,7 +58,7 @@ function untilClosed(sock: Socket): Promise<{ text: string; at: number; error?: 
 
 describe('the defaults are the derived bounds', () => {
   it('from the default webhook timeout (10 s): request 10 s, headers 5 s, handshake 10 s; checked every 1 s; body floor ~300 KB/s after 2 s; 512 connections, 256 per peer; 32 turns per peer, 128 in all', () => {
-    const s = makeServer(pki, allowAll);
+    const s = makeServer(pki, allowAll());
     servers.push(s);
     const server = s.app.server as unknown as { requestTimeout: number; headersTimeout: number; maxConnections: number | null | undefined };
     assert.equal(server.requestTimeout, 10_000);
@@ -199,7 +199,8 @@ describe('the number of connections is capped, and idle clients cannot hold the 
   it('when every connection has a request in flight, the new one is refused; in-flight requests are never cut', async () => {
     let release!: () => void;
     const decided = new Promise<void>((r) => (release = r));
-    const s = makeServer(pki, () => decided.then(() => ({ allowed: true, warnings: [] })), { limits: { maxConnections: 2 } });
+    // Each review waits before the pool answers it, as behind a slow worker.
+    const s = makeServer(pki, allowAll(), { limits: { maxConnections: 2 }, through: (body, review) => decided.then(() => review(body)) });
     servers.push(s);
     await s.app.listen({ port: 0, host: '127.0.0.1' });
     const port = (s.app.server.address() as { port: number }).port;

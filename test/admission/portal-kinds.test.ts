@@ -45,7 +45,7 @@ describe('the webhook for Portal\'s own kinds', () => {
   });
 
   async function post(body: unknown, ready = true): Promise<{ status: number; response: { uid: string; allowed: boolean; status?: { code: number; reason: string; message: string } } }> {
-    const server = makeServer(pki, allowAll);
+    const server = makeServer(pki, allowAll());
     // Readiness does not matter here: the answer depends on the object alone.
     if (ready) server.gate.addCheck('rules', () => true);
     else server.gate.addCheck('rules', () => 'waiting for the informers');

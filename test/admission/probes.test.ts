@@ -10,7 +10,7 @@ import { HealthChecks, buildProbesServer } from '../../src/admission/probes.ts';
 import { ReadinessGate } from '../../src/admission/readiness.ts';
 import { DebugVars } from '../../src/observability/debug-vars.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
-import { makePki, makeServer, podReview, type TestServer } from './helpers.ts';
+import { allowAll, makePki, makeServer, podReview, type TestServer } from './helpers.ts';
 
 describe('ReadinessGate', () => {
   it('is not ready until every source check passes', () => {
@@ -74,9 +74,7 @@ describe('probes server', () => {
   let tmp: string;
 
   before(async () => {
-    admission = makeServer(await makePki(), () => {
-      throw new Error('engine exploded');
-    });
+    admission = makeServer(await makePki(), allowAll(), { through: () => Promise.reject(new Error('engine exploded')) });
     probes = buildProbesServer({ registry: admission.registry, gate: admission.gate, liveness, debugVars, logger: silentLogger() });
     tmp = mkdtempSync(join(tmpdir(), 'portal-probes-'));
   });

@@ -16,7 +16,7 @@ import { ReadinessGate } from '../../src/admission/readiness.ts';
 import { DebugVars } from '../../src/observability/debug-vars.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { until } from '../support/until.ts';
-import { makePki, makeServer, podReview, type TestPki, type TestServer } from './helpers.ts';
+import { allowAll, makePki, makeServer, podReview, type TestPki, type TestServer } from './helpers.ts';
 
 let pki: TestPki;
 let admission: TestServer;
@@ -30,14 +30,8 @@ before(async () => {
   // Long enough that a burst of 25 concurrent requests is recorded within it
   // even on a loaded machine, short enough to wait for.
   const gate = new ReadinessGate({ maxAgeMs: 8_000 });
-  admission = makeServer(
-    pki,
-    () => {
-      if (broken) throw new Error('a bug in Portal');
-      return { allowed: true, warnings: [] };
-    },
-    { gate },
-  );
+  // While `broken`, the pool fails every review (as a bug in Portal would); then it answers them.
+  admission = makeServer(pki, allowAll(), { gate, through: (body, review) => (broken ? Promise.reject(new Error('a bug in Portal')) : review(body)) });
   probes = buildProbesServer({ registry: admission.registry, gate, liveness: new HealthChecks(), debugVars: new DebugVars(), logger: silentLogger() });
   await admission.app.listen({ port: 0, host: '127.0.0.1' });
   webhookPort = (admission.app.server.address() as { port: number }).port;

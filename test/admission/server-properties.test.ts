@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { makePki, makeServer, podReview, type TestServer } from './helpers.ts';
+import { allowAll, makePki, makeServer, podReview, type TestServer } from './helpers.ts';
 
 type Reply = { statusCode: number; body: string };
 
@@ -17,13 +17,9 @@ describe('admission server properties', () => {
 
   before(async () => {
     const pki = await makePki();
-    failing = makeServer(pki, () => {
-      throw new Error('engine failure');
-    });
-    flaky = makeServer(pki, () => {
-      if (flakyThrows) throw new Error('intermittent failure');
-      return { allowed: true, warnings: [] };
-    });
+    // The engine fails as the pool does: the review is rejected (a worker lost), every time or now and then.
+    failing = makeServer(pki, allowAll(), { through: () => Promise.reject(new Error('engine failure')) });
+    flaky = makeServer(pki, allowAll(), { through: (body, review) => (flakyThrows ? Promise.reject(new Error('intermittent failure')) : review(body)) });
   });
   after(async () => {
     await Promise.all([failing.app.close(), flaky.app.close()]);

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { makePki, makeServer, allowAll, denyPrivileged, podReview, type TestPki } from './helpers.ts';
+import { RuleSet } from '../../src/policy/index.ts';
+import { clusterRule } from '../policy/support.ts';
+import { makePki, makeServer, allowAll, denyEveryPod, denyPrivileged, podReview, type TestPki, type TestServerExtra } from './helpers.ts';
 import { MAX_JSON_DEPTH } from '../../src/policy/review/json-depth.ts';
 import { ADMISSION_BODY_LIMIT } from '../../src/admission/server.ts';
 
@@ -19,14 +21,14 @@ describe('POST /validate decisions', () => {
   after(async () => {
     await Promise.all(servers.map((s) => s.app.close()));
   });
-  const server = (d: Parameters<typeof makeServer>[1]) => {
-    const s = makeServer(pki, d);
+  const server = (rules: RuleSet, extra?: TestServerExtra) => {
+    const s = makeServer(pki, rules, extra);
     servers.push(s);
     return s;
   };
 
   it('allows a compliant Pod in v1 and echoes uid and version', async () => {
-    const s = server(denyPrivileged);
+    const s = server(denyPrivileged());
     const { status, body } = await post(s, podReview({ uid: 'abc-123' }));
     assert.equal(status, 200);
     assert.equal(body.apiVersion, 'admission.k8s.io/v1');
@@ -35,7 +37,7 @@ describe('POST /validate decisions', () => {
   });
 
   it('denies in v1beta1 with 403 and the rule name, answering in v1beta1', async () => {
-    const s = server(denyPrivileged);
+    const s = server(denyPrivileged());
     const { status, body } = await post(s, podReview({ uid: 'b1', apiVersion: 'admission.k8s.io/v1beta1', privileged: true }));
     assert.equal(status, 200);
     assert.equal(body.apiVersion, 'admission.k8s.io/v1beta1');
@@ -46,26 +48,29 @@ describe('POST /validate decisions', () => {
   });
 
   it('allows with warnings, each under 120 characters', async () => {
-    const long = `restrict-seccomp-strict: ${'x'.repeat(300)}`;
-    const s = server(() => ({ allowed: true, warnings: ['disallow-privilege-escalation: set allowPrivilegeEscalation: false', long] }));
+    // Two Warn rules every Pod violates, one with a message far over the bound.
+    const rules = new RuleSet();
+    const everyPod = { required: ['never-present'] };
+    rules.upsert(clusterRule('disallow-privilege-escalation', { enforcement: 'Warn', validate: { message: 'set allowPrivilegeEscalation: false', schema: everyPod } }));
+    rules.upsert(clusterRule('restrict-seccomp-strict', { enforcement: 'Warn', validate: { message: 'x'.repeat(300), schema: everyPod } }));
+    const s = server(rules);
     const { body } = await post(s, podReview());
     assert.equal(body.response.allowed, true);
     assert.equal(body.response.warnings?.length, 2);
-    assert.equal(body.response.warnings?.[0], 'disallow-privilege-escalation: set allowPrivilegeEscalation: false');
+    assert.match(body.response.warnings?.[0] ?? '', /^disallow-privilege-escalation: set allowPrivilegeEscalation: false/);
     for (const w of body.response.warnings ?? []) assert.ok(w.length < 120, w);
   });
 
   it('evaluates dry-run requests like any other', async () => {
-    const s = server(denyPrivileged);
+    const s = server(denyPrivileged());
     const { body } = await post(s, podReview({ dryRun: true, privileged: true }));
     assert.equal(body.response.allowed, false);
     assert.equal(s.calls, 1);
   });
 
   it('allows exempt namespaces, exempt Namespace objects and exempt kinds without evaluating', async () => {
-    const s = server(() => {
-      throw new Error('must not be called');
-    });
+    // A rule every Pod fails: an exempt Pod allowed was not evaluated.
+    const s = server(denyEveryPod());
     for (const ns of ['kube-system', 'kube-public', 'kube-node-lease', 'portal-system']) {
       const { body } = await post(s, podReview({ namespace: ns, privileged: true }));
       assert.equal(body.response.allowed, true, ns);
@@ -76,11 +81,11 @@ describe('POST /validate decisions', () => {
     const lease = podReview();
     Object.assign(lease.request as object, { kind: { group: 'coordination.k8s.io', version: 'v1', kind: 'Lease' } });
     assert.equal((await post(s, lease)).body.response.allowed, true);
-    assert.equal(s.calls, 0);
+    assert.equal((await post(s, podReview({ namespace: 'default' }))).body.response.allowed, false, 'the rule denies where it is evaluated');
   });
 
   it('denies with "not ready" until the rule source is synced', async () => {
-    const s = server(allowAll);
+    const s = server(allowAll());
     let loaded = false;
     s.gate.addCheck('rules', () => loaded || 'rules not loaded yet');
     const { body } = await post(s, podReview({ uid: 'nr' }));
@@ -92,16 +97,11 @@ describe('POST /validate decisions', () => {
     assert.equal((await post(s, podReview())).body.response.allowed, true);
   });
 
-  it('turns an exception, a rejection or a garbage decision into a 500 denial, never an allow', async () => {
-    const deciders = [
-      () => {
-        throw new Error('boom');
-      },
-      () => Promise.reject(new Error('async boom')),
-      () => null as never,
-    ];
-    for (const d of deciders) {
-      const s = server(d);
+  it('turns a failed evaluation (a worker lost, a closed pool) into a 500 denial, never an allow', async () => {
+    const failures: (TestServerExtra | 'closed')[] = [{ through: () => Promise.reject(new Error('async boom')) }, { through: async () => Promise.reject(new Error('worker lost')) }, 'closed'];
+    for (const f of failures) {
+      const s = server(allowAll(), f === 'closed' ? {} : f);
+      if (f === 'closed') await s.pool.close();
       const { status, body } = await post(s, podReview({ uid: 'ie' }));
       assert.equal(status, 200);
       assert.equal(body.response.uid, 'ie');
@@ -115,7 +115,7 @@ describe('POST /validate decisions', () => {
 describe('POST /validate bad input', () => {
   let s: ReturnType<typeof makeServer>;
   before(() => {
-    s = makeServer(pki, allowAll);
+    s = makeServer(pki, allowAll());
   });
   after(() => s.app.close());
 
@@ -144,14 +144,15 @@ describe('POST /validate bad input', () => {
     let v: unknown = 1;
     for (let i = 0; i < MAX_JSON_DEPTH + 10; i++) v = { a: v };
     (deep.request as { object: { spec: Record<string, unknown> } }).object.spec.x = v;
-    const calls = s.calls;
+    const invalid = async () => Number(/portal_admission_requests_total\{operation="",kind="",decision="invalid"\} (\d+)/.exec(await s.registry.metrics())?.[1] ?? 0);
+    const invalidBefore = await invalid();
     const before = s.gate.errorRatio();
     const { status, body } = await post(s, deep);
     assert.equal(status, 400);
     assert.equal(body.response.allowed, false);
     assert.equal(body.response.status?.code, 400);
     assert.match(body.response.status?.message ?? '', /nests objects and arrays more than 1000 levels deep \(at character \d+\)/);
-    assert.equal(s.calls, calls, 'the engine never saw it');
+    assert.equal(await invalid(), invalidBefore + 1, 'answered as invalid, never decided');
     assert.deepEqual(s.gate.errorRatio(), before, 'nothing recorded against readiness');
     // The same review at the bound is decided as usual.
     let ok: unknown = 1;

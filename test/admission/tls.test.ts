@@ -48,7 +48,7 @@ describe('webhook TLS', () => {
     dir = mkdtempSync(join(tmpdir(), 'portal-tls-'));
     writeFileSync(join(dir, 'tls.crt'), pki.serving.cert);
     writeFileSync(join(dir, 'tls.key'), pki.serving.key);
-    server = makeServer(pki, allowAll);
+    server = makeServer(pki, allowAll());
     await server.app.listen({ port: 0, host: '127.0.0.1' });
     port = (server.app.server.address() as AddressInfo).port;
     rejections.length = 0;

@@ -1,12 +1,12 @@
 // Issue 9, item 5: a throw after the decision (between deciding and sending)
 // used to reach the error handler, which answered a bare Status without the
 // request's uid; the API server rejects such an answer. Failures are injected
-// through the server's real seams (the decider's return value, the metrics
-// sink), never by editing code.
+// through the server's real seams (the evaluation pool's answer, the metrics
+// sink, the encoder the worker runs), never by editing code.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Decide } from '../../src/admission/decision.ts';
-import { makePki, makeServer, podReview, type TestPki } from './helpers.ts';
+import { decidedOutcome, readReview, serialize, type Decision } from '../../src/policy/review/answer.ts';
+import { allowAll, makePki, makeServer, podReview, type TestPki } from './helpers.ts';
 
 let pki: TestPki;
 before(async () => {
@@ -36,25 +36,22 @@ describe('every answer carries the uid, even when something fails after the deci
     assert.equal(a.body.response?.status?.code, 500);
   }
 
-  it('a decision whose warnings cannot be shaped (not strings)', async () => {
-    const bad = (() => ({ allowed: true, warnings: [42] })) as unknown as Decide;
-    const s = makeServer(pki, bad);
+  it('a review the evaluation pool cannot answer (its worker lost)', async () => {
+    const s = makeServer(pki, allowAll(), { through: () => Promise.reject(new Error('worker lost')) });
     servers.push(s);
     const a = await post(s, 'uid-warn');
     assertDeniedWithUid(a, 'uid-warn');
     assert.match(a.body.response?.status?.message ?? '', /internal error evaluating Pod default\/web/);
   });
 
-  it('an asynchronous decision that cannot be shaped either, answered in v1beta1', async () => {
-    const bad = (() => Promise.resolve({ allowed: false, code: 403, message: 'no', warnings: [{}] })) as unknown as Decide;
-    const s = makeServer(pki, bad);
+  it('a review the pool cannot answer either, answered in v1beta1', async () => {
+    const s = makeServer(pki, allowAll(), { through: async () => Promise.reject(new Error('worker lost')) });
     servers.push(s);
     assertDeniedWithUid(await post(s, 'uid-async', 'admission.k8s.io/v1beta1'), 'uid-async', 'admission.k8s.io/v1beta1');
   });
 
   it('a metrics sink that throws while the answer is recorded', async () => {
-    const allow: Decide = () => ({ allowed: true, warnings: [] });
-    const s = makeServer(pki, allow, {
+    const s = makeServer(pki, allowAll(), {
       metrics: (m) => ({
         ...m,
         answered() {
@@ -69,8 +66,7 @@ describe('every answer carries the uid, even when something fails after the deci
   });
 
   it('a throw that escapes the route (the in-flight gauge) reaches the error handler, which still echoes the uid', async () => {
-    const allow: Decide = () => ({ allowed: true, warnings: [] });
-    const s = makeServer(pki, allow, {
+    const s = makeServer(pki, allowAll(), {
       metrics: (m) => ({
         ...m,
         inFlight: Object.assign(Object.create(m.inFlight) as typeof m.inFlight, {
@@ -84,11 +80,13 @@ describe('every answer carries the uid, even when something fails after the deci
     assertDeniedWithUid(await post(s, 'uid-route', 'admission.k8s.io/v1beta1'), 'uid-route', 'admission.k8s.io/v1beta1');
   });
 
-  it('a denial message that cannot be encoded', async () => {
-    const bad = (() => ({ allowed: false, code: 403, message: 10n, warnings: [] })) as unknown as Decide;
-    const s = makeServer(pki, bad);
-    servers.push(s);
-    const a = await post(s, 'uid-encode');
+  it('a denial message that cannot be encoded (by the worker, which sends the text)', () => {
+    const read = readReview(JSON.stringify(podReview({ uid: 'uid-encode' })));
+    assert.ok(read.ok);
+    const bad = { allowed: false, code: 403, message: 10n, warnings: [] } as unknown as Decision;
+    const { payload, encodeError } = serialize(decidedOutcome(read.apiVersion, read.request, bad));
+    assert.ok(encodeError !== undefined, 'the encode error is reported, to be logged');
+    const a: Answer = { status: 200, body: JSON.parse(payload) as Answer['body'] };
     assertDeniedWithUid(a, 'uid-encode');
     assert.match(a.body.response?.status?.message ?? '', /internal error encoding the answer/);
   });

@@ -12,13 +12,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Registry } from 'prom-client';
-import { engineDecider } from '../../src/admission/engine-decider.ts';
 import { ProblemEvents } from '../../src/audit/problem-events.ts';
 import { RuleProblems } from '../../src/audit/rule-problems.ts';
 import { FencedWriter } from '../../src/kube/fenced-writer.ts';
 import { Term } from '../../src/leader/term.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
-import { RuleSet, type PortalRuleObject } from '../../src/policy/index.ts';
+import { decideAdmission, RuleSet, type AdmissionDecision, type EvaluationInput, type PortalRuleObject, type RuleVerdict } from '../../src/policy/index.ts';
 import type { KubeObject } from '../../src/policy/types.ts';
 import { APP_NS, clusterWithCrds, pod, startReplica, until } from './support/controller-harness.ts';
 
@@ -47,6 +46,13 @@ function missingKeyRule(kind: 'PortalRule' | 'PortalClusterRule', name: string, 
 function errorsOf(text: string, rule: string, path: string): number {
   const m = new RegExp(`^portal_rule_evaluation_errors_total\\{rule="${rule.replace('/', '\\/')}",path="${path}"\\} (\\d+)$`, 'm').exec(text);
   return m ? Number(m[1]) : 0;
+}
+
+/** The engine's admission decision as the evaluation worker makes it (policy/review/answer.ts): decideAdmission with the time budget, error verdicts to `onError`. */
+function admissionDecider(rules: RuleSet, opts: { evaluationTimeoutMs: number; onRuleError: (v: RuleVerdict, input: EvaluationInput) => void }): (input: EvaluationInput) => AdmissionDecision {
+  const now = (): number => performance.now();
+  const ms = opts.evaluationTimeoutMs;
+  return (input) => decideAdmission(rules, input, { deadline: now() + ms, now, ms }, (v) => opts.onRuleError(v, input));
 }
 
 test('a runtime error: counted on admission and audit paths, one Warning Event per rule and generation with the field and the object', async (t) => {
@@ -96,7 +102,7 @@ test('a runtime error: counted on admission and audit paths, one Warning Event p
   assert.match(nsEvent.message ?? '', /^PortalRule apps\/ns-missing-key, spec\.validate\.cel\.expressions\[0\]\.expression: evaluation failed on Pod apps\/web/);
 
   // Admission: the same error, counted under path="admission"; a Warn rule admits with a warning.
-  const decide = engineDecider(replica.source.ruleSet, { evaluationTimeoutMs: 2000, onRuleError: (v, input) => problems.verdictError('admission', v, { kind: input.kind.kind, namespace: input.namespace, name: input.name, operation: input.operation }) });
+  const decide = admissionDecider(replica.source.ruleSet, { evaluationTimeoutMs: 2000, onRuleError: (v, input) => problems.verdictError('admission', v, { kind: input.kind.kind, namespace: input.namespace, name: input.name, operation: input.operation }) });
   const podObject = pod('api', false) as unknown as KubeObject;
   const decision = await decide({ operation: 'CREATE', kind: { group: '', version: 'v1', kind: 'Pod' }, namespace: APP_NS, name: 'api', object: podObject, oldObject: null, namespaceLabels: {} });
   assert.equal(decision.allowed, true);
@@ -146,13 +152,13 @@ test('a generation that does not compile: a CompileError Event with line and col
   assert.match(event?.message ?? '', /^PortalClusterRule broken-syntax generation 1: it has never compiled: spec\.validate\.cel\.expressions\[0\]\.expression: compilation failed: line 1, column \d+: /);
 
   // Its error verdicts at admission are counted; their Event is the compile error's (no second one).
-  const decide = engineDecider(rules, { evaluationTimeoutMs: 2000, onRuleError: (v, input) => problems.verdictError('admission', v, { kind: input.kind.kind, namespace: input.namespace, name: input.name, operation: input.operation }) });
+  const decide = admissionDecider(rules, { evaluationTimeoutMs: 2000, onRuleError: (v, input) => problems.verdictError('admission', v, { kind: input.kind.kind, namespace: input.namespace, name: input.name, operation: input.operation }) });
   const d = await decide({ operation: 'CREATE', kind: { group: '', version: 'v1', kind: 'Pod' }, namespace: APP_NS, name: 'p', object: pod('p', false) as unknown as KubeObject, oldObject: null, namespaceLabels: {} });
   assert.equal(d.allowed, true, 'a Warn rule that never compiled admits with a warning');
   assert.match(d.warnings[0] ?? '', /rule broken-syntax could not be evaluated/);
   // A deadline: every compiled rule past it errs; counted, not an Event (not the rule's defect).
   rules.upsert({ ...missingKeyRule('PortalClusterRule', 'in-time'), metadata: { name: 'in-time', uid: 'u-in-time', generation: 1 } } as unknown as PortalRuleObject);
-  const late = engineDecider(rules, { evaluationTimeoutMs: -1, onRuleError: (v, input) => problems.verdictError('admission', v, { kind: input.kind.kind, namespace: input.namespace, name: input.name }) });
+  const late = admissionDecider(rules, { evaluationTimeoutMs: -1, onRuleError: (v, input) => problems.verdictError('admission', v, { kind: input.kind.kind, namespace: input.namespace, name: input.name }) });
   await late({ operation: 'CREATE', kind: { group: '', version: 'v1', kind: 'Pod' }, namespace: APP_NS, name: 'p', object: pod('p', false) as unknown as KubeObject, oldObject: null, namespaceLabels: {} });
   const text = await registry.metrics();
   assert.equal(errorsOf(text, 'broken-syntax', 'admission'), 2);

@@ -6,12 +6,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { joinPacked, packReview, splitPacked, unpackReview } from '../../src/evaluation/packed-review.ts';
 import { RuleSet, type KubeObject } from '../../src/policy/index.ts';
-import { answerReview, nameOnlyNamespaceLabels, type ReviewContext } from '../../src/policy/review/answer.ts';
+import { answerReview, exemptNamespaces, nameOnlyNamespaceLabels, type ReviewContext } from '../../src/policy/review/answer.ts';
 import { clusterRule, pod } from '../policy/support.ts';
 
 const rules = new RuleSet();
 rules.upsert(clusterRule('no-privileged'));
-const ctx: ReviewContext = { rules, exempt: new Set(['portal-system']), namespaceLabels: nameOnlyNamespaceLabels };
+const ctx: ReviewContext = { rules, exempt: exemptNamespaces(['portal-system']), namespaceLabels: nameOnlyNamespaceLabels };
 const budget = { deadline: Number.POSITIVE_INFINITY, now: () => 0, ms: 1000, abandoned: undefined };
 
 function review(object: KubeObject, namespace: string, apiVersion = 'admission.k8s.io/v1'): string {

@@ -9,6 +9,7 @@ import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { EvaluationPool } from '../../src/evaluation/pool.ts';
+import { exemptNamespaces } from '../../src/policy/review/answer.ts';
 import { NamespaceLabelStore } from '../../src/policy/namespace-label-store.ts';
 import { decideAdmission, evaluate, RuleSet, type KubeObject } from '../../src/policy/index.ts';
 import { ParamStore, VapSet, type ValidatingAdmissionPolicy, type ValidatingAdmissionPolicyBinding, type VapAttributes } from '../../src/policy/vap/index.ts';
@@ -289,7 +290,7 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     rules.upsert(clusterRule('no-privileged-in-prod', { match: { namespaceSelector: { matchLabels: { env: 'prod' } } } }));
     const namespaces = new NamespaceLabelStore();
     namespaces.set('shop', { env: 'dev' });
-    const pool = new EvaluationPool({ name: 'test', workers: 1, timeoutMs: 10_000, exemptNamespaces: ['portal-system'] }, { rules, namespaces }, { logger, registry: new Registry() });
+    const pool = new EvaluationPool({ name: 'test', workers: 1, timeoutMs: 10_000, exempt: exemptNamespaces(['portal-system']) }, { rules, namespaces }, { logger, registry: new Registry() });
     pools.push(pool);
     await warm(pool);
     const review = (namespace: string, uid: string): string =>

@@ -197,7 +197,7 @@ void describe('hostile PortalExceptions sent to the webhook for Portal\'s own ki
   });
 
   async function answer(object: Record<string, unknown>, maxLifetimeMs?: number): Promise<{ allowed: boolean; code?: number; message: string }> {
-    const server = makeServer(pki, allowAll, { portalKinds: portalKinds({ maxLifetimeMs }) });
+    const server = makeServer(pki, allowAll(), { portalKinds: portalKinds({ maxLifetimeMs }) });
     const meta = object['metadata'] as { name?: string; namespace?: string } | undefined;
     const res = await server.app.inject({
       method: 'POST',

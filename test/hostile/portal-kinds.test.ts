@@ -25,7 +25,7 @@ describe('hostile rules sent to the webhook for Portal\'s own kinds', () => {
   });
 
   async function refusal(object: Record<string, unknown>): Promise<string> {
-    const server = makeServer(pki, allowAll);
+    const server = makeServer(pki, allowAll());
     const res = await server.app.inject({
       method: 'POST',
       url: '/validate-portal-kinds',

@@ -226,11 +226,23 @@ export function toInput(r: AdmissionRequest, namespaceLabels: NamespaceLabels): 
   };
 }
 
+/**
+ * The namespaces allowed unevaluated (`--exempt-namespace`, the install
+ * namespace included): built once from the configuration
+ * ({@link exemptNamespaces}) and handed to every place that answers a review
+ * (the admission server's own answers, the pool, its workers).
+ */
+export type ExemptNamespaces = ReadonlySet<string> & { readonly [exemptBrand]: true };
+declare const exemptBrand: unique symbol;
+
+export function exemptNamespaces(names: readonly string[]): ExemptNamespaces {
+  return new Set(names) as unknown as ExemptNamespaces;
+}
+
 /** What a whole review is answered with: the policies and the replica's settings. */
 export interface ReviewContext {
   rules: RuleSet;
-  /** Already includes the install namespace. */
-  exempt: ReadonlySet<string>;
+  exempt: ExemptNamespaces;
   namespaceLabels: NamespaceLabels;
 }
 
