@@ -32,6 +32,8 @@ function edges(dir = SRC): Edge[] {
     for (const m of text.matchAll(/^(import|export)\s+(type\s+)?[^;(]*?from\s+'(\.[^']+)'/gms)) {
       out.push({ from: relative(SRC, file), to: relative(SRC, resolve(dirname(file), m[3]!)), typeOnly: m[2] !== undefined });
     }
+    // A side-effect import (`import './x.ts';`) is an edge too.
+    for (const m of text.matchAll(/^import\s+'(\.[^']+)'/gm)) out.push({ from: relative(SRC, file), to: relative(SRC, resolve(dirname(file), m[1]!)), typeOnly: false });
   }
   return out;
 }
@@ -111,6 +113,7 @@ function bareImports(dir: string): { from: string; to: string; typeOnly: boolean
     const text = readFileSync(file, 'utf8');
     for (const m of text.matchAll(/^(import|export)\s+(type\s+)?[^;(]*?from\s+'([^.'][^']*)'/gms)) out.push({ from: relative(dir, file), to: m[3]!, typeOnly: m[2] !== undefined });
     for (const m of text.matchAll(/\bimport\(\s*'([^.'][^']*)'\s*\)/g)) out.push({ from: relative(dir, file), to: m[1]!, typeOnly: false });
+    for (const m of text.matchAll(/^import\s+'([^.'][^']*)'/gm)) out.push({ from: relative(dir, file), to: m[1]!, typeOnly: false });
   }
   return out;
 }
