@@ -9,7 +9,7 @@
 import { fileURLToPath } from 'node:url';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from './args.ts';
+import { parseArgs } from '../config/args.ts';
 import { EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { RESULT_OUTPUT } from './output-policy.ts';
 import { SERVE_FLAG_DEFS } from './serve-flags.ts';

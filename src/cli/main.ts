@@ -4,7 +4,7 @@
  * to an AbortController and turns outcomes into exit codes
  * (0 clean, 1 runtime failure, 2 usage or configuration error).
  */
-import { closest } from './args.ts';
+import { closest } from '../config/args.ts';
 import { EXIT_USAGE, type Command } from './command.ts';
 import { guardOutput, RESULT_OUTPUT } from './output-policy.ts';
 

@@ -11,7 +11,7 @@ import type { ServeConfig } from '../config/options.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { LogOutput } from '../observability/log-output.ts';
 import { componentLogger, createLogger, type Logger } from '../observability/logger.ts';
-import { parseArgs } from './args.ts';
+import { parseArgs } from '../config/args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { runReplica } from './replica.ts';
 import { formatProblems, SERVE_FLAG_DEFS } from './serve-flags.ts';

@@ -4,7 +4,7 @@
  * through to its replicas before it starts anything.
  */
 import { META_FLAGS, SERVE_OPTIONS } from '../config/options.ts';
-import type { FlagDef } from './args.ts';
+import type { FlagDef } from '../config/args.ts';
 
 export const SERVE_FLAG_DEFS: readonly FlagDef[] = [
   ...SERVE_OPTIONS.map((o): FlagDef => ({ flag: o.flag, type: o.type === 'bool' ? 'bool' : 'value' })),

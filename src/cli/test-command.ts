@@ -16,7 +16,7 @@
  * `pod-security.kubernetes.io/enforce-version: V` unless its Namespace in the
  * inputs sets that label itself.
  */
-import { editDistance, parseArgs, type FlagDef, type ParsedArgs } from './args.ts';
+import { editDistance, parseArgs, type FlagDef, type ParsedArgs } from '../config/args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { RESULT_OUTPUT } from './output-policy.ts';
 import { InputBudget } from '../config/input-budget.ts';

@@ -15,7 +15,7 @@ import { readBoundedFileSync } from './read-file.ts';
 import { parseYamlDocument } from './yaml.ts';
 
 export interface ConfigSources {
-  /** Raw flag values keyed by flag name (from src/cli/args.ts). */
+  /** Raw flag values keyed by flag name (from src/config/args.ts). */
   flags: ReadonlyMap<string, readonly string[]>;
   /** Path of the `--config` YAML file, if any. */
   configFile?: string;

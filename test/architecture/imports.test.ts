@@ -29,9 +29,11 @@ function edges(dir = SRC): Edge[] {
   const out: Edge[] = [];
   for (const file of files(dir)) {
     const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(/^(import|export)\s+(type\s+)?[^;]*?from\s+'(\.[^']+)'/gms)) {
+    for (const m of text.matchAll(/^(import|export)\s+(type\s+)?[^;(]*?from\s+'(\.[^']+)'/gms)) {
       out.push({ from: relative(SRC, file), to: relative(SRC, resolve(dirname(file), m[3]!)), typeOnly: m[2] !== undefined });
     }
+    // A side-effect import (`import './x.ts';`) is an edge too.
+    for (const m of text.matchAll(/^import\s+'(\.[^']+)'/gm)) out.push({ from: relative(SRC, file), to: relative(SRC, resolve(dirname(file), m[1]!)), typeOnly: false });
   }
   return out;
 }
@@ -58,8 +60,9 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['leader', 'admission'],
   ['audit'],
   ['manager'],
-  // The CLI parses, builds the replica through manager/, listens and exits.
-  ['cli'],
+  // The CLI parses, builds the replica through manager/, listens and exits. exports/ holds the
+  // modules the root package.json's `exports` map declares (`portal/dev-api`, for the dev cluster).
+  ['cli', 'exports'],
 ];
 const RANK: ReadonlyMap<string, number> = new Map(LAYERS.flatMap((layer, rank) => layer.map((dir) => [dir, rank] as const)));
 
@@ -68,13 +71,10 @@ const ALSO_FORBIDDEN: Readonly<Record<string, readonly string[]>> = {
   admission: ['kube', 'evaluation'],
 };
 
-/**
- * The product modules packages/devcluster may use: the policy engine, the
- * manifest readers, the building blocks (kube, observability, types) and the
- * few admission and audit pieces it shares (certs, the work queue). Never
- * the composition (cli, manager), leadership or the evaluation pool.
- */
-const PUBLIC_TO_DEVCLUSTER = new Set(['admission', 'audit', 'config', 'kube', 'observability', 'policy', 'types', 'util']);
+/** The one product module packages/devcluster may import, as the root package.json's `exports` map declares it (ADR 0015). */
+const DEV_API = { specifier: 'portal/dev-api', subpath: './dev-api', file: 'exports/dev-api.ts' };
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
 
 test('imports point down the layers: none to a layer above or beside', () => {
   const bad = edges()
@@ -106,13 +106,14 @@ const NO_IO: Record<string, RegExp> = {
   util: IO_MODULES,
 };
 
-/** Every bare (package or node:) import in `dir`, with the importing file relative to `dir`. */
+/** Every bare (package or node:) import in `dir`, with the importing file relative to `dir`. (An import clause holds no `(`: a function whose body writes an import statement as text is not one.) */
 function bareImports(dir: string): { from: string; to: string; typeOnly: boolean }[] {
   const out: { from: string; to: string; typeOnly: boolean }[] = [];
   for (const file of files(dir)) {
     const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(/^(import|export)\s+(type\s+)?[^;]*?from\s+'([^.'][^']*)'/gms)) out.push({ from: relative(dir, file), to: m[3]!, typeOnly: m[2] !== undefined });
+    for (const m of text.matchAll(/^(import|export)\s+(type\s+)?[^;(]*?from\s+'([^.'][^']*)'/gms)) out.push({ from: relative(dir, file), to: m[3]!, typeOnly: m[2] !== undefined });
     for (const m of text.matchAll(/\bimport\(\s*'([^.'][^']*)'\s*\)/g)) out.push({ from: relative(dir, file), to: m[1]!, typeOnly: false });
+    for (const m of text.matchAll(/^import\s+'([^.'][^']*)'/gm)) out.push({ from: relative(dir, file), to: m[1]!, typeOnly: false });
   }
   return out;
 }
@@ -135,19 +136,38 @@ test('nothing outside cli/ imports cli/; ClusterRuleSource is in kube/', () => {
   assert.ok(files(SRC).some((f) => relative(SRC, f) === 'kube/cluster-rule-source.ts'));
 });
 
-test('the product never imports the dev cluster; the dev cluster uses the product, never its CLI', () => {
+test('the product never imports the dev cluster; the dev cluster reaches the product only through portal/dev-api', () => {
   // Static imports only: src/cli/dev-command.ts loads @portal/devcluster with a dynamic import() and says how to install it when absent.
   const intoPackage = edges().filter((e) => e.to.startsWith('../packages/'));
   assert.deepEqual(intoPackage.map((e) => `${e.from} → ${e.to}`), []);
   for (const file of files(SRC)) {
     assert.doesNotMatch(readFileSync(file, 'utf8'), /^(import|export)\s(?!type\s)[^;]*from\s+'@portal\/devcluster'/m, `${relative(SRC, file)} imports @portal/devcluster statically`);
   }
-  const fromPackage = edges(DEVCLUSTER).filter((e) => !e.to.startsWith('../packages/'));
-  assert.ok(fromPackage.length > 0, 'the dev cluster uses the policy engine');
-  assert.deepEqual(fromPackage.filter((e) => !PUBLIC_TO_DEVCLUSTER.has(top(e.to))).map((e) => `${e.from} → ${e.to}`), []);
-  // Nor reaches past src/ into the repository (test/, bench/, scripts/): the package ships on its own.
-  const outside = edges(DEVCLUSTER).filter((e) => e.to.startsWith('../') && !e.to.startsWith('../packages/devcluster/'));
+  // No relative import leaves the package (into src/, test/, bench/, scripts/): it ships on its own.
+  const outside = edges(DEVCLUSTER).filter((e) => !e.to.startsWith('../packages/devcluster/'));
   assert.deepEqual(outside.map((e) => `${e.from} → ${e.to}`), []);
+  // The product is named only by its declared entry point, which the root package declares and the package depends on.
+  const product = bareImports(DEVCLUSTER).filter((e) => e.to === 'portal' || e.to.startsWith('portal/'));
+  assert.ok(product.length > 0, 'the dev cluster uses the policy engine');
+  assert.deepEqual([...new Set(product.map((e) => e.to))], [DEV_API.specifier]);
+  assert.deepEqual(readJson(join(ROOT, 'package.json')).exports, { [DEV_API.subpath]: `./src/${DEV_API.file}` });
+  assert.equal((readJson(join(ROOT, 'packages/devcluster/package.json')).dependencies as Record<string, string>).portal, 'file:../..');
+  // The entry point is the top of the product: nothing in src/ imports it.
+  assert.deepEqual(edges().filter((e) => e.to === DEV_API.file).map((e) => `${e.from} → ${e.to}`), []);
+});
+
+test('packages/devcluster/package.json declares exactly the packages its sources import', () => {
+  const pkg = (spec: string) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+  const imported = new Set(bareImports(DEVCLUSTER).filter((e) => !e.to.startsWith('node:')).map((e) => pkg(e.to)));
+  const declared = readJson(join(ROOT, 'packages/devcluster/package.json'));
+  assert.deepEqual(declared.devDependencies, undefined, 'the package has no dev dependencies: its tests live in the root test/');
+  assert.deepEqual(Object.keys(declared.dependencies as object).sort(), [...imported].sort());
+  // Versions agree with the root's, so the lock holds one copy of each.
+  const root = readJson(join(ROOT, 'package.json'));
+  const rootVersions = { ...(root.dependencies as object), ...(root.devDependencies as object) } as Record<string, string>;
+  for (const [name, version] of Object.entries(declared.dependencies as Record<string, string>)) {
+    if (name in rootVersions) assert.equal(version, rootVersions[name], `${name}: the dev cluster and the root pin the same version`);
+  }
 });
 
 test('only cli/dev-command.ts names the dev cluster package (a type import and a dynamic import)', () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { writeSelfSigned } from '../../src/admission/certs.ts';
-import { parseArgs } from '../../src/cli/args.ts';
+import { parseArgs } from '../../src/config/args.ts';
 import { formatDuration, parseDuration } from '../../src/util/duration.ts';
 import { loadServeConfig, serveHelp } from '../../src/config/load.ts';
 import { SERVE_OPTIONS } from '../../src/config/options.ts';

@@ -28,6 +28,21 @@ void test('bad values and flags dev sets itself are all reported at once', () =>
   assert.match(problems.join('\n'), /--policies needs a value/);
 });
 
+void test('the product\'s parser (issue 34 item 3): a refused flag drops only the word right after it; -- ends dev\'s flags; --help=false', () => {
+  // The word after --kubeconfig is --help=false (a dev flag), so "x" is not its value and goes to the replicas.
+  const refused = parseDevArgs(['--kubeconfig', '--help=false', 'x', '--log-level=debug'], defaults);
+  assert.deepEqual(refused.problems, ['--kubeconfig is set by portal dev on each replica; remove it']);
+  assert.deepEqual(refused.options.passthrough, ['x', '--log-level=debug']);
+  assert.equal(refused.options.help, false);
+  const dropped = parseDevArgs(['--pod-name', 'p', '--self-signed=true', '--replicas', '1'], defaults);
+  assert.equal(dropped.problems.length, 2);
+  assert.deepEqual([dropped.options.passthrough, dropped.options.replicas], [[], 1]);
+  // As for every portal command, -- ends the flags: what follows is handed on verbatim (and the replicas refuse it).
+  const ended = parseDevArgs(['--port', '0', '--', '--replicas', '3'], defaults);
+  assert.deepEqual([ended.problems, ended.options.replicas, ended.options.passthrough], [[], 2, ['--', '--replicas', '3']]);
+  assert.equal(parseDevArgs(['--help'], defaults).options.help, true);
+});
+
 void test('status line sums requests and denials from /metrics', () => {
   const metrics = [
     '# TYPE portal_admission_requests_total counter',

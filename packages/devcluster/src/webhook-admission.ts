@@ -30,7 +30,7 @@ import { ADMISSION_REGISTRATION_GROUP, collectWebhooks, type ValidatingWebhook }
 import { matchesAnyRule, matchesNamespaceSelector, matchesObjectSelector } from './webhook/match.ts';
 import { postAdmissionReview, WebhookCallError, type WebhookTarget } from './webhook/call.ts';
 import { buildAdmissionReview, pickReviewVersion, rejectionStatus, verifyAdmissionResponse } from './webhook/review.ts';
-import { LogKey } from '../../../src/observability/log-keys.ts';
+import { LogKey } from 'portal/dev-api';
 
 export interface WebhookAdmissionOptions {
   /** Where call failures and Ignore-skips are logged. @default silent */

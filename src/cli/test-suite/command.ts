@@ -8,7 +8,7 @@
 import { writeFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { parseArgs, type FlagDef } from '../args.ts';
+import { parseArgs, type FlagDef } from '../../config/args.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIO } from '../command.ts';
 import { discoverSuites } from './discover.ts';
 import { SUITE_FILE, type SuiteOutcome } from './format.ts';

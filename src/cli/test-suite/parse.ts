@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
 import { firstDuplicateKey, yamlNestingProblem } from '../../config/yaml.ts';
-import { closest } from '../args.ts';
+import { closest } from '../../config/args.ts';
 import { SUITE_API_VERSION, SUITE_KIND, type Position, type SuiteProblem, type SuiteSpec } from './format.ts';
 import { parseRfc3339 } from '../../policy/index.ts';
 

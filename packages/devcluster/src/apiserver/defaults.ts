@@ -11,7 +11,7 @@
  *   publisher controllers).
  * - On create, the status an object starts with (defaultOnCreate).
  */
-import { quantityValue } from '../../../../src/policy/quantity.ts';
+import { quantityValue } from 'portal/dev-api';
 import type { ResourceDef } from './registry.ts';
 import { clone, isPlainObject, meta, nowTimestamp, type Obj } from './types.ts';
 

@@ -19,7 +19,7 @@ import { createListener, selfSignedCert } from './listener.ts';
 import { Router } from './router.ts';
 import { errors } from './status.ts';
 import { isPlainObject } from './types.ts';
-import { LogKey } from '../../../../src/observability/log-keys.ts';
+import { LogKey } from 'portal/dev-api';
 
 export type { AdmissionAttributes, AdmissionContext, AdmissionHook, AdmissionOutcome } from './admission-hook.ts';
 export type { AuditEntry } from './audit.ts';

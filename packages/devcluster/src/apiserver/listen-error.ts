@@ -1,5 +1,5 @@
 /** The listen errors a user can act on, as one line each (no heavy imports: the CLI checks the port first). */
-import { ErrorCode, PortalError, toError } from '../../../../src/observability/errors.ts';
+import { ErrorCode, PortalError, toError } from 'portal/dev-api';
 
 /** EADDRINUSE / EACCES as a PortalError (ConfigInvalid) with the message a user can act on; other errors unchanged. */
 export function listenError(err: unknown, host: string, port: number): Error {

@@ -24,8 +24,7 @@ import { ApiError, errors } from './status.ts';
 import { toTable, wantsTable } from './table.ts';
 import { isPlainObject, meta, type Obj, type UserInfo } from './types.ts';
 import { serveWatch, type ActiveWatch } from './watch.ts';
-import { LogKey } from '../../../../src/observability/log-keys.ts';
-import { toError } from '../../../../src/observability/errors.ts';
+import { LogKey, toError } from 'portal/dev-api';
 
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 

@@ -2,8 +2,7 @@
  * Label and field selectors in the query-string syntax of kube-apiserver:
  * `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; comma = AND.
  */
-import { requirementsMatch, selectorRequirements, type LabelRequirement } from '../../../../src/policy/label-selector.ts';
-import type { LabelSelector as MetaLabelSelector } from '../../../../src/policy/types.ts';
+import { requirementsMatch, selectorRequirements, type LabelRequirement, type LabelSelector as MetaLabelSelector } from 'portal/dev-api';
 import { errors } from './status.ts';
 
 /** Parsed requirements, matched by the engine's one implementation (policy/label-selector.ts). */

@@ -13,16 +13,7 @@
  * one cause. Warn bindings add warnings; audit annotations are returned for
  * the audit log.
  */
-import { selectorMatches } from '../../../../src/policy/label-selector.ts';
-import {
-  admissionOutcome,
-  VapSet,
-  type ParamProvider,
-  type ValidatingAdmissionPolicy,
-  type ValidatingAdmissionPolicyBinding,
-  type VapAttributes,
-} from '../../../../src/policy/vap/index.ts';
-import type { KubeObject } from '../../../../src/policy/types.ts';
+import { selectorMatches, admissionOutcome, VapSet, type ParamProvider, type ValidatingAdmissionPolicy, type ValidatingAdmissionPolicyBinding, type VapAttributes, type KubeObject } from 'portal/dev-api';
 import type { AdmissionAttributes } from './admission-hook.ts';
 import { storeKey, type Registry } from './registry.ts';
 import { ApiError, qualified, type StatusDetails } from './status.ts';

@@ -4,8 +4,7 @@
  * runs (src/policy/vap/validate.ts, expressions compiled with the CEL
  * engine), answered as 422 causes.
  */
-import { policyCompileProblems } from '../../../../src/config/vap-manifests.ts';
-import { validateBinding, validatePolicy, type FieldError } from '../../../../src/policy/vap/index.ts';
+import { policyCompileProblems, validateBinding, validatePolicy, type FieldError } from 'portal/dev-api';
 import type { StatusCause } from './status.ts';
 import { isPlainObject, type Obj } from './types.ts';
 

@@ -14,8 +14,7 @@ import { runDeploymentController } from './deployment.ts';
 import { runJobController } from './job.ts';
 import { runNode } from './node.ts';
 import { runReplicaSetController } from './replicaset.ts';
-import { LogKey } from '../../../../src/observability/log-keys.ts';
-import { toError } from '../../../../src/observability/errors.ts';
+import { LogKey, toError } from 'portal/dev-api';
 
 export { NODE_NAME } from './node.ts';
 

@@ -14,7 +14,7 @@
  * Nothing polls: keys arrive from store events, or from `addAfter` for
  * time-driven work (a CronJob's next run).
  */
-import { WorkQueue } from '../../../../src/audit/work-queue.ts';
+import { WorkQueue } from 'portal/dev-api';
 import { objKey } from '../apiserver/store.ts';
 import { meta } from '../apiserver/types.ts';
 import { OwnedIndex, type Gvr, type Host } from './host.ts';

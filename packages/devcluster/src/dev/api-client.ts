@@ -5,7 +5,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { ErrorCode, PortalError } from '../../../../src/observability/errors.ts';
+import { ErrorCode, PortalError } from 'portal/dev-api';
 
 /** Plural resource paths of the kinds dev installs. */
 const RESOURCES: Record<string, { prefix: string; plural: string; namespaced: boolean }> = {

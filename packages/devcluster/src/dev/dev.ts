@@ -14,12 +14,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { generateCA, generateServingCert } from '../../../../src/admission/certs.ts';
-import { buildValidatingWebhookConfiguration, loadChartWebhookValues, type WebhookValues } from '../../../../src/config/webhook-configuration.ts';
-import { RULE_FILE_LIMITS } from '../../../../src/config/manifests.ts';
-import { portalKindResources } from '../../../../src/policy/portal-kinds.ts';
-import { ErrorCode, isPortalError, toError } from '../../../../src/observability/errors.ts';
-import { LogKey } from '../../../../src/observability/log-keys.ts';
+import { generateCA, generateServingCert, buildValidatingWebhookConfiguration, loadChartWebhookValues, type WebhookValues, RULE_FILE_LIMITS, portalKindResources, ErrorCode, isPortalError, toError, LogKey } from 'portal/dev-api';
 import { startApiServer, type ApiServer } from '../apiserver/index.ts';
 import { createWebhookAdmission, type WebhookAdmission } from '../webhook-admission.ts';
 import { DevApiClient } from './api-client.ts';

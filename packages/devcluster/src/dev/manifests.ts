@@ -8,7 +8,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readManifests as readManifestFiles, type ReadLimits } from '../../../../src/config/manifests.ts';
+import { readManifests as readManifestFiles, type ReadLimits } from 'portal/dev-api';
 
 export type Manifest = Record<string, unknown> & { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
 

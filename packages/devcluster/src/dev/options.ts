@@ -1,10 +1,10 @@
-// Kept instead of node:util parseArgs: unknown flags must reach the replicas verbatim with their values, which parseArgs (strict: false) splits into a boolean and a positional.
 /**
  * `portal dev` options: the flags dev owns, and everything else, which is
  * passed verbatim to every replica's `portal serve` (lease timings,
- * Alertmanager URLs, log level, …). Pure: no I/O, no process.
+ * Alertmanager URLs, log level, …). Parsed by the product's own flag parser
+ * (`parseArgs`, keeping what it does not know). Pure: no I/O, no process.
  */
-import { parseDuration } from '../../../../src/util/duration.ts';
+import { parseArgs, parseDuration, type FlagDef } from 'portal/dev-api';
 
 export interface DevOptions {
   /** Number of `portal serve` replicas. @default 2 */
@@ -71,79 +71,67 @@ export interface ParsedDevArgs {
   problems: string[];
 }
 
+const OWNED: readonly FlagDef[] = [
+  { flag: 'replicas', type: 'value' },
+  { flag: 'policies', type: 'value' },
+  { flag: 'state-dir', type: 'value' },
+  { flag: 'port', type: 'value' },
+  { flag: 'chart', type: 'value' },
+  { flag: 'grace-period', type: 'value' },
+  { flag: 'help', type: 'bool' },
+];
+
 /** The flags dev owns (everything else goes to the replicas). */
-export const DEV_FLAGS: readonly string[] = ['replicas', 'policies', 'state-dir', 'port', 'chart', 'grace-period', 'help'];
-const OWNED = new Set(DEV_FLAGS);
+export const DEV_FLAGS: readonly string[] = OWNED.map((d) => d.flag);
 
 export function parseDevArgs(argv: readonly string[], defaults: { chart: string; policies: string; stateDir: string }): ParsedDevArgs {
-  const problems: string[] = [];
+  const args = parseArgs(argv, OWNED, 'portal dev', [], 'keep');
+  const problems = [...args.problems];
   const options: DevOptions = {
     replicas: 2,
-    policies: defaults.policies,
-    stateDir: defaults.stateDir,
+    policies: args.values.get('policies')?.at(-1) ?? defaults.policies,
+    stateDir: args.values.get('state-dir')?.at(-1) ?? defaults.stateDir,
     port: 6443,
-    chart: defaults.chart,
+    chart: args.values.get('chart')?.at(-1) ?? defaults.chart,
     gracePeriodMs: 10_000,
-    passthrough: [],
-    help: false,
+    passthrough: withoutReserved(argv, args.kept, problems),
+    help: args.values.get('help')?.at(-1) === 'true',
   };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    const m = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(arg);
-    const name = m?.[1];
-    if (m === null || name === undefined || !OWNED.has(name)) {
-      if (m && name && (RESERVED_REPLICA_FLAGS as readonly string[]).includes(name)) {
-        problems.push(`--${name} is set by portal dev on each replica; remove it`);
-        // Skip its value too, so it is not reported as something else.
-        if (m[2] === undefined && argv[i + 1] !== undefined && !(argv[i + 1] as string).startsWith('-')) i++;
-        continue;
-      }
-      options.passthrough.push(arg);
-      continue;
-    }
-    if (name === 'help') {
-      options.help = m[2] === undefined || m[2] === 'true';
-      continue;
-    }
-    let value = m[2];
-    if (value === undefined) {
-      value = argv[i + 1];
-      if (value === undefined || value.startsWith('--')) {
-        problems.push(`flag --${name} needs a value: --${name} VALUE`);
-        continue;
-      }
-      i++;
-    }
-    switch (name) {
-      case 'replicas': {
-        const n = Number(value);
-        if (!Number.isInteger(n) || n < 1 || n > 20) problems.push(`--replicas ${JSON.stringify(value)}: give a whole number from 1 to 20`);
-        else options.replicas = n;
-        break;
-      }
-      case 'port': {
-        const n = Number(value);
-        if (!Number.isInteger(n) || n < 0 || n > 65535) problems.push(`--port ${JSON.stringify(value)}: give a port from 0 to 65535`);
-        else options.port = n;
-        break;
-      }
-      case 'grace-period': {
-        const ms = parseDuration(value);
-        if (ms === undefined || ms < 0) problems.push(`--grace-period ${JSON.stringify(value)}: give a duration like 10s or 500ms`);
-        else options.gracePeriodMs = ms;
-        break;
-      }
-      case 'policies':
-        options.policies = value;
-        break;
-      case 'state-dir':
-        options.stateDir = value;
-        break;
-      case 'chart':
-        options.chart = value;
-        break;
-    }
+  // Every value is checked (each bad one reported); the last good one counts.
+  for (const value of args.values.get('replicas') ?? []) {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1 || n > 20) problems.push(`--replicas ${JSON.stringify(value)}: give a whole number from 1 to 20`);
+    else options.replicas = n;
+  }
+  for (const value of args.values.get('port') ?? []) {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0 || n > 65535) problems.push(`--port ${JSON.stringify(value)}: give a port from 0 to 65535`);
+    else options.port = n;
+  }
+  for (const value of args.values.get('grace-period') ?? []) {
+    const ms = parseDuration(value);
+    if (ms === undefined || ms < 0) problems.push(`--grace-period ${JSON.stringify(value)}: give a duration like 10s or 500ms`);
+    else options.gracePeriodMs = ms;
   }
   return { options, problems };
 }
 
+/** The words for the replicas (`kept`: where they are in argv), less the flags dev sets on them itself: each is reported, and the value after it dropped. */
+function withoutReserved(argv: readonly string[], kept: readonly number[], problems: string[]): string[] {
+  const out: string[] = [];
+  let skip = -1;
+  for (const i of kept) {
+    const arg = argv[i] as string;
+    if (i === skip) continue;
+    const m = /^--([a-z0-9-]+)(=.*)?$/s.exec(arg);
+    const name = m?.[1];
+    if (m === null || name === undefined || !(RESERVED_REPLICA_FLAGS as readonly string[]).includes(name)) {
+      out.push(arg);
+      continue;
+    }
+    problems.push(`--${name} is set by portal dev on each replica; remove it`);
+    // Skip its value too, so it is not reported as something else.
+    if (m[2] === undefined && argv[i + 1] !== undefined && !(argv[i + 1] as string).startsWith('-')) skip = i + 1;
+  }
+  return out;
+}

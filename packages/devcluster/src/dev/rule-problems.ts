@@ -6,7 +6,7 @@
  * the set changes, and counted on the status line so that "2/2 replicas
  * ready" never reads as "all is fine" while a rule is broken.
  */
-import { RuleSet, type PortalRuleObject } from '../../../../src/policy/index.ts';
+import { RuleSet, type PortalRuleObject } from 'portal/dev-api';
 import type { DevApiClient } from './api-client.ts';
 
 interface Condition {

@@ -10,9 +10,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { open, readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { backoffDelay } from '../../../../src/util/backoff.ts';
-import { LogKey } from '../../../../src/observability/log-keys.ts';
-import { toError } from '../../../../src/observability/errors.ts';
+import { backoffDelay, LogKey, toError } from 'portal/dev-api';
 
 export interface ReplicaSpec {
   name: string;

@@ -4,9 +4,7 @@
  * requirements are ANDed, an empty selector matches everything, `NotIn` and
  * `DoesNotExist` match when the key is absent.
  */
-import { ErrorCode, PortalError } from '../../../../src/observability/errors.ts';
-import { selectorMatches } from '../../../../src/policy/label-selector.ts';
-import type { LabelSelector as PolicyLabelSelector } from '../../../../src/policy/types.ts';
+import { ErrorCode, PortalError, selectorMatches, type LabelSelector as PolicyLabelSelector } from 'portal/dev-api';
 
 export interface LabelSelectorRequirement {
   key: string;

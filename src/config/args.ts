@@ -1,6 +1,7 @@
 // Kept instead of node:util parseArgs: its strict mode throws on the first problem and rejects `--flag=false`; its loose mode takes `--policies --watch` as a value (checked on Node 24).
 /**
- * A small flag parser shared by the subcommands: `--name value`,
+ * The one flag parser of both CLIs (`portal` and the dev cluster's
+ * `portal dev`, which reaches it through `portal/dev-api`): `--name value`,
  * `--name=value`, boolean `--name` / `--name=false`, repeatable flags, and
  * `--` to end flags. It never throws: every problem is collected so a command
  * can report them all at once (docs/design.md §6, exit code 2).
@@ -26,14 +27,23 @@ export interface ParsedArgs {
    */
   strays: string[];
   problems: string[];
+  /**
+   * With `unknown: 'keep'`: where in argv (ascending) is every word no flag
+   * took (unknown flags, their values, positionals, `--` and all after it),
+   * for a command that hands them on verbatim (`portal dev` to its
+   * replicas). Empty otherwise.
+   */
+  kept: number[];
 }
 
 /**
  * @param command names the command in "run 'COMMAND --help'".
  * @param alsoKnown flags accepted elsewhere (`portal dev` takes its own and
  *   passes the rest to `portal serve`), considered for "did you mean".
+ * @param unknown `'report'`: an unknown flag is a problem. `'keep'`: it is
+ *   no problem, and it and every word no flag took go to `kept`.
  */
-export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], command = 'portal', alsoKnown: readonly string[] = []): ParsedArgs {
+export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], command = 'portal', alsoKnown: readonly string[] = [], unknown: 'report' | 'keep' = 'report'): ParsedArgs {
   const byName = new Map<string, FlagDef>();
   for (const d of defs) {
     byName.set(d.flag, d);
@@ -43,6 +53,8 @@ export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], com
   const positionals: string[] = [];
   const strays: string[] = [];
   const problems: string[] = [];
+  const kept: number[] = [];
+  const keep = unknown === 'keep';
   const push = (def: FlagDef, v: string): void => {
     const list = values.get(def.flag);
     if (list) list.push(v);
@@ -53,11 +65,13 @@ export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], com
     const arg = argv[i] as string;
     if (arg === '--') {
       positionals.push(...argv.slice(i + 1));
+      if (keep) for (let j = i; j < argv.length; j++) kept.push(j);
       break;
     }
     const long = arg.startsWith('--');
     if (!long && !(arg.startsWith('-') && arg.length > 1)) {
       positionals.push(arg);
+      if (keep) kept.push(i);
       continue;
     }
     const body = arg.slice(long ? 2 : 1);
@@ -65,6 +79,10 @@ export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], com
     const name = eq === -1 ? body : body.slice(0, eq);
     const def = byName.get(name);
     if (!def || (!long && def.short !== name)) {
+      if (keep) {
+        kept.push(i);
+        continue;
+      }
       const hint = closest(name, [...defs.map((d) => d.flag), ...alsoKnown]);
       // An unknown flag takes no value (we cannot know whether it wants one);
       // say what happened to the word after it so the user is not surprised.
@@ -94,7 +112,7 @@ export function parseArgs(argv: readonly string[], defs: readonly FlagDef[], com
     push(def, next);
     i++;
   }
-  return { values, positionals, strays, problems };
+  return { values, positionals, strays, problems, kept };
 }
 
 /**
