@@ -78,9 +78,9 @@ void describe('evaluation pool: fair shares', { timeout: 300_000 }, () => {
       return true;
     });
     const other = input(pod({ namespace: 'tenant-b' }), { namespace: 'tenant-b', name: 'web' });
-    // Not refused: its real verdict (the rule matches every namespace's Pods, and this one runs as root).
+    // Not refused: its real verdict (the rule matches every namespace's Pods; this one has no lists to compare, so it passes).
     const d = await decideByReview(pool, other);
-    assert.match((d as { message: string }).message, /^slow-nonroot: /);
+    assert.deepEqual(d, { allowed: true, warnings: [] });
     for (const d of await Promise.all(stuck)) assert.equal(d.allowed, false);
     assert.equal(pool.stats().rejected, 1);
   });

@@ -2,8 +2,6 @@
 // the server hands it requests (`review(body)`, the AdmissionReview's text),
 // so the tests build that text from an evaluation input and read the answer
 // back as the decision `decideAdmission` gives for the same input.
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
 import type { EvaluationPool } from '../../src/evaluation/pool.ts';
 import type { AdmissionDecision, EvaluationInput, KubeObject, PortalRuleObject } from '../../src/policy/index.ts';
 import { pod } from '../policy/support.ts';
@@ -48,22 +46,36 @@ export async function decideByReview(pool: EvaluationPool, input: EvaluationInpu
 
 /**
  * A rule whose single evaluation takes far longer than any deadline of the
- * pool's tests: the shipped require-run-as-nonroot schema is superlinear in
- * the number of containers (issue 16: 50k containers 6.7 s; with
- * {@link hugePod}'s 40k from ~8 s on a quiet machine to over a minute on a
- * loaded one, so those tests use 1 s deadlines), and no cooperative check
- * runs inside one schema. (uniqueItems, the other case of the issue, is now
- * refused at compile without maxItems.)
+ * pool's tests, with no point inside one schema where a cooperative deadline
+ * could be checked. Since issue 31 a schema's work is bounded at apply
+ * (keywords × the values they apply to) and evaluation stops at the first
+ * error, so the slow case is the heaviest work the bounds still admit (as in
+ * test/hostile/eval-deadline.test.ts): `uniqueItems` beside `maxItems: 256`
+ * compares every pair of items, each comparison walking the items, ten times
+ * over through `$ref`s, on {@link hugePod}'s 4 MB of lists (seconds on a
+ * quiet machine; the tests use 1 s deadlines).
  */
-const NONROOT = parse(readFileSync(new URL('../../policies/pod-security/require-run-as-nonroot.yaml', import.meta.url), 'utf8')) as PortalRuleObject;
+const UNIQUE_SCHEMA = {
+  $defs: { unique: { maxItems: 256, uniqueItems: true } },
+  properties: { spec: { properties: { lists: { items: { allOf: Array.from({ length: 10 }, () => ({ $ref: '#/$defs/unique' })) } } } } },
+};
 export function slowRule(name: string, enforcement: 'Deny' | 'Warn'): PortalRuleObject {
-  return { ...NONROOT, metadata: { name, generation: 1 }, spec: { ...NONROOT.spec, enforcement } };
+  return {
+    apiVersion: 'portal.dev/v1alpha1',
+    kind: 'PortalClusterRule',
+    metadata: { name, generation: 1 },
+    spec: { enforcement, match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] }, validate: { message: 'Lists must hold distinct items.', schema: UNIQUE_SCHEMA } },
+  } as unknown as PortalRuleObject;
 }
 
-/** A Pod of 40k containers, on which {@link slowRule} runs for seconds. */
+/**
+ * A Pod carrying eight lists of 256 items, each item a list whose first
+ * element tells it apart (the deep comparison walks from the end, so every
+ * pair costs the whole item): {@link slowRule} runs for seconds on it.
+ */
 export function hugePod(privileged: boolean): KubeObject {
   const p = pod({ privileged });
-  const spec = p.spec as { containers: Record<string, unknown>[] };
-  for (let i = 0; i < 40_000; i++) spec.containers.push({ name: `c${i}`, image: 'busybox', securityContext: { runAsNonRoot: false } });
+  const rest = Array<number>(1_000).fill(0);
+  (p.spec as Record<string, unknown>)['lists'] = Array.from({ length: 8 }, () => Array.from({ length: 256 }, (_, i) => [i, ...rest]));
   return p;
 }
