@@ -17,7 +17,7 @@ export interface EvaluationMemory {
   threads: ThreadMemory;
   /** The pairs remembered; both pools mirror them into their threads. */
   poison: PoisonPairs;
-  /** Keeps the pairs in the state directory while the replica runs (none without one). */
+  /** Says the threads' limit at start, and keeps the pairs in the state directory while the replica runs (when there is one). */
   runnables: ModeRunnable[];
 }
 
@@ -36,14 +36,16 @@ export async function evaluationMemory(
     const n = await loadPoisonPairs(dir, poison, log);
     if (n > 0) log.warn({ [LogKey.count]: n, [LogKey.dir]: dir }, 'remembered (rule, object) pairs that exhausted an evaluation thread\'s memory: they give error without running');
   }
-  log.info({ [LogKey.count]: threads.maxOldGenerationSizeMb }, `evaluation threads limited to ${threads.maxOldGenerationSizeMb} MiB heap each (${config.evaluationMemory > 0 ? '--evaluation-memory' : `from ${replicaMiB} MiB of replica memory`})`);
-  const file: ModeRunnable['runnable'] = {
-    name: 'evaluation-memory-file',
+  // Said when the replica starts, not while it is built: a configuration that fails prints nothing but its problems.
+  const limits = `evaluation threads limited to ${threads.maxOldGenerationSizeMb} MiB heap each (${config.evaluationMemory > 0 ? '--evaluation-memory' : `from ${replicaMiB} MiB of replica memory`})`;
+  const runnable: ModeRunnable['runnable'] = {
+    name: 'evaluation-memory',
     async start(signal) {
-      const written = persistPoisonPairs(dir, poison, log, signal);
+      log.info({ [LogKey.count]: threads.maxOldGenerationSizeMb }, limits);
+      const written = dir === '' ? undefined : persistPoisonPairs(dir, poison, log, signal);
       if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-      await written();
+      await written?.();
     },
   };
-  return { threads, poison, runnables: dir === '' ? [] : [{ runnable: file, group: 'probes' }] };
+  return { threads, poison, runnables: [{ runnable, group: 'probes' }] };
 }

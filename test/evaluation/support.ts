@@ -5,6 +5,7 @@
 import type { EvaluationPool } from '../../src/evaluation/pool.ts';
 import type { AdmissionDecision, EvaluationInput, KubeObject, PortalRuleObject } from '../../src/policy/index.ts';
 import { pod } from '../policy/support.ts';
+import { addSlowLists, SLOW_SCHEMA } from '../support/slow-schema.ts';
 
 let uids = 0;
 
@@ -55,16 +56,12 @@ export async function decideByReview(pool: EvaluationPool, input: EvaluationInpu
  * over through `$ref`s, on {@link hugePod}'s 4 MB of lists (seconds on a
  * quiet machine; the tests use 1 s deadlines).
  */
-const UNIQUE_SCHEMA = {
-  $defs: { unique: { maxItems: 256, uniqueItems: true } },
-  properties: { spec: { properties: { lists: { items: { allOf: Array.from({ length: 10 }, () => ({ $ref: '#/$defs/unique' })) } } } } },
-};
 export function slowRule(name: string, enforcement: 'Deny' | 'Warn'): PortalRuleObject {
   return {
     apiVersion: 'portal.dev/v1alpha1',
     kind: 'PortalClusterRule',
     metadata: { name, generation: 1 },
-    spec: { enforcement, match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] }, validate: { message: 'Lists must hold distinct items.', schema: UNIQUE_SCHEMA } },
+    spec: { enforcement, match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] }, validate: { message: 'Lists must hold distinct items.', schema: SLOW_SCHEMA } },
   } as unknown as PortalRuleObject;
 }
 
@@ -75,7 +72,6 @@ export function slowRule(name: string, enforcement: 'Deny' | 'Warn'): PortalRule
  */
 export function hugePod(privileged: boolean): KubeObject {
   const p = pod({ privileged });
-  const rest = Array<number>(1_000).fill(0);
-  (p.spec as Record<string, unknown>)['lists'] = Array.from({ length: 8 }, () => Array.from({ length: 256 }, (_, i) => [i, ...rest]));
+  addSlowLists(p.spec as Record<string, unknown>);
   return p;
 }

@@ -103,10 +103,12 @@ export interface ReviewResponse {
 }
 
 /** POSTs an AdmissionReview to `url` (the /validate URL), verifying the server with `ca`. */
-export function review(url: string, ca: string | Buffer, body: unknown, timeoutMs = 5000): Promise<ReviewResponse> {
+/** `localAddress`: the loopback address to send from (the webhook's fair turns are per remote address). */
+export function review(url: string, ca: string | Buffer, body: unknown, timeoutMs = 5000, localAddress?: string): Promise<ReviewResponse> {
   return new Promise((resolve, reject) => {
     const data = JSON.stringify(body);
-    const req = request(url, { method: 'POST', ca, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }, timeout: timeoutMs }, (res) => {
+    const from = localAddress !== undefined ? { localAddress } : {};
+    const req = request(url, { method: 'POST', ca, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }, timeout: timeoutMs, ...from }, (res) => {
       let text = '';
       res.on('data', (d: Buffer) => (text += d.toString()));
       res.on('end', () => {
