@@ -28,6 +28,11 @@ const SMOKE: Record<string, string[]> = {
   'cel-conformance': [],
   exceptions: ['--rounds', '1'],
   reports: ['--pods', '50', '--namespaces', '2', '--flush-ms', '1000'],
+  incremental: ['--pods', '40', '--namespaces', '2', '--rate', '40'],
+  'fair-queue': ['--rounds', '1'],
+  'type-check': ['--rounds', '1'],
+  'rule-results': ['--rounds', '1'],
+  'rule-churn': ['--cycles', '2', '--keys', '2000', '--old-max', '2000', '--huge', 'false'],
 };
 
 function runBench(name: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
