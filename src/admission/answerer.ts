@@ -36,7 +36,7 @@ export interface AnswererDeps {
   denials?: Pick<DenialLog, 'denied'> | undefined;
 };
 
-export type Answer = (body: unknown) => WireAnswer | Promise<WireAnswer>;
+export type Answer = (body: unknown, peer?: string) => WireAnswer | Promise<WireAnswer>;
 
 export class Answerer {
   readonly #deps: AnswererDeps;
@@ -46,13 +46,13 @@ export class Answerer {
   }
 
   /** Decides on a raw body and serialises the answer. A throw is the caller's to answer (error-answers.ts). */
-  answer(body: unknown): WireAnswer | Promise<WireAnswer> {
+  answer(body: unknown, peer?: string): WireAnswer | Promise<WireAnswer> {
     const started = performance.now();
     this.#deps.metrics.inFlight.inc();
     let out: Outcome;
     try {
       if (typeof body === 'string' && this.#deps.gate.synced()) {
-        return this.#deps.answerReview(body).then(
+        return this.#deps.answerReview(body, peer).then(
           (a) => this.#answered(a, started),
           (err: unknown) => this.#finish(this.#rejected(body, err), started),
         );

@@ -21,4 +21,5 @@ export {
  * Called only while the replica is ready; a rejection is Portal's own
  * error (a denial with code 500, e.g. the pool's queue is full).
  */
-export type AnswerReview = (body: string) => Promise<AnsweredReview>;
+/** `peer`: the remote address the review came from (its flow is scoped to it: evaluation/flows.ts). */
+export type AnswerReview = (body: string, peer?: string) => Promise<AnsweredReview>;

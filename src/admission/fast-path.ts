@@ -34,7 +34,7 @@ export interface FastPathOptions {
   /** Larger bodies go to fastify, which answers 413. */
   bodyLimit: number;
   /** Decides on a raw body; may throw or reject. */
-  answer: (body: string) => WireAnswer | Promise<WireAnswer>;
+  answer: (body: string, peer?: string) => WireAnswer | Promise<WireAnswer>;
   /** The answer when `answer` throws or rejects (a denial with the uid when known). */
   onError: (err: unknown, body: string) => WireAnswer;
   /**
@@ -81,7 +81,7 @@ export function serveFast(req: IncomingMessage, res: ServerResponse, opts: FastP
     const body = chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
     let a: WireAnswer | Promise<WireAnswer>;
     try {
-      a = opts.answer(body);
+      a = opts.answer(body, req.socket.remoteAddress);
     } catch (err) {
       send(res, opts.onError(err, body));
       return;

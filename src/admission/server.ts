@@ -74,7 +74,7 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     log: opts.logger,
     denials: opts.denials,
   });
-  const answer = (body: unknown): WireAnswer | Promise<WireAnswer> => answerer.answer(body);
+  const answer = (body: unknown, peer?: string): WireAnswer | Promise<WireAnswer> => answerer.answer(body, peer);
   // The guard is made once the server exists; a queued request reaches it only later.
   const made: { guard?: ConnectionGuard } = {};
   const turns = (dispatch: (req: IncomingMessage, res: ServerResponse) => void): ((req: IncomingMessage, res: ServerResponse) => void) => {
@@ -136,7 +136,7 @@ function httpsOptions(tls: TlsMaterial, limits: ConnectionLimits): Record<string
   };
 }
 
-function addRoutes(app: AdmissionServer, answer: (body: unknown) => WireAnswer | Promise<WireAnswer>, portalKinds: Readonly<Record<string, PortalKind>>, metrics: AdmissionMetrics): void {
+function addRoutes(app: AdmissionServer, answer: (body: unknown, peer?: string) => WireAnswer | Promise<WireAnswer>, portalKinds: Readonly<Record<string, PortalKind>>, metrics: AdmissionMetrics): void {
   // kube-apiserver only ever POSTs; anything else is a client mistake worth a
   // precise answer rather than a 404.
   app.route({
@@ -149,7 +149,7 @@ function addRoutes(app: AdmissionServer, answer: (body: unknown) => WireAnswer |
   // stays synchronous unless the answer is a promise: at thousands of
   // requests per second the extra microtask hops are measurable.
   app.post('/validate', (req, reply) => {
-    const a = answer(req.body);
+    const a = answer(req.body, req.socket.remoteAddress);
     return a instanceof Promise ? a.then((done) => send(reply, done)) : send(reply, a);
   });
   // Portal's own kinds (the chart's second webhook, failurePolicy Ignore): validated like

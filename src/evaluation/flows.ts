@@ -32,8 +32,23 @@ export function flowOf(namespace: string, portalKind = false): string {
   return portalKind ? PORTAL_PREFIX + namespace : namespace;
 }
 
-/** The flow of an AdmissionReview's text (see the module comment). */
-export function reviewFlow(body: string): string {
+/** Separates a flow from the remote address it is scoped to (a namespace cannot contain `@`). */
+const PEER = '@';
+
+/**
+ * The flow of an AdmissionReview's text (see the module comment), scoped to
+ * the remote address it came from when one is given: the namespace in a
+ * review is the sender's word, and a client that reaches the webhook port
+ * directly could name a victim's namespace and fill its share. Scoped, such a
+ * flood fills only its own flow; the API server's reviews of that namespace
+ * keep theirs.
+ */
+export function reviewFlow(body: string, peer?: string): string {
+  const flow = namespaceFlow(body);
+  return peer === undefined || peer === '' ? flow : flow + PEER + peer;
+}
+
+function namespaceFlow(body: string): string {
   const end = body.indexOf(USER_INFO);
   if (end < 0) return CLUSTER_FLOW;
   // The first group is the request's kind's (the review's own `kind` is a string).
@@ -49,6 +64,8 @@ export function reviewFlow(body: string): string {
 
 /** A flow as messages name it. */
 export function describeFlow(key: string): string {
+  const at = key.indexOf(PEER);
+  if (at >= 0) return `${describeFlow(key.slice(0, at))} from ${key.slice(at + 1)}`;
   if (key.startsWith(PORTAL_PREFIX)) {
     const ns = key.slice(PORTAL_PREFIX.length);
     return ns === '' ? "Portal's own cluster-scoped kinds" : `Portal's own kinds in namespace ${ns}`;

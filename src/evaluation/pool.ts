@@ -236,8 +236,8 @@ export class EvaluationPool {
    * only while the replica is ready. Rejects when the queue is full
    * (QueueFull) or the pool is closed (Closed).
    */
-  review(body: string): Promise<AnsweredReview> {
-    return this.#evaluate({ kind: 'review', body }, reviewFlow(body), () => reviewWhat(body), (budget) => answerReview(body, this.#reviewContext, budget), this.#reportReview);
+  review(body: string, peer?: string): Promise<AnsweredReview> {
+    return this.#evaluate({ kind: 'review', body }, reviewFlow(body, peer), () => reviewWhat(body), (budget) => answerReview(body, this.#reviewContext, budget), this.#reportReview);
   }
 
   /** The rules' `error` verdicts of an answered review, to `onRuleError` (on this thread). */

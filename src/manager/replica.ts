@@ -186,7 +186,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     webhook = buildAdmissionServer({
       tls,
       // While ready, the whole review is read and answered in a worker: the main thread parses nothing.
-      answerReview: (body) => evaluation.review(body),
+      answerReview: (body, peer) => evaluation.review(body, peer),
       limits: { ...timeoutLimits(config.webhookTimeout), maxConnections: config.webhookMaxConnections, maxPerPeer: config.webhookMaxConnectionsPerPeer },
       gate,
       exempt,

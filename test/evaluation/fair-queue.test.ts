@@ -151,6 +151,11 @@ void describe('flow of a review', () => {
     assert.equal(reviewFlow(rule), 'portal.dev/tenant-a');
     assert.equal(describeFlow(reviewFlow(rule)), "Portal's own kinds in namespace tenant-a");
     assert.equal(describeFlow('tenant-b'), 'namespace tenant-b');
+    // Scoped to the sender: a client on the webhook port that names a victim's namespace fills only its own flow.
+    const victim = reviewFlow(rule, '127.0.0.1');
+    const forged = reviewFlow(rule, '127.0.0.2');
+    assert.notEqual(victim, forged);
+    assert.equal(describeFlow(forged), "Portal's own kinds in namespace tenant-a from 127.0.0.2");
     assert.equal(describeFlow(CLUSTER_FLOW), 'cluster-scoped objects');
     // A name that mentions a namespace is a string: its quotes are escaped.
     assert.equal(reviewFlow(review({ ...base, name: '"namespace":"tenant-b"', operation: 'CREATE', userInfo: { username: 'x' }, object: {} })), CLUSTER_FLOW);
