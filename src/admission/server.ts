@@ -8,7 +8,7 @@
  * (what went wrong outside a decision), fast-path.ts (the API server's
  * request shape without fastify's machinery), limits.ts (the port's bounds),
  * connection-guard.ts (the connection cap, the body rate), peer-queue.ts
- * (fair turns per remote address).
+ * (fair turns per remote address), acceptors.ts (several sockets accept).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
@@ -16,6 +16,7 @@ import { fastify, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { AdmissionMetrics } from '../observability/metrics.ts';
 import { PORTAL_KINDS, type PortalKind } from '../policy/portal-kinds.ts';
+import { addAcceptors } from './acceptors.ts';
 import { Answerer, type AnswererDeps } from './answerer.ts';
 import { guardConnections, type ConnectionGuard } from './connection-guard.ts';
 import type { ExemptNamespaces } from '../policy/review/answer.ts';
@@ -25,6 +26,8 @@ import { fastPathServerFactory, type WireAnswer } from './fast-path.ts';
 import { ADMISSION_BODY_LIMIT, CONNECTION_LIMITS, type ConnectionLimits } from './limits.ts';
 import { PeerQueue } from './peer-queue.ts';
 import { answerPortalKinds, PORTAL_KINDS_PATH } from './portal-kinds.ts';
+import { toError } from '../observability/errors.ts';
+import { LogKey } from '../observability/log-keys.ts';
 import type { ReadinessGate } from './readiness.ts';
 import { secureContextOptions, type TlsMaterial } from './tls-reload.ts';
 
@@ -110,6 +113,11 @@ export function buildAdmissionServer(opts: AdmissionServerOptions): AdmissionSer
     bodyRate: { graceMs: limits.bodyGraceMs, minBytesPerSecond: limits.minBodyBytesPerSecond, checkIntervalMs: limits.checkIntervalMs },
     onClose: (reason) => opts.metrics.connectionsClosed.inc({ reason }),
     onCount: (open) => opts.metrics.connections.set(open),
+  });
+
+  addAcceptors(app.server, {
+    count: limits.acceptors,
+    onError: (err) => opts.logger.warn({ [LogKey.error]: toError(err) }, 'the webhook port accepts on one socket only (SO_REUSEPORT refused)'),
   });
 
   // We parse JSON ourselves so a malformed body still gets our clear 400

@@ -57,7 +57,7 @@ function untilClosed(sock: Socket): Promise<{ text: string; at: number; error?: 
 }
 
 describe('the defaults are the derived bounds', () => {
-  it('from the default webhook timeout (10 s): request 10 s, headers 5 s, handshake 10 s; checked every 1 s; body floor ~300 KB/s after 2 s; 512 connections, 256 per peer; 32 turns per peer, 128 in all', () => {
+  it('from the default webhook timeout (10 s): request 10 s, headers 5 s, handshake 10 s; checked every 1 s; body floor ~300 KB/s after 2 s; 512 connections, 256 per peer; 32 turns per peer, 128 in all; 8 accepting sockets', () => {
     const s = makeServer(pki, allowAll());
     servers.push(s);
     const server = s.app.server as unknown as { requestTimeout: number; headersTimeout: number; maxConnections: number | null | undefined };
@@ -77,6 +77,7 @@ describe('the defaults are the derived bounds', () => {
       maxPerPeer: 256,
       maxActivePerPeer: 32,
       maxActive: 128,
+      acceptors: 8,
       drainBytes: 4 * ADMISSION_BODY_LIMIT,
     });
   });

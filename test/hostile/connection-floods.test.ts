@@ -8,6 +8,14 @@
 // replica 75%, and turned a replica not-ready. 80 slow `POST /metrics` per
 // replica failed 19 of 19 /healthz and /readyz polls.
 //
+// Later (CI, session 13's code): 136 of 200 creates timed out. Every webhook
+// call of the dev API server made a new TLS connection (a per-request
+// checkServerIdentity kept Node's agent from pooling), and each waited in the
+// replica's accept queue behind the attackers' reconnections: libuv accepts
+// one connection per listening socket per event-loop turn. Fixed by pooling
+// as kube-apiserver does and by 8 accepting sockets (acceptors.ts): 200 of
+// 200, p99 0.6 s.
+//
 // The attackers come from other loopback addresses (127.0.0.2 ...): each
 // is a distinct peer; the API server connects from 127.0.0.1.
 import assert from 'node:assert/strict';
@@ -62,6 +70,7 @@ test('webhook port: slow bodies, slow headers and 200 × 400 KB reviews per repl
 
   const p99 = percentile(result.latenciesMs, 99);
   t.diagnostic(`victim: ${result.ok} of ${RATE * SECONDS} created, p50 ${percentile(result.latenciesMs, 50).toFixed(0)} ms, p99 ${p99.toFixed(0)} ms`);
+  for (const f of result.failed.slice(0, 3)) t.diagnostic(`failed: ${f}`);
   t.diagnostic(`flood answers per replica (by HTTP status): ${JSON.stringify(report.floodAnswers)}; slow connections opened: ${report.slowOpened.join(', ')}`);
   for (const [i, text] of texts.entries()) {
     const waiting = metricValue(text, 'portal_webhook_requests_waiting');

@@ -169,6 +169,29 @@ void test('service references are called on <svc>.<ns>.svc (certificate checked 
   }
 });
 
+void test('webhook connections are kept alive and reused, by URL and by service reference, as kube-apiserver does; the certificate is still checked for the service name', async () => {
+  // Each call once made a new TLS connection: on a loaded machine the handshakes alone outlasted the webhook timeout.
+  const byUrl = await webhook(pki);
+  const bySvc = await webhook(svcPki);
+  const wrongName = await webhook(pki); // serves localhost and 127.0.0.1, not portal-webhook.portal-system.svc
+  const chain = createWebhookAdmission({ resolveService: (_ns, name) => `127.0.0.1:${name === 'wrong' ? wrongName.port : bySvc.port}` });
+  const svc = (name: string, caBundle: string): Record<string, unknown> => ({ name: `${name}.test`, clientConfig: { caBundle, service: { namespace: 'portal-system', name, port: 8443, path: '/validate' } } });
+  try {
+    const cfg = webhookConfiguration('c', [{ name: 'u.test', clientConfig: { url: byUrl.url, caBundle: pki.caBundle } }, svc('portal-webhook', svcPki.caBundle)]);
+    for (let i = 0; i < 5; i++) assert.deepEqual(await chain.admit(attrs({ name: `web-${i}` }), ctx([cfg])), { allowed: true, warnings: [] });
+    assert.equal(byUrl.received.length, 5);
+    assert.equal(bySvc.received.length, 5);
+    assert.equal(byUrl.connections(), 1, 'five calls by URL, one connection');
+    assert.equal(bySvc.connections(), 1, 'five calls by service, one connection');
+    const out = await chain.admit(attrs(), ctx([webhookConfiguration('w', [svc('wrong', pki.caBundle)])]));
+    assert.equal(out.allowed, false);
+    assert.match(!out.allowed ? out.status.message : '', /failed calling webhook "wrong.test": failed to call webhook: .*Host: wrong\.portal-system\.svc\. is not in the cert's altnames/);
+    assert.equal(wrongName.received.length, 0);
+  } finally {
+    chain.close();
+  }
+});
+
 /** A port nothing listens on: bind one, then close it. */
 async function closedPort(): Promise<number> {
   const s = net.createServer();

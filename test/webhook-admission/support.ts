@@ -23,6 +23,8 @@ export interface TestWebhook {
   url: string;
   port: number;
   received: ReceivedRequest[];
+  /** TLS connections accepted so far. */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -69,12 +71,15 @@ export async function startWebhook(pki: Pki, handler: (req: ReceivedRequest) => 
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     });
   });
+  let connections = 0;
+  server.on('secureConnection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
     url: `https://127.0.0.1:${port}/validate`,
     port,
     received,
+    connections: () => connections,
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of hanging) res.destroy();
