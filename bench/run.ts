@@ -22,6 +22,7 @@ const BENCHES: Record<string, { file: string; nodeFlags: string[]; about: string
   vap: { file: 'vap.ts', nodeFlags: [], about: 'PSS as ValidatingAdmissionPolicies (CEL) vs the JSON Schema PSS library, time per evaluation' },
   admission: { file: 'admission.ts', nodeFlags: [], about: 'portal serve vs a bare HTTPS ceiling: req/s ratio, p99 at 1,000 req/s' },
   exceptions: { file: 'exceptions.ts', nodeFlags: [], about: 'admission decision CPU with 1,000 PortalExceptions loaded vs none' },
+  accept: { file: 'accept.ts', nodeFlags: [], about: 'a new connection behind a full accept queue on a loaded event loop: 1 listening socket vs 8 (SO_REUSEPORT)' },
   'fair-queue': { file: 'fair-queue.ts', nodeFlags: [], about: 'fair queuing (flows, deficit round robin) per review on the main thread vs the FIFO it replaced' },
   'rule-results': { file: 'rule-results.ts', nodeFlags: [], about: 'admission decision CPU in a worker with the per-rule counts and times recorded vs without; scrape cost' },
   apiserver: { file: 'apiserver.ts', nodeFlags: [], about: 'the embedded API server under writes and watches' },

@@ -30,6 +30,7 @@ const SMOKE: Record<string, string[]> = {
   reports: ['--pods', '50', '--namespaces', '2', '--flush-ms', '1000'],
   incremental: ['--pods', '40', '--namespaces', '2', '--rate', '40'],
   'fair-queue': ['--rounds', '1'],
+  accept: ['--rounds', '1', '--queued', '50'],
   'type-check': ['--rounds', '1'],
   'rule-results': ['--rounds', '1'],
   'rule-churn': ['--cycles', '2', '--keys', '2000', '--old-max', '2000', '--huge', 'false'],
