@@ -36,7 +36,8 @@ describe('portal serve at run time', () => {
     });
     t.after(() => child.kill('SIGKILL'));
     const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('serve did not start within 20 s')), 20_000);
+      // Generous: on a loaded 2-core machine the start alone took 12 s (the test asserts the answers, not the start time).
+      const timer = setTimeout(() => reject(new Error('serve did not start within 90 s')), 90_000);
       child.on('exit', (code) => reject(new Error(`serve exited ${code}`)));
       createInterface({ input: child.stdout }).on('line', (line) => {
         const rec = JSON.parse(line) as { msg: string; url?: string };

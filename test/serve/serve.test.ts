@@ -51,7 +51,7 @@ async function start(args: string[]): Promise<Running> {
   let caFile = '';
   let probes = '';
   const webhook = await new Promise<URL>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start: ${r.stdout()} ${r.stderr()}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`serve did not start: ${r.stdout()} ${r.stderr()}`)), 90_000); // generous: a loaded machine, not a start-time assertion
     void r.exited.then((code) => reject(new Error(`serve exited ${code}: ${r.stderr()}`)));
     lines.on('line', (line) => {
       const rec = JSON.parse(line) as { msg: string; url?: string; caFile?: string };
