@@ -20,7 +20,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
 import { buildAudit } from '../src/audit/audit.ts';
-import { ClusterRuleSource } from '../src/kube/cluster-rule-source.ts';
+import { ClusterRuleSource } from '../src/sources/cluster-rule-source.ts';
 import { loadRulesFromDirectory } from '../src/config/manifests.ts';
 import { DEFAULTS } from '../src/config/options.ts';
 import { DevApiClient } from '../packages/devcluster/src/dev/api-client.ts';

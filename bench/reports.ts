@@ -37,7 +37,7 @@ import { EvaluationPool } from '../src/evaluation/pool.ts';
 import { DevApiClient } from '../packages/devcluster/src/dev/api-client.ts';
 import { readChartCrds, readManifests } from '../packages/devcluster/src/dev/manifests.ts';
 import { createKubeClient } from '../src/kube/client.ts';
-import { ClusterRuleSource } from '../src/kube/cluster-rule-source.ts';
+import { ClusterRuleSource } from '../src/sources/cluster-rule-source.ts';
 import { FencedWriter } from '../src/kube/fenced-writer.ts';
 import { Term } from '../src/leader/term.ts';
 import { createLogger, silentLogger, type LogLevel } from '../src/observability/logger.ts';

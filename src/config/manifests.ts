@@ -11,7 +11,7 @@ import { jsonSyntaxError } from './json-error.ts';
 import { jsonScan, parseYamlDocuments } from './yaml.ts';
 import type { InputBudget } from './input-budget.ts';
 import { exceptionKey, ruleKey, validateExceptionShape, validateRule, type PortalExceptionObject, type PortalRuleObject } from '../policy/index.ts';
-import { loadVapDocuments, type VapDocuments } from './vap-manifests.ts';
+import { loadVapDocuments, type VapDocuments } from '../sources/vap-files.ts';
 import type { ManifestDocument, ManifestError } from './manifest-document.ts';
 
 export type { ManifestDocument, ManifestError };

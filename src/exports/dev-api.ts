@@ -41,7 +41,7 @@ export {
 
 // Manifest and chart readers: the rule files and limits `portal serve` uses, the webhook configuration the chart renders.
 export { readManifests, RULE_FILE_LIMITS, type ReadLimits } from '../config/manifests.ts';
-export { policyCompileProblems } from '../config/vap-manifests.ts';
+export { policyCompileProblems } from '../sources/vap-files.ts';
 export { buildValidatingWebhookConfiguration, loadChartWebhookValues, type WebhookValues } from '../config/webhook-configuration.ts';
 
 // The pieces of the webhook server and the audit the dev cluster runs too.

@@ -6,7 +6,7 @@
  * collected, never thrown.
  */
 import { loadRulesFromDirectory } from '../../config/manifests.ts';
-import type { VapDocuments } from '../../config/vap-manifests.ts';
+import type { VapDocuments } from '../../sources/vap-files.ts';
 import { exceptionKey, ruleKey, type PortalExceptionObject, type PortalRuleObject } from '../../policy/index.ts';
 
 export interface LoadedPolicies {

@@ -10,7 +10,7 @@
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
-import { ClusterRuleSource } from '../../../src/kube/cluster-rule-source.ts';
+import { ClusterRuleSource } from '../../../src/sources/cluster-rule-source.ts';
 import type { AuditActuator } from '../../../src/audit/actuator.ts';
 import { buildAudit, type AuditConfig, type AuditDeps } from '../../../src/audit/audit.ts';
 import type { AuditEvaluator } from '../../../src/audit/evaluator.ts';

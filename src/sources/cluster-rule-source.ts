@@ -14,9 +14,9 @@ import type { Logger } from 'pino';
 import type { Gauge } from 'prom-client';
 import { LogKey } from '../observability/log-keys.ts';
 import { RuleSet, ruleKey, type ExceptionOptions, type KubeObject, type PortalRuleObject, type RuleState } from '../policy/index.ts';
-import type { KubeClient } from './client.ts';
+import type { KubeClient } from '../kube/client.ts';
 import { NamespaceLabelCache } from './namespace-labels.ts';
-import { RuleInformerSource, type RuleSink } from './rule-source.ts';
+import { RuleInformerSource, type RuleSink } from './rule-informers.ts';
 
 /**
  * An informer as the Manager runs it (structurally a manager Runnable; kube/

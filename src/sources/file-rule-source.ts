@@ -9,7 +9,7 @@
  */
 import { RuleSet, type ExceptionOptions, type PortalExceptionObject, type PortalRuleObject } from '../policy/index.ts';
 import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
-import { nameOnlyNamespaceLabels, type NamespaceLabels } from './decision.ts';
+import { nameOnlyNamespaceLabels, type NamespaceLabels } from '../admission/decision.ts';
 
 export interface RuleSource {
   readonly ruleSet: RuleSet;
