@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
 import { buildAudit } from '../src/audit/audit.ts';
 import { ClusterRuleSource } from '../src/sources/cluster-rule-source.ts';
-import { loadRulesFromDirectory } from '../src/config/manifests.ts';
+import { loadRulesFromDirectory } from '../src/sources/rule-files.ts';
 import { DEFAULTS } from '../src/config/options.ts';
 import { DevApiClient } from '../packages/devcluster/src/dev/api-client.ts';
 import { readChartCrds, readManifests } from '../packages/devcluster/src/dev/manifests.ts';

@@ -3,7 +3,7 @@
  * admission only — no cluster, no informers, no audit, no election.
  */
 import { FileRuleSource } from '../sources/file-rule-source.ts';
-import { loadRulesFromDirectory } from '../config/manifests.ts';
+import { loadRulesFromDirectory } from '../sources/rule-files.ts';
 import type { Registry } from 'prom-client';
 import { RuleProblems } from '../audit/rule-problems.ts';
 import type { ExceptionOptions } from '../policy/index.ts';
