@@ -42,7 +42,7 @@ import { FencedWriter } from '../src/kube/fenced-writer.ts';
 import { Term } from '../src/leader/term.ts';
 import { createLogger, silentLogger, type LogLevel } from '../src/observability/logger.ts';
 import { pino } from 'pino';
-import { REPORT_API_INFO, type ReportApi, type ReportGranularity } from '../src/policy/report.ts';
+import { REPORT_API_INFO, type ReportApi, type ReportGranularity } from '../src/policy/report-api.ts';
 import type { KubeObject } from '../src/policy/types.ts';
 import { realisticPod } from './realistic-pod.ts';
 

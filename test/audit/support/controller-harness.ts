@@ -22,7 +22,7 @@ import { FencedWriter } from '../../../src/kube/fenced-writer.ts';
 import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
 import { Term } from '../../../src/leader/term.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
-import type { ReportApi, ReportGranularity } from '../../../src/policy/report.ts';
+import type { ReportApi, ReportGranularity } from '../../../src/policy/report-api.ts';
 import type { ReportConfig } from '../../../src/audit/report-planner.ts';
 import type { ExceptionOptions } from '../../../src/policy/index.ts';
 export { until } from '../../support/until.ts';
