@@ -22,7 +22,7 @@ import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { celEnv, parse as bufParse, plan as bufPlan, isCelError } from '@bufbuild/cel';
 import { Environment } from '@marcbachmann/cel-js';
-import type * as Manifests from '../src/config/manifests.ts';
+import type * as RuleFiles from '../src/sources/rule-files.ts';
 import type * as Cel from '../src/policy/cel/index.ts';
 import type * as Policy from '../src/policy/index.ts';
 import type { KubeObject, PortalRuleObject, RuleSet } from '../src/policy/index.ts';
@@ -37,7 +37,7 @@ const FROM_SOURCE = process.argv.includes('--from-source');
 
 const build: CompiledPortal | undefined = FROM_SOURCE ? undefined : await compilePortal(`cel-${process.pid}`);
 const from = <T>(source: string, compiled: string): Promise<T> => (build ? build.load<T>(compiled) : (import(source) as Promise<T>));
-const { loadRulesFromDirectory } = await from<typeof Manifests>('../src/config/manifests.ts', 'config/manifests.js');
+const { loadRulesFromDirectory } = await from<typeof RuleFiles>('../src/sources/rule-files.ts', 'sources/rule-files.js');
 const { compile, evaluate: celEvaluate, newBudget } = await from<typeof Cel>('../src/policy/cel/index.ts', 'policy/cel/index.js');
 const { decideAdmission, evaluate, RuleSet: RuleSetClass } = await from<typeof Policy>('../src/policy/index.ts', 'policy/index.js');
 

@@ -12,7 +12,7 @@
 import { existsSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { loadRulesFromDirectory } from '../src/config/manifests.ts';
+import { loadRulesFromDirectory } from '../src/sources/rule-files.ts';
 import { compileLinear, decide, decideAdmission, evaluate, RuleSet, type PortalRuleObject } from '../src/policy/index.ts';
 import { podInput, realisticPod } from './realistic-pod.ts';
 

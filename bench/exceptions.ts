@@ -30,7 +30,7 @@
  */
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { loadRulesFromDirectory } from '../src/config/manifests.ts';
+import { loadRulesFromDirectory } from '../src/sources/rule-files.ts';
 import { decideAdmission, RuleSet, type PortalExceptionObject } from '../src/policy/index.ts';
 import { podInput, realisticPod } from './realistic-pod.ts';
 

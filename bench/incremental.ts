@@ -40,7 +40,8 @@ import { fileURLToPath } from 'node:url';
 import { DevApiClient } from '../packages/devcluster/src/dev/api-client.ts';
 import { readChartCrds, readManifests } from '../packages/devcluster/src/dev/manifests.ts';
 import { DEFAULTS } from '../src/config/options.ts';
-import { OBJECTS_ANNOTATION, REPORT_API_INFO, type Report } from '../src/policy/report.ts';
+import { OBJECTS_ANNOTATION, REPORT_API_INFO } from '../src/policy/report-api.ts';
+import type { Report } from '../src/policy/report-shape.ts';
 import type { KubeObject } from '../src/policy/types.ts';
 import { realisticPod } from './realistic-pod.ts';
 

@@ -37,12 +37,12 @@ import { EvaluationPool } from '../src/evaluation/pool.ts';
 import { DevApiClient } from '../packages/devcluster/src/dev/api-client.ts';
 import { readChartCrds, readManifests } from '../packages/devcluster/src/dev/manifests.ts';
 import { createKubeClient } from '../src/kube/client.ts';
-import { ClusterRuleSource } from '../src/kube/cluster-rule-source.ts';
+import { ClusterRuleSource } from '../src/sources/cluster-rule-source.ts';
 import { FencedWriter } from '../src/kube/fenced-writer.ts';
 import { Term } from '../src/leader/term.ts';
 import { createLogger, silentLogger, type LogLevel } from '../src/observability/logger.ts';
 import { pino } from 'pino';
-import { REPORT_API_INFO, type ReportApi, type ReportGranularity } from '../src/policy/report.ts';
+import { REPORT_API_INFO, type ReportApi, type ReportGranularity } from '../src/policy/report-api.ts';
 import type { KubeObject } from '../src/policy/types.ts';
 import { realisticPod } from './realistic-pod.ts';
 

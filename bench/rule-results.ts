@@ -21,7 +21,7 @@ import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Registry } from 'prom-client';
-import { loadRulesFromDirectory } from '../src/config/manifests.ts';
+import { loadRulesFromDirectory } from '../src/sources/rule-files.ts';
 import { registerRuleMetrics, seriesInForce } from '../src/evaluation/rule-metrics.ts';
 import { RuleStatsWriter } from '../src/evaluation/rule-stats-page.ts';
 import { RuleStats } from '../src/evaluation/rule-stats.ts';

@@ -19,7 +19,7 @@
  */
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { loadRulesFromDirectory } from '../src/config/manifests.ts';
+import { loadRulesFromDirectory } from '../src/sources/rule-files.ts';
 import { validateRule } from '../src/policy/index.ts';
 import { MAX_CEL_SOURCE_LENGTH } from '../src/policy/cel-rule.ts';
 import { builtinSchemas, staticSource } from '../src/policy/kind-schemas/catalogue.ts';

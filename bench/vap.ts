@@ -17,7 +17,7 @@
  */
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { loadRulesFromDirectory } from '../src/config/manifests.ts';
+import { loadRulesFromDirectory } from '../src/sources/rule-files.ts';
 import { evaluate, RuleSet, type KubeObject } from '../src/policy/index.ts';
 import { admissionOutcome, VapSet, type VapAttributes, type VapContext } from '../src/policy/vap/index.ts';
 import { podInput, realisticPod } from './realistic-pod.ts';

@@ -6,14 +6,6 @@
  */
 import type { AnsweredReview } from '../policy/review/answer.ts';
 
-export {
-  EXCEPTION_AUDIT_ANNOTATION,
-  nameOnlyNamespaceLabels,
-  type Decision,
-  type Exemption,
-  type NamespaceLabels,
-} from '../policy/review/answer.ts';
-
 /**
  * The whole review answered elsewhere (the evaluation pool, adr/0013): the
  * body goes as text, the answer comes back as text with what the

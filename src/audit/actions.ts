@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { apiReason, apiStatusCode, callOptions, describeApiError } from '../kube/client.ts';
 import type { TokenBucket } from '../kube/rate-limiter.ts';
-import type { LeaderTerm } from '../leader/term.ts';
+import type { LeaderTerm } from '../util/leader-term.ts';
 import type { GroupVersionKind, KubeObject, RuleAction } from '../policy/types.ts';
 import { actionAnnotation } from './action-annotation.ts';
 import type { AlertmanagerClient } from './alertmanager.ts';

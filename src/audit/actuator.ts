@@ -24,7 +24,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { KubeClient } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
-import type { LeaderTerm } from '../leader/term.ts';
+import type { LeaderTerm } from '../util/leader-term.ts';
 import type { Runnable } from '../util/runnable.ts';
 import { ErrorCode, isPortalError, PortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';

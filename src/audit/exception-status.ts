@@ -15,7 +15,8 @@ import type { KubeClient } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { ExceptionState } from '../policy/index.ts';
-import { exceptionConditions, unresolvedRules } from '../policy/exceptions.ts';
+import { unresolvedRules } from '../policy/exceptions.ts';
+import { exceptionConditions } from '../policy/exception-conditions.ts';
 import type { ExceptionStatus, KubeObject } from '../policy/types.ts';
 import { FencedStatusWriter, sameConditions, withTransition } from './fenced-status-writer.ts';
 

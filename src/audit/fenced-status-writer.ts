@@ -17,7 +17,7 @@
 import type { Logger } from 'pino';
 import { apiStatusCode, type KubeClient } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
-import type { LeaderTerm } from '../leader/term.ts';
+import type { LeaderTerm } from '../util/leader-term.ts';
 import { isPortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { KubeObject } from '../policy/types.ts';

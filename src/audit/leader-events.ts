@@ -26,7 +26,7 @@ import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { apiStatusCode } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
-import type { LeaderTerm } from '../leader/term.ts';
+import type { LeaderTerm } from '../util/leader-term.ts';
 import { ErrorCode, isPortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { EVENT_BUCKETS, NamespaceBuckets, type BucketOptions } from './namespace-buckets.ts';

@@ -8,7 +8,7 @@
 import { apiStatusCode, callOptions, describeApiError } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import type { TokenBucket } from '../kube/rate-limiter.ts';
-import type { LeaderTerm } from '../leader/term.ts';
+import type { LeaderTerm } from '../util/leader-term.ts';
 import { ErrorCode, PortalError, isPortalError } from '../observability/errors.ts';
 import type { EmittedAction } from './idempotency.ts';
 import { LEDGER_LABELS, ledgerPatch, ledgerShardName } from './ledger.ts';

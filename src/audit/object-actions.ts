@@ -9,7 +9,7 @@ import type { Registry } from 'prom-client';
 import type { KubeClient } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import { TokenBucket } from '../kube/rate-limiter.ts';
-import type { LeaderTerm } from '../leader/term.ts';
+import type { LeaderTerm } from '../util/leader-term.ts';
 import { ActionExecutor, type ActionOutcome, type ActionTarget } from './actions.ts';
 import { decideAlert } from './alert-scheduler.ts';
 import { AlertmanagerClient } from './alertmanager.ts';

@@ -28,7 +28,7 @@ import { createHash } from 'node:crypto';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
-import type { LeaderTerm } from '../leader/term.ts';
+import type { LeaderTerm } from '../util/leader-term.ts';
 import type { Runnable } from '../util/runnable.ts';
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';

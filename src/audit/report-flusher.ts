@@ -22,9 +22,11 @@
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { TokenBucket } from '../kube/rate-limiter.ts';
-import type { LeaderTerm } from '../leader/term.ts';
+import type { LeaderTerm } from '../util/leader-term.ts';
 import { LogKey } from '../observability/log-keys.ts';
-import { reportContentEqual, reportKey, type Report, type ReportIdentity } from '../policy/report.ts';
+import { reportKey, type ReportIdentity } from '../policy/report.ts';
+import { reportContentEqual } from '../policy/report-compare.ts';
+import type { Report } from '../policy/report-shape.ts';
 import type { ReportWrite, ReportWriter } from './report-writer.ts';
 import { WorkQueue } from './work-queue.ts';
 import { WorkerPool, type HandlerResult } from './worker-pool.ts';

@@ -8,22 +8,10 @@
  * the object replaced another of the same name: the old one's goes).
  */
 import type { Verdict } from '../policy/types.ts';
-import {
-  buildNamespaceReport,
-  buildResourceReport,
-  NAMESPACE_REPORT_NAME,
-  namespaceReportIdentity,
-  REPORT_LABELS,
-  reportContentEqual,
-  reportKey,
-  resourceReference,
-  resourceReportIdentity,
-  type Report,
-  type ReportApi,
-  type ReportGranularity,
-  type ReportIdentity,
-  type ReportSubject,
-} from '../policy/report.ts';
+import { buildNamespaceReport, buildResourceReport, namespaceReportIdentity, reportKey, resourceReference, resourceReportIdentity, type ReportIdentity, type ReportSubject } from '../policy/report.ts';
+import { NAMESPACE_REPORT_NAME, REPORT_LABELS, type ReportApi, type ReportGranularity } from '../policy/report-api.ts';
+import { reportContentEqual } from '../policy/report-compare.ts';
+import type { Report } from '../policy/report-shape.ts';
 import type { AuditEvaluator, ObjectState } from './evaluator.ts';
 import type { ReportFlusher, ReportSource } from './report-flusher.ts';
 import type { ReportWriter } from './report-writer.ts';

@@ -4,7 +4,7 @@
  * until it succeeds once in the term.
  */
 import type { Logger } from 'pino';
-import type { LeaderTerm } from '../leader/term.ts';
+import type { LeaderTerm } from '../util/leader-term.ts';
 import { ErrorCode, isPortalError, toError } from '../observability/errors.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { sleep } from '../util/backoff.ts';

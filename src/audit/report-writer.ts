@@ -16,10 +16,13 @@ import type { Logger } from 'pino';
 import { apiStatusCode, callOptions, describeApiError, type KubeClient } from '../kube/client.ts';
 import type { FencedWriter } from '../kube/fenced-writer.ts';
 import { ResilientInformer, stripManagedFields, type InformerEvent } from '../kube/informer.ts';
-import type { LeaderTerm } from '../leader/term.ts';
+import type { LeaderTerm } from '../util/leader-term.ts';
 import { ErrorCode, PortalError, isPortalError, toError } from '../observability/errors.ts';
 import type { KubeObject } from '../policy/types.ts';
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, REPORT_API_INFO, REPORT_APIS, reportContentEqual, reportKey, type Report, type ReportApi, type ReportApiInfo, type ReportIdentity } from '../policy/report.ts';
+import { reportKey, type ReportIdentity } from '../policy/report.ts';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, REPORT_API_INFO, REPORT_APIS, type ReportApi, type ReportApiInfo } from '../policy/report-api.ts';
+import { reportContentEqual } from '../policy/report-compare.ts';
+import type { Report } from '../policy/report-shape.ts';
 import { LogKey } from '../observability/log-keys.ts';
 
 export type ReportWrite = 'created' | 'updated' | 'deleted' | 'unchanged';

@@ -21,7 +21,7 @@ import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from 
 import { RESULT_OUTPUT } from './output-policy.ts';
 import { InputBudget } from '../config/input-budget.ts';
 import { readManifests } from '../config/manifests.ts';
-import { isVapDocument, type VapDocuments } from '../config/vap-manifests.ts';
+import { isVapDocument, type VapDocuments } from '../sources/vap-files.ts';
 import { parseDuration } from '../util/duration.ts';
 import { parseRfc3339, podSecurityVersionProblem, type KubeObject, type PortalExceptionObject, type PortalRuleObject } from '../policy/index.ts';
 import { DEFAULT_EXCEPTION_NAMESPACE, OfflineEvaluator, type OfflineJudging } from './offline/evaluator.ts';

@@ -1,92 +1,51 @@
 /**
  * Where a JSON document stops being JSON, for a message that names the line
- * and column (manifests.ts): the position JSON.parse's message carries is
- * V8's wording, so it is found here instead, only after a failure.
+ * and column (manifests.ts). JSON.parse says what is wrong, but for the most
+ * common mistakes (a stray `}` or `]`, a trailing comma: "Unexpected token")
+ * V8 gives no position on Node 20 or 24, only a snippet of the text; so the
+ * position comes from jsonc-parser's scanner in strict mode (no comments, no
+ * trailing commas), run only after JSON.parse failed.
  */
+import { visit } from 'jsonc-parser';
+
+interface Place {
+  offset: number;
+  /** 1-based, as an editor shows them. */
+  line: number;
+  column: number;
+}
+
+const STRICT = { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false } as const;
+
+/** The first syntax error of `text`, or undefined when the scanner finds none. */
+function firstError(text: string): Place | undefined {
+  let first: Place | undefined;
+  visit(
+    text,
+    {
+      onError: (_code, offset, _length, startLine, startCharacter) => {
+        first ??= { offset, line: startLine + 1, column: startCharacter + 1 };
+      },
+    },
+    STRICT,
+  );
+  return first;
+}
 
 /**
- * Offset of the first JSON syntax error (Node 20's JSON.parse messages carry
- * no position): a minimal recursive-descent scan, run only after a failure.
+ * What V8 says is wrong, without its position or its snippet of the text:
+ * `Unexpected token '}', "…" is not valid JSON` → `Unexpected token '}'`;
+ * `Unterminated string in JSON at position 4 (line 1 column 5)` → `Unterminated string`.
  */
-function jsonErrorOffset(text: string): number {
-  let i = 0;
-  const ws = (): void => {
-    while (i < text.length && ' \t\n\r'.includes(text[i] as string)) i++;
-  };
-  const fail = (): never => {
-    throw i;
-  };
-  const literal = (word: string): void => {
-    if (text.startsWith(word, i)) i += word.length;
-    else fail();
-  };
-  const string = (): void => {
-    i++;
-    while (i < text.length && text[i] !== '"') {
-      if (text.charCodeAt(i) < 0x20) fail();
-      i += text[i] === '\\' ? 2 : 1;
-    }
-    if (i >= text.length) fail();
-    i++;
-  };
-  const value = (): void => {
-    ws();
-    const c = text[i];
-    if (c === '{') {
-      i++;
-      ws();
-      if (text[i] === '}') return void i++;
-      for (;;) {
-        ws();
-        if (text[i] !== '"') fail();
-        string();
-        ws();
-        if (text[i] !== ':') fail();
-        i++;
-        value();
-        ws();
-        if (text[i] === ',') i++;
-        else if (text[i] === '}') return void i++;
-        else fail();
-      }
-    }
-    if (c === '[') {
-      i++;
-      ws();
-      if (text[i] === ']') return void i++;
-      for (;;) {
-        value();
-        ws();
-        if (text[i] === ',') i++;
-        else if (text[i] === ']') return void i++;
-        else fail();
-      }
-    }
-    if (c === '"') return string();
-    if (c === 't') return literal('true');
-    if (c === 'f') return literal('false');
-    if (c === 'n') return literal('null');
-    const m = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 400));
-    if (!m) fail();
-    i += (m as RegExpExecArray)[0].length;
-  };
-  try {
-    value();
-    ws();
-    return i < text.length ? i : -1;
-  } catch (offset) {
-    // Only numbers are thrown above; anything else (a stack overflow) has no position.
-    return typeof offset === 'number' ? offset : -1;
-  }
+function what(e: unknown): string {
+  const message = e instanceof Error ? e.message : String(e);
+  const cut = /,\s*(?:\.\.\.)?"|\s+(?:in JSON\s+)?at position \d/s.exec(message);
+  return (cut ? message.slice(0, cut.index) : message) || 'syntax error';
 }
 
 /** `invalid JSON at line L, column C: what` for the error JSON.parse threw on `text`. */
 export function jsonSyntaxError(text: string, e: unknown): string {
-  const offset = jsonErrorOffset(text);
-  const what = (e instanceof Error ? e.message : String(e)).split(',')[0] ?? 'syntax error';
-  if (offset < 0) return `invalid JSON: ${what}`;
-  const before = text.slice(0, offset).split('\n');
-  const line = before.length;
-  const col = (before[before.length - 1] ?? '').length + 1;
-  return `invalid JSON at line ${line}, column ${col}: ${offset >= text.length ? 'unexpected end of input' : what}`;
+  const at = firstError(text);
+  if (at === undefined) return `invalid JSON: ${what(e)}`;
+  return `invalid JSON at line ${at.line}, column ${at.column}: ${at.offset >= text.length ? 'unexpected end of input' : what(e)}`;
 }

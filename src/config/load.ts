@@ -10,7 +10,7 @@ import { createSecureContext } from 'node:tls';
 import { caBundleProblem } from './ca-bundle.ts';
 import { formatDuration, parseDuration } from '../util/duration.ts';
 import { DEFAULTS, SERVE_OPTIONS, type OptionSpec, type ServeConfig } from './options.ts';
-import { VERDICTS } from '../policy/report.ts';
+import { VERDICTS } from '../policy/report-api.ts';
 import { readBoundedFileSync } from './read-file.ts';
 import { parseYamlDocument } from './yaml.ts';
 

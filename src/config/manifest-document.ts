@@ -1,4 +1,4 @@
-/** A document read from a manifest file, and a problem reading one (manifests.ts and vap-manifests.ts share them). */
+/** A document read from a manifest file, and a problem reading one (config/manifests.ts reads them; sources/rule-files.ts and vap-files.ts check them). */
 export interface ManifestDocument {
   /** The file the object came from. */
   source: string;

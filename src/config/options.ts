@@ -8,7 +8,7 @@
  */
 import { availableParallelism } from 'node:os';
 import type { LogLevel } from '../observability/logger.ts';
-import { REPORT_APIS, REPORT_GRANULARITIES, type ReportApi, type ReportGranularity } from '../policy/report.ts';
+import { REPORT_APIS, REPORT_GRANULARITIES, type ReportApi, type ReportGranularity } from '../policy/report-api.ts';
 import type { Verdict } from '../policy/types.ts';
 
 /** Namespaces the webhook never matches and the server never evaluates, so the control plane can always recover (docs/design.md §3). */

@@ -40,8 +40,9 @@ export {
 } from '../policy/vap/index.ts';
 
 // Manifest and chart readers: the rule files and limits `portal serve` uses, the webhook configuration the chart renders.
-export { readManifests, RULE_FILE_LIMITS, type ReadLimits } from '../config/manifests.ts';
-export { policyCompileProblems } from '../config/vap-manifests.ts';
+export { readManifests, type ReadLimits } from '../config/manifests.ts';
+export { RULE_FILE_LIMITS } from '../sources/rule-files.ts';
+export { policyCompileProblems } from '../sources/vap-files.ts';
 export { buildValidatingWebhookConfiguration, loadChartWebhookValues, type WebhookValues } from '../config/webhook-configuration.ts';
 
 // The pieces of the webhook server and the audit the dev cluster runs too.

@@ -29,7 +29,8 @@ import { ElectionState, SYSTEM_CLOCK, type ElectionClock } from './election-stat
 import { LeaseLock, observeLease, type ObservedLease } from './lease-lock.ts';
 import { createLeaderMetrics, type LeaderMetrics } from './metrics.ts';
 import { LeaseEventRecorder, subscribeRecorder, type LeaderEventRecorder } from './recorder.ts';
-import { Term, type LeaderTerm } from './term.ts';
+import { Term } from './term.ts';
+import type { LeaderTerm } from '../util/leader-term.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { toError } from '../observability/errors.ts';
 

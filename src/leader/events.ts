@@ -5,7 +5,7 @@
  * There are no callbacks besides it.
  */
 import type { EventBus } from '../observability/event-bus.ts';
-import type { LeaderTerm } from './term.ts';
+import type { LeaderTerm } from '../util/leader-term.ts';
 
 // A type alias (not an interface) so it satisfies EventBus's index signature.
 export type LeaderEventMap = {

@@ -9,8 +9,6 @@
 import { ErrorCode, PortalError } from '../observability/errors.ts';
 import { epochString, type Epoch, type LeaderTerm } from '../util/leader-term.ts';
 
-export { epochString, type Epoch, type LeaderTerm };
-
 export class Term implements LeaderTerm {
   readonly epoch: Readonly<Epoch>;
   readonly epochString: string;

@@ -2,8 +2,8 @@
  * File mode (`portal serve --policies DIR`): rules read once from manifests,
  * admission only — no cluster, no informers, no audit, no election.
  */
-import { FileRuleSource } from '../admission/rule-source.ts';
-import { loadRulesFromDirectory } from '../config/manifests.ts';
+import { FileRuleSource } from '../sources/file-rule-source.ts';
+import { loadRulesFromDirectory } from '../sources/rule-files.ts';
 import type { Registry } from 'prom-client';
 import { RuleProblems } from '../audit/rule-problems.ts';
 import type { ExceptionOptions } from '../policy/index.ts';

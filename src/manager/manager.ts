@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { DEFAULTS } from '../config/options.ts';
 import { Backoff, sleep, type BackoffOptions } from '../util/backoff.ts';
 import type { LeaderEventBus } from '../leader/events.ts';
-import type { LeaderTerm } from '../leader/term.ts';
+import type { LeaderTerm } from '../util/leader-term.ts';
 import { ErrorCode, PortalError, toError } from '../observability/errors.ts';
 import { GROUPS, type Runnable, type RunnableGroup } from '../util/runnable.ts';
 import { LogKey } from '../observability/log-keys.ts';

@@ -3,7 +3,7 @@
  * come from, the Runnables to run (each with its group), an election when
  * there is one, and what to close after the Manager stopped.
  */
-import type { RuleSource } from '../admission/rule-source.ts';
+import type { RuleSource } from '../sources/rule-source.ts';
 import type { RuleProblems } from '../audit/rule-problems.ts';
 import type { ServeConfig } from '../config/options.ts';
 import type { ExceptionOptions } from '../policy/index.ts';

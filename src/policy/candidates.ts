@@ -9,8 +9,6 @@ import { podTemplateKind } from './pod-templates.ts';
 import type { IndexedEntry, RuleEntry, RuleSet } from './rule-set.ts';
 import { IMPLIED_SUBRESOURCES, kindMatches } from './match-keys.ts';
 
-export { IMPLIED_SUBRESOURCES, kindMatches };
-
 export interface Candidate {
   readonly entry: RuleEntry;
   /** Where the pod template lives, when a Pod rule checks this workload's template. */

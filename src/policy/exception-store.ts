@@ -6,7 +6,9 @@
  * that outlives its own (broken) edit would fail open.
  */
 import { createHash } from 'node:crypto';
-import { compileException, exceptionKey, exceptionShapeProblems, parseRfc3339, type CompiledException } from './exceptions.ts';
+import { compileException, type CompiledException } from './exceptions.ts';
+import { exceptionKey } from './match-keys.ts';
+import { exceptionShapeProblems, parseRfc3339 } from './exception-shape.ts';
 import { sortedByKey } from './sorted.ts';
 
 /** What the RuleSet knows about one PortalException (its status is derived from it). */

@@ -41,16 +41,13 @@
  */
 import { activationFor } from './cel-rule.ts';
 import { evaluateComposition, newBudget, type Composition } from './cel/index.ts';
-import { exceptionKey, IMPLIED_SUBRESOURCES, kindMatches, refKeys, ruleRef, type RuleRef } from './match-keys.ts';
+import { exceptionKey, IMPLIED_SUBRESOURCES, kindMatches, refKeys, type RuleRef } from './match-keys.ts';
 import { compileConditions, createdAt, lifetimeProblem, parseRfc3339 } from './exception-shape.ts';
 import { isEmptySelector, selectorMatches } from './label-selector.ts';
 import { anyNamespaceGlobMatches } from './namespace-glob.ts';
 import { namesPod } from './pod-templates.ts';
 import type { EvaluationInput, KindMatch, KubeObject, LabelSelector, PortalExceptionObject } from './types.ts';
 
-export { exceptionKey, refKeys, ruleRef, type RuleRef };
-export { exceptionShapeProblems, lifetimeProblem, parseRfc3339, validateExceptionShape, type ExceptionValidation } from './exception-shape.ts';
-export { exceptionConditions, type ExceptionCondition } from './exception-conditions.ts';
 
 /** How a RuleSet judges exceptions (mirrors `--exception-namespaces` and `--max-exception-lifetime`). */
 export interface ExceptionOptions {

@@ -5,7 +5,8 @@
  * do it for Portal rules; {@link exemptVerdicts} does it for verdicts of other
  * policy kinds (ValidatingAdmissionPolicies in the audit and `portal test`).
  */
-import { judgeObject, refKeys, type CompiledException, type CoverageContext, type RuleRef } from './exceptions.ts';
+import { judgeObject, type CompiledException, type CoverageContext } from './exceptions.ts';
+import { refKeys, type RuleRef } from './match-keys.ts';
 import type { RuleSet } from './rule-set.ts';
 import type { EvaluationInput, RuleVerdict } from './types.ts';
 

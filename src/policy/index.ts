@@ -2,20 +2,9 @@
 export * from './types.ts';
 export { RuleSet, ruleKey, type PreparedMatch, type RuleState, type RuleSetChange, type ExceptionState } from './rule-set.ts';
 export { ChangeFeed, type Replicated } from './replicated.ts';
-export {
-  exceptionCovers,
-  exceptionKey,
-  validateExceptionShape,
-  exceptionShapeProblems,
-  lifetimeProblem,
-  parseRfc3339,
-  type CompiledException,
-  type Coverage,
-  type CoverageContext,
-  type ExceptionOptions,
-  type ExceptionValidation,
-  type RuleRef,
-} from './exceptions.ts';
+export { exceptionCovers, type CompiledException, type Coverage, type CoverageContext, type ExceptionOptions } from './exceptions.ts';
+export { exceptionKey, type RuleRef } from './match-keys.ts';
+export { validateExceptionShape, exceptionShapeProblems, lifetimeProblem, parseRfc3339, type ExceptionValidation } from './exception-shape.ts';
 export { exemptVerdicts } from './exemption.ts';
 export { EXCEPTION_CRD_OPENAPI_SCHEMA } from './exception-crd-schema.generated.ts';
 export { evaluate, decideAdmission, violationMessage, abandonedMessage, MESSAGE_VIOLATIONS, type EvaluationBudget, type RuleResultSink } from './evaluator.ts';

@@ -8,7 +8,8 @@
  * lists the same resources (test/chart/webhook-parity.test.ts keeps them in
  * step).
  */
-import { validateExceptionShape, type ExceptionOptions } from './exceptions.ts';
+import type { ExceptionOptions } from './exceptions.ts';
+import { validateExceptionShape } from './exception-shape.ts';
 import { builtinSchemas, type KindSchemaSource } from './kind-schemas/catalogue.ts';
 import { validateRule } from './validate-rule.ts';
 

@@ -6,7 +6,9 @@
  * builder (policy/report.ts). Pure functions: no I/O.
  */
 import { stringify } from 'yaml';
-import { buildResourceReport, type ObjectReference, type ReportApi } from './report.ts';
+import { buildResourceReport } from './report.ts';
+import type { ObjectReference } from './report-shape.ts';
+import type { ReportApi } from './report-api.ts';
 import type { RuleVerdict, Verdict } from './types.ts';
 
 export const OUTPUT_FORMATS = ['table', 'json', 'policyreport', 'openreports'] as const;

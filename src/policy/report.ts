@@ -41,13 +41,8 @@ import { compare, resultContentEqual } from './report-compare.ts';
 import type { ObjectReference, Report, ReportLimits, ReportResult, ReportSummary } from './report-shape.ts';
 import type { RuleVerdict, Verdict } from './types.ts';
 
-export * from './report-api.ts';
-export { reportContentEqual } from './report-compare.ts';
-
 /** Longest object name Kubernetes accepts (a DNS subdomain). */
 const MAX_NAME_LENGTH = 253;
-
-export type { ObjectReference, Report, ReportLimits, ReportResult, ReportSummary };
 
 export interface ReportIdentity {
   kind: string;

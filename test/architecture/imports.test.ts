@@ -1,9 +1,9 @@
 /**
  * Imports flow one way (docs/design.md §11; issue 10 item 4, issue 34 item 1):
- * the layers below, with no allow-listed exception. In particular the
- * rule path goes kube → policy (ClusterRuleSource lives in kube/, not cli/),
- * and the CLI only parses, listens and exits: the replica is composed in
- * manager/replica.ts.
+ * the layers below, with no allow-listed exception. In particular where rules
+ * and policies come from (files, informers) is sources/, between the client
+ * and the policy engine below and the servers above, and the CLI only parses,
+ * listens and exits: the replica is composed in manager/replica.ts.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -54,8 +54,11 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['observability'],
   // Options, flags and manifest files (read with the policy validator).
   ['config'],
-  // The Kubernetes client and informers; the evaluation pool (adr/0013) that runs the engine in threads.
-  ['kube', 'evaluation'],
+  // The Kubernetes client and its resilient informer.
+  ['kube'],
+  // Where rules, exceptions, VAPs and what rules read (namespace labels, CRD schemas) come from: files
+  // and informers feeding the policy stores; the evaluation pool (adr/0013) that runs the engine in threads.
+  ['sources', 'evaluation'],
   // Leadership; the admission server (it reaches the pool through its AnswerReview seam, filled in by manager/).
   ['leader', 'admission'],
   ['audit'],
@@ -66,9 +69,13 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
 ];
 const RANK: ReadonlyMap<string, number> = new Map(LAYERS.flatMap((layer, rank) => layer.map((dir) => [dir, rank] as const)));
 
-/** Further edges a layer must not take although they point down: admission decides through its seam, not the pool or the client. */
+/**
+ * Further edges a layer must not take although they point down: admission decides through its seam, not the
+ * pool, the client or a source; the pool mirrors the stores the sources fill and never reaches the client.
+ */
 const ALSO_FORBIDDEN: Readonly<Record<string, readonly string[]>> = {
-  admission: ['kube', 'evaluation'],
+  admission: ['kube', 'sources', 'evaluation'],
+  evaluation: ['kube'],
 };
 
 /** The one product module packages/devcluster may import, as the root package.json's `exports` map declares it (ADR 0015). */
@@ -126,14 +133,14 @@ test('policy/, observability/, types/ and util/ do no I/O; config/ and observabi
   assert.deepEqual(client, []);
 });
 
-test('nothing outside cli/ imports cli/; ClusterRuleSource is in kube/', () => {
+test('nothing outside cli/ imports cli/; the rule sources are in sources/', () => {
   assert.deepEqual(
     edges()
       .filter((e) => top(e.from) !== 'cli' && top(e.to) === 'cli')
       .map((e) => `${e.from} → ${e.to}`),
     [],
   );
-  assert.ok(files(SRC).some((f) => relative(SRC, f) === 'kube/cluster-rule-source.ts'));
+  for (const source of ['rule-source.ts', 'file-rule-source.ts', 'cluster-rule-source.ts', 'rule-files.ts']) assert.ok(files(SRC).some((f) => relative(SRC, f) === `sources/${source}`), source);
 });
 
 test('the product never imports the dev cluster; the dev cluster reaches the product only through portal/dev-api', () => {

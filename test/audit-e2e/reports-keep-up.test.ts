@@ -24,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { CURRENT_AS_OF_ANNOTATION, OBJECTS_ANNOTATION } from '../../src/policy/report.ts';
+import { CURRENT_AS_OF_ANNOTATION, OBJECTS_ANNOTATION } from '../../src/policy/report-api.ts';
 import { listReports } from '../support/reports.ts';
 import { sideApi, sideGet } from '../support/side-api.ts';
 import { readState, replicaLogTails, replicaOf, replicaUser, reportWrites, until, writesNotFromHolder, type AuditEntry, type DevState } from './harness.ts';

@@ -17,7 +17,8 @@ import { startApiServer, type ApiServer } from '../../packages/devcluster/src/ap
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
 import { FencedWriter } from '../../src/kube/fenced-writer.ts';
 import { TokenBucket } from '../../src/kube/rate-limiter.ts';
-import { Term, type LeaderTerm } from '../../src/leader/term.ts';
+import { Term } from '../../src/leader/term.ts';
+import type { LeaderTerm } from '../../src/util/leader-term.ts';
 import { ErrorCode, isPortalError } from '../../src/observability/errors.ts';
 import type { KubeObject } from '../../src/policy/types.ts';
 import { freePort, startAlertmanager, type RunningAlertmanager } from './support/alertmanager.ts';

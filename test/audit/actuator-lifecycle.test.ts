@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Registry } from 'prom-client';
 import { buildAudit } from '../../src/audit/audit.ts';
-import { ClusterRuleSource } from '../../src/kube/cluster-rule-source.ts';
+import { ClusterRuleSource } from '../../src/sources/cluster-rule-source.ts';
 import { createKubeClient } from '../../src/kube/client.ts';
 import { FencedWriter } from '../../src/kube/fenced-writer.ts';
 import { Manager } from '../../src/manager/manager.ts';

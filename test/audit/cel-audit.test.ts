@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
-import type { Report as PolicyReport } from '../../src/policy/report.ts';
+import type { Report as PolicyReport } from '../../src/policy/report-shape.ts';
 import { APP_NS, clusterWithCrds, pod, startReplica, until } from './support/controller-harness.ts';
 
 const RULE = {

@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { Ajv } from 'ajv';
 import YAML from 'yaml';
 import { createKubeClient, mergePatchOptions, type KubeClient } from '../../src/kube/client.ts';
-import type { Report as PolicyReport } from '../../src/policy/report.ts';
+import type { Report as PolicyReport } from '../../src/policy/report-shape.ts';
 import type { ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import { APP_NS, clusterWithCrds, pod, privilegedRule, startReplica, until, writesBy } from './support/controller-harness.ts';
 

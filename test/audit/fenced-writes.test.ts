@@ -11,7 +11,8 @@ import { firingAlert, type ViolationAlert } from '../../src/audit/alert-schedule
 import type { EmittedAction } from '../../src/audit/idempotency.ts';
 import { LedgerWriter } from '../../src/audit/ledger-writer.ts';
 import { ledgerShardName } from '../../src/audit/ledger.ts';
-import { Term, type LeaderTerm } from '../../src/leader/term.ts';
+import { Term } from '../../src/leader/term.ts';
+import type { LeaderTerm } from '../../src/util/leader-term.ts';
 import { ErrorCode, isPortalError } from '../../src/observability/errors.ts';
 import { apiServer, clientFor, freeze } from '../leader/cluster.ts';
 import { startAlertmanager, type RunningAlertmanager } from './support/alertmanager.ts';

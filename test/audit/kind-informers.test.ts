@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Report as PolicyReport } from '../../src/policy/report.ts';
+import type { Report as PolicyReport } from '../../src/policy/report-shape.ts';
 import type { ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import type { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
 import { APP_NS, clusterWithCrds, startReplica, until } from './support/controller-harness.ts';

@@ -15,7 +15,7 @@ import { dirname, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { readManifests } from '../../packages/devcluster/src/dev/manifests.ts';
-import type { ReportGranularity } from '../../src/policy/report.ts';
+import type { ReportGranularity } from '../../src/policy/report-api.ts';
 import { kubectlPath } from '../support/tools.ts';
 import { listReports } from '../support/reports.ts';
 import { clusterWithCrds, pod, reportConfig, startReplica, until } from './support/controller-harness.ts';

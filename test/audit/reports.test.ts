@@ -17,7 +17,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ApiServer } from '../../packages/devcluster/src/apiserver/index.ts';
 import type { DevApiClient } from '../../packages/devcluster/src/dev/api-client.ts';
-import { REPORT_API_INFO, type Report, type ReportApi, type ReportGranularity } from '../../src/policy/report.ts';
+import { REPORT_API_INFO, type ReportApi, type ReportGranularity } from '../../src/policy/report-api.ts';
+import type { Report } from '../../src/policy/report-shape.ts';
 import { assertValidReport, listReports, REPORT_SHAPES } from '../support/reports.ts';
 import { APP_NS, clusterWithCrds, pod, privilegedRule, reportConfig, startReplica, until, writesBy } from './support/controller-harness.ts';
 

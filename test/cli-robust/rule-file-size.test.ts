@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { loadRulesFromDirectory, RULE_FILE_LIMITS } from '../../src/config/manifests.ts';
+import { loadRulesFromDirectory, RULE_FILE_LIMITS } from '../../src/sources/rule-files.ts';
 import { runPortal as run } from '../cli-test/run-portal.ts';
 import { assertReported, type RunResult } from './portal.ts';
 

@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { parse } from 'yaml';
-import { loadRulesFromDirectory } from '../../src/config/manifests.ts';
+import { loadRulesFromDirectory } from '../../src/sources/rule-files.ts';
 import { ROOT, runPortal } from './run-portal.ts';
 
 let tmp = '';

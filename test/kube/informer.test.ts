@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { ResilientInformer, stripManagedFields, type InformerConfig } from '../../src/kube/informer.ts';
-import { NamespaceLabelCache } from '../../src/kube/namespace-labels.ts';
+import { NamespaceLabelCache } from '../../src/sources/namespace-labels.ts';
 import { TokenBucket } from '../../src/kube/rate-limiter.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { apiServer, clientFor, until } from '../leader/cluster.ts';

@@ -5,7 +5,7 @@ import { Registry } from 'prom-client';
 import { sleep } from '../../src/util/backoff.ts';
 import { leaderElectionConfig } from '../../src/leader/config.ts';
 import { LeaderElector } from '../../src/leader/elector.ts';
-import type { LeaderTerm } from '../../src/leader/term.ts';
+import type { LeaderTerm } from '../../src/util/leader-term.ts';
 import { Manager } from '../../src/manager/manager.ts';
 import type { Runnable } from '../../src/util/runnable.ts';
 import { ErrorCode, isPortalError } from '../../src/observability/errors.ts';

@@ -16,7 +16,8 @@ import {
   type PortalExceptionObject,
   type RuleVerdict,
 } from '../../src/policy/index.ts';
-import { compileException, exceptionConditions, unresolvedRules } from '../../src/policy/exceptions.ts';
+import { compileException, unresolvedRules } from '../../src/policy/exceptions.ts';
+import { exceptionConditions } from '../../src/policy/exception-conditions.ts';
 import { clusterRule, exception, input, namespacedRule, pod } from './support.ts';
 
 const NOW = Date.parse('2026-06-01T00:00:00Z');

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
-import { loadRulesFromDirectory, readManifests } from '../../src/config/manifests.ts';
+import { readManifests } from '../../src/config/manifests.ts';
+import { loadRulesFromDirectory } from '../../src/sources/rule-files.ts';
 import { clusterRule, namespacedRule } from './support.ts';
 
 let dir: string;

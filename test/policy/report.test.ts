@@ -7,18 +7,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import {
-  buildNamespaceReport,
-  buildResourceReport,
-  MAX_MESSAGE_LENGTH,
-  OMITTED_RESULTS_ANNOTATION,
-  REPORT_APIS,
-  reportContentEqual,
-  resourceReference,
-  resourceReportIdentity,
-  type Report,
-  type ReportSubject,
-} from '../../src/policy/report.ts';
+import { buildNamespaceReport, buildResourceReport, resourceReference, resourceReportIdentity, type ReportSubject } from '../../src/policy/report.ts';
+import { MAX_MESSAGE_LENGTH, OMITTED_RESULTS_ANNOTATION, REPORT_APIS } from '../../src/policy/report-api.ts';
+import { reportContentEqual } from '../../src/policy/report-compare.ts';
+import type { Report } from '../../src/policy/report-shape.ts';
 import type { RuleVerdict, Verdict } from '../../src/policy/types.ts';
 import { assertValidReport } from '../support/reports.ts';
 

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { policyCompileProblems } from '../../src/config/vap-manifests.ts';
+import { policyCompileProblems } from '../../src/sources/vap-files.ts';
 import { evaluate, RuleSet } from '../../src/policy/index.ts';
 import {
   formatFieldError,

@@ -10,7 +10,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { parse } from 'yaml';
-import { REPORT_API_INFO, type Report, type ReportApi, type ReportGranularity } from '../../src/policy/report.ts';
+import { REPORT_API_INFO, type ReportApi, type ReportGranularity } from '../../src/policy/report-api.ts';
+import type { Report } from '../../src/policy/report-shape.ts';
 
 export const REPORT_SHAPES: ReadonlyArray<{ api: ReportApi; granularity: ReportGranularity }> = [
   { api: 'openreports', granularity: 'namespace' },

@@ -5,7 +5,7 @@
  * supply instead of a cluster. Shared by `portal test`'s ad-hoc mode and its
  * suites, so both give the same verdicts for the same object.
  */
-import type { VapDocuments } from '../../config/vap-manifests.ts';
+import type { VapDocuments } from '../../sources/vap-files.ts';
 import {
   evaluate,
   exemptVerdicts,

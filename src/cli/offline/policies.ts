@@ -5,8 +5,8 @@
  * `portal serve --policies`), names unique across all of them. Problems are
  * collected, never thrown.
  */
-import { loadRulesFromDirectory } from '../../config/manifests.ts';
-import type { VapDocuments } from '../../config/vap-manifests.ts';
+import { loadRulesFromDirectory } from '../../sources/rule-files.ts';
+import type { VapDocuments } from '../../sources/vap-files.ts';
 import { exceptionKey, ruleKey, type PortalExceptionObject, type PortalRuleObject } from '../../policy/index.ts';
 
 export interface LoadedPolicies {

@@ -5,7 +5,7 @@
  * server to ask. Shared by the ad-hoc mode (`--policies DIR FILE...`) and the
  * suites (`*.portal-test.yaml`).
  */
-import { isVapDocument } from '../../config/vap-manifests.ts';
+import { isVapDocument } from '../../sources/vap-files.ts';
 import { RULE_GROUP, type EvaluationInput, type KubeObject } from '../../policy/index.ts';
 import type { ResourceRef } from '../../policy/report-format.ts';
 

@@ -7,7 +7,9 @@
  */
 import { dirname, isAbsolute, join } from 'node:path';
 import { InputBudget } from '../../config/input-budget.ts';
-import { loadRulesFromDirectory, readManifests, type ManifestDocument } from '../../config/manifests.ts';
+import { readManifests } from '../../config/manifests.ts';
+import type { ManifestDocument } from '../../config/manifest-document.ts';
+import { loadRulesFromDirectory } from '../../sources/rule-files.ts';
 import { exceptionKey, parseRfc3339, type KubeObject, type PortalExceptionObject } from '../../policy/index.ts';
 import { OfflineEvaluator, describe, type OfflineRequest } from '../offline/evaluator.ts';
 import { loadPolicies } from '../offline/policies.ts';

@@ -10,7 +10,7 @@
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
-import { ClusterRuleSource } from '../../../src/kube/cluster-rule-source.ts';
+import { ClusterRuleSource } from '../../../src/sources/cluster-rule-source.ts';
 import type { AuditActuator } from '../../../src/audit/actuator.ts';
 import { buildAudit, type AuditConfig, type AuditDeps } from '../../../src/audit/audit.ts';
 import type { AuditEvaluator } from '../../../src/audit/evaluator.ts';
@@ -22,7 +22,7 @@ import { FencedWriter } from '../../../src/kube/fenced-writer.ts';
 import { createKubeClient, type KubeClient } from '../../../src/kube/client.ts';
 import { Term } from '../../../src/leader/term.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
-import type { ReportApi, ReportGranularity } from '../../../src/policy/report.ts';
+import type { ReportApi, ReportGranularity } from '../../../src/policy/report-api.ts';
 import type { ReportConfig } from '../../../src/audit/report-planner.ts';
 import type { ExceptionOptions } from '../../../src/policy/index.ts';
 export { until } from '../../support/until.ts';

@@ -12,8 +12,8 @@
 import type { Logger } from 'pino';
 import { CrdSchemaStore } from '../policy/kind-schemas/crd-schemas.ts';
 import type { KubeObject } from '../types/kubernetes.ts';
-import type { KubeClient } from './client.ts';
-import { ResilientInformer } from './informer.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { ResilientInformer } from '../kube/informer.ts';
 
 /** Only what the schemas are built from is cached: a CRD's other fields (status, descriptions' siblings) stay out of memory. */
 function slim<O extends KubeObject>(crd: O): O {

@@ -1,5 +1,5 @@
 /**
- * Cluster mode's rule source (admission's RuleSource, structurally): rules from the PortalClusterRule and
+ * Cluster mode's RuleSource (rule-source.ts): rules from the PortalClusterRule and
  * PortalRule informers (RuleInformerSource) into a RuleSet, namespace labels
  * from a Namespace informer (NamespaceLabelCache).
  *
@@ -14,20 +14,14 @@ import type { Logger } from 'pino';
 import type { Gauge } from 'prom-client';
 import { LogKey } from '../observability/log-keys.ts';
 import { RuleSet, ruleKey, type ExceptionOptions, type KubeObject, type PortalRuleObject, type RuleState } from '../policy/index.ts';
-import type { KubeClient } from './client.ts';
+import type { KubeClient } from '../kube/client.ts';
 import { NamespaceLabelCache } from './namespace-labels.ts';
-import { RuleInformerSource, type RuleSink } from './rule-source.ts';
+import { RuleInformerSource, type RuleSink } from './rule-informers.ts';
+import type { RuleSource } from './rule-source.ts';
+import type { Runnable } from '../util/runnable.ts';
 
-/**
- * An informer as the Manager runs it (structurally a manager Runnable; kube/
- * does not import upwards): runs until the signal aborts, and says when it
- * has listed once.
- */
-export interface InformerRunnable {
-  readonly name: string;
-  start(signal: AbortSignal): Promise<void>;
-  waitForSync(signal: AbortSignal): Promise<void>;
-}
+/** An informer as the Manager runs it: a Runnable that says when it has listed once. */
+export type InformerRunnable = Runnable & Required<Pick<Runnable, 'waitForSync'>>;
 
 export interface ClusterRuleSourceDeps {
   client: KubeClient;
@@ -40,7 +34,7 @@ export interface ClusterRuleSourceDeps {
   onRule?: (rule: PortalRuleObject, state: RuleState) => void;
 }
 
-export class ClusterRuleSource {
+export class ClusterRuleSource implements RuleSource {
   readonly ruleSet: RuleSet;
   readonly rules: RuleInformerSource;
   readonly namespaces: NamespaceLabelCache;

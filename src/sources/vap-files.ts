@@ -21,7 +21,7 @@ import {
   type ValidatingAdmissionPolicyBinding,
 } from '../policy/vap/index.ts';
 import type { KubeObject } from '../policy/index.ts';
-import type { ManifestDocument, ManifestError } from './manifest-document.ts';
+import type { ManifestDocument, ManifestError } from '../config/manifest-document.ts';
 
 export interface VapDocuments {
   policies: { source: string; policy: ValidatingAdmissionPolicy }[];

@@ -6,8 +6,8 @@
 import type { Logger } from 'pino';
 import { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import type { KubeObject } from '../types/kubernetes.ts';
-import type { KubeClient } from './client.ts';
-import { ResilientInformer, type InformerConfig } from './informer.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { ResilientInformer, type InformerConfig } from '../kube/informer.ts';
 
 export class NamespaceLabelCache {
   readonly informer: ResilientInformer<KubeObject>;

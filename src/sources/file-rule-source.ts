@@ -1,28 +1,11 @@
 /**
- * Where the rules in force come from. The admission server only needs the
- * RuleSet, whether the source is ready, and namespace labels.
- *
- * - {@link FileRuleSource}: `portal serve --policies DIR` (no cluster).
- * - Cluster mode (rules from PortalRule/PortalClusterRule objects through
- *   informers, namespace labels from a Namespace informer) implements the same
- *   interface; `ready()` stays false until every informer has synced.
+ * `portal serve --policies DIR`: the rules in force read once from a
+ * directory (rule-files.ts), no cluster. Ready only when every file was read
+ * and every rule and exception is valid.
  */
 import { RuleSet, type ExceptionOptions, type PortalExceptionObject, type PortalRuleObject } from '../policy/index.ts';
-import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
-import { nameOnlyNamespaceLabels, type NamespaceLabels } from './decision.ts';
-
-export interface RuleSource {
-  readonly ruleSet: RuleSet;
-  /** True once rules are loaded (and, in cluster mode, every informer synced). */
-  ready(): boolean;
-  /** Why it is not ready (for /readyz and the "not ready" denial). */
-  notReadyReason(): string;
-  namespaceLabels: NamespaceLabels;
-  /** Cluster mode: the namespace labels as a store the evaluation workers mirror (file mode has only the name label). */
-  readonly namespaceStore?: NamespaceLabelStore | undefined;
-  /** Runs until `signal` aborts; resolves after cleanup. */
-  start(signal: AbortSignal): Promise<void>;
-}
+import { nameOnlyNamespaceLabels } from '../policy/review/answer.ts';
+import type { RuleSource } from './rule-source.ts';
 
 export interface LoadedRules {
   rules: PortalRuleObject[];

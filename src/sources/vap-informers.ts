@@ -29,9 +29,9 @@ import {
   type ValidatingAdmissionPolicyBinding,
   type VapAttributes,
 } from '../policy/vap/index.ts';
-import type { KubeClient } from './client.ts';
-import { ResilientInformer, type InformerConfig, type InformerEvent } from './informer.ts';
-import { kubeGetJson } from './raw-get.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { ResilientInformer, type InformerConfig, type InformerEvent } from '../kube/informer.ts';
+import { kubeGetJson } from '../kube/raw-get.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { toError } from '../observability/errors.ts';
 

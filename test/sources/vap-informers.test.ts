@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { VapInformerSource } from '../../src/kube/vap-source.ts';
+import { VapInformerSource } from '../../src/sources/vap-informers.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { verdictOf, type VapAttributes } from '../../src/policy/vap/index.ts';
 import { apiServer, clientFor, until } from '../leader/cluster.ts';

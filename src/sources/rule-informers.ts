@@ -8,9 +8,9 @@
 import type { Logger } from 'pino';
 import { EXCEPTION_KIND, RULE_API_VERSION, RULE_GROUP, RULE_VERSION, type KubeObject, type PortalRuleObject } from '../policy/types.ts';
 import { ruleKey as policyRuleKey } from '../policy/rule-set.ts';
-import { exceptionKey } from '../policy/exceptions.ts';
-import type { KubeClient } from './client.ts';
-import { ResilientInformer, type InformerConfig, type InformerEvent } from './informer.ts';
+import { exceptionKey } from '../policy/match-keys.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { ResilientInformer, type InformerConfig, type InformerEvent } from '../kube/informer.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { toError } from '../observability/errors.ts';
 

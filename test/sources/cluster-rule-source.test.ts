@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import YAML from 'yaml';
-import { ClusterRuleSource } from '../../src/kube/cluster-rule-source.ts';
+import { ClusterRuleSource } from '../../src/sources/cluster-rule-source.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { apiServer, clientFor, until } from '../leader/cluster.ts';
 

@@ -10,7 +10,7 @@
  * enumerated (a policy over them is enforced by the API server and tested by
  * `portal test`, but not audited yet).
  */
-import type { VapInformerSource } from '../kube/vap-source.ts';
+import type { VapInformerSource } from '../sources/vap-informers.ts';
 import type { EvaluationInput, RuleVerdict } from '../policy/types.ts';
 import type { RuleAction } from '../policy/types.ts';
 import type { KubeObject } from '../policy/types.ts';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import YAML from 'yaml';
-import { RuleInformerSource } from '../../src/kube/rule-source.ts';
+import { RuleInformerSource } from '../../src/sources/rule-informers.ts';
 import { RuleSet, ruleKey } from '../../src/policy/rule-set.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { apiServer, clientFor, until } from '../leader/cluster.ts';
