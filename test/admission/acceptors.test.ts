@@ -75,6 +75,32 @@ test('the extra sockets close with the server: its port is free again', async ()
   again.close();
 });
 
+test('closing the server calls back only when the connections every socket accepted have ended', async () => {
+  const { server, sockets } = await serverWith(8);
+  const port = (server.address() as AddressInfo).port;
+  const { connect } = await import('node:net');
+  const own = (): Promise<number> => new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+  // Keep only connections another socket accepted (the server's own count does not grow): Node's close waits for its own.
+  const kept: ReturnType<typeof connect>[] = [];
+  while (kept.length < 3) {
+    const before = sockets.length;
+    const c = connect(port, '127.0.0.1');
+    while (sockets.length === before) await new Promise((resolve) => setImmediate(resolve));
+    if ((await own()) === 0) kept.push(c);
+    else {
+      c.destroy();
+      while ((await own()) > 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+  let closed = false;
+  const done = new Promise<void>((resolve) => server.close(() => resolve()));
+  void done.then(() => (closed = true));
+  for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(closed, false, 'called back while connections accepted by the other sockets were open');
+  for (const c of kept) c.destroy();
+  await done;
+});
+
 test('a server whose own socket is not in the SO_REUSEPORT group keeps serving on it and says why once', async (t) => {
   // listen(port, host) instead of listen(options): the server's socket binds without SO_REUSEPORT, so the extra ones cannot join it.
   const errors: Error[] = [];
