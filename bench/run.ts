@@ -24,6 +24,7 @@ const BENCHES: Record<string, { file: string; nodeFlags: string[]; about: string
   exceptions: { file: 'exceptions.ts', nodeFlags: [], about: 'admission decision CPU with 1,000 PortalExceptions loaded vs none' },
   'fair-queue': { file: 'fair-queue.ts', nodeFlags: [], about: 'fair queuing (flows, deficit round robin) per review on the main thread vs the FIFO it replaced' },
   'rule-results': { file: 'rule-results.ts', nodeFlags: [], about: 'admission decision CPU in a worker with the per-rule counts and times recorded vs without; scrape cost' },
+  'denial-events': { file: 'denial-events.ts', nodeFlags: ['--expose-gc'], about: 'main-thread CPU per denied request with --denial-events (aggregated in memory) vs the log line alone; memory held after a flood' },
   apiserver: { file: 'apiserver.ts', nodeFlags: [], about: 'the embedded API server under writes and watches' },
   protobuf: { file: 'protobuf.ts', nodeFlags: [], about: 'protobuf encode/decode per object vs JSON (embedded API server codec)' },
   apply: { file: 'apply.ts', nodeFlags: [], about: 'server-side apply vs merge patch per object (embedded API server)' },
