@@ -43,6 +43,7 @@ async function events(api: ApiServer, namespace: string): Promise<Event[]> {
 async function eventCalls(api: ApiServer, user: string, namespace: string): Promise<number> {
   const res = await fetch(`${api.url}/_portal/requests`, { headers: { Authorization: `Bearer ${api.adminToken}` } });
   const counts = ((await res.json()) as Record<string, Record<string, number>>)[user] ?? {};
+  assert.equal(counts['other'], undefined, 'every request is counted by path');
   const prefix = `/api/v1/namespaces/${namespace}/events`;
   return Object.entries(counts)
     .filter(([request]) => (request.startsWith('POST ') || request.startsWith('PATCH ')) && request.split(' ')[1]!.startsWith(prefix))
