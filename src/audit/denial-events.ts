@@ -68,10 +68,11 @@ export interface DenialEventsDeps {
   retryMs?: number;
 }
 
-/** The Event a denied request is recorded as (pure). `undefined` when the review named no object. */
+/** The Event a denied request is recorded as (pure). `undefined` when the review named no object, or for a dry run. */
 export function denialFact(out: Outcome): DenialFact | undefined {
   const r = out.request;
-  if (r === undefined || out.decision !== 'deny') return undefined;
+  // A dry run changes nothing, and the webhook declares sideEffects None: no Event for it.
+  if (r === undefined || out.decision !== 'deny' || r.dryRun === true) return undefined;
   const rules = out.deniedBy ?? [];
   const who = rules.length === 0 ? 'Portal' : `${rules.length === 1 ? 'rule' : 'rules'} ${rules.join(', ')}`;
   const user = r.user !== undefined && r.user !== '' ? ` by ${r.user.slice(0, MAX_USER)}` : '';

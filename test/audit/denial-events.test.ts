@@ -127,8 +127,11 @@ test('hostile: thousands of denials in one namespace cost a bounded number of Ev
   assert.equal(stats['denied'], 7002);
 });
 
-test('denialFact: nothing for an answer that is not a denial or names no object', () => {
+test('denialFact: nothing for an answer that is not a denial, names no object or is a dry run', () => {
   assert.equal(denialFact({ ...denied('a', 'b'), decision: 'allow' }), undefined);
   assert.equal(denialFact({ ...denied('a', 'b'), request: undefined }), undefined);
+  const dry = denied('a', 'b');
+  dry.request!.dryRun = true;
+  assert.equal(denialFact(dry), undefined, 'a dry run (the webhook declares no side effects)');
   assert.equal(denialFact(denied('a', 'b', { rules: ['x', 'y'], user: '' }))?.message, 'rules x, y denied CREATE');
 });

@@ -104,6 +104,7 @@ void test('--denial-events: a denied create is one PortalDenied Event whose coun
   const file = join(await mkdtemp(join(tmpdir(), 'portal-denial-pod-')), 'pod.yaml');
   t.after(() => rm(join(file, '..'), { recursive: true, force: true }));
   await writeFile(file, stringify(pod('web', true)));
+  await writeFile(file.replace(/pod\.yaml$/, 'dry.yaml'), stringify(pod('dry', true)));
 
   const first = await kubectl(kc, ['apply', '-n', 'team-a', '-f', file]);
   assert.notEqual(first.code, 0);
@@ -115,9 +116,12 @@ void test('--denial-events: a denied create is one PortalDenied Event whose coun
   assert.deepEqual(event!.involvedObject, { apiVersion: 'v1', kind: 'Pod', name: 'web', namespace: 'team-a' });
   assert.match(event!.message!, /^rule deny-privileged denied CREATE by \S+$/);
   assert.equal(event!.count, 1);
+  // A dry run is denied too, but writes nothing (the webhook declares no side effects).
+  const dry = await kubectl(kc, ['apply', '--dry-run=server', '-n', 'team-a', '-f', file.replace(/pod\.yaml$/, 'dry.yaml')]);
+  assert.match(dry.stderr, /denied the request: deny-privileged/);
   for (let i = 0; i < 3; i++) assert.notEqual((await kubectl(kc, ['apply', '-n', 'team-a', '-f', file])).code, 0);
   await until('count 4 on the one Event', 30_000, async () => ((await denialEvents(kc, 'team-a'))[0]?.count === 4 ? true : undefined));
-  assert.equal((await denialEvents(kc, 'team-a')).length, 1, 'aggregated: one Event');
+  assert.deepEqual((await denialEvents(kc, 'team-a')).map((e) => e.involvedObject.name), ['web'], 'aggregated: one Event, none for the dry run');
   // The view docs/operations.md gives: kubectl's table.
   const table = await kubectl(kc, ['get', 'events', '-A', '--field-selector', 'reason=PortalDenied']);
   assert.match(table.stdout, /team-a .*Warning\s+PortalDenied\s+pod\/web\s+rule deny-privileged denied CREATE/);
