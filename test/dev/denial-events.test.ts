@@ -164,6 +164,7 @@ void test('--denial-events: a denied create is one PortalDenied Event whose coun
   const tenantEvents = await denialEvents(kc, 'tenant');
   assert.ok(tenantEvents.length <= calls, `${tenantEvents.length} Events`);
   const stats = (await debugVars(state))['denial_events'] as Record<string, number>;
+  t.diagnostic(`tenant: 2000 denials → ${calls} Event calls (bound ${bound}), ${tenantEvents.length} Events; replica: ${JSON.stringify(stats)}`);
   assert.ok(stats['denied']! >= 2005, JSON.stringify(stats));
   assert.ok(stats['held']! <= 64 * 3, `memory bounded: ${JSON.stringify(stats)}`);
 });
