@@ -25,6 +25,7 @@ const BENCHES: Record<string, { file: string; nodeFlags: string[]; about: string
   accept: { file: 'accept.ts', nodeFlags: [], about: 'a new connection behind a full accept queue on a loaded event loop: 1 listening socket vs 8 (SO_REUSEPORT)' },
   'fair-queue': { file: 'fair-queue.ts', nodeFlags: [], about: 'fair queuing (flows, deficit round robin) per review on the main thread vs the FIFO it replaced' },
   'rule-results': { file: 'rule-results.ts', nodeFlags: [], about: 'admission decision CPU in a worker with the per-rule counts and times recorded vs without; scrape cost' },
+  'denial-events': { file: 'denial-events.ts', nodeFlags: ['--expose-gc'], about: 'main-thread CPU per denied request with --denial-events (aggregated in memory) vs the log line alone; memory held after a flood' },
   apiserver: { file: 'apiserver.ts', nodeFlags: [], about: 'the embedded API server under writes and watches' },
   protobuf: { file: 'protobuf.ts', nodeFlags: [], about: 'protobuf encode/decode per object vs JSON (embedded API server codec)' },
   apply: { file: 'apply.ts', nodeFlags: [], about: 'server-side apply vs merge patch per object (embedded API server)' },

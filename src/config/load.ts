@@ -315,8 +315,10 @@ function checkKeyPair(certFile: string, keyFile: string, problems: string[]): vo
 }
 
 function checkRuleSource(c: ServeConfig, problems: string[], inCluster: boolean): void {
-  if (c.policies !== '') checkPath('--policies', c.policies, 'directory', problems);
-  else if (c.kubeconfig === '') {
+  if (c.policies !== '') {
+    checkPath('--policies', c.policies, 'directory', problems);
+    if (c.denialEvents) problems.push('--denial-events writes Events to the cluster: it needs cluster mode (--kubeconfig, or in a pod), not --policies');
+  } else if (c.kubeconfig === '') {
     // In a pod (KUBERNETES_SERVICE_HOST set) cluster mode uses the service account.
     if (!inCluster) problems.push('no rule source: give --policies DIR (rules from files) or --kubeconfig FILE (rules from the cluster)');
   } else checkPath('--kubeconfig', c.kubeconfig, 'file', problems);

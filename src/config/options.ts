@@ -127,6 +127,12 @@ export interface ServeConfig {
    * "": kept in memory only. The chart mounts an emptyDir. @default ""
    */
   evaluationStateDir: string;
+  /**
+   * Write a Warning Event (reason PortalDenied) on each denied object, in its
+   * namespace, aggregated like the API server's Events (src/audit/denial-events.ts).
+   * Cluster mode only. @default false
+   */
+  denialEvents: boolean;
 }
 
 /** The CPUs this process may run on (its affinity: a replica pinned to one core sees 1). */
@@ -232,6 +238,9 @@ export const DEFAULTS: Readonly<ServeConfig> = Object.freeze({
   evaluationWorkers: DEFAULT_EVALUATION_WORKERS,
   evaluationMemory: 0,
   evaluationStateDir: '',
+  // Off: an Event per denial is an API write per denied object (bounded, but
+  // not free); the denial's log line and metrics are always there.
+  denialEvents: false,
 });
 
 const PORT = { min: 0, max: 65535 } as const;
@@ -281,6 +290,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { key: 'evaluationWorkers', flag: 'evaluation-workers', type: 'int', min: 1, max: 64, arg: 'N', help: 'worker threads evaluating admission requests (default: cores, 2 to 8)' },
   { key: 'evaluationMemory', flag: 'evaluation-memory', type: 'int', min: 0, max: 65_536, arg: 'MIB', help: "heap of each evaluation thread, MiB; past it the rule gives error for that object (0: from the replica's memory)" },
   { key: 'evaluationStateDir', flag: 'evaluation-state-dir', type: 'string', arg: 'DIR', help: 'directory kept across restarts: objects that exhausted an evaluation thread\'s memory ("": none)' },
+  { key: 'denialEvents', flag: 'denial-events', type: 'bool', help: 'write a PortalDenied Event on each denied object, aggregated (cluster mode)' },
 ];
 
 /** Flags that are not configuration keys. */

@@ -21,6 +21,7 @@ import { TypeCheckStatus } from '../audit/type-check-status.ts';
 import { VapTypeWarnings } from '../audit/vap-type-warnings.ts';
 import { builtinSchemas, layered } from '../policy/kind-schemas/catalogue.ts';
 import { VapAuditPolicySource } from '../audit/vap-audit.ts';
+import { DenialEvents } from '../audit/denial-events.ts';
 import { ExceptionEvents } from '../audit/exception-events.ts';
 import { ProblemEvents } from '../audit/problem-events.ts';
 import { RuleProblems } from '../audit/rule-problems.ts';
@@ -113,6 +114,9 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   // A rule's status names the object that exhausted a thread's memory with it (the leader writes it).
   memory.poison.onChange(({ pair }) => actuator.ruleChanged(pair.rule));
 
+  // Every replica answers admission, so every replica writes its own denials' Events (not leader-only).
+  const denialEvents = config.denialEvents ? new DenialEvents({ client, logger: componentLogger(root, 'admission'), identity }) : undefined;
+  if (denialEvents) debugVars.register('denial_events', () => denialEvents.stats());
   registerDebugVars(debugVars, registry, { source, vaps, vapTypeWarnings, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation });
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
 
@@ -122,7 +126,8 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
     election: elector,
     ruleProblems,
     kindSchemas,
-    runnables: clusterRunnables({ source, vaps, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation }),
+    runnables: [...clusterRunnables({ source, vaps, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation }), ...(denialEvents ? [{ runnable: denialEvents, group: 'others' as const }] : [])],
+    ...(denialEvents ? { denialEvents } : {}),
     close: () => writer.close(),
   };
 }

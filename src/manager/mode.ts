@@ -8,6 +8,7 @@ import type { RuleProblems } from '../audit/rule-problems.ts';
 import type { ServeConfig } from '../config/options.ts';
 import type { ExceptionOptions } from '../policy/index.ts';
 import type { KindSchemaSource } from '../policy/kind-schemas/catalogue.ts';
+import type { Outcome } from '../policy/review/answer.ts';
 import type { Election } from './manager.ts';
 import type { Runnable, RunnableGroup } from '../util/runnable.ts';
 
@@ -26,6 +27,8 @@ export interface Mode {
   readonly kindSchemas?: KindSchemaSource;
   /** Where rule errors go (the metric; Events in cluster mode). */
   readonly ruleProblems: RuleProblems;
+  /** Events of denied requests (`--denial-events`, cluster mode): fed by the webhook, written off its path. */
+  readonly denialEvents?: { denied(out: Outcome): void };
   /** Idempotent; called once the Manager has stopped (or was never started). */
   close(): Promise<void>;
 }

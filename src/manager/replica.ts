@@ -133,6 +133,12 @@ function denialLog(log: Logger, notLogged: Counter): DenialLog {
   return new DenialLog({ log, pacer: new TokenBucket({ qps: 20, burst: 100 }), notLogged });
 }
 
+/** Where a denied request goes: its log line, and its Event when `--denial-events` is on (each never throws). */
+function denials(lines: DenialLog, events: Mode['denialEvents']): Pick<DenialLog, 'denied'> {
+  if (events === undefined) return lines;
+  return { denied: (out) => (lines.denied(out), events.denied(out)) };
+}
+
 /** The replica's own registry (never the global one), with the standard process_* and nodejs_* series (CPU, memory, heap, event-loop lag, GC). */
 function replicaRegistry(): Registry {
   const registry = new Registry();
@@ -193,7 +199,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
       metrics,
       kindLabel: kindLabeler(source.ruleSet),
       portalKinds: portalKinds(exceptionOptions(config), mode.kindSchemas),
-      logger: componentLogger(root, 'admission'), denials: denialLog(componentLogger(root, 'admission'), metrics.denialsNotLogged),
+      logger: componentLogger(root, 'admission'), denials: denials(denialLog(componentLogger(root, 'admission'), metrics.denialsNotLogged), mode.denialEvents),
     });
   } catch (err) {
     await cleanup();

@@ -33,6 +33,7 @@ const SMOKE: Record<string, string[]> = {
   accept: ['--rounds', '1', '--queued', '50'],
   'type-check': ['--rounds', '1'],
   'rule-results': ['--rounds', '1'],
+  'denial-events': ['--rounds', '1'],
   'rule-churn': ['--cycles', '2', '--keys', '2000', '--old-max', '2000', '--huge', 'false'],
 };
 

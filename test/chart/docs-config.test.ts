@@ -29,13 +29,14 @@ void test('docs/operations.md documents every portal serve flag with its YAML ke
 });
 
 void test('every flag the chart passes to portal serve exists', async () => {
-  const ms = await render({ alertmanager: { urls: ['http://am:9093'] }, webhook: { excludedNamespaces: ['monitoring'] }, exceptions: { namespaces: ['ops', 'portal-system'], maxLifetime: '720h' } });
+  const ms = await render({ alertmanager: { urls: ['http://am:9093'] }, webhook: { excludedNamespaces: ['monitoring'] }, exceptions: { namespaces: ['ops', 'portal-system'], maxLifetime: '720h' }, denials: { events: true } });
   const spec = find(ms, 'Deployment')['spec'] as { template: { spec: { containers: { args: string[] }[] } } };
   const args = spec.template.spec.containers[0]!.args;
   assert.ok(args.includes('--exception-namespaces=ops,portal-system') && args.includes('--max-exception-lifetime=720h'), args.join(' '));
-  // Defaults: neither flag (the server's defaults are the release namespace and no limit).
+  assert.ok(args.includes('--denial-events=true'), args.join(' '));
+  // Defaults: none of these flags (the server's defaults are the release namespace, no limit, no denial Events).
   const plain = (find(await render(), 'Deployment')['spec'] as typeof spec).template.spec.containers[0]!.args;
-  assert.ok(!plain.some((a) => a.startsWith('--exception-namespaces') || a.startsWith('--max-exception-lifetime')), plain.join(' '));
+  assert.ok(!plain.some((a) => a.startsWith('--exception-namespaces') || a.startsWith('--max-exception-lifetime') || a.startsWith('--denial-events')), plain.join(' '));
   assert.equal(args[0], 'serve');
   const known = new Set(SERVE_OPTIONS.map((o) => o.flag));
   for (const arg of args.slice(1)) {

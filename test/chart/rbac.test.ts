@@ -126,6 +126,16 @@ void test('RBAC: no wildcards, and exactly the verbs each resource needs', async
   assert.deepEqual(roleBinding.subjects.map((s) => [s.name, s.namespace]), [['portal', NAMESPACE]]);
 });
 
+void test('RBAC: denials.events adds patch on core events (the count of an aggregated denial Event), nothing else; off by default', async () => {
+  const off = rulesOf(find(await render(), 'ClusterRole'));
+  const on = rulesOf(find(await render({ denials: { events: true } }), 'ClusterRole'));
+  assert.deepEqual(verbsFor(off, '', 'events'), ['create']);
+  assert.deepEqual(verbsFor(on, '', 'events'), ['create', 'patch']);
+  assert.deepEqual(verbsFor(on, 'events.k8s.io', 'events'), ['create']);
+  const added = on.filter((r) => !off.some((o) => JSON.stringify(o) === JSON.stringify(r)));
+  assert.deepEqual(added, [{ apiGroups: [''], resources: ['events'], verbs: ['patch'] }]);
+});
+
 void test('RBAC: patch by default on exactly the kinds the shipped label/annotate rules touch', async () => {
   const expected = await actionKinds();
   assert.ok(expected.length > 0, 'some shipped rule labels or annotates');

@@ -181,6 +181,14 @@ describe('loadServeConfig', () => {
     assert.match(text, /no rule source: give --policies DIR/);
   });
 
+  it('--denial-events: off by default; it writes to the cluster, so files mode refuses it', () => {
+    const plain = load(['--policies', '.', '--self-signed']);
+    assert.ok(plain.ok && plain.config.denialEvents === false);
+    const r = load(['--policies', '.', '--self-signed', '--denial-events']);
+    assert.equal(r.ok, false);
+    assert.match(!r.ok ? r.problems.join('\n') : '', /--denial-events writes Events to the cluster: it needs cluster mode \(--kubeconfig, or in a pod\), not --policies/);
+  });
+
   it('generates --help from the schema', () => {
     const help = serveHelp();
     for (const o of SERVE_OPTIONS) assert.ok(help.includes(`--${o.flag}`), o.flag);

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { CHART_RBAC, chartServiceAccount, rbacForReplicas, selectRbac } from '../../packages/devcluster/src/dev/chart-rbac.ts';
+import { CHART_RBAC, CHART_RBAC_DENIAL_EVENTS, chartServiceAccount, DENIAL_EVENTS_SET, rbacForReplicas, selectRbac } from '../../packages/devcluster/src/dev/chart-rbac.ts';
+import { replicasWriteDenialEvents } from '../../packages/devcluster/src/dev/options.ts';
 import { render } from '../chart/helm.ts';
 import { caller, withServer } from '../apiserver/helpers.ts';
 import { kubectlPath } from '../support/tools.ts';
@@ -20,6 +21,14 @@ const run = promisify(execFile);
 test('the committed chart RBAC is what helm renders (re-run scripts/gen-dev-rbac.mjs if not)', { timeout: 60_000 }, async () => {
   assert.deepEqual(JSON.parse(JSON.stringify(selectRbac(await render()))), JSON.parse(JSON.stringify(CHART_RBAC)));
   assert.equal(chartServiceAccount().username, 'system:serviceaccount:portal-system:portal');
+  // `portal dev --denial-events` grants what an install with denials.events=true grants.
+  assert.deepEqual(JSON.parse(JSON.stringify(selectRbac(await render(undefined, [...DENIAL_EVENTS_SET])))), JSON.parse(JSON.stringify(CHART_RBAC_DENIAL_EVENTS)));
+  assert.notDeepEqual(CHART_RBAC_DENIAL_EVENTS, CHART_RBAC);
+  assert.deepEqual(rbacForReplicas(['portal-0'], { denialEvents: true }).find((o) => o.kind === 'ClusterRole'), CHART_RBAC_DENIAL_EVENTS.find((o) => o.kind === 'ClusterRole'));
+  assert.deepEqual(
+    [[], ['--denial-events'], ['--denial-events=true'], ['--denial-events=false'], ['--denial-events', '--denial-events=false'], ['--log-level', 'debug']].map(replicasWriteDenialEvents),
+    [false, true, true, false, false, false],
+  );
 });
 
 test("the chart's ServiceAccount, and each portal dev replica, get exactly the chart's permissions on the embedded API server", { timeout: 60_000 }, () => withServer({ authorization: 'RBAC', namespaces: ['default', 'kube-system', 'portal-system'] }, async (s) => {

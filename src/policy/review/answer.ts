@@ -46,6 +46,8 @@ export interface RequestSummary {
   name: string;
   /** Who asked (`userInfo.username`), for the denial's log line. */
   user?: string | undefined;
+  /** A dry run (`kubectl --dry-run=server`), set on denials: no denial Event for it (the webhook declares no side effects). */
+  dryRun?: boolean | undefined;
 }
 
 /** One request's answer before it is serialised, and what the bookkeeping needs. */
@@ -261,7 +263,10 @@ export function answerReview(body: string, ctx: ReviewContext, budget: Evaluatio
     const { apiVersion, request } = read;
     outcome = exemptOutcome(apiVersion, request, ctx.exempt) ?? decidedOutcome(apiVersion, summary(request), evaluateRequest(request, ctx, budget, (v) => (ruleErrors ??= []).push(v)));
     // Who was denied, for the denial's log line (an allow does not carry it: it travels packed).
-    if (outcome.decision === 'deny' && outcome.request !== undefined) outcome.request.user = request.user;
+    if (outcome.decision === 'deny' && outcome.request !== undefined) {
+      outcome.request.user = request.user;
+      if (request.dryRun) outcome.request.dryRun = true;
+    }
   }
   if (outcome.cause !== undefined) outcome.cause = errorMessage(outcome.cause);
   const { payload, encodeError } = serialize(outcome);

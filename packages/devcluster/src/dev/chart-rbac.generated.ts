@@ -427,3 +427,441 @@ export const CHART_RBAC: readonly RbacObject[] = [
     ]
   }
 ];
+
+/** The same with `--set denials.events=true`. */
+export const CHART_RBAC_DENIAL_EVENTS: readonly RbacObject[] = [
+  {
+    "apiVersion": "v1",
+    "kind": "ServiceAccount",
+    "metadata": {
+      "name": "portal",
+      "namespace": "portal-system",
+      "labels": {
+        "helm.sh/chart": "portal-0.1.0",
+        "app.kubernetes.io/name": "portal",
+        "app.kubernetes.io/instance": "portal",
+        "app.kubernetes.io/version": "0.1.0",
+        "app.kubernetes.io/managed-by": "Helm",
+        "app.kubernetes.io/part-of": "portal"
+      }
+    }
+  },
+  {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "ClusterRole",
+    "metadata": {
+      "name": "portal",
+      "labels": {
+        "helm.sh/chart": "portal-0.1.0",
+        "app.kubernetes.io/name": "portal",
+        "app.kubernetes.io/instance": "portal",
+        "app.kubernetes.io/version": "0.1.0",
+        "app.kubernetes.io/managed-by": "Helm",
+        "app.kubernetes.io/part-of": "portal"
+      }
+    },
+    "rules": [
+      {
+        "apiGroups": [
+          "portal.dev"
+        ],
+        "resources": [
+          "portalrules",
+          "portalclusterrules",
+          "portalexceptions"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch"
+        ]
+      },
+      {
+        "apiGroups": [
+          "portal.dev"
+        ],
+        "resources": [
+          "portalrules/status",
+          "portalclusterrules/status",
+          "portalexceptions/status"
+        ],
+        "verbs": [
+          "patch"
+        ]
+      },
+      {
+        "apiGroups": [
+          "",
+          "events.k8s.io"
+        ],
+        "resources": [
+          "events"
+        ],
+        "verbs": [
+          "create"
+        ]
+      },
+      {
+        "apiGroups": [
+          "admissionregistration.k8s.io"
+        ],
+        "resources": [
+          "validatingadmissionpolicies",
+          "validatingadmissionpolicybindings"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch"
+        ]
+      },
+      {
+        "apiGroups": [
+          "apiextensions.k8s.io"
+        ],
+        "resources": [
+          "customresourcedefinitions"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch"
+        ]
+      },
+      {
+        "apiGroups": [
+          ""
+        ],
+        "resources": [
+          "namespaces"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch"
+        ]
+      },
+      {
+        "apiGroups": [
+          "admissionregistration.k8s.io"
+        ],
+        "resources": [
+          "validatingwebhookconfigurations"
+        ],
+        "resourceNames": [
+          "portal"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch"
+        ]
+      },
+      {
+        "apiGroups": [
+          ""
+        ],
+        "resources": [
+          "events"
+        ],
+        "verbs": [
+          "create"
+        ]
+      },
+      {
+        "apiGroups": [
+          ""
+        ],
+        "resources": [
+          "events"
+        ],
+        "verbs": [
+          "patch"
+        ]
+      },
+      {
+        "apiGroups": [
+          ""
+        ],
+        "resources": [
+          "pods",
+          "replicationcontrollers"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch"
+        ]
+      },
+      {
+        "apiGroups": [
+          "apps"
+        ],
+        "resources": [
+          "deployments",
+          "statefulsets",
+          "daemonsets",
+          "replicasets"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch"
+        ]
+      },
+      {
+        "apiGroups": [
+          "batch"
+        ],
+        "resources": [
+          "jobs",
+          "cronjobs"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch"
+        ]
+      },
+      {
+        "apiGroups": [
+          ""
+        ],
+        "resources": [
+          "pods",
+          "replicationcontrollers"
+        ],
+        "verbs": [
+          "patch"
+        ]
+      },
+      {
+        "apiGroups": [
+          "apps"
+        ],
+        "resources": [
+          "deployments",
+          "statefulsets",
+          "daemonsets",
+          "replicasets"
+        ],
+        "verbs": [
+          "patch"
+        ]
+      },
+      {
+        "apiGroups": [
+          "batch"
+        ],
+        "resources": [
+          "jobs",
+          "cronjobs"
+        ],
+        "verbs": [
+          "patch"
+        ]
+      },
+      {
+        "apiGroups": [
+          ""
+        ],
+        "resources": [
+          "pods/eviction"
+        ],
+        "verbs": [
+          "create"
+        ]
+      },
+      {
+        "apiGroups": [
+          "openreports.io"
+        ],
+        "resources": [
+          "reports",
+          "clusterreports"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch",
+          "create",
+          "update",
+          "patch",
+          "delete"
+        ]
+      },
+      {
+        "apiGroups": [
+          "wgpolicyk8s.io"
+        ],
+        "resources": [
+          "policyreports",
+          "clusterpolicyreports"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch",
+          "create",
+          "update",
+          "patch",
+          "delete"
+        ]
+      }
+    ]
+  },
+  {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "ClusterRoleBinding",
+    "metadata": {
+      "name": "portal",
+      "labels": {
+        "helm.sh/chart": "portal-0.1.0",
+        "app.kubernetes.io/name": "portal",
+        "app.kubernetes.io/instance": "portal",
+        "app.kubernetes.io/version": "0.1.0",
+        "app.kubernetes.io/managed-by": "Helm",
+        "app.kubernetes.io/part-of": "portal"
+      }
+    },
+    "roleRef": {
+      "apiGroup": "rbac.authorization.k8s.io",
+      "kind": "ClusterRole",
+      "name": "portal"
+    },
+    "subjects": [
+      {
+        "kind": "ServiceAccount",
+        "name": "portal",
+        "namespace": "portal-system"
+      }
+    ]
+  },
+  {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "Role",
+    "metadata": {
+      "name": "portal",
+      "namespace": "portal-system",
+      "labels": {
+        "helm.sh/chart": "portal-0.1.0",
+        "app.kubernetes.io/name": "portal",
+        "app.kubernetes.io/instance": "portal",
+        "app.kubernetes.io/version": "0.1.0",
+        "app.kubernetes.io/managed-by": "Helm",
+        "app.kubernetes.io/part-of": "portal"
+      }
+    },
+    "rules": [
+      {
+        "apiGroups": [
+          "coordination.k8s.io"
+        ],
+        "resources": [
+          "leases"
+        ],
+        "verbs": [
+          "get",
+          "list",
+          "watch",
+          "create",
+          "update"
+        ]
+      },
+      {
+        "apiGroups": [
+          "",
+          "events.k8s.io"
+        ],
+        "resources": [
+          "events"
+        ],
+        "verbs": [
+          "create",
+          "patch"
+        ]
+      },
+      {
+        "apiGroups": [
+          ""
+        ],
+        "resources": [
+          "configmaps"
+        ],
+        "verbs": [
+          "list",
+          "watch"
+        ]
+      },
+      {
+        "apiGroups": [
+          ""
+        ],
+        "resources": [
+          "configmaps"
+        ],
+        "resourceNames": [
+          "portal-audit-ledger-0",
+          "portal-audit-ledger-1",
+          "portal-audit-ledger-2",
+          "portal-audit-ledger-3",
+          "portal-audit-ledger-4",
+          "portal-audit-ledger-5",
+          "portal-audit-ledger-6",
+          "portal-audit-ledger-7",
+          "portal-audit-ledger-8",
+          "portal-audit-ledger-9",
+          "portal-audit-ledger-a",
+          "portal-audit-ledger-b",
+          "portal-audit-ledger-c",
+          "portal-audit-ledger-d",
+          "portal-audit-ledger-e",
+          "portal-audit-ledger-f"
+        ],
+        "verbs": [
+          "get",
+          "patch"
+        ]
+      },
+      {
+        "apiGroups": [
+          ""
+        ],
+        "resources": [
+          "configmaps"
+        ],
+        "verbs": [
+          "create"
+        ]
+      }
+    ]
+  },
+  {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "RoleBinding",
+    "metadata": {
+      "name": "portal",
+      "namespace": "portal-system",
+      "labels": {
+        "helm.sh/chart": "portal-0.1.0",
+        "app.kubernetes.io/name": "portal",
+        "app.kubernetes.io/instance": "portal",
+        "app.kubernetes.io/version": "0.1.0",
+        "app.kubernetes.io/managed-by": "Helm",
+        "app.kubernetes.io/part-of": "portal"
+      }
+    },
+    "roleRef": {
+      "apiGroup": "rbac.authorization.k8s.io",
+      "kind": "Role",
+      "name": "portal"
+    },
+    "subjects": [
+      {
+        "kind": "ServiceAccount",
+        "name": "portal",
+        "namespace": "portal-system"
+      }
+    ]
+  }
+];

@@ -8,10 +8,10 @@
  * `portal dev` needs no Helm; test/dev/chart-rbac.test.ts fails when the
  * chart changes and the file was not regenerated.
  */
-import { CHART_RBAC } from './chart-rbac.generated.ts';
-import { generatedModule, selectRbac, type RbacObject } from './chart-rbac-render.ts';
+import { CHART_RBAC, CHART_RBAC_DENIAL_EVENTS } from './chart-rbac.generated.ts';
+import { DENIAL_EVENTS_SET, generatedModule, selectRbac, type RbacObject } from './chart-rbac-render.ts';
 
-export { generatedModule, selectRbac, type RbacObject };
+export { DENIAL_EVENTS_SET, generatedModule, selectRbac, type RbacObject };
 
 /** The ServiceAccount username the replicas run as (system:serviceaccount:NS:NAME). */
 export function chartServiceAccount(): { namespace: string; name: string; username: string } {
@@ -26,10 +26,12 @@ export function chartServiceAccount(): { namespace: string; name: string; userna
  * chart's bindings: the replicas get exactly the chart's roles, under one
  * name each (as the pod-name in a bound token tells Pods apart), so the
  * audit log and fault injection can still tell replicas apart.
+ * `denialEvents`: the replicas run with `--denial-events`, so the chart's
+ * RBAC is the one rendered with `denials.events=true` (it adds `patch` on events).
  */
-export function rbacForReplicas(replicas: readonly string[]): RbacObject[] {
+export function rbacForReplicas(replicas: readonly string[], options: { denialEvents?: boolean } = {}): RbacObject[] {
   const sa = chartServiceAccount();
-  return CHART_RBAC.map((o) => {
+  return (options.denialEvents === true ? CHART_RBAC_DENIAL_EVENTS : CHART_RBAC).map((o) => {
     if (o.kind !== 'ClusterRoleBinding' && o.kind !== 'RoleBinding') return o;
     const subjects = Array.isArray(o['subjects']) ? (o['subjects'] as Record<string, unknown>[]) : [];
     const boundToChart = subjects.some((x) => x['kind'] === 'ServiceAccount' && x['name'] === sa.name && (x['namespace'] ?? o.metadata.namespace) === sa.namespace);
@@ -38,4 +40,4 @@ export function rbacForReplicas(replicas: readonly string[]): RbacObject[] {
   });
 }
 
-export { CHART_RBAC };
+export { CHART_RBAC, CHART_RBAC_DENIAL_EVENTS };

@@ -20,7 +20,7 @@ import { createWebhookAdmission, type WebhookAdmission } from '../webhook-admiss
 import { DevApiClient } from './api-client.ts';
 import { rbacForReplicas } from './chart-rbac.ts';
 import { CHART_CRD_DIRS, readManifests, type Manifest } from './manifests.ts';
-import { INSTALL_NAMESPACE, type DevOptions } from './options.ts';
+import { INSTALL_NAMESPACE, replicasWriteDenialEvents, type DevOptions } from './options.ts';
 import { freePort } from './ports.ts';
 import { removeState, writeState, type DevState } from './state.ts';
 import { listRuleProblems, localProblems, mergeProblems, problemNote, problemReport, type RuleProblem } from './rule-problems.ts';
@@ -115,8 +115,8 @@ async function writeCertificates(dir: string): Promise<Certs> {
  * `default`, as kubectl would put it), the Service and the webhook
  * configuration. Returns the rules as installed.
  */
-async function install(client: DevApiClient, prepared: Prepared, replicas: readonly string[], caPem: string): Promise<Manifest[]> {
-  for (const obj of rbacForReplicas(replicas)) await client.apply(obj);
+async function install(client: DevApiClient, prepared: Prepared, replicas: readonly string[], caPem: string, o: DevOptions): Promise<Manifest[]> {
+  for (const obj of rbacForReplicas(replicas, { denialEvents: replicasWriteDenialEvents(o.passthrough) })) await client.apply(obj);
   for (const crd of prepared.crds) await client.apply(crd);
   const installed: Manifest[] = prepared.rules.map((rule) => (rule.kind === 'PortalRule' ? { ...rule, metadata: { ...rule.metadata, namespace: rule.metadata.namespace ?? 'default' } } : rule));
   for (const rule of installed) await client.apply(rule);
@@ -305,7 +305,7 @@ export async function runDev(options: DevOptions, rt: DevRuntime, signal: AbortS
     const adminKubeconfig = join(o.stateDir, 'kubeconfig');
     await writeFile(adminKubeconfig, api.kubeConfig('admin'), { mode: 0o600 });
     const client = new DevApiClient(api.url, api.adminToken, api.caCert);
-    const installed = await install(client, prepared, names, certs.caPem);
+    const installed = await install(client, prepared, names, certs.caPem, o);
     const specs = await replicaSpecs(api, names, certs, dirs, o, rt, prepared.webhookValues);
 
     const apiUrl = api.url;

@@ -116,6 +116,20 @@ export function parseDevArgs(argv: readonly string[], defaults: { chart: string;
   return { options, problems };
 }
 
+/**
+ * Whether the replicas run with `--denial-events` (the last of
+ * `--denial-events[=true|false]` wins): dev then gives them the chart's RBAC
+ * as rendered with `denials.events=true`, as an install with that value would.
+ */
+export function replicasWriteDenialEvents(passthrough: readonly string[]): boolean {
+  let on = false;
+  for (const word of passthrough) {
+    const m = /^--denial-events(?:=(.*))?$/.exec(word);
+    if (m) on = m[1] === undefined || m[1] === 'true';
+  }
+  return on;
+}
+
 /** The words for the replicas (`kept`: where they are in argv), less the flags dev sets on them itself: each is reported, and the value after it dropped. */
 function withoutReserved(argv: readonly string[], kept: readonly number[], problems: string[]): string[] {
   const out: string[] = [];
