@@ -8,6 +8,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { TestContext } from 'node:test';
 import { killMentioning } from '../support/processes.ts';
 import { kubectlPath } from '../support/tools.ts';
 import { SLOW_CHECK, until, untilReady } from '../support/until.ts';
@@ -136,6 +137,13 @@ export async function startDev(o: DevOptions): Promise<Dev> {
     await cleanup();
     throw withOutput(err, output);
   }
+}
+
+/** startDev, cleaned up after the test `t` whatever happens. */
+export async function startDevFor(t: TestContext, o: DevOptions): Promise<Dev> {
+  const dev = await startDev(o);
+  t.after(dev.cleanup);
+  return dev;
 }
 
 /** Runs `body` against a started `portal dev`; a failure carries the end of its output; cleans up either way. */
