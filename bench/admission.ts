@@ -186,6 +186,20 @@ function startProcess(args: string[], ready: (line: string) => number | undefine
   });
 }
 
+/** A replica's log-line reader for startProcess: hands over the probes URL when logged; the webhook port once it listens. */
+function webhookPortFromLog(onProbes: (url: string) => void): (line: string) => number | undefined {
+  return (l) => {
+    let rec: { msg?: string; url?: string };
+    try {
+      rec = JSON.parse(l) as typeof rec;
+    } catch {
+      return undefined;
+    }
+    if (rec.msg === 'probes listening') onProbes(rec.url ?? '');
+    return rec.msg === 'webhook listening' ? Number(new URL(rec.url ?? '').port) : undefined;
+  };
+}
+
 /** User + system CPU seconds a process has used so far (Linux /proc; fields 14 and 15, in clock ticks). */
 function processCpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
@@ -278,16 +292,7 @@ async function startCluster(dir: string, portalMain: string, files: { certFile: 
       '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info',
       '--install-namespace', 'portal-system', '--pod-name', 'portal-0', '--evaluation-workers', WORKERS,
     ],
-    (l) => {
-      let rec: { msg?: string; url?: string };
-      try {
-        rec = JSON.parse(l) as typeof rec;
-      } catch {
-        return undefined;
-      }
-      if (rec.msg === 'probes listening') probes = rec.url ?? '';
-      return rec.msg === 'webhook listening' ? Number(new URL(rec.url ?? '').port) : undefined;
-    },
+    webhookPortFromLog((url) => (probes = url)),
     { POD_NAME: 'portal-0', POD_NAMESPACE: 'portal-system', ...nodeOptions },
     true,
   );
@@ -324,16 +329,7 @@ async function startStandalone(portalMain: string, rules: string, files: { certF
       portalMain, 'serve', '--policies', rules, '--tls-cert-file', files.certFile, '--tls-key-file', files.keyFile,
       '--webhook-port', '0', '--probes-port', '0', '--bind-address', '127.0.0.1', '--log-level', 'info', '--evaluation-workers', WORKERS,
     ],
-    (l) => {
-      let rec: { msg?: string; url?: string };
-      try {
-        rec = JSON.parse(l) as typeof rec;
-      } catch {
-        return undefined;
-      }
-      if (rec.msg === 'probes listening') probes = rec.url ?? '';
-      return rec.msg === 'webhook listening' ? Number(new URL(rec.url ?? '').port) : undefined;
-    },
+    webhookPortFromLog((url) => (probes = url)),
     {},
     true,
   );

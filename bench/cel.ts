@@ -28,6 +28,7 @@ import type * as Policy from '../src/policy/index.ts';
 import type { KubeObject, PortalRuleObject, RuleSet } from '../src/policy/index.ts';
 import { celPssRules } from './cel-pss-rules.ts';
 import { compilePortal, type CompiledPortal } from './compiled.ts';
+import { cpuSeconds, opsPerSecond as cpuOpsPerSecond } from './cpu-time.ts';
 import { podInput, realisticPod } from './realistic-pod.ts';
 
 const secondsArg = process.argv.indexOf('--seconds');
@@ -41,32 +42,8 @@ const { loadRulesFromDirectory } = await from<typeof RuleFiles>('../src/sources/
 const { compile, evaluate: celEvaluate, newBudget } = await from<typeof Cel>('../src/policy/cel/index.ts', 'policy/cel/index.js');
 const { decideAdmission, evaluate, RuleSet: RuleSetClass } = await from<typeof Policy>('../src/policy/index.ts', 'policy/index.js');
 
-/** CPU seconds this process has used (user + system). */
-function cpuSeconds(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e6;
-}
-
-/**
- * Operations per CPU second of this process. CPU time, not wall time: with
- * the load above 10 on 2 cores that this shared machine often has, wall time
- * mostly measures how long the scheduler kept us waiting. (GC threads' time
- * counts: it is part of the cost.) Runs for `seconds` of CPU time.
- */
-function opsPerSecond(fn: () => unknown, seconds: number): number {
-  const batch = 20;
-  for (let i = 0; i < batch * 5; i++) fn();
-  let ops = 0;
-  const start = cpuSeconds();
-  const deadline = start + seconds;
-  let now = start;
-  while (now < deadline) {
-    for (let i = 0; i < batch; i++) fn();
-    ops += batch;
-    now = cpuSeconds();
-  }
-  return ops / (now - start);
-}
+/** Operations per CPU second of this process (bench/cpu-time.ts), in batches of 20. */
+const opsPerSecond = (fn: () => unknown, seconds: number): number => cpuOpsPerSecond(fn, seconds, { batch: 20 });
 
 function ruleSet(rules: PortalRuleObject[]): RuleSet {
   const rs = new RuleSetClass();

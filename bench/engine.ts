@@ -14,6 +14,7 @@ import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadRulesFromDirectory } from '../src/sources/rule-files.ts';
 import { compileLinear, decide, decideAdmission, evaluate, RuleSet, type PortalRuleObject } from '../src/policy/index.ts';
+import { cpuMicrosPerCall, opsPerSecond as wallOpsPerSecond, wallSeconds } from './cpu-time.ts';
 import { podInput, realisticPod } from './realistic-pod.ts';
 
 const secondsArg = process.argv.indexOf('--seconds');
@@ -44,39 +45,9 @@ function syntheticRules(): PortalRuleObject[] {
   }));
 }
 
-/** Runs fn repeatedly for `seconds` (in batches, so timer reads stay cheap); returns ops/s. */
-function opsPerSecond(fn: () => unknown, seconds: number): number {
-  const batch = 1000;
-  for (let i = 0; i < batch * 5; i++) fn(); // warm-up: JIT
-  let ops = 0;
-  const start = performance.now();
-  const deadline = start + seconds * 1000;
-  let now = start;
-  while (now < deadline) {
-    for (let i = 0; i < batch; i++) fn();
-    ops += batch;
-    now = performance.now();
-  }
-  return ops / ((now - start) / 1000);
-}
-
-/**
- * CPU microseconds per call: the best of 10 batches, measured with
- * process.cpuUsage, so time spent waiting for a busy CPU (other jobs on the
- * machine) is not counted, unlike opsPerSecond's wall time.
- */
-function cpuMicrosPerCall(fn: () => unknown): number {
-  const batch = 5000;
-  for (let i = 0; i < batch * 4; i++) fn(); // warm-up: JIT
-  let best = Infinity;
-  for (let r = 0; r < 10; r++) {
-    const c0 = process.cpuUsage();
-    for (let i = 0; i < batch; i++) fn();
-    const c = process.cpuUsage(c0);
-    best = Math.min(best, (c.user + c.system) / batch);
-  }
-  return best;
-}
+/** Calls per wall-clock second of fn (the rates below); cpuMicros are the CPU-time costs, not slowed by a busy machine. */
+const opsPerSecond = (fn: () => unknown, seconds: number): number => wallOpsPerSecond(fn, seconds, { batch: 1000, clock: wallSeconds });
+const cpuMicros = (fn: () => unknown): number => cpuMicrosPerCall(fn, { batch: 5000, warmupBatches: 4 });
 
 async function main(): Promise<void> {
   let rules: PortalRuleObject[];
@@ -141,11 +112,11 @@ async function main(): Promise<void> {
   const re2Ops = opsPerSecond(() => re2.test(image), SECONDS);
   const v8Ops = opsPerSecond(() => v8.test(image), SECONDS);
   const cpu = {
-    admissionDecisionUs: cpuMicrosPerCall(() => decideAdmission(rs, input)),
-    admissionDecisionWithBudgetUs: cpuMicrosPerCall(() => decideAdmission(rs, input, { deadline: now() + 2000, now, ms: 2000 })),
-    jsonParseUs: cpuMicrosPerCall(() => JSON.parse(review)),
-    re2TestUs: cpuMicrosPerCall(() => re2.test(image)),
-    v8TestUs: cpuMicrosPerCall(() => v8.test(image)),
+    admissionDecisionUs: cpuMicros(() => decideAdmission(rs, input)),
+    admissionDecisionWithBudgetUs: cpuMicros(() => decideAdmission(rs, input, { deadline: now() + 2000, now, ms: 2000 })),
+    jsonParseUs: cpuMicros(() => JSON.parse(review)),
+    re2TestUs: cpuMicros(() => re2.test(image)),
+    v8TestUs: cpuMicros(() => v8.test(image)),
   };
   const parseOps = opsPerSecond(() => JSON.parse(review), SECONDS);
   // The round trip every webhook pays at least once: parse the review, serialize an answer of the same size.

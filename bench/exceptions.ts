@@ -32,24 +32,12 @@ import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadRulesFromDirectory } from '../src/sources/rule-files.ts';
 import { decideAdmission, RuleSet, type PortalExceptionObject } from '../src/policy/index.ts';
+import { cpuMicrosPerCall } from './cpu-time.ts';
 import { podInput, realisticPod } from './realistic-pod.ts';
 
 const roundsArg = process.argv.indexOf('--rounds');
 const ROUNDS = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 7;
 const root = fileURLToPath(new URL('..', import.meta.url));
-
-function cpuMicrosPerCall(fn: () => unknown): number {
-  const batch = 2000;
-  for (let i = 0; i < batch * 2; i++) fn();
-  let best = Infinity;
-  for (let r = 0; r < 10; r++) {
-    const c0 = process.cpuUsage();
-    for (let i = 0; i < batch; i++) fn();
-    const c = process.cpuUsage(c0);
-    best = Math.min(best, (c.user + c.system) / batch);
-  }
-  return best;
-}
 
 function exception(namespace: string, name: string, rules: string[], names: string[]): PortalExceptionObject {
   return {
@@ -104,7 +92,7 @@ async function main(): Promise<void> {
   const samples: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
   for (let round = 0; round < ROUNDS; round++) {
     const order = names.map((_, i) => names[(i + round) % names.length] as string);
-    for (const k of order) samples[k]!.push(cpuMicrosPerCall(() => decideAdmission(sets[k]!, input)));
+    for (const k of order) samples[k]!.push(cpuMicrosPerCall(() => decideAdmission(sets[k]!, input), { batch: 2000, warmupBatches: 2 }));
   }
   const us = Object.fromEntries(names.map((k) => [k, Number(median(samples[k]!).toFixed(3))]));
   const none = us['none'] as number;

@@ -26,6 +26,7 @@ import { registerRuleMetrics, seriesInForce } from '../src/evaluation/rule-metri
 import { RuleStatsWriter } from '../src/evaluation/rule-stats-page.ts';
 import { RuleStats } from '../src/evaluation/rule-stats.ts';
 import { decideAdmission, RuleSet, type EvaluationBudget } from '../src/policy/index.ts';
+import { cpuMicrosPerCall } from './cpu-time.ts';
 import { podInput, realisticPod } from './realistic-pod.ts';
 
 const arg = (name: string, fallback: number): number => {
@@ -34,18 +35,6 @@ const arg = (name: string, fallback: number): number => {
 };
 const ROUNDS = arg('rounds', 9);
 const root = fileURLToPath(new URL('..', import.meta.url));
-
-function cpuMicrosPerCall(fn: () => unknown, batch = 2000): number {
-  for (let i = 0; i < batch * 2; i++) fn();
-  let best = Infinity;
-  for (let r = 0; r < 10; r++) {
-    const c0 = process.cpuUsage();
-    for (let i = 0; i < batch; i++) fn();
-    const c = process.cpuUsage(c0);
-    best = Math.min(best, (c.user + c.system) / batch);
-  }
-  return best;
-}
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -64,7 +53,7 @@ async function main(): Promise<void> {
   const samples = { plain: [] as number[], counted: [] as number[] };
   for (let round = 0; round < ROUNDS; round++) {
     const order = round % 2 === 0 ? (['plain', 'counted'] as const) : (['counted', 'plain'] as const);
-    for (const k of order) samples[k].push(cpuMicrosPerCall(k === 'plain' ? plain : counted));
+    for (const k of order) samples[k].push(cpuMicrosPerCall(k === 'plain' ? plain : counted, { batch: 2000, warmupBatches: 2 }));
   }
   // The page announcement reaches the reader on a later turn.
   await new Promise((resolve) => setTimeout(resolve, 50));

@@ -23,22 +23,11 @@ import { loadRulesFromDirectory } from '../src/sources/rule-files.ts';
 import { validateRule } from '../src/policy/index.ts';
 import { MAX_CEL_SOURCE_LENGTH } from '../src/policy/cel-rule.ts';
 import { builtinSchemas, staticSource } from '../src/policy/kind-schemas/catalogue.ts';
+import { cpuMicrosPerCall } from './cpu-time.ts';
 
 const roundsArg = process.argv.indexOf('--rounds');
 const ROUNDS = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 5;
 const root = fileURLToPath(new URL('..', import.meta.url));
-
-function cpuMicrosPerCall(fn: () => unknown, batch: number): number {
-  for (let i = 0; i < batch; i++) fn();
-  let best = Infinity;
-  for (let r = 0; r < 10; r++) {
-    const c0 = process.cpuUsage();
-    for (let i = 0; i < batch; i++) fn();
-    const c = process.cpuUsage(c0);
-    best = Math.min(best, (c.user + c.system) / batch);
-  }
-  return best;
-}
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
@@ -62,8 +51,8 @@ for (const [name, c] of Object.entries(cases)) {
   const base: number[] = [];
   const checked: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
-    base.push(cpuMicrosPerCall(() => c.run(none), c.batch));
-    checked.push(cpuMicrosPerCall(() => c.run(builtinSchemas()), c.batch));
+    base.push(cpuMicrosPerCall(() => c.run(none), { batch: c.batch, warmupBatches: 1 }));
+    checked.push(cpuMicrosPerCall(() => c.run(builtinSchemas()), { batch: c.batch, warmupBatches: 1 }));
   }
   out[name] = { baselineMicros: Math.round(median(base)), checkedMicros: Math.round(median(checked)), ratio: Math.round((median(checked) / median(base)) * 100) / 100 };
 }

@@ -20,37 +20,15 @@ import { fileURLToPath } from 'node:url';
 import { loadRulesFromDirectory } from '../src/sources/rule-files.ts';
 import { evaluate, RuleSet, type KubeObject } from '../src/policy/index.ts';
 import { admissionOutcome, VapSet, type VapAttributes, type VapContext } from '../src/policy/vap/index.ts';
+import { opsPerSecond as cpuOpsPerSecond } from './cpu-time.ts';
 import { podInput, realisticPod } from './realistic-pod.ts';
 
 const secondsArg = process.argv.indexOf('--seconds');
 const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 2;
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-/** CPU seconds this process has used (user + system). */
-function cpuSeconds(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e6;
-}
-
-/**
- * Operations per CPU second (not wall time: with the load of this shared
- * machine, wall time mostly measures the scheduler; GC threads' time
- * counts, it is part of the cost). Runs for `seconds` of CPU time.
- */
-function opsPerSecond(fn: (i: number) => unknown, seconds: number): number {
-  const batch = 200;
-  for (let i = 0; i < batch * 5; i++) fn(i);
-  let ops = 0;
-  const start = cpuSeconds();
-  const deadline = start + seconds;
-  let now = start;
-  while (now < deadline) {
-    for (let i = 0; i < batch; i++) fn(ops + i);
-    ops += batch;
-    now = cpuSeconds();
-  }
-  return ops / (now - start);
-}
+/** Operations per CPU second (bench/cpu-time.ts), in batches of 200. */
+const opsPerSecond = (fn: (i: number) => unknown, seconds: number): number => cpuOpsPerSecond(fn, seconds, { batch: 200 });
 
 /** Median over `rounds` alternated slices of the two loops: both see the same load. */
 function alternated(a: (i: number) => unknown, b: (i: number) => unknown, seconds: number, rounds = 10): { a: number; b: number; ratio: number } {

@@ -5,13 +5,13 @@
 // are generous multiples, so a slow machine cannot fail them, while the
 // old behaviour (held until the request timeout, or refused) always does.
 import assert from 'node:assert/strict';
-import { connect as tcpConnect } from 'node:net';
-import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import type { AnswerReview } from '../../src/admission/decision.ts';
 import type { ConnectionLimits } from '../../src/admission/limits.ts';
 import { until } from '../support/until.ts';
 import { allowAll, makePki, makeServer, podReview, type TestPki } from './helpers.ts';
+import { rawTls, untilClosed } from './sockets.ts';
 
 let pki: TestPki;
 before(async () => {
@@ -34,23 +34,7 @@ async function listening(limits: Partial<ConnectionLimits>, through?: Through): 
   return { s, port: (s.app.server.address() as { port: number }).port };
 }
 
-function tls(port: number, localAddress = '127.0.0.1'): Promise<TLSSocket> {
-  return new Promise((resolve, reject) => {
-    const sock = tlsConnect({ socket: tcpConnect({ host: '127.0.0.1', port, localAddress }), ca: pki.ca.cert, servername: 'localhost' });
-    sock.once('secureConnect', () => resolve(sock));
-    sock.once('error', reject);
-  });
-}
-
-/** Everything the server sends until it closes the socket. */
-function untilClosed(sock: TLSSocket): Promise<{ text: string; at: number }> {
-  return new Promise((resolve) => {
-    let text = '';
-    sock.on('data', (d: Buffer) => (text += d.toString('latin1')));
-    sock.on('error', () => {});
-    sock.on('close', () => resolve({ text, at: performance.now() }));
-  });
-}
+const tls = (port: number, localAddress?: string): Promise<TLSSocket> => rawTls(pki, port, localAddress);
 
 function head(length: number): string {
   return `POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;

@@ -11,12 +11,13 @@
 // (60-120 s, or never) always does.
 import assert from 'node:assert/strict';
 import { connect as tcpConnect, type Socket } from 'node:net';
-import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { ADMISSION_BODY_LIMIT, CONNECTION_LIMITS } from '../../src/admission/server.ts';
 import { timeoutLimits } from '../../src/admission/limits.ts';
 import { until } from '../support/until.ts';
 import { allowAll, makePki, makeServer, podReview, type TestPki } from './helpers.ts';
+import { rawTls, untilClosed } from './sockets.ts';
 
 let pki: TestPki;
 before(async () => {
@@ -36,25 +37,7 @@ async function listening(extra: Parameters<typeof makeServer>[2] = {}): Promise<
   return { s, port: (s.app.server.address() as { port: number }).port };
 }
 
-function tls(port: number, localAddress = '127.0.0.1'): Promise<TLSSocket> {
-  return new Promise((resolve, reject) => {
-    // The TCP connection first, so it can come from another loopback address (a distinct peer).
-    const sock = tlsConnect({ socket: tcpConnect({ host: '127.0.0.1', port, localAddress }), ca: pki.ca.cert, servername: 'localhost' });
-    sock.once('secureConnect', () => resolve(sock));
-    sock.once('error', reject);
-  });
-}
-
-/** Everything the server sends until it closes the socket, and when that happened. */
-function untilClosed(sock: Socket): Promise<{ text: string; at: number; error?: string }> {
-  return new Promise((resolve) => {
-    let text = '';
-    let error: string | undefined;
-    sock.on('data', (d: Buffer) => (text += d.toString('latin1')));
-    sock.on('error', (e: NodeJS.ErrnoException) => (error = e.code ?? e.message));
-    sock.on('close', () => resolve({ text, at: performance.now(), ...(error !== undefined ? { error } : {}) }));
-  });
-}
+const tls = (port: number, localAddress?: string): Promise<TLSSocket> => rawTls(pki, port, localAddress);
 
 describe('the defaults are the derived bounds', () => {
   it('from the default webhook timeout (10 s): request 10 s, headers 5 s, handshake 10 s; checked every 1 s; body floor ~300 KB/s after 2 s; 512 connections, 256 per peer; 32 turns per peer, 128 in all; 8 accepting sockets', () => {

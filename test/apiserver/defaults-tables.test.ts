@@ -3,38 +3,13 @@
 // qosClass, the default ServiceAccount and kube-root-ca.crt in every
 // namespace, and the printer columns (with -o wide) of the common kinds.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { promisify } from 'node:util';
 import { podQosClass, quantityValue } from '../../packages/devcluster/src/apiserver/defaults.ts';
 import { humanDurationMs } from '../../packages/devcluster/src/apiserver/age.ts';
-import { kubectlPath } from '../support/tools.ts';
-import { withServer } from './helpers.ts';
+import { withKubectl } from './helpers.ts';
 
-const run = promisify(execFile);
-
-async function withKubectl(fn: (k: (...args: string[]) => Promise<string>, dir: string, caCert: string) => Promise<void>): Promise<void> {
-  await withServer({ plainHttp: false }, async (s) => {
-    const dir = mkdtempSync(join(tmpdir(), 'portal-defaults-'));
-    try {
-      const kubeconfig = join(dir, 'kubeconfig');
-      writeFileSync(kubeconfig, s.kubeConfig('admin'));
-      const k = async (...args: string[]): Promise<string> => {
-        try {
-          return (await run(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { env: { PATH: process.env['PATH'] ?? '', HOME: dir } })).stdout;
-        } catch (e) {
-          throw new Error(`kubectl ${args.join(' ')}: ${(e as { stderr?: string }).stderr ?? String(e)}`, { cause: e });
-        }
-      };
-      await fn(k, dir, s.caCert);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-}
 
 /** The header of `kubectl get` output as column names (columns are separated by 2+ spaces). */
 const header = (out: string): string[] => (out.split('\n')[0] ?? '').trim().split(/\s{2,}/);
@@ -84,11 +59,11 @@ void test('Pod requests default from limits and qosClass follows', { timeout: 60
   assert.equal(quantityValue('bogus'), undefined);
 }));
 
-void test('every namespace gets a default ServiceAccount and the kube-root-ca.crt ConfigMap', { timeout: 60_000 }, () => withKubectl(async (k, _dir, caCert) => {
+void test('every namespace gets a default ServiceAccount and the kube-root-ca.crt ConfigMap', { timeout: 60_000 }, () => withKubectl(async (k, _dir, s) => {
   await k('create', 'namespace', 'team-a');
   for (const ns of ['default', 'kube-system', 'team-a']) {
     assert.match(await k('-n', ns, 'get', 'serviceaccount', 'default', '-o', 'name'), /^serviceaccount\/default\n$/);
-    assert.equal(await k('-n', ns, 'get', 'configmap', 'kube-root-ca.crt', '-o', 'jsonpath={.data.ca\\.crt}'), caCert);
+    assert.equal(await k('-n', ns, 'get', 'configmap', 'kube-root-ca.crt', '-o', 'jsonpath={.data.ca\\.crt}'), s.caCert);
   }
   // Deleting the namespace takes them with it.
   await k('delete', 'namespace', 'team-a');

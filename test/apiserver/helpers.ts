@@ -1,4 +1,10 @@
-/** Shared helpers for the embedded API server tests: raw HTTP calls with a user token. */
+/** Shared helpers for the embedded API server tests: raw HTTP calls with a user token, and the real kubectl. */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { kubectlPath } from '../support/tools.ts';
 import { startApiServer, type ApiServer, type ApiServerOptions } from '../../packages/devcluster/src/apiserver/index.ts';
 
 export interface Call { status: number; body: Record<string, unknown>; headers: Headers }
@@ -20,6 +26,33 @@ export async function withServer(opts: ApiServerOptions, fn: (s: ApiServer) => P
   } finally {
     await s.close();
   }
+}
+
+const run = promisify(execFile);
+
+/**
+ * A TLS server and the real kubectl as its admin (`<dir>/kubeconfig`, HOME
+ * `dir`): `k(...args)` resolves to kubectl's stdout, or throws with its
+ * stderr.
+ */
+export async function withKubectl(fn: (k: (...args: string[]) => Promise<string>, dir: string, s: ApiServer) => Promise<void>): Promise<void> {
+  await withServer({ plainHttp: false }, async (s) => {
+    const dir = mkdtempSync(join(tmpdir(), 'portal-kubectl-'));
+    try {
+      const kubeconfig = join(dir, 'kubeconfig');
+      writeFileSync(kubeconfig, s.kubeConfig('admin'));
+      const k = async (...args: string[]): Promise<string> => {
+        try {
+          return (await run(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { env: { PATH: process.env['PATH'] ?? '', HOME: dir } })).stdout;
+        } catch (e) {
+          throw new Error(`kubectl ${args.join(' ')}: ${(e as { stderr?: string }).stderr ?? String(e)}`, { cause: e });
+        }
+      };
+      await fn(k, dir, s);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 }
 
 /** Reads newline-delimited watch events until `until` returns true or the deadline passes. */

@@ -5,8 +5,6 @@
 // send protobuf bodies.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
@@ -15,7 +13,7 @@ import { decodeMessage, decodeObject, encodeMessage, encodeObject, messageFor, O
 import { messageDesc } from '../../packages/devcluster/src/apiserver/protobuf/descriptors.ts';
 import { wantsProtobuf } from '../../packages/devcluster/src/apiserver/protobuf/negotiate.ts';
 import { kubectlPath } from '../support/tools.ts';
-import { caller, withServer } from './helpers.ts';
+import { caller, withKubectl, withServer } from './helpers.ts';
 
 const run = promisify(execFile);
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
@@ -253,56 +251,42 @@ void test('protobuf bodies the server cannot use: 415 for a kind without a proto
   assert.equal(missing.headers.get('content-type'), 'application/json');
 }));
 
-void test('kubectl 1.35 create commands that send protobuf succeed (namespace, configmap, secret, deployment, serviceaccount, role, rolebinding)', { timeout: 120_000 }, () => withServer({ plainHttp: false }, async (s) => {
-  const dir = mkdtempSync(join(tmpdir(), 'portal-proto-kubectl-'));
-  try {
-    const kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(kubeconfig, s.kubeConfig('admin'));
-    const k = async (...args: string[]): Promise<string> => {
-      try {
-        return (await run(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { env: { PATH: process.env['PATH'] ?? '', HOME: dir } })).stdout;
-      } catch (e) {
-        throw new Error(`kubectl ${args.join(" ")}: ${(e as { stderr?: string }).stderr ?? String(e)}`, { cause: e });
-      }
-    };
-    assert.match(await k('create', 'namespace', 'shop'), /namespace\/shop created/);
-    assert.match(await k('-n', 'shop', 'create', 'configmap', 'web', '--from-literal=a=1', '--from-literal=b='), /configmap\/web created/);
-    assert.match(await k('-n', 'shop', 'create', 'secret', 'generic', 'db', '--from-literal=password=s3cr3t'), /secret\/db created/);
-    assert.match(await k('-n', 'shop', 'create', 'deployment', 'web', '--image=nginx:1.27', '--replicas=2', '--port=80'), /deployment.apps\/web created/);
-    assert.match(await k('-n', 'shop', 'create', 'serviceaccount', 'web'), /serviceaccount\/web created/);
-    assert.match(await k('-n', 'shop', 'create', 'role', 'reader', '--verb=get,list', '--resource=pods'), /role.rbac.authorization.k8s.io\/reader created/);
-    assert.match(await k('-n', 'shop', 'create', 'rolebinding', 'reader', '--role=reader', '--serviceaccount=shop:web'), /rolebinding.rbac.authorization.k8s.io\/reader created/);
+void test('kubectl 1.35 create commands that send protobuf succeed (namespace, configmap, secret, deployment, serviceaccount, role, rolebinding)', { timeout: 120_000 }, () => withKubectl(async (k, dir) => {
+  assert.match(await k('create', 'namespace', 'shop'), /namespace\/shop created/);
+  assert.match(await k('-n', 'shop', 'create', 'configmap', 'web', '--from-literal=a=1', '--from-literal=b='), /configmap\/web created/);
+  assert.match(await k('-n', 'shop', 'create', 'secret', 'generic', 'db', '--from-literal=password=s3cr3t'), /secret\/db created/);
+  assert.match(await k('-n', 'shop', 'create', 'deployment', 'web', '--image=nginx:1.27', '--replicas=2', '--port=80'), /deployment.apps\/web created/);
+  assert.match(await k('-n', 'shop', 'create', 'serviceaccount', 'web'), /serviceaccount\/web created/);
+  assert.match(await k('-n', 'shop', 'create', 'role', 'reader', '--verb=get,list', '--resource=pods'), /role.rbac.authorization.k8s.io\/reader created/);
+  assert.match(await k('-n', 'shop', 'create', 'rolebinding', 'reader', '--role=reader', '--serviceaccount=shop:web'), /rolebinding.rbac.authorization.k8s.io\/reader created/);
 
-    const cm = JSON.parse(await k('-n', 'shop', 'get', 'configmap', 'web', '-o', 'json')) as { data: Record<string, string> };
-    assert.deepEqual(cm.data, { a: '1', b: '' });
-    const secret = JSON.parse(await k('-n', 'shop', 'get', 'secret', 'db', '-o', 'json')) as { data: Record<string, string>; type: string };
-    assert.equal(Buffer.from(secret.data['password']!, 'base64').toString(), 's3cr3t');
-    assert.equal(secret.type, 'Opaque');
-    const deploy = JSON.parse(await k('-n', 'shop', 'get', 'deployment', 'web', '-o', 'json')) as { metadata: Record<string, unknown>; spec: { replicas: number; template: { spec: { containers: { image: string; ports: { containerPort: number }[] }[] } } } };
-    assert.equal(deploy.spec.replicas, 2);
-    assert.equal(deploy.spec.template.spec.containers[0]!.image, 'nginx:1.27');
-    assert.equal(deploy.spec.template.spec.containers[0]!.ports[0]!.containerPort, 80);
-    // Zero values Go writes for unset fields do not leak into the object.
-    assert.equal(deploy.metadata['namespace'], 'shop');
-    assert.equal(typeof deploy.metadata['creationTimestamp'], 'string');
-    assert.equal(JSON.stringify(deploy).includes('""'), false, 'no empty strings from the protobuf zero values');
-    for (const unset of ['"paused"', '"minReadySeconds"', '"stdin"', '"tty"', '"hostNetwork"']) assert.equal(JSON.stringify(deploy).includes(unset), false, `${unset} was not set`);
-    const rb = JSON.parse(await k('-n', 'shop', 'get', 'rolebinding', 'reader', '-o', 'json')) as { subjects: unknown[]; roleRef: unknown };
-    assert.deepEqual(rb.subjects, [{ kind: 'ServiceAccount', name: 'web', namespace: 'shop' }]);
-    assert.deepEqual(rb.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' });
-    // kubectl describe reads through typed clients (Accept protobuf first): Go decodes our protobuf.
-    const verbose = await run(kubectlPath(), ['--kubeconfig', kubeconfig, '-v=8', '-n', 'shop', 'describe', 'deployment', 'web'], { env: { PATH: process.env['PATH'] ?? '', HOME: dir } });
-    assert.match(verbose.stderr, /Content-Type: application\/vnd\.kubernetes\.protobuf/);
-    const described = verbose.stdout;
-    assert.match(described, /Replicas:\s+2 desired \| 0 updated \| 0 total \| 0 available \| 0 unavailable/);
-    assert.match(described, /Image:\s+nginx:1\.27/);
-    assert.match(await k('-n', 'shop', 'describe', 'secret', 'db'), /password:\s+6 bytes/);
-    assert.match(await k('-n', 'shop', 'describe', 'rolebinding', 'reader'), /ServiceAccount\s+web\s+shop/);
-    // A create that fails is reported by kubectl from the JSON Status (the protobuf-first Accept allows JSON).
-    await assert.rejects(k('-n', 'shop', 'create', 'configmap', 'web', '--from-literal=a=1'), /configmaps "web" already exists/);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const cm = JSON.parse(await k('-n', 'shop', 'get', 'configmap', 'web', '-o', 'json')) as { data: Record<string, string> };
+  assert.deepEqual(cm.data, { a: '1', b: '' });
+  const secret = JSON.parse(await k('-n', 'shop', 'get', 'secret', 'db', '-o', 'json')) as { data: Record<string, string>; type: string };
+  assert.equal(Buffer.from(secret.data['password']!, 'base64').toString(), 's3cr3t');
+  assert.equal(secret.type, 'Opaque');
+  const deploy = JSON.parse(await k('-n', 'shop', 'get', 'deployment', 'web', '-o', 'json')) as { metadata: Record<string, unknown>; spec: { replicas: number; template: { spec: { containers: { image: string; ports: { containerPort: number }[] }[] } } } };
+  assert.equal(deploy.spec.replicas, 2);
+  assert.equal(deploy.spec.template.spec.containers[0]!.image, 'nginx:1.27');
+  assert.equal(deploy.spec.template.spec.containers[0]!.ports[0]!.containerPort, 80);
+  // Zero values Go writes for unset fields do not leak into the object.
+  assert.equal(deploy.metadata['namespace'], 'shop');
+  assert.equal(typeof deploy.metadata['creationTimestamp'], 'string');
+  assert.equal(JSON.stringify(deploy).includes('""'), false, 'no empty strings from the protobuf zero values');
+  for (const unset of ['"paused"', '"minReadySeconds"', '"stdin"', '"tty"', '"hostNetwork"']) assert.equal(JSON.stringify(deploy).includes(unset), false, `${unset} was not set`);
+  const rb = JSON.parse(await k('-n', 'shop', 'get', 'rolebinding', 'reader', '-o', 'json')) as { subjects: unknown[]; roleRef: unknown };
+  assert.deepEqual(rb.subjects, [{ kind: 'ServiceAccount', name: 'web', namespace: 'shop' }]);
+  assert.deepEqual(rb.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' });
+  // kubectl describe reads through typed clients (Accept protobuf first): Go decodes our protobuf.
+  const verbose = await run(kubectlPath(), ['--kubeconfig', join(dir, 'kubeconfig'), '-v=8', '-n', 'shop', 'describe', 'deployment', 'web'], { env: { PATH: process.env['PATH'] ?? '', HOME: dir } });
+  assert.match(verbose.stderr, /Content-Type: application\/vnd\.kubernetes\.protobuf/);
+  const described = verbose.stdout;
+  assert.match(described, /Replicas:\s+2 desired \| 0 updated \| 0 total \| 0 available \| 0 unavailable/);
+  assert.match(described, /Image:\s+nginx:1\.27/);
+  assert.match(await k('-n', 'shop', 'describe', 'secret', 'db'), /password:\s+6 bytes/);
+  assert.match(await k('-n', 'shop', 'describe', 'rolebinding', 'reader'), /ServiceAccount\s+web\s+shop/);
+  // A create that fails is reported by kubectl from the JSON Status (the protobuf-first Accept allows JSON).
+  await assert.rejects(k('-n', 'shop', 'create', 'configmap', 'web', '--from-literal=a=1'), /configmaps "web" already exists/);
 }));
 
 /** `actual` has everything `expected` has (objects may carry more keys: server defaults). */

@@ -3,16 +3,10 @@
 // StatefulSets and ReplicationControllers, resourceVersion preconditions,
 // and discovery listing `<resource>/scale` as autoscaling/v1 Scale.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { promisify } from 'node:util';
-import { kubectlPath } from '../support/tools.ts';
-import { caller, withServer } from './helpers.ts';
-
-const run = promisify(execFile);
+import { caller, withKubectl, withServer } from './helpers.ts';
 
 const MANIFESTS = `
 apiVersion: apps/v1
@@ -54,32 +48,18 @@ spec:
     spec: {containers: [{name: nginx, image: "nginx:1.27"}]}
 `;
 
-void test('kubectl scale changes spec.replicas through the scale subresource', { timeout: 90_000 }, () => withServer({ plainHttp: false }, async (s) => {
-  const dir = mkdtempSync(join(tmpdir(), 'portal-scale-'));
-  try {
-    const kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(kubeconfig, s.kubeConfig('admin'));
-    const k = async (...args: string[]): Promise<string> => {
-      try {
-        return (await run(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { env: { PATH: process.env['PATH'] ?? '', HOME: dir } })).stdout;
-      } catch (e) {
-        throw new Error(`kubectl ${args.join(' ')}: ${(e as { stderr?: string }).stderr ?? String(e)}`, { cause: e });
-      }
-    };
-    writeFileSync(join(dir, 'm.yaml'), MANIFESTS);
-    await k('apply', '-f', join(dir, 'm.yaml'));
-    for (const [resource, name] of [['deployment', 'web'], ['replicaset', 'rs'], ['statefulset', 'db'], ['replicationcontroller', 'rc']] as const) {
-      assert.match(await k('scale', `${resource}/${name}`, '--replicas=3'), /scaled/);
-      assert.equal(await k('get', resource, name, '-o', 'jsonpath={.spec.replicas}'), '3', resource);
-    }
-    // --current-replicas is a precondition: a mismatch is refused.
-    await assert.rejects(k('scale', 'deployment/web', '--current-replicas=2', '--replicas=5'), /Expected replicas to be 2, was 3/);
-    assert.match(await k('scale', 'deployment/web', '--current-replicas=3', '--replicas=0'), /scaled/);
-    assert.equal(await k('get', 'deployment', 'web', '-o', 'jsonpath={.spec.replicas} {.metadata.generation}'), '0 3');
-    assert.match(await k('get', 'deployment', 'web'), /web\s+0\/0\s/);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+void test('kubectl scale changes spec.replicas through the scale subresource', { timeout: 90_000 }, () => withKubectl(async (k, dir) => {
+  writeFileSync(join(dir, 'm.yaml'), MANIFESTS);
+  await k('apply', '-f', join(dir, 'm.yaml'));
+  for (const [resource, name] of [['deployment', 'web'], ['replicaset', 'rs'], ['statefulset', 'db'], ['replicationcontroller', 'rc']] as const) {
+    assert.match(await k('scale', `${resource}/${name}`, '--replicas=3'), /scaled/);
+    assert.equal(await k('get', resource, name, '-o', 'jsonpath={.spec.replicas}'), '3', resource);
   }
+  // --current-replicas is a precondition: a mismatch is refused.
+  await assert.rejects(k('scale', 'deployment/web', '--current-replicas=2', '--replicas=5'), /Expected replicas to be 2, was 3/);
+  assert.match(await k('scale', 'deployment/web', '--current-replicas=3', '--replicas=0'), /scaled/);
+  assert.equal(await k('get', 'deployment', 'web', '-o', 'jsonpath={.spec.replicas} {.metadata.generation}'), '0 3');
+  assert.match(await k('get', 'deployment', 'web'), /web\s+0\/0\s/);
 }));
 
 void test('scale over HTTP: Scale shape, stale resourceVersion 409, invalid replicas 422, discovery', { timeout: 30_000 }, () => withServer({}, async (s) => {

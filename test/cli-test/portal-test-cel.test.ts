@@ -5,26 +5,13 @@
  * overruns, all exit 2.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { runPortal } from './run-portal.ts';
+import { tempDir } from '../support/temp-dir.ts';
 
-let tmp = '';
-before(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'portal-cli-cel-'));
-});
-after(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
-
-async function write(rel: string, text: string): Promise<string> {
-  const path = join(tmp, rel);
-  await mkdir(join(path, '..'), { recursive: true });
-  await writeFile(path, text);
-  return path;
-}
+const tmp = tempDir('portal-cli-cel-');
+const write = tmp.write;
 
 const NO_PRIVILEGED = `apiVersion: portal.dev/v1alpha1
 kind: PortalClusterRule
@@ -112,7 +99,7 @@ void describe('portal test with CEL rules', { concurrency: 3 }, () => {
       'expression: "variables.containers.all(c, !c.?securityContext.?privileged.orValue(false))"',
       "expression: \"authorizer.group('').resource('pods').check('create').allowed()\"",
     );
-    const dir = join(tmp, 'types', 'rules');
+    const dir = join(tmp.path, 'types', 'rules');
     await write('types/rules/a.yaml', typeError);
     await write('types/rules/b.yaml', authz);
     const resources = await write('types/resources.yaml', RESOURCES);

@@ -7,33 +7,15 @@
  * back with a real XML parser.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { runPortal, type RunResult } from './run-portal.ts';
+import { tempDir } from '../support/temp-dir.ts';
 
-let tmp = '';
-before(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'portal-suites-'));
-  await write('rules/no-privileged.yaml', NO_PRIVILEGED);
-  await write('rules/team-label.yaml', TEAM_LABEL);
-  await write('rules/config-guard.yaml', CONFIG_GUARD);
-  await write('manifests/pods.yaml', PODS);
-  await write('manifests/deployments.yaml', DEPLOYMENTS);
-  await write('manifests/configmaps.yaml', CONFIGMAPS);
-});
-after(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
-
-async function write(rel: string, text: string): Promise<string> {
-  const path = join(tmp, rel);
-  await mkdir(join(path, '..'), { recursive: true });
-  await writeFile(path, text);
-  return path;
-}
+const tmp = tempDir('portal-suites-');
+const write = tmp.write;
 
 const NO_PRIVILEGED = `apiVersion: portal.dev/v1alpha1
 kind: PortalClusterRule
@@ -179,10 +161,20 @@ interface JsonReport {
   summary: { suites: number; invalid: number; expectations: number; held: number; failed: number; unlisted: number; strict: boolean };
 }
 
+// The fixtures above, in place before the tests run.
+before(async () => {
+  await write('rules/no-privileged.yaml', NO_PRIVILEGED);
+  await write('rules/team-label.yaml', TEAM_LABEL);
+  await write('rules/config-guard.yaml', CONFIG_GUARD);
+  await write('manifests/pods.yaml', PODS);
+  await write('manifests/deployments.yaml', DEPLOYMENTS);
+  await write('manifests/configmaps.yaml', CONFIGMAPS);
+});
+
 void describe('portal test with suites', { concurrency: 3 }, () => {
   void it('a passing suite: exit 0, one PASS line and the summary', async () => {
     const file = await write('pass/shop.portal-test.yaml', suite(PASSING));
-    const r = await runPortal(['test', file], { cwd: tmp });
+    const r = await runPortal(['test', file], { cwd: tmp.path });
     assert.equal(r.code, 0, context(r));
     assert.equal(r.stderr, '');
     assert.match(r.stdout, /^PASS pass\/shop\.portal-test\.yaml \(8 expectations\)$/m);
@@ -192,7 +184,7 @@ void describe('portal test with suites', { concurrency: 3 }, () => {
   void it('one wrong expectation: exit 1, named with file:line, expected, got and the message', async () => {
     const wrong = PASSING.replace('    resources: [good]\n    result: pass', '    resources: [good]\n    result: fail');
     const file = await write('wrong/shop.portal-test.yaml', suite(wrong));
-    const r = await runPortal(['test', file], { cwd: tmp });
+    const r = await runPortal(['test', file], { cwd: tmp.path });
     assert.equal(r.code, 1, context(r));
     assert.equal(r.stderr, '');
     const lines = r.stdout.split('\n').filter((l) => l.startsWith('  wrong/'));
@@ -203,7 +195,7 @@ void describe('portal test with suites', { concurrency: 3 }, () => {
 
   void it('a message that does not contain messageContains fails the expectation', async () => {
     const file = await write('message/shop.portal-test.yaml', suite(PASSING.replace('messageContains: privileged', 'messageContains: hostPath')));
-    const r = await runPortal(['test', file], { cwd: tmp });
+    const r = await runPortal(['test', file], { cwd: tmp.path });
     assert.equal(r.code, 1, context(r));
     assert.match(r.stdout, /message\/shop\.portal-test\.yaml:12: no-privileged on Pod shop\/bad: expected fail with a message containing "hostPath", got fail: no-privileged: Privileged containers are not allowed\./);
   });
@@ -211,13 +203,13 @@ void describe('portal test with suites', { concurrency: 3 }, () => {
   void it('unlisted verdicts are listed; they fail the run only with --strict', async () => {
     const partial = PASSING.split('  - rule: team-label')[0] as string;
     const file = await write('strict/shop.portal-test.yaml', suite(partial));
-    const lenient = await runPortal(['test', file], { cwd: tmp });
+    const lenient = await runPortal(['test', file], { cwd: tmp.path });
     assert.equal(lenient.code, 0, context(lenient));
     assert.match(lenient.stdout, /^ {2}not named by any expectation \(1 warn, 1 pass, 1 skip\):$/m);
     assert.match(lenient.stdout, /^ {4}team-label on Deployment shop\/web: warn: /m);
     assert.match(lenient.stdout, /^ {4}team-label on Deployment dev\/web: skip: /m);
     assert.match(lenient.stdout, /3 verdicts not named by any expectation \(not failures without --strict\)/);
-    const strict = await runPortal(['test', '--strict', file], { cwd: tmp });
+    const strict = await runPortal(['test', '--strict', file], { cwd: tmp.path });
     assert.equal(strict.code, 1, context(strict));
     assert.match(strict.stdout, /^FAIL strict\/shop\.portal-test\.yaml \(5 expectations, 3 verdicts not named\)$/m);
     assert.match(strict.stdout, /not named by any expectation \(1 warn, 1 pass, 1 skip\), failures with --strict:/);
@@ -226,7 +218,7 @@ void describe('portal test with suites', { concurrency: 3 }, () => {
   void it('--output json carries the same information', async () => {
     const wrong = PASSING.replace('    resources: [good]\n    result: pass', '    resources: [good]\n    result: fail');
     const file = await write('json/shop.portal-test.yaml', suite(wrong.split('  - rule: team-label')[0] as string));
-    const r = await runPortal(['test', '--output', 'json', file], { cwd: tmp });
+    const r = await runPortal(['test', '--output', 'json', file], { cwd: tmp.path });
     assert.equal(r.code, 1, context(r));
     const report = JSON.parse(r.stdout) as JsonReport;
     assert.deepEqual(report.summary, { suites: 1, invalid: 0, expectations: 5, held: 4, failed: 1, unlisted: 3, strict: false });
@@ -300,7 +292,7 @@ results:
   - {rule: replica-limit, kind: Deployment, namespace: dev, resources: [pair], result: warn, messageContains: "at most 1"}
 `,
     );
-    const r = await runPortal(['test', '--strict', '--output', 'json', file], { cwd: tmp });
+    const r = await runPortal(['test', '--strict', '--output', 'json', file], { cwd: tmp.path });
     assert.equal(r.code, 0, context(r));
     const report = JSON.parse(r.stdout) as JsonReport;
     assert.deepEqual(report.summary, { suites: 1, invalid: 0, expectations: 6, held: 6, failed: 0, unlisted: 0, strict: true });
@@ -345,7 +337,7 @@ results:
   - {rule: config-guard, kind: ConfigMap, resources: [settings], result: fail, messageContains: cannot be deleted}
 `,
     );
-    const r = await runPortal(['test', '--strict', update, admin, create, del], { cwd: tmp });
+    const r = await runPortal(['test', '--strict', update, admin, create, del], { cwd: tmp.path });
     assert.equal(r.code, 0, context(r));
     assert.match(r.stdout, /4 suites; 4 expectations: 4 held, 0 failed/);
   });
@@ -357,14 +349,14 @@ results:
     await write('tree/nested/not-a-suite.yaml', 'this: is not a suite\n');
     await write('tree/.hidden/c.portal-test.yaml', 'not even YAML: [\n');
     await write('tree/node_modules/dep/d.portal-test.yaml', 'not even YAML: [\n');
-    const r = await runPortal(['test', 'tree'], { cwd: tmp });
+    const r = await runPortal(['test', 'tree'], { cwd: tmp.path });
     assert.equal(r.code, 0, context(r));
     assert.deepEqual(
       r.stdout.split('\n').filter((l) => /^(PASS|FAIL|ERROR) /.test(l)),
       ['PASS tree/a.portal-test.yaml (8 expectations)', 'PASS tree/nested/deeper/b.portal-test.yml (8 expectations)'],
     );
     // A directory without suites is bad input, and says how to evaluate manifests instead.
-    const none = await runPortal(['test', 'manifests'], { cwd: tmp });
+    const none = await runPortal(['test', 'manifests'], { cwd: tmp.path });
     assert.equal(none.code, 2, context(none));
     assert.match(none.stderr, /manifests: holds no \*\.portal-test\.yaml suite .*use 'portal test --policies DIR FILE\.\.\.'/);
   });
@@ -396,8 +388,8 @@ results:
 `;
     const file = await write('junit/j.portal-test.yaml', wrong);
     const broken = await write('junit/broken.portal-test.yaml', 'apiVersion: cli.portal.dev/v1alpha1\nkind: Test\npolicies: [rules]\nresources: [nope]\nresults: []\n');
-    const out = join(tmp, 'junit', 'report.xml');
-    const r = await runPortal(['test', '--strict', '--junit', out, file, broken], { cwd: tmp });
+    const out = join(tmp.path, 'junit', 'report.xml');
+    const r = await runPortal(['test', '--strict', '--junit', out, file, broken], { cwd: tmp.path });
     assert.equal(r.code, 2, context(r));
     const xml = await readFile(out, 'utf8');
     assert.equal(XMLValidator.validate(xml), true, xml);
@@ -425,7 +417,7 @@ results:
 void describe('portal test with malformed suites: exit 2, file and line', { concurrency: 3 }, () => {
   async function bad(name: string, text: string, ...expected: RegExp[]): Promise<RunResult> {
     const file = await write(`bad/${name}.portal-test.yaml`, text);
-    const r = await runPortal(['test', file], { cwd: tmp });
+    const r = await runPortal(['test', file], { cwd: tmp.path });
     assert.equal(r.code, 2, context(r));
     for (const re of expected) assert.match(r.stderr, re, context(r));
     assert.doesNotMatch(r.stderr + r.stdout, /\n\s+at .+:\d+:\d+\)?\n/, `stack trace shown:\n${context(r)}`);
@@ -502,7 +494,7 @@ results:
   });
 
   void it('--help shows both modes', async () => {
-    const r = await runPortal(['test', '--help'], { cwd: tmp });
+    const r = await runPortal(['test', '--help'], { cwd: tmp.path });
     assert.equal(r.code, 0, context(r));
     assert.match(r.stdout, /^Usage: portal test --policies DIR/);
     assert.match(r.stdout, /^ {7}portal test \[--output table\|json\] \[--junit FILE\] \[--strict\] FILE\|DIR\.\.\.$/m);
@@ -510,7 +502,7 @@ results:
   });
 
   void it('bad flags are exit 2 before anything runs', async () => {
-    const r = await runPortal(['test', '--output', 'policyreport', '--pod-security-version', 'v1.30', 'x'], { cwd: tmp });
+    const r = await runPortal(['test', '--output', 'policyreport', '--pod-security-version', 'v1.30', 'x'], { cwd: tmp.path });
     assert.equal(r.code, 2, context(r));
     assert.match(r.stderr, /--output "policyreport" is not supported for suites; use table or json \(policyreport is for --policies DIR FILE\.\.\.\)/);
     assert.match(r.stderr, /--pod-security-version is for --policies DIR FILE\.\.\./);

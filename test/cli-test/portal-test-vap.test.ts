@@ -6,12 +6,11 @@
  * overrun) exiting 2 with the file, the policy and the position.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { loadFixtures } from '../pss/fixtures.ts';
 import { ROOT, runPortal } from './run-portal.ts';
+import { tempDir } from '../support/temp-dir.ts';
 
 interface Row {
   rule: string;
@@ -22,20 +21,8 @@ interface Row {
   message: string;
 }
 
-let tmp = '';
-before(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'portal-vap-test-'));
-});
-after(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
-
-async function write(rel: string, text: string): Promise<string> {
-  const path = join(tmp, rel);
-  await mkdir(join(path, '..'), { recursive: true });
-  await writeFile(path, text);
-  return path;
-}
+const tmp = tempDir('portal-vap-test-');
+const write = tmp.write;
 
 const DEPLOYMENTS = `apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
@@ -63,7 +50,7 @@ const deployment = (name: string, namespace: string, replicas: number, labels = 
 
 void describe('portal test with ValidatingAdmissionPolicies', { concurrency: 3 }, () => {
   void it('--output json: fail for Deny, warn for Warn/Audit, pass, skip and error rows named after the policy', async () => {
-    const dir = join(tmp, 'rows', 'policies');
+    const dir = join(tmp.path, 'rows', 'policies');
     await write(
       'rows/policies/replica-limit.yaml',
       [

@@ -4,14 +4,14 @@
  * the fixtures do not cover. Asserts what a user sees: output, stderr, exit code.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { expectationAt, loadFixtures } from '../pss/fixtures.ts';
 import { ROOT, runPortal } from './run-portal.ts';
 import { assertValidReport } from '../support/reports.ts';
+import { tempDir } from '../support/temp-dir.ts';
 
 interface JsonResult {
   rule: string;
@@ -40,20 +40,8 @@ const DENY_RULES = new Set([
   'restrict-sysctls',
 ]);
 
-let tmp = '';
-before(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'portal-cli-test-'));
-});
-after(async () => {
-  await rm(tmp, { recursive: true, force: true });
-});
-
-async function write(rel: string, text: string): Promise<string> {
-  const path = join(tmp, rel);
-  await mkdir(join(path, '..'), { recursive: true });
-  await writeFile(path, text);
-  return path;
-}
+const tmp = tempDir('portal-cli-test-');
+const write = tmp.write;
 
 function rule(name: string, spec: string): string {
   return `apiVersion: portal.dev/v1alpha1\nkind: PortalClusterRule\nmetadata:\n  name: ${name}\nspec:\n${spec}`;
@@ -197,7 +185,7 @@ void describe('portal test', { concurrency: 3 }, () => {
       'pr/inputs/list.json',
       JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'from-json', namespace: 'shop', labels: { team: 'a' } }, spec: { containers: [] } }] }),
     );
-    const run = await runPortal(['test', '-p', policies, '-o', 'policyreport', join(tmp, 'pr', 'inputs')]);
+    const run = await runPortal(['test', '-p', policies, '-o', 'policyreport', join(tmp.path, 'pr', 'inputs')]);
     assert.equal(run.stderr, '');
     assert.equal(run.code, 1, 'web violates a Deny rule');
     const docs = parseAllDocuments(run.stdout).map((d) => d.toJS() as Record<string, any>); // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -232,7 +220,7 @@ void describe('portal test', { concurrency: 3 }, () => {
     for (const d of docs) assertValidReport(d);
 
     // --output openreports: the same reports as openreports.io Report / ClusterReport (the audit's builder).
-    const open = await runPortal(['test', '-p', policies, '-o', 'openreports', join(tmp, 'pr', 'inputs')]);
+    const open = await runPortal(['test', '-p', policies, '-o', 'openreports', join(tmp.path, 'pr', 'inputs')]);
     assert.equal(open.stderr, '');
     assert.equal(open.code, 1);
     const reps = parseAllDocuments(open.stdout).map((d) => d.toJS() as Record<string, any>); // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -263,9 +251,9 @@ void describe('portal test', { concurrency: 3 }, () => {
     const badJson = await write('errors/bad.json', '{"apiVersion": "v1", "kind": "Pod",');
     const noMeta = await write('errors/no-meta.yaml', 'kind: Pod\nspec: {}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: fine}\n');
     const lowerKind = await write('errors/lower.yaml', 'apiVersion: v1\nkind: pod\nmetadata: {name: lower}\n');
-    const empty = join(tmp, 'errors', 'empty-dir');
+    const empty = join(tmp.path, 'errors', 'empty-dir');
     await mkdir(empty, { recursive: true });
-    const missing = join(tmp, 'errors', 'missing.yaml');
+    const missing = join(tmp.path, 'errors', 'missing.yaml');
 
     const run = await runPortal([
       'test',

@@ -5,18 +5,13 @@
 // match Pod check it. Before, the server had no such subresource and Portal
 // never saw the request.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { kubectl, untilReplicasReady } from './support.ts';
-
+import { kubectl, withDev } from './support.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-
-
 
 // Compliant with every Deny rule in policies/ (restricted Pod Security).
 const POD = `apiVersion: v1
@@ -35,19 +30,8 @@ spec:
 `;
 
 void test('portal dev: kubectl debug --profile=sysadmin is denied naming the rule; a restricted debug container is admitted', { timeout: 120_000 }, async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-debug-'));
-  const stateFile = join(dir, 'state', 'state.json');
-  let dev: ChildProcess | undefined;
-  let output = '';
-  try {
-    dev = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '1', '--port', '0', '--state-dir', join(dir, 'state'), '--policies', join(root, 'policies'), '--grace-period', '5s', '--log-level', 'warn'], {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));
-    dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-    const exited = new Promise<number | null>((resolve) => dev?.once('exit', (code) => resolve(code)));
-    const state = await untilReplicasReady(stateFile, 1, 60_000);
+  await withDev({ name: 'debug', replicas: 1, policies: join(root, 'policies'), readyMs: 60_000 }, async (dev) => {
+    const { dir, state } = dev;
     await writeFile(join(dir, 'pod.yaml'), POD);
     const created = await kubectl(state.kubeconfig, ['apply', '-f', join(dir, 'pod.yaml')]);
     assert.equal(created.code, 0, created.stderr);
@@ -64,10 +48,6 @@ void test('portal dev: kubectl debug --profile=sysadmin is denied naming the rul
     const added = await kubectl(state.kubeconfig, ['get', 'pod', 'web', '-o', 'jsonpath={.spec.ephemeralContainers[*].name}']);
     assert.equal(added.stdout, 'dbg');
 
-    dev.kill('SIGTERM');
-    assert.equal(await exited, 0, output);
-  } finally {
-    if (dev && dev.exitCode === null && dev.signalCode === null) dev.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  }
+    assert.equal(await dev.stop(), 0, dev.output());
+  });
 });

@@ -14,16 +14,14 @@
 //   report flips and the audit action runs once;
 // - `kubectl get portalexceptions` shows rules, expiry, exempted count.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { sideApi, sideGet } from '../support/side-api.ts';
 import { until } from '../support/until.ts';
 import { runPortal } from '../cli-test/run-portal.ts';
-import { kubectl, untilReplicasReady } from './support.ts';
+import { kubectl, withDev } from './support.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURES = join(root, 'test', 'fixtures', 'exceptions');
@@ -59,20 +57,9 @@ async function result(kubeconfig: string, pod: string, policy: string): Promise<
 }
 
 void test('PortalExceptions through portal dev and kubectl: scope, rule, expiry, audit annotation, reports; portal test agrees', { timeout: 300_000 }, async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-dev-exceptions-'));
-  const stateDir = join(dir, 'state');
-  let dev: ChildProcess | undefined;
-  let output = '';
-  try {
-    dev = spawn(
-      process.execPath,
-      [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '2', '--port', '0', '--state-dir', stateDir, '--policies', join(FIXTURES, 'policies'), '--grace-period', '5s', '--log-level', 'warn', '--audit-interval', '1h', '--report-granularity', 'resource', '--report-flush', '1s'],
-      { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));
-    dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-    const state = await untilReplicasReady(join(stateDir, 'state.json'), 2, 90_000);
-    const kc = state.kubeconfig;
+  const flags = ['--audit-interval', '1h', '--report-granularity', 'resource', '--report-flush', '1s'];
+  await withDev({ name: 'dev-exceptions', replicas: 2, policies: join(FIXTURES, 'policies'), flags }, async (dev) => {
+    const kc = dev.state.kubeconfig;
     const side = await sideApi(kc);
 
     for (const f of ['resources/namespaces.yaml', 'policies/vap.yaml']) {
@@ -166,13 +153,6 @@ void test('PortalExceptions through portal dev and kubectl: scope, rule, expiry,
     const reasons = (JSON.parse(events.stdout) as { items: { reason: string }[] }).items.map((e) => e.reason).sort();
     assert.deepEqual(reasons, ['Exempting', 'ExemptionEnded']);
 
-    dev.kill('SIGTERM');
-    await new Promise((resolve) => dev?.once('exit', resolve));
-  } catch (err) {
-    (err as Error).message += `\n--- portal dev output ---\n${output.slice(-4000)}`;
-    throw err;
-  } finally {
-    if (dev && dev.exitCode === null && dev.signalCode === null) dev.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  }
+    await dev.stop();
+  });
 });

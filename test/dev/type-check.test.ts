@@ -12,15 +12,11 @@
 // - A ValidatingAdmissionPolicy with a typo gets a TypeCheckWarning Event
 //   (what the API server writes to its status.typeChecking).
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { killMentioning } from '../support/processes.ts';
 import { until } from '../support/until.ts';
-import { kubectl, untilReplicasReady } from './support.ts';
+import { kubectl, withDev } from './support.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -69,19 +65,8 @@ async function condition(kubeconfig: string, name: string, type: string): Promis
 }
 
 void test('issue 33 with real kubectl: rules are type-checked against the schemas of what they match', { timeout: 300_000 }, async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-type-check-'));
-  const stateFile = join(dir, 'state', 'state.json');
-  let dev: ChildProcess | undefined;
-  let output = '';
-  try {
-    dev = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '1', '--port', '0', '--state-dir', join(dir, 'state'), '--policies', join(root, 'policies'), '--grace-period', '5s', '--log-level', 'warn'], {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));
-    dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-    const exited = new Promise<number | null>((resolve) => dev?.once('exit', (code) => resolve(code)));
-    const kc = (await untilReplicasReady(stateFile, 1, 90_000)).kubeconfig;
+  await withDev({ name: 'type-check', replicas: 1, policies: join(root, 'policies') }, async (dev) => {
+    const kc = dev.state.kubeconfig;
 
     // 1. The typo, refused at apply and at --dry-run=server, naming the field and the kind.
     const typo = rule('max-replicas-typo', 'Deny', 'apps', 'Deployment', 'object.spec.replcas <= 10');
@@ -151,7 +136,7 @@ void test('issue 33 with real kubectl: rules are type-checked against the schema
     });
     assert.equal(auditCondition.reason, 'FieldNotFound');
     // portal dev lists it among the rules that need attention.
-    await until('portal dev listing audit-typo', 30_000, () => output.includes('PortalClusterRule audit-typo reads fields its kinds do not have (FieldNotFound): spec.validate.cel.expressions[0].expression: spec.replcas'));
+    await until('portal dev listing audit-typo', 30_000, () => dev.output().includes('PortalClusterRule audit-typo reads fields its kinds do not have (FieldNotFound): spec.validate.cel.expressions[0].expression: spec.replcas'));
 
     // 6. A ValidatingAdmissionPolicy Portal audits: its type-checking warning as a Warning Event on the policy.
     const vap = `apiVersion: admissionregistration.k8s.io/v1
@@ -172,11 +157,6 @@ spec:
     assert.equal(event.type, 'Warning');
     assert.equal(event.message, 'ValidatingAdmissionPolicy vap-replicas-typo, spec.validations[0].expression: spec.replcas: no such field in apps/v1 Deployment');
 
-    dev.kill('SIGTERM');
-    assert.equal(await exited, 0, output);
-  } finally {
-    if (dev && dev.exitCode === null && dev.signalCode === null) dev.kill('SIGKILL');
-    killMentioning(dir);
-    await rm(dir, { recursive: true, force: true });
-  }
+    assert.equal(await dev.stop(), 0, dev.output());
+  });
 });

@@ -22,8 +22,14 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
-import { alive, readState } from '../dev/support.ts';
-import { attack, metricValue, peakRss, percentile, startDev, victim, type AttackPlan } from './floods.ts';
+import { fileURLToPath } from 'node:url';
+import { alive, readState, startDevFor } from '../dev/support.ts';
+import { coreApi, percentile, victim } from '../support/victim.ts';
+import { attack, metricValue, peakRss, type AttackPlan } from './floods.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+/** `portal dev` with two replicas and the shipped policies; the last 20 kB of its output kept (the floods' warnings). */
+const DEV = { name: 'floods', replicas: 2, policies: join(root, 'policies'), outputTail: 20_000 };
 
 const VICTIM_NS = 'tenant-b';
 const RATE = 10;
@@ -52,7 +58,7 @@ async function metrics(probes: string): Promise<string> {
 }
 
 test('webhook port: slow bodies, slow headers and 200 × 400 KB reviews per replica from other addresses; the victim\'s creates through the API server still succeed', { timeout: 180_000 }, async (t) => {
-  const { dir, state } = await startDev(t, 2);
+  const { stateFile, state } = await startDevFor(t, DEV);
   await createNamespace(state.kubeconfig, VICTIM_NS);
   const pids = state.replicas.map((r) => r.pid as number);
 
@@ -64,7 +70,7 @@ test('webhook port: slow bodies, slow headers and 200 × 400 KB reviews per repl
     plan.floods.push({ url: r.webhook, peer: '127.0.0.4', concurrency: 200, bytes: 400 * 1024, namespace: VICTIM_NS });
   }
   const attacker = await attack(t, plan);
-  const result = await victim(state.kubeconfig, VICTIM_NS, compliantPod, RATE, SECONDS);
+  const result = await victim(await coreApi(state.kubeconfig), { namespace: VICTIM_NS, pod: compliantPod, rate: RATE, seconds: SECONDS }).done;
   const texts = await Promise.all(state.replicas.map((r) => metrics(r.probes)));
   const report = await attacker.stop();
 
@@ -87,7 +93,7 @@ test('webhook port: slow bodies, slow headers and 200 × 400 KB reviews per repl
     assert.ok(closed > 0, 'the guard closed some of the attacker\'s connections');
   }
   // No replica restarted, and none grew past 2 GiB.
-  const after = await readState(join(dir, 'state.json'));
+  const after = await readState(stateFile);
   assert.deepEqual(after?.replicas.map((r) => r.pid), pids, 'no replica restarted');
   for (const pid of pids) {
     assert.ok(alive(pid));
@@ -98,7 +104,7 @@ test('webhook port: slow bodies, slow headers and 200 × 400 KB reviews per repl
 });
 
 test('probes port: 80 slow POST /metrics and 80 slow-header connections per replica from other addresses; every /healthz and /readyz poll is answered 200', { timeout: 120_000 }, async (t) => {
-  const { state } = await startDev(t, 2);
+  const { state } = await startDevFor(t, DEV);
   const plan: AttackPlan = { slow: [], floods: [] };
   for (const r of state.replicas) {
     const port = Number(new URL(r.probes).port);

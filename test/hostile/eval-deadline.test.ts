@@ -3,10 +3,8 @@
 // mode), with no point inside one schema where a cooperative deadline could
 // be checked. Since issue 31 a schema's work per object is bounded at apply
 // (keywords × the values they apply to) and evaluation stops at the first
-// error, so the slow case is the heaviest work the bounds still admit:
-// `uniqueItems` (with its required `maxItems: 256`) compares every pair of
-// items, each comparison walking the items, here ten times over through
-// `$ref`s, on a 4 MB review. The evaluation is abandoned at the deadline and
+// error, so the slow case is the heaviest work the bounds still admit
+// (test/support/slow-schema.ts), on a 4 MB review. The evaluation is abandoned at the deadline and
 // its worker replaced; the rule's verdict is `error`, which its enforcement
 // turns into a denial (Deny) or a warning (Warn); the other rules keep their
 // verdicts. Meanwhile /healthz and a request of another namespace are
@@ -19,30 +17,16 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { stringify } from 'yaml';
 import { podReview, review, startServe, type ReviewResponse } from '../replica/support.ts';
+import { addSlowLists, SLOW_SCHEMA } from '../support/slow-schema.ts';
 import { until } from '../support/until.ts';
 
 const DEADLINE_MS = 5_000;
-/**
- * Lists of 256 items, each item a list whose first element tells it apart
- * (the deep comparison walks from the end, so every pair costs the whole
- * item): 32,640 pairs × 1,000 elements per list, eight lists (a 4 MB
- * review), ten times: ~2.6·10^9 element comparisons, 14 s for one pass of
- * the ten on the loaded machine this was written on.
- */
-const LISTS = 8;
-const ITEM_LENGTH = 1_000;
-
-/** Within every bound of issue 31 (uniqueItems beside maxItems 256, ~20 keywords per list). */
-const UNIQUE_SCHEMA = {
-  $defs: { unique: { maxItems: 256, uniqueItems: true } },
-  properties: { spec: { properties: { lists: { items: { allOf: Array.from({ length: 10 }, () => ({ $ref: '#/$defs/unique' })) } } } } },
-};
 const slowRule = (namespace: string, name: string, enforcement: 'Deny' | 'Warn'): string =>
   stringify({
     apiVersion: 'portal.dev/v1alpha1',
     kind: 'PortalRule',
     metadata: { name, namespace },
-    spec: { enforcement, match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] }, validate: { message: 'Lists must hold distinct items.', schema: UNIQUE_SCHEMA } },
+    spec: { enforcement, match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] }, validate: { message: 'Lists must hold distinct items.', schema: SLOW_SCHEMA } },
   });
 
 const RULES = [
@@ -67,10 +51,15 @@ spec:
 `,
 ].join('---\n');
 
+/**
+ * Eight lists of 256 items (a 4 MB review), each item a list of 1,000
+ * elements whose first tells it apart: 32,640 pairs × 1,000 elements per
+ * list, ten times: ~2.6·10^9 element comparisons, 14 s for one pass of the
+ * ten on the loaded machine this was written on.
+ */
 function slowReview(namespace: string): Record<string, unknown> {
   const r = podReview({ namespace }) as { request: { object: { spec: Record<string, unknown> } } };
-  const rest = Array<number>(ITEM_LENGTH).fill(0);
-  r.request.object.spec['lists'] = Array.from({ length: LISTS }, () => Array.from({ length: 256 }, (_, i) => [i, ...rest]));
+  addSlowLists(r.request.object.spec, 8);
   return r;
 }
 

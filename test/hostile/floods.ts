@@ -1,53 +1,16 @@
 /**
- * What the connection-flood tests share (issue 31 items 3 and 4): a real
- * `portal dev` with its replicas, clients that hold connections by sending
- * slowly from another loopback address (a distinct peer), a flood of large
- * reviews, and a victim that creates Pods through the API server at a
- * steady rate and records what its user sees.
+ * What the connection-flood tests share (issue 31 items 3 and 4): clients
+ * that hold connections by sending slowly from another loopback address (a
+ * distinct peer), a flood of large reviews, and what to read of a replica.
+ * (The victim is test/support/victim.ts; `portal dev`, test/dev/support.ts.)
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { fork } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:https';
 import { connect as tcpConnect, type Socket } from 'node:net';
-import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
-import * as k8s from '@kubernetes/client-node';
-import { untilReplicasReady, type DevState } from '../dev/support.ts';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
-
-export interface Dev {
-  dir: string;
-  state: DevState;
-  output: () => string;
-}
-
-/** `portal dev` with `replicas` replicas and the shipped policies, in a new directory; stopped (SIGTERM, then SIGKILL) and the directory removed after the test. */
-export async function startDev(t: TestContext, replicas: number): Promise<Dev> {
-  const stateDir = await mkdtemp(join(tmpdir(), 'portal-floods-'));
-  let output = '';
-  const dev: ChildProcess = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', String(replicas), '--port', '0', '--state-dir', stateDir, '--policies', join(root, 'policies'), '--grace-period', '5s', '--log-level', 'warn'], {
-    cwd: stateDir,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  dev.stdout?.on('data', (c: Buffer) => (output = (output + c.toString()).slice(-20_000)));
-  dev.stderr?.on('data', (c: Buffer) => (output = (output + c.toString()).slice(-20_000)));
-  const exited = new Promise<void>((resolve) => dev.once('exit', () => resolve()));
-  t.after(async () => {
-    if (dev.exitCode === null && dev.signalCode === null) {
-      dev.kill('SIGTERM');
-      const timer = setTimeout(() => dev.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    await rm(stateDir, { recursive: true, force: true });
-  });
-  const state = await untilReplicasReady(join(stateDir, 'state.json'), replicas, 90_000);
-  return { dir: stateDir, state, output: () => output };
-}
 
 /** Peak resident set (VmHWM) of a process, in bytes. */
 export async function peakRss(pid: number): Promise<number> {
@@ -194,48 +157,6 @@ export function flood(url: string, peer: string, concurrency: number, body: stri
       agent.destroy();
     },
   };
-}
-
-export interface VictimResult {
-  ok: number;
-  failed: string[];
-  latenciesMs: number[];
-}
-
-/** Creates Pods in `namespace` through the API server, one every 1000/`rate` ms for `seconds` (open loop: a slow answer does not slow the rate). */
-export async function victim(kubeconfig: string, namespace: string, pod: (name: string) => k8s.V1Pod, rate: number, seconds: number): Promise<VictimResult> {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromFile(kubeconfig);
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const result: VictimResult = { ok: 0, failed: [], latenciesMs: [] };
-  const pending: Promise<void>[] = [];
-  const start = performance.now();
-  for (let i = 0; i < rate * seconds; i++) {
-    const due = start + (i * 1000) / rate;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const name = `victim-${i}`;
-    const began = performance.now();
-    pending.push(
-      core.createNamespacedPod({ namespace, body: pod(name) }).then(
-        () => {
-          result.ok++;
-          result.latenciesMs.push(performance.now() - began);
-        },
-        (err: unknown) => {
-          result.failed.push(`${name}: ${String((err as { body?: unknown }).body ?? err).slice(0, 300)}`);
-          result.latenciesMs.push(performance.now() - began);
-        },
-      ),
-    );
-  }
-  await Promise.all(pending);
-  return result;
-}
-
-export function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 }
 
 /** The value of one series in a /metrics text (undefined when absent). */

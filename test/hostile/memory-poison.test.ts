@@ -11,86 +11,40 @@
 // (The issue's own JSON Schema rule is the compiler's to refuse; this one
 // passes every apply-time bound, so it tests the runtime guard alone.)
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { until } from '../support/until.ts';
-import { alive, kubectl, untilReplicasReady } from '../dev/support.ts';
+import { coreApi, victim, type Victim } from '../support/victim.ts';
+import { alive, kubectl, withDev } from '../dev/support.ts';
 import { bigPod, HOG_LIMIT_MIB, hogRule } from '../evaluation/memory-hog.ts';
+import { peakRss } from './floods.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const GIB = 1024 * 1024 * 1024;
-
-/** Peak RSS (VmHWM) of a process, bytes. */
-function peakRss(pid: number): number {
-  const m = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(m?.[1] ?? 0) * 1024;
-}
-
-/** bob: creates a Pod in tenant-b every `everyMs` until stopped; counts what the API server answered. */
-function victim(kubeconfig: string, everyMs: number): { made: () => number; stop: () => Promise<{ ok: number; failed: string[] }> } {
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfig);
-  const api = kc.makeApiClient(CoreV1Api);
-  let running = true;
-  let ok = 0;
-  const failed: string[] = [];
-  const loop = (async () => {
-    for (let i = 0; running; i++) {
-      const started = Date.now();
-      try {
-        await api.createNamespacedPod({ namespace: 'tenant-b', body: { apiVersion: 'v1', kind: 'Pod', metadata: { name: `bob-${i}` }, spec: { containers: [{ name: 'c', image: 'busybox' }] } } });
-        ok++;
-      } catch (err) {
-        failed.push((err as Error).message.slice(0, 300));
-      }
-      await new Promise((r) => setTimeout(r, Math.max(0, everyMs - (Date.now() - started))));
-    }
-  })();
-  return {
-    made: () => ok + failed.length,
-    stop: async () => {
-      running = false;
-      await loop;
-      return { ok, failed };
-    },
-  };
-}
 
 interface Condition { type: string; status: string; reason?: string; message?: string }
 
 test('a stored object that exhausts an evaluation thread: no restart, bounded RSS, status and Event name it, other namespaces unaffected', { timeout: 600_000 }, async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-memory-poison-'));
-  const stateDir = join(dir, 'state');
-  const policies = join(dir, 'policies');
-  await mkdir(policies);
-  // portal dev wants a rule to start with: one that passes every Pod.
-  await writeFile(
-    join(policies, 'pods-pass.yaml'),
-    'apiVersion: portal.dev/v1alpha1\nkind: PortalClusterRule\nmetadata: {name: pods-pass}\nspec:\n  enforcement: Deny\n  match: {kinds: [{apiGroups: [""], kinds: [Pod]}]}\n  validate: {cel: {expressions: [{expression: "true"}]}}\n',
-  );
-  let dev: ChildProcess | undefined;
-  let bob: ReturnType<typeof victim> | undefined;
-  let output = '';
-  try {
-    dev = spawn(
-      process.execPath,
-      [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '2', '--port', '0', '--state-dir', stateDir, '--policies', policies, '--grace-period', '5s', '--log-level', 'warn', '--evaluation-memory', String(HOG_LIMIT_MIB)],
-      { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
+  const policies = async (dir: string): Promise<string> => {
+    await mkdir(join(dir, 'policies'));
+    // portal dev wants a rule to start with: one that passes every Pod.
+    await writeFile(
+      join(dir, 'policies', 'pods-pass.yaml'),
+      'apiVersion: portal.dev/v1alpha1\nkind: PortalClusterRule\nmetadata: {name: pods-pass}\nspec:\n  enforcement: Deny\n  match: {kinds: [{apiGroups: [""], kinds: [Pod]}]}\n  validate: {cel: {expressions: [{expression: "true"}]}}\n',
     );
-    dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));
-    dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-    const state = await untilReplicasReady(join(stateDir, 'state.json'), 2, 120_000);
+    return join(dir, 'policies');
+  };
+  let bob: Victim | undefined;
+  const options = { name: 'memory-poison', replicas: 2, policies, flags: ['--evaluation-memory', String(HOG_LIMIT_MIB)], readyMs: 120_000 };
+  await withDev(options, async (dev) => {
+    const { state, stateFile } = dev;
     const kc = state.kubeconfig;
     const pids = state.replicas.map((r) => r.pid!);
     for (const ns of ['tenant-a', 'tenant-b']) assert.equal((await kubectl(kc, ['create', 'namespace', ns])).code, 0);
 
-    bob = victim(kc, 100);
+    // bob: a Pod in tenant-b every 100 ms until stopped.
+    bob = victim(await coreApi(kc), { namespace: 'tenant-b', pod: (name) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'c', image: 'busybox' }] } }), rate: 10, prefix: 'bob' });
     const rule = await kubectl(kc, ['apply', '-f', '-'], JSON.stringify(hogRule('tenant-a', 'args-hog', 'Audit')));
     assert.equal(rule.code, 0, rule.stderr);
     const stored = await kubectl(kc, ['create', '-f', '-'], JSON.stringify(bigPod('tenant-a', 'big')));
@@ -113,29 +67,18 @@ test('a stored object that exhausts an evaluation thread: no restart, bounded RS
     assert.match(event.message, /evaluation failed on Pod tenant-a\/big \(audit\): evaluating it on Pod tenant-a\/big/);
 
     // Enough of bob's requests to judge, also when the guard acted within a second or two (a quiet machine).
-    await until('bob to make 20 requests', 120_000, async () => (bob!.made() >= 20 ? true : undefined));
+    await until('bob to make 20 requests', 120_000, async () => (bob!.answered() >= 20 ? true : undefined));
     const { ok, failed } = await bob.stop();
     assert.ok(ok + failed.length >= 20, `bob made ${ok + failed.length} requests`);
     assert.ok(ok / (ok + failed.length) >= 0.99, `bob: ${failed.length} of ${ok + failed.length} failed: ${failed.slice(0, 3).join(' | ')}`);
 
-    const now = (await until('state.json', 10_000, async () => JSON.parse(readFileSync(join(stateDir, 'state.json'), 'utf8')) as typeof state));
+    const now = (await until('state.json', 10_000, async () => JSON.parse(readFileSync(stateFile, 'utf8')) as typeof state));
     assert.deepEqual(now.replicas.map((r) => r.pid), pids, 'no replica restarted');
     for (const pid of pids) {
       assert.ok(alive(pid));
-      const peak = peakRss(pid);
+      const peak = await peakRss(pid);
       assert.ok(peak > 0 && peak <= 2 * GIB, `replica ${pid}: peak RSS ${Math.round(peak / 1048576)} MiB`);
       console.log(`replica ${pid}: peak RSS ${Math.round(peak / 1048576)} MiB`);
     }
-  } catch (err) {
-    console.log(output.slice(-4000));
-    throw err;
-  } finally {
-    await bob?.stop();
-    if (dev?.pid !== undefined && dev.exitCode === null) {
-      const exited = new Promise((r) => dev!.once('exit', r));
-      dev.kill('SIGTERM');
-      await exited;
-    }
-    await rm(dir, { recursive: true, force: true });
-  }
+  }).finally(() => bob?.stop());
 });

@@ -1,31 +1,19 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { stringify } from 'yaml';
 import { readManifests } from '../../src/config/manifests.ts';
 import { loadRulesFromDirectory } from '../../src/sources/rule-files.ts';
+import { tempDir } from '../support/temp-dir.ts';
 import { clusterRule, namespacedRule } from './support.ts';
 
-let dir: string;
-void before(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'portal-manifests-'));
-});
-void after(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-async function write(rel: string, text: string): Promise<string> {
-  const path = join(dir, rel);
-  await mkdir(join(path, '..'), { recursive: true });
-  await writeFile(path, text);
-  return path;
-}
+const tmp = tempDir('portal-manifests-');
+const write = tmp.write;
 
 void describe('readManifests', () => {
   void it('reads multi-document YAML, JSON objects, arrays and Lists, recursively', async () => {
-    const root = join(dir, 'tree');
+    const root = join(tmp.path, 'tree');
     await write('tree/a.yaml', 'kind: A\nmetadata: {name: a1}\n---\n# empty document next\n---\nkind: A\nmetadata: {name: a2}\n');
     await write('tree/sub/b.json', JSON.stringify({ kind: 'List', apiVersion: 'v1', items: [{ kind: 'B', metadata: { name: 'b1' } }, { kind: 'B', metadata: { name: 'b2' } }] }));
     await write('tree/sub/deeper/c.yml', 'kind: C\n');
@@ -62,13 +50,13 @@ void describe('readManifests', () => {
     assert.equal((await readManifests([truncated])).errors[0]?.message, 'invalid JSON at line 1, column 29: unexpected end of input');
   });
   void it('reports missing and unreadable paths, scalars and empty directories', async () => {
-    const missing = join(dir, 'nope.yaml');
+    const missing = join(tmp.path, 'nope.yaml');
     const locked = await write('locked.yaml', 'kind: X\n');
     await chmod(locked, 0o000);
     const scalar = await write('scalar.yaml', 'just a string\n');
-    await mkdir(join(dir, 'empty'));
-    const r = await readManifests([missing, locked, scalar, join(dir, 'empty')]);
-    const messages = r.errors.map((e) => `${e.source.slice(dir.length + 1)}: ${e.message}`);
+    await mkdir(join(tmp.path, 'empty'));
+    const r = await readManifests([missing, locked, scalar, join(tmp.path, 'empty')]);
+    const messages = r.errors.map((e) => `${e.source.slice(tmp.path.length + 1)}: ${e.message}`);
     // root can read a 000 file: then it parses fine; anyone else gets "permission denied".
     const lockedReadable = r.documents.some((d) => d.source === locked);
     assert.deepEqual(messages, [
@@ -82,7 +70,7 @@ void describe('readManifests', () => {
 
 void describe('loadRulesFromDirectory', () => {
   void it('returns valid rules and reports invalid ones, unknown kinds and duplicates', async () => {
-    const root = join(dir, 'policies');
+    const root = join(tmp.path, 'policies');
     await write('policies/good.yaml', [clusterRule('a'), namespacedRule('team', 'b')].map((r) => stringify(r)).join('---\n'));
     await write('policies/zz-dup.yaml', stringify(clusterRule('a')));
     await write('policies/invalid.yaml', stringify({ ...clusterRule('c'), spec: { match: { kinds: [] }, validate: { schema: {} } } }));

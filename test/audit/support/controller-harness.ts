@@ -25,6 +25,7 @@ import { silentLogger } from '../../../src/observability/logger.ts';
 import type { ReportApi, ReportGranularity } from '../../../src/policy/report-api.ts';
 import type { ReportConfig } from '../../../src/audit/report-planner.ts';
 import type { ExceptionOptions } from '../../../src/policy/index.ts';
+import { NO_PRIVILEGED_SCHEMA } from '../../policy/support.ts';
 export { until } from '../../support/until.ts';
 
 /**
@@ -172,20 +173,7 @@ export function privilegedRule(name: string, actions: unknown[] = [], extra: Rec
       match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] },
       validate: {
         message: 'Privileged containers are not allowed.',
-        schema: {
-          type: 'object',
-          properties: {
-            spec: {
-              type: 'object',
-              properties: {
-                containers: {
-                  type: 'array',
-                  items: { type: 'object', properties: { securityContext: { type: 'object', properties: { privileged: { const: false } } } } },
-                },
-              },
-            },
-          },
-        },
+        schema: NO_PRIVILEGED_SCHEMA,
       },
       ...(actions.length ? { audit: { actions } } : {}),
       ...extra,
