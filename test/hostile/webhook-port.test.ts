@@ -288,6 +288,9 @@ test('one remote address cannot open more than --webhook-max-connections-per-pee
     });
   const held = await Promise.all(Array.from({ length: 8 }, connect));
   t.after(() => held.forEach((h) => h.destroy()));
+  // Connected is the kernel's handshake; the server accepts them later, on any of its listening sockets (acceptors.ts),
+  // so the ninth could be accepted before the eighth: it is opened once the server has all eight.
+  await until('the server to hold the eight connections', 30_000, async () => metricValue((await probe(s, '/metrics')).text, 'portal_webhook_connections') === 8);
   const ninth = await connect();
   const closedWith = await new Promise<string>((resolve) => {
     let text = '';
