@@ -202,15 +202,15 @@ export interface VictimResult {
   latenciesMs: number[];
 }
 
-/** Creates Pods in `namespace` through the API server, one every 1000/`rate` ms for `seconds` (open loop: a slow answer does not slow the rate). */
-export async function victim(kubeconfig: string, namespace: string, pod: (name: string) => k8s.V1Pod, rate: number, seconds: number): Promise<VictimResult> {
+/** Creates Pods in `namespace` through the API server, one every 1000/`rate` ms for `seconds` or until `stop` aborts (open loop: a slow answer does not slow the rate). */
+export async function victim(kubeconfig: string, namespace: string, pod: (name: string) => k8s.V1Pod, rate: number, seconds: number, stop?: AbortSignal): Promise<VictimResult> {
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(kubeconfig);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const result: VictimResult = { ok: 0, failed: [], latenciesMs: [] };
   const pending: Promise<void>[] = [];
   const start = performance.now();
-  for (let i = 0; i < rate * seconds; i++) {
+  for (let i = 0; i < rate * seconds && stop?.aborted !== true; i++) {
     const due = start + (i * 1000) / rate;
     const wait = due - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
