@@ -37,8 +37,9 @@ import { LATEST, MIN_VERSION_KEYWORD, VERSION_PATTERN, type VersionContext } fro
 import type { SchemaViolation } from './types.ts';
 
 /** 64 KiB: the largest Pod Security rule schema is ~3 KiB, so this leaves 20x
- * headroom for real policies while bounding compile time (ajv compiles ~1 MB of
- * schema per second here, so at most ~65 ms of a single thread per rule). */
+ * headroom for real policies while bounding compile time (a 62 KB schema of
+ * 1,050 properties takes ~0.25 s of each thread that holds the rule on a
+ * loaded 2-vCPU VM; src/kube/compile-queue.ts paces them). */
 export const MAX_SCHEMA_BYTES = 64 * 1024;
 /** 32 levels: a Pod field is at most ~12 levels deep (spec.containers[].securityContext
  * .seLinuxOptions...), and a schema needs about two levels per object level
