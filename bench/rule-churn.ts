@@ -12,7 +12,15 @@
  *   map), at 20k and 40k keys; at 1.4M keys only the new path (the old one
  *   would take hours) and the run's input budget refusing it.
  *
- * Run: node --expose-gc --import tsx bench/rule-churn.ts [--cycles 60] [--keys 20000,40000] [--old-max 40000] [--huge true]
+ * - Compile time of that schema on a fresh ajv instance with ajv's code
+ *   optimisation pass (what SchemaCompiler did up to now) and without it
+ *   (now; it is quadratic in a schema's properties).
+ * - On a real `portal dev` (rule-churn-dev.ts, `--rules N`, 0 to skip): N
+ *   such rules created one after another while a victim namespace creates
+ *   Pods at 10/s: time to create them and until the last is Ready, and the
+ *   victim's p99 against the victim alone (`--quiet` seconds) before.
+ *
+ * Run: node --expose-gc --import tsx bench/rule-churn.ts [--cycles 60] [--keys 20000,40000] [--old-max 40000] [--huge true] [--rules 100] [--quiet 10]
  */
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
@@ -21,6 +29,7 @@ import { Composer, Parser } from 'yaml';
 import { SchemaCompiler } from '../src/policy/index.ts';
 import { parseYamlDocuments } from '../src/config/yaml.ts';
 import { InputBudget } from '../src/config/input-budget.ts';
+import { bigSchema, ruleCreationOnDev } from './rule-churn-dev.ts';
 
 const { values } = parseArgs({
   options: {
@@ -29,6 +38,8 @@ const { values } = parseArgs({
     /** The quadratic path only up to this many keys (it takes minutes at 40k on a loaded VM). */
     'old-max': { type: 'string', default: '40000' },
     huge: { type: 'string', default: 'true' },
+    rules: { type: 'string', default: '100' },
+    quiet: { type: 'string', default: '10' },
   },
 });
 const CYCLES = Number(values.cycles);
@@ -36,12 +47,6 @@ const CYCLES = Number(values.cycles);
 setFlagsFromString('--no-compilation-cache');
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc');
-
-function bigSchema(salt: string): Record<string, unknown> {
-  const annotations: Record<string, unknown> = {};
-  for (let i = 0; i < 1_050; i++) annotations[`example.com/${salt}-key-${i}`] = { type: 'string', maxLength: 63 + (i % 7) };
-  return { properties: { metadata: { properties: { annotations: { properties: annotations } } } } };
-}
 
 // Several full collections: V8 keeps the scripts of `new Function` in its compilation cache for a few GCs.
 const heapMiB = (): number => {
@@ -73,6 +78,14 @@ const after = churn('n', (schema) => {
 console.log(`shared ajv + removeSchema: ${before.msPerCompile.toFixed(1)} ms/compile, ${before.retainedMiB.toFixed(1)} MiB retained after GC`);
 console.log(`instance per schema:       ${after.msPerCompile.toFixed(1)} ms/compile, ${after.retainedMiB.toFixed(1)} MiB retained after GC`);
 console.log(`ratio (time, new/old): ${(after.msPerCompile / before.msPerCompile).toFixed(2)}`);
+
+// The codegen optimisation pass, on and off, each on a fresh instance as SchemaCompiler uses.
+const fresh = (optimize: 1 | false) => (schema: Record<string, unknown>): void => {
+  new Ajv2020({ meta: false, validateSchema: false, strict: true, strictTypes: false, strictRequired: false, strictTuples: false, allErrors: false, logger: false, code: { optimize } }).compile(schema);
+};
+const optimized = churn('o', fresh(1));
+const plain = churn('p', fresh(false));
+console.log(`fresh ajv, code optimisation on (before): ${optimized.msPerCompile.toFixed(1)} ms/compile; off (now): ${plain.msPerCompile.toFixed(1)} ms/compile; ratio (old/new) ${(optimized.msPerCompile / plain.msPerCompile).toFixed(1)}`);
 
 function mapText(keys: number): string {
   let text = '';
@@ -106,3 +119,4 @@ if (values.huge === 'true') {
   parseYamlDocuments(huge);
   console.log(`1.4M keys without a budget, Set per map: composed in ${(performance.now() - t0).toFixed(0)} ms`);
 }
+if (Number(values.rules) > 0) await ruleCreationOnDev(Number(values.rules), Number(values.quiet));

@@ -37,8 +37,9 @@ import { LATEST, MIN_VERSION_KEYWORD, VERSION_PATTERN, type VersionContext } fro
 import type { SchemaViolation } from './types.ts';
 
 /** 64 KiB: the largest Pod Security rule schema is ~3 KiB, so this leaves 20x
- * headroom for real policies while bounding compile time (ajv compiles ~1 MB of
- * schema per second here, so at most ~65 ms of a single thread per rule). */
+ * headroom for real policies while bounding compile time (a 62 KB schema of
+ * 1,050 properties takes ~0.25 s of each thread that holds the rule on a
+ * loaded 2-vCPU VM; src/sources/compile-queue.ts paces them). */
 export const MAX_SCHEMA_BYTES = 64 * 1024;
 /** 32 levels: a Pod field is at most ~12 levels deep (spec.containers[].securityContext
  * .seLinuxOptions...), and a schema needs about two levels per object level
@@ -72,7 +73,14 @@ function newAjv(clock: RegexClock, meta: boolean): Ajv2020 {
     // RE2 semantics, linear time: a rule cannot stall the event loop through
     // a pattern (issue 9). ajv's RegExpEngine type wants a RegExp-like object;
     // it only ever calls test() and toString() on it.
-    code: { regExp: ajvRegExp(clock) as unknown as RegExpEngine },
+    // No optimisation pass over the generated code (issue 31 item 5): it
+    // only drops unused names, and it is quadratic in the schema's
+    // properties (ajv recomputes the names of every block from its children
+    // at every level): a 62 KB schema of 1,050 properties compiled in
+    // ~0.8–1.9 s with it and ~0.25 s without, on every thread that holds the
+    // rule. Validation is the same code less a few dead assignments
+    // (bench/rule-churn.ts measures both).
+    code: { regExp: ajvRegExp(clock) as unknown as RegExpEngine, optimize: false },
     // Keywords read the evaluation's context (`this`): the Pod Security version.
     passContext: true,
   });

@@ -19,6 +19,8 @@ import { NamespaceLabelCache } from './namespace-labels.ts';
 import { RuleInformerSource, type RuleSink } from './rule-informers.ts';
 import type { RuleSource } from './rule-source.ts';
 import type { Runnable } from '../util/runnable.ts';
+import { CompileQueue } from './compile-queue.ts';
+import { toError } from '../observability/errors.ts';
 
 /** An informer as the Manager runs it: a Runnable that says when it has listed once. */
 export type InformerRunnable = Runnable & Required<Pick<Runnable, 'waitForSync'>>;
@@ -32,6 +34,8 @@ export interface ClusterRuleSourceDeps {
   exceptions?: ExceptionOptions;
   /** Sees every rule version with what the RuleSet made of it (e.g. to report a compile error). */
   onRule?: (rule: PortalRuleObject, state: RuleState) => void;
+  /** The share of the replica's time rule compiles may take once synced (compile-queue.ts). @default 0.25 */
+  compileShare?: number;
 }
 
 export class ClusterRuleSource implements RuleSource {
@@ -41,6 +45,8 @@ export class ClusterRuleSource implements RuleSource {
   readonly namespaceLabels: (namespace: string) => Record<string, string> | undefined;
   /** The same labels as a store the evaluation workers mirror. */
   readonly namespaceStore: NamespaceLabelStore;
+  /** Rule upserts waiting for their share of compile time (compile-queue.ts). */
+  readonly compiles: CompileQueue;
 
   constructor(deps: ClusterRuleSourceDeps) {
     const log = deps.logger;
@@ -87,7 +93,13 @@ export class ClusterRuleSource implements RuleSource {
         return removed;
       },
     };
-    this.rules = new RuleInformerSource(deps.client, sink, log, { ruleKey });
+    this.compiles = new CompileQueue(sink, {
+      share: deps.compileShare,
+      ruleKey,
+      pacing: () => this.rules.hasSynced(),
+      onError: (rule, err) => log.error({ [LogKey.error]: toError(err), [LogKey.rule]: ruleKey(rule) }, 'rule set rejected rule'),
+    });
+    this.rules = new RuleInformerSource(deps.client, this.compiles, log, { ruleKey });
     this.namespaces = new NamespaceLabelCache(deps.client, log);
     const cache = this.namespaces;
     this.namespaceLabels = (namespace) => (namespace === '' ? undefined : cache.labels(namespace));
@@ -110,13 +122,19 @@ export class ClusterRuleSource implements RuleSource {
   }
 
   async start(signal: AbortSignal): Promise<void> {
-    await Promise.all([this.rules.start(signal), this.namespaces.start(signal)]);
+    await Promise.all([this.#startRules(signal), this.namespaces.start(signal)]);
+  }
+
+  /** The rule informers, and the compile queue until the signal aborts. */
+  async #startRules(signal: AbortSignal): Promise<void> {
+    signal.addEventListener('abort', () => this.compiles.close(), { once: true });
+    await this.rules.start(signal);
   }
 
   /** The informers as Runnables for the manager's informers group (sync awaited before later groups). */
   runnables(): InformerRunnable[] {
     return [
-      { name: 'rule-informers', start: (signal) => this.rules.start(signal), waitForSync: (signal) => this.rules.waitForSync(signal) },
+      { name: 'rule-informers', start: (signal) => this.#startRules(signal), waitForSync: (signal) => this.rules.waitForSync(signal) },
       { name: 'namespace-informer', start: (signal) => this.namespaces.start(signal), waitForSync: (signal) => this.namespaces.waitForSync(signal) },
     ];
   }
@@ -127,6 +145,7 @@ export class ClusterRuleSource implements RuleSource {
       portalclusterrules: { synced: this.rules.clusterRules.hasSynced(), stale: this.rules.clusterRules.isStale(), ...this.rules.clusterRules.stats() },
       portalrules: { synced: this.rules.namespacedRules.hasSynced(), stale: this.rules.namespacedRules.isStale(), ...this.rules.namespacedRules.stats() },
       portalexceptions: { synced: this.rules.exceptions.hasSynced(), stale: this.rules.exceptions.isStale(), ...this.rules.exceptions.stats() },
+      compilesWaiting: this.compiles.waitingByNamespace(),
       namespaces: { synced: this.namespaces.informer.hasSynced(), stale: this.namespaces.informer.isStale(), ...this.namespaces.informer.stats() },
     };
   }

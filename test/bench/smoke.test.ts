@@ -34,7 +34,7 @@ const SMOKE: Record<string, string[]> = {
   'type-check': ['--rounds', '1'],
   'rule-results': ['--rounds', '1'],
   'denial-events': ['--rounds', '1'],
-  'rule-churn': ['--cycles', '2', '--keys', '2000', '--old-max', '2000', '--huge', 'false'],
+  'rule-churn': ['--cycles', '2', '--keys', '2000', '--old-max', '2000', '--huge', 'false', '--rules', '1', '--quiet', '1'],
 };
 
 function runBench(name: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {

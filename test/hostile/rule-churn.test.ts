@@ -6,8 +6,12 @@
  * kept every compiled schema before (481 MiB to 1,713 MiB per replica over
  * 80 cycles). And the issue's 5 KB args rule is refused at apply, naming the
  * rule and the estimate. (Creating 100 such rules while a victim namespace
- * creates Pods still stalls admission, each compile blocking the main thread
- * and every worker: open in issue 31, not asserted here.)
+ * creates Pods still stalls admission: open in issue 31, not asserted here.
+ * Compiles are cheaper and paced now (adr/0019), but at load 18–20 on the
+ * shared VM the victim's creates were refused as overload from the start
+ * of the 100 rules: the evaluation threads fell behind on the compiles and
+ * the apply-time check's compiles held the main thread. bench/rule-churn.ts
+ * --rules 100 measures it; docs/benchmarks.md "Isolation: rule churn".)
  *
  * Memory is read, not timed; the bound is generous (three times the
  * acceptance's 50 MB) so that a collection that has not run yet cannot fail

@@ -1,0 +1,82 @@
+/**
+ * Issue 31 item 5 on a real `portal dev` (one replica): a tenant creates N
+ * 62 KB rules one after another while a victim namespace creates Pods at
+ * 10/s through the API server. Reported: the time until the N rules are
+ * created and until the last is Ready, and the victim's p50/p99 and
+ * failures meanwhile, against the victim alone for `quiet` seconds before
+ * (the baseline, measured in the same run).
+ */
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { untilReplicasReady } from '../test/dev/support.ts';
+import { coreApi, percentile, victim, type VictimResult } from '../test/support/victim.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const ref = { group: 'portal.dev', version: 'v1alpha1', namespace: 'tenant-a', plural: 'portalrules' };
+
+export function bigSchema(salt: string): Record<string, unknown> {
+  const annotations: Record<string, unknown> = {};
+  for (let i = 0; i < 1_050; i++) annotations[`example.com/${salt}-key-${i}`] = { type: 'string', maxLength: 63 + (i % 7) };
+  return { properties: { metadata: { properties: { annotations: { properties: annotations } } } } };
+}
+
+/** `many-N`, its schema salted `mN` (the salt is in each of the 1,050 keys: a longer one would pass the 64 KiB bound). */
+const rule = (i: number): Record<string, unknown> => ({
+  apiVersion: 'portal.dev/v1alpha1',
+  kind: 'PortalRule',
+  metadata: { name: `many-${i}`, namespace: ref.namespace },
+  spec: { enforcement: 'Deny', match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] }, validate: { message: 'annotations must be short', schema: bigSchema(`m${i}`) } },
+});
+const pod = (name: string): V1Pod => ({ metadata: { name }, spec: { containers: [{ name: 'app', image: 'nginx:1.27' }] } });
+
+function line(what: string, r: VictimResult): string {
+  const total = r.ok + r.failed.length;
+  return `${what}: ${r.ok}/${total} admitted, p50 ${percentile(r.latenciesMs, 50).toFixed(0)} ms, p99 ${percentile(r.latenciesMs, 99).toFixed(0)} ms`;
+}
+
+async function untilReady(custom: CustomObjectsApi, name: string, ms: number): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (performance.now() < deadline) {
+    const o = (await custom.getNamespacedCustomObject({ ...ref, name }).catch(() => undefined)) as { status?: { conditions?: { type: string; status: string }[] } } | undefined;
+    if (o?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${name} not Ready within ${ms} ms`);
+}
+
+export async function ruleCreationOnDev(rules: number, quietSeconds: number): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'portal-bench-rule-churn-'));
+  await mkdir(join(dir, 'policies'));
+  await writeFile(join(dir, 'policies', 'quiet.yaml'), 'apiVersion: portal.dev/v1alpha1\nkind: PortalClusterRule\nmetadata: {name: quiet}\nspec:\n  match: {kinds: [{apiGroups: [""], kinds: [ConfigMap]}]}\n  validate: {message: m, schema: {type: object}}\n');
+  const dev = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '1', '--port', '0', '--state-dir', join(dir, 'state'), '--policies', join(dir, 'policies'), '--log-level', 'warn'], { cwd: dir, stdio: 'ignore' });
+  try {
+    const state = await untilReplicasReady(join(dir, 'state', 'state.json'), 1, 120_000);
+    const kc = new KubeConfig();
+    kc.loadFromFile(state.kubeconfig);
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const core = kc.makeApiClient(CoreV1Api);
+    for (const name of ['tenant-a', 'tenant-b', 'tenant-c']) await core.createNamespace({ body: { metadata: { name } } });
+    const api = await coreApi(state.kubeconfig);
+    const quiet = await victim(api, { namespace: 'tenant-c', pod, rate: 10, seconds: quietSeconds }).done;
+    const during = victim(api, { namespace: 'tenant-b', pod, rate: 10 });
+    const t0 = performance.now();
+    for (let i = 0; i < rules; i++) await custom.createNamespacedCustomObject({ ...ref, body: rule(i) });
+    const created = performance.now() - t0;
+    await untilReady(custom, `many-${rules - 1}`, 900_000);
+    const ready = performance.now() - t0;
+    const seen = await during.stop();
+    console.log(`${rules} rules of ${JSON.stringify(rule(0)).length} bytes on portal dev (1 replica): created in ${(created / 1000).toFixed(1)} s, the last Ready after ${(ready / 1000).toFixed(1)} s`);
+    console.log(line(`victim alone (${quietSeconds} s, baseline)`, quiet));
+    console.log(line('victim while the rules were created', seen));
+    console.log(`ratio (victim p99, during/alone): ${(percentile(seen.latenciesMs, 99) / percentile(quiet.latenciesMs, 99)).toFixed(2)}`);
+    for (const f of seen.failed.slice(0, 3)) console.log(`  failed: ${f}`);
+  } finally {
+    dev.kill('SIGTERM');
+    await new Promise((resolve) => (dev.exitCode !== null ? resolve(undefined) : dev.once('exit', resolve)));
+    await rm(dir, { recursive: true, force: true });
+  }
+}
