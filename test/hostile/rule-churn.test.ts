@@ -112,8 +112,16 @@ test('rule churn on portal dev: memory returns, admission keeps going, the 5 KB 
   const before = await rss(pid);
   for (let i = 10; i < 90; i++) await cycle(i);
   const afterChurn = await rss(pid);
-  t.diagnostic(`replica RSS ${(before / 2 ** 20).toFixed(0)} MiB before 80 cycles, ${(afterChurn / 2 ** 20).toFixed(0)} MiB after`);
-  assert.ok(afterChurn - before <= MAX_GROWTH, `80 cycles grew the replica by ${((afterChurn - before) / 2 ** 20).toFixed(0)} MiB`);
+  // Resident memory right after the churn includes garbage not yet collected and heap pages V8 has not yet
+  // given back (one full run read +207 MiB, the next runs alone +92 and +54): V8's memory reducer shrinks an
+  // idle heap within seconds. Memory that returns is not a leak; a leak (the issue's +1.2 GB) never does.
+  let settled = afterChurn;
+  await until('the replica\'s memory to come back within the bound', 60_000, async () => {
+    settled = await rss(pid);
+    return settled - before <= MAX_GROWTH ? true : undefined;
+  }, { intervalMs: 500 }).catch(() => undefined);
+  t.diagnostic(`replica RSS ${(before / 2 ** 20).toFixed(0)} MiB before 80 cycles, ${(afterChurn / 2 ** 20).toFixed(0)} MiB right after, ${(settled / 2 ** 20).toFixed(0)} MiB when checked`);
+  assert.ok(settled - before <= MAX_GROWTH, `80 cycles grew the replica by ${((settled - before) / 2 ** 20).toFixed(0)} MiB, and it stayed so for 60 s`);
 
   assert.equal(stderr.includes('FATAL'), false, stderr);
 });
