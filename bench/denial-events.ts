@@ -24,24 +24,13 @@ import { DenialEvents } from '../src/audit/denial-events.ts';
 import { TokenBucket } from '../src/kube/rate-limiter.ts';
 import { silentLogger } from '../src/observability/logger.ts';
 import type { Outcome } from '../src/policy/review/answer.ts';
+import { cpuMicrosPerCall } from './cpu-time.ts';
 
 const arg = (name: string, fallback: number): number => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 };
 const ROUNDS = arg('rounds', 9);
-
-function cpuMicrosPerCall(fn: () => unknown, batch = 5000): number {
-  for (let i = 0; i < batch * 2; i++) fn();
-  let best = Infinity;
-  for (let r = 0; r < 10; r++) {
-    const c0 = process.cpuUsage();
-    for (let i = 0; i < batch; i++) fn();
-    const c = process.cpuUsage(c0);
-    best = Math.min(best, (c.user + c.system) / batch);
-  }
-  return best;
-}
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -75,7 +64,7 @@ function main(): void {
   const samples: Record<keyof typeof sides, number[]> = { baseline: [], repeat: [], distinct: [] };
   const order = Object.keys(sides) as (keyof typeof sides)[];
   for (let round = 0; round < ROUNDS; round++) {
-    for (const k of round % 2 === 0 ? order : [...order].reverse()) samples[k].push(cpuMicrosPerCall(sides[k]));
+    for (const k of round % 2 === 0 ? order : [...order].reverse()) samples[k].push(cpuMicrosPerCall(sides[k], { batch: 5000, warmupBatches: 2 }));
   }
   lines.flush();
 
