@@ -55,6 +55,8 @@ export interface AuditActuatorConfig {
   alertResendIntervalMs: number;
   /** Status write debounce. @default 1000 */
   statusDebounceMs?: number;
+  /** How long a rule's stored lastAuditTime stands when nothing else in its status changed (status-writer.ts). @default 30 s */
+  auditTimeRefreshMs?: number;
   /** Reports: API, granularity, flush interval, write budget, limits (adr/0012). */
   reports: ReportConfig;
 }
@@ -154,7 +156,10 @@ export class AuditActuator implements Runnable {
         memoryExhausted: (state) => deps.memoryExhausted?.(state),
       },
       this.#log,
-      config.statusDebounceMs !== undefined ? { debounceMs: config.statusDebounceMs } : {},
+      {
+        ...(config.statusDebounceMs !== undefined ? { debounceMs: config.statusDebounceMs } : {}),
+        ...(config.auditTimeRefreshMs !== undefined ? { auditTimeRefreshMs: config.auditTimeRefreshMs } : {}),
+      },
     );
     const known = new AuditRules(deps.ruleSet, deps.policies ?? []);
     this.exceptionStatus = new ExceptionStatusWriter(

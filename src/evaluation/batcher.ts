@@ -63,6 +63,8 @@ export interface BatcherConfig {
   maxBatch: number;
   timeoutMs: number;
   graceMs: number;
+  /** How long one first-use rule compile (protocol.ts) may run before the item is abandoned, unless the request's bound comes first. */
+  compileMs: number;
   /** How long a batch may run before the items it has not finished are taken back and sent again. */
   reclaimMs: number;
   /** How often deadlines and batches are checked. */
@@ -370,8 +372,10 @@ export class Batcher {
     const index = batch.runIndex;
     const running = index >= 0 ? batch.items[index] : undefined;
     if (running !== undefined && !running.settled && running.batch === batch) {
-      const { timeoutMs, graceMs } = this.#config;
-      if (Math.min(batch.runSince + timeoutMs, running.end - graceMs) + graceMs <= now) {
+      const { timeoutMs, graceMs, compileMs } = this.#config;
+      // A rule compiled on first use does not eat the item's own budget; the request's bound holds regardless.
+      const own = batch.runSince + timeoutMs + this.#slots.compileAllowanceMs(batch.slot, batch.id, compileMs);
+      if (Math.min(own, running.end - graceMs) + graceMs <= now) {
         batch.abort.abort();
         return;
       }

@@ -71,6 +71,14 @@ function wireBody(body: TaskBody): ItemBody {
   return body.kind === 'review' ? body.body : body;
 }
 
+/**
+ * How long one first-use rule compile may take in a thread (adr/0020): a
+ * 64 KB schema compiles in ~0.25–1.5 s on a loaded 2-vCPU VM; past this the
+ * thread is stuck, not slow. An admission review's own bound (`requestMs`)
+ * comes first anyway.
+ */
+const FIRST_USE_COMPILE_MS = 20_000;
+
 /** How long close waits for terminated threads to exit: a terminated thread exits in milliseconds; this only bounds a thread that does not. */
 const DYING_EXIT_MS = 5000;
 
@@ -125,6 +133,7 @@ export class EvaluationPool {
         maxBatch: this.#config.maxBatch,
         timeoutMs: this.#config.timeoutMs,
         graceMs: this.#config.graceMs,
+        compileMs: FIRST_USE_COMPILE_MS,
         reclaimMs: this.#config.reclaimMs,
         // Deadlines are enforced within this of `deadline + grace`; grace is at least 20 ms.
         tickMs: Math.max(5, Math.min(25, Math.round(this.#config.graceMs / 2))),

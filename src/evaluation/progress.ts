@@ -4,7 +4,7 @@
  * read to learn which item and which rule (or VAP) it is on, and what each
  * item it finished took.
  */
-import { CLAIM_CLOSED, SLOT_BYTES, SLOT_CLAIM, SLOT_HEADER, SLOT_ID, SLOT_ITEM, SLOT_KEY_BYTES, SLOT_KEY_LENGTH, SLOT_TIMES } from './protocol.ts';
+import { CLAIM_CLOSED, SLOT_BYTES, SLOT_CLAIM, SLOT_COMPILE_MS, SLOT_COMPILING, SLOT_HEADER, SLOT_ID, SLOT_ITEM, SLOT_KEY_BYTES, SLOT_KEY_LENGTH, SLOT_TIMES } from './protocol.ts';
 
 export class ProgressSlots {
   readonly #words: Int32Array;
@@ -23,6 +23,8 @@ export class ProgressSlots {
     this.#words[words + SLOT_KEY_LENGTH] = 0;
     this.#words[words + SLOT_CLAIM] = 0;
     this.#words[words + SLOT_ITEM] = -1;
+    this.#words[words + SLOT_COMPILING] = 0;
+    this.#words[words + SLOT_COMPILE_MS] = 0;
     const times = (slot * SLOT_BYTES + SLOT_TIMES) / 4;
     this.#words.fill(0, times, times + items);
   }
@@ -41,6 +43,17 @@ export class ProgressSlots {
   runningIndex(slot: number, id: number): number {
     const words = (slot * SLOT_BYTES) / 4;
     return this.#words[words + SLOT_ID] === id ? (this.#words[words + SLOT_ITEM] ?? -1) : -1;
+  }
+
+  /**
+   * What first-use rule compiles (protocol.ts) add to the running item's own
+   * deadline, in ms: what they took so far, plus `bound` while one runs; 0
+   * when the slot holds another task.
+   */
+  compileAllowanceMs(slot: number, id: number, bound: number): number {
+    const words = (slot * SLOT_BYTES) / 4;
+    if (this.#words[words + SLOT_ID] !== id) return 0;
+    return (this.#words[words + SLOT_COMPILE_MS] ?? 0) + (this.#words[words + SLOT_COMPILING] === 1 ? bound : 0);
   }
 
   /** The key task `id`'s worker wrote (the rule or VAP it was running), if any. */

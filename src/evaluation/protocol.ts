@@ -102,19 +102,25 @@ export interface WorkerData {
 }
 
 /**
- * One progress slot: [task id, key length, claim counter, running item] as
- * int32, then the key's UTF-8 bytes, and at the end each item's measured
- * evaluation time (int32 µs, MAX_BATCH of them: what fair queuing charges
- * its flow, fair-queue.ts). The 880 bytes left for the key hold any rule
- * key (`PortalRule/<63>/<253>`) or VAP name.
+ * One progress slot: [task id, key length, claim counter, running item,
+ * compiling, compile ms] as int32, then the key's UTF-8 bytes, and at the
+ * end each item's measured evaluation time (int32 µs, MAX_BATCH of them:
+ * what fair queuing charges its flow, fair-queue.ts). The 872 bytes left for
+ * the key hold any rule key (`PortalRule/<63>/<253>`) or VAP name.
+ * `compiling` is 1 while the running item compiles a rule version on first
+ * use (rule-entry.ts, RuleCode) and `compile ms` what such compiles took
+ * in the running item so far: that time does not count against the item's
+ * own deadline (batcher.ts), only against the request's.
  */
 export const SLOT_BYTES = 1024;
-export const SLOT_HEADER = 16;
+export const SLOT_HEADER = 24;
 /** Int32 offsets in a slot. */
 export const SLOT_ID = 0;
 export const SLOT_KEY_LENGTH = 1;
 export const SLOT_CLAIM = 2;
 export const SLOT_ITEM = 3;
+export const SLOT_COMPILING = 4;
+export const SLOT_COMPILE_MS = 5;
 /** The claim counter once the main thread closed it: every later claim is past the batch. */
 export const CLAIM_CLOSED = 0x40000000;
 /** Evaluations one task carries at most: under load a batch forms while the workers are busy; this bounds its length (a few ms of work). */

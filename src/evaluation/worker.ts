@@ -22,6 +22,8 @@ import {
   epochNow,
   SLOT_BYTES,
   SLOT_CLAIM,
+  SLOT_COMPILE_MS,
+  SLOT_COMPILING,
   SLOT_HEADER,
   SLOT_ID,
   SLOT_ITEM,
@@ -46,7 +48,8 @@ interface Stores {
   poison: PoisonPairs;
 }
 
-const fresh = (): Stores => ({ rules: new RuleSet(), vaps: new VapSet(), params: new ParamStore(), namespaces: new NamespaceLabelStore(), poison: new PoisonPairs() });
+// A thread compiles a rule version when it first evaluates something the rule applies to (adr/0020).
+const fresh = (): Stores => ({ rules: new RuleSet({}, { compile: 'on-first-use' }), vaps: new VapSet(), params: new ParamStore(), namespaces: new NamespaceLabelStore(), poison: new PoisonPairs() });
 const exempt = data.exempt;
 
 let stores = fresh();
@@ -129,6 +132,30 @@ function recorder(base: number): (key: string) => void {
   };
 }
 
+/** The slot (int32 offset) and request bound of the item this thread is running, for {@link compiling}. */
+let runningWords = 0;
+let runningCap: number | undefined;
+
+/**
+ * A first-use rule compile (EvaluationBudget.compiling): flagged in the slot
+ * while it runs, its time added to the slot's compile ms and to the item's
+ * deadline, never past the request's own bound. Its time is still the
+ * item's (fair queuing charges it to the item's flow).
+ */
+function compiling<T>(budget: EvaluationBudget, compile: () => T): T {
+  const started = epochNow();
+  progress[runningWords + SLOT_COMPILING] = 1;
+  try {
+    return compile();
+  } finally {
+    const spent = epochNow() - started;
+    progress[runningWords + SLOT_COMPILING] = 0;
+    progress[runningWords + SLOT_COMPILE_MS] = (progress[runningWords + SLOT_COMPILE_MS] ?? 0) + Math.ceil(spent);
+    const later = budget.deadline + spent;
+    budget.deadline = runningCap !== undefined && runningCap < later ? runningCap : later;
+  }
+}
+
 function execute(task: Task, i: number, onRule: (key: string) => void): unknown {
   const body = task.bodies[i]!;
   const given = task.abandoned?.[i];
@@ -138,14 +165,15 @@ function execute(task: Task, i: number, onRule: (key: string) => void): unknown 
   const cap = task.deadlines[i];
   const fromClaim = epochNow() + ms;
   const deadline = cap !== undefined && cap < fromClaim ? cap : fromClaim;
+  runningCap = cap;
   const poisoned = poisonedCheck();
-  if (typeof body === 'string') return packReview(answerReview(body, reviewContext(), { deadline, now: epochNow, ms, abandoned, onRule, results: ruleStats, poisoned }));
+  if (typeof body === 'string') return packReview(answerReview(body, reviewContext(), { deadline, now: epochNow, ms, abandoned, onRule, results: ruleStats, poisoned, compiling }));
   if (body.kind === 'vap') {
     return stores.vaps.evaluate(body.attrs, { namespaceObject: body.namespaceObject, params: stores.params }, {
       deadline: { at: deadline, now: epochNow, ms, abandoned, onPolicy: onRule },
     });
   }
-  const budget: EvaluationBudget = { deadline, now: epochNow, ms, abandoned, onRule, poisoned };
+  const budget: EvaluationBudget = { deadline, now: epochNow, ms, abandoned, onRule, poisoned, compiling };
   return evaluate(stores.rules, body.input, budget);
 }
 
@@ -181,11 +209,13 @@ function executeBatch(task: Task): TaskOutcomes {
   const words = base / 4;
   const times = (base + SLOT_TIMES) / 4;
   const onRule = recorder(base);
+  runningWords = words;
   const n = task.bodies.length;
   const out: ItemOutcome[] = new Array<ItemOutcome>(n);
   for (;;) {
     const i = Atomics.add(progress, words + SLOT_CLAIM, 1);
     if (i >= n || i >= CLAIM_CLOSED) break;
+    progress[words + SLOT_COMPILE_MS] = 0;
     progress[words + SLOT_ITEM] = i;
     progress[words + SLOT_KEY_LENGTH] = 0;
     let key: string | undefined;

@@ -32,6 +32,7 @@ import { evaluateCelRule } from './cel-rule.ts';
 import { Exemptions, exemptedVerdict } from './exemption.ts';
 import { newBudget, type Budget } from './cel/index.ts';
 import { RegexLimitError } from './re2.ts';
+import type { RuleChecks } from './rule-entry.ts';
 import type { RuleEntry, RuleSet } from './rule-set.ts';
 import type { EvaluationInput, RuleVerdict, SchemaViolation } from './types.ts';
 import {
@@ -152,7 +153,8 @@ function applyRule(
     if (ex) return exemptedVerdict(verdict(entry, 'skip', ''), ex);
   }
 
-  if (!entry.validate) return errorVerdict(entry, entry.failure, COMPILE_ERROR);
+  const code = entry.code;
+  if (code === undefined) return errorVerdict(entry, entry.failure, COMPILE_ERROR);
   let version = LATEST;
   let versionNote = '';
   if (entry.podSecurityVersion !== undefined) {
@@ -173,23 +175,30 @@ function applyRule(
     }
     timeBudget.onRule?.(entry.key);
   }
+  // After onRule: a thread that dies compiling is known to have been on this rule.
+  let checks: RuleChecks;
+  try {
+    checks = code.pending && timeBudget?.compiling !== undefined ? timeBudget.compiling(timeBudget, () => code.checks()) : code.checks();
+  } catch (err) {
+    return errorVerdict(entry, err instanceof Error ? err.message : String(err), COMPILE_ERROR);
+  }
   // CEL first: a false matchCondition skips the whole rule, schema included.
   let celViolations: SchemaViolation[] = [];
-  if (entry.cel) {
-    const r = evaluateCelRule(entry.cel, input, templatePath ? { path: templatePath, prefix: c.templatePrefix } : undefined, celBudget());
+  if (checks.cel) {
+    const r = evaluateCelRule(checks.cel, input, templatePath ? { path: templatePath, prefix: c.templatePrefix } : undefined, celBudget());
     if (r.kind === 'skip') return all ? skip(entry, r.why) : NOT_SELECTED;
     // An expression that errs or exceeds its cost gives `error`: its
     // failurePolicy and enforcement decide what that does (decision.ts).
     if (r.kind === 'error') return errorVerdict(entry, r.why, { reason: r.cost ? 'CostExceeded' : 'EvaluationError', field: r.field });
     celViolations = r.violations;
   }
-  let violations: ReturnType<typeof entry.validate>;
+  let violations: SchemaViolation[];
   try {
     // No closure here: this runs once per matched rule and request.
     const object = templatePath ? templatePod(target, templatePath) : target;
     const prefix = templatePath ? c.templatePrefix : '';
     // Regex work inside the schema reads the same deadline (re2.ts, through the validator).
-    violations = entry.validate(object, prefix, version, timeBudget);
+    violations = checks.validate(object, prefix, version, timeBudget);
   } catch (err) {
     if (err instanceof RegexLimitError) return errorVerdict(entry, err.message, err.deadline ? DEADLINE : SCHEMA_COST);
     // A schema can still blow up on a hostile object (e.g. a recursive $ref

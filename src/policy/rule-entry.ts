@@ -72,11 +72,9 @@ export interface RuleEntry {
   readonly category: string;
   readonly message: string;
   readonly match: PreparedMatch;
-  /** Undefined when no version ever compiled (a rule with only `cel` has a validator that accepts everything). */
-  readonly validate: Validator | undefined;
-  /** The compiled `validate.cel`, when the rule has one. */
-  readonly cel?: CelRule | undefined;
-  /** Why no version compiled (when validate is undefined). */
+  /** The version's checks; undefined when no version ever compiled. */
+  readonly code: RuleCode | undefined;
+  /** Why no version compiled (when code is undefined). */
   readonly failure: string;
   /**
    * `spec.podSecurity.version` (default `latest`) when the schema uses
@@ -96,10 +94,89 @@ export interface Slot {
   hash: string;
   generation: number;
   state: RuleState;
-  good: { hash: string; release: () => void; source: PortalRuleObject } | undefined;
+  good: { hash: string; code: RuleCode; source: PortalRuleObject } | undefined;
   entry: RuleEntry | undefined;
   /** The latest version given to upsert (for snapshot()). */
   latest: PortalRuleObject;
+  /** Why the latest version was rejected (it is not the one in force); undefined when it is in force. */
+  rejected: string | undefined;
+}
+
+/** A rule version's compiled checks (a rule with only `cel` has a validator that accepts everything). */
+export interface RuleChecks {
+  readonly validate: Validator;
+  /** The compiled `validate.cel`, when the rule has one. */
+  readonly cel: CelRule | undefined;
+}
+
+type Compiled = { ok: true; validate: Validator; release: () => void; cel: CelRule | undefined } | { ok: false; error: string };
+
+/**
+ * A rule version's checks: compiled when the version is upserted (the main
+ * thread, `portal test`), or on first use (an evaluation thread's copy,
+ * adr/0020). Why on first use there: every thread that holds a rule used to
+ * compile it when the change arrived, so one tenant's 100 large rules kept
+ * every evaluation thread compiling (~0.3 s each) while other namespaces'
+ * reviews waited behind them; compiled on first use, a rule costs only the
+ * threads that evaluate something it applies to, and that time is charged to
+ * that object's flow (fair-queue.ts). The main thread compiled the same
+ * version first and told the copies whether it compiled (RuleSetChange), so
+ * a copy never keeps a different version in force.
+ */
+export class RuleCode {
+  #checks: RuleChecks | undefined;
+  #compile: (() => Compiled) | undefined;
+  #failure: string | undefined;
+  #release: () => void = () => {};
+
+  private constructor(compile: (() => Compiled) | undefined) {
+    this.#compile = compile;
+  }
+
+  static compiled(c: Extract<Compiled, { ok: true }>): RuleCode {
+    const code = new RuleCode(undefined);
+    code.#set(c);
+    return code;
+  }
+
+  static onFirstUse(compile: () => Compiled): RuleCode {
+    return new RuleCode(compile);
+  }
+
+  /** Not compiled yet: the next {@link checks} compiles (a synchronous block of up to ~1 s for a 64 KB schema). */
+  get pending(): boolean {
+    return this.#compile !== undefined;
+  }
+
+  /** The checks, compiled first when pending; throws when that compile fails (the main thread compiled the same version). */
+  checks(): RuleChecks {
+    if (this.#checks !== undefined) return this.#checks;
+    const compile = this.#compile;
+    if (compile !== undefined) {
+      this.#compile = undefined;
+      const c = compile();
+      if (c.ok) this.#set(c);
+      else this.#failure = c.error;
+    }
+    if (this.#checks !== undefined) return this.#checks;
+    throw new Error(`it compiled on the main thread but not on this evaluation thread: ${this.#failure ?? 'released'}`);
+  }
+
+  /** The checks when compiled, without compiling (for /debug/vars). */
+  peek(): RuleChecks | undefined {
+    return this.#checks;
+  }
+
+  release(): void {
+    this.#compile = undefined;
+    this.#release();
+    this.#release = () => {};
+  }
+
+  #set(c: Extract<Compiled, { ok: true }>): void {
+    this.#checks = { validate: c.validate, cel: c.cel };
+    this.#release = c.release;
+  }
 }
 
 const DEFAULT_OPERATIONS: readonly Operation[] = ['CREATE', 'UPDATE'];
@@ -144,10 +221,7 @@ function usableMatch(spec: unknown): spec is RuleSpec {
 const ACCEPT_ALL: Validator = () => [];
 
 /** Compiles `validate.schema` and `validate.cel` (whichever are given). */
-function compileValidation(
-  v: RuleSpec['validate'],
-  compiler: SchemaCompiler,
-): { ok: true; validate: Validator; release: () => void; cel: CelRule | undefined } | { ok: false; error: string } {
+function compileValidation(v: RuleSpec['validate'], compiler: SchemaCompiler): Compiled {
   let validate = ACCEPT_ALL;
   let release = (): void => {};
   if (v.schema !== undefined) {
@@ -204,21 +278,37 @@ function stateNames(rule: PortalRuleObject, id: Identity): Pick<RuleState, 'key'
   return { key: id.key, ruleKind: rule.kind, name: id.name, ...(id.namespace !== undefined ? { namespace: id.namespace } : {}) };
 }
 
+/** How a new version is compiled: at once, or on first use in a copy that was told whether the original compiled it. */
+export type CompileMode = { at: 'upsert' } | { at: 'first-use'; rejected: string | undefined };
+
 /**
  * The slot of a new version of a rule (`hash`: of its spec), given the slot
  * it replaces: compiled and in force; or rejected, with the last good
- * version kept in force; or rejected with none ever compiled.
+ * version kept in force; or rejected with none ever compiled. A copy
+ * compiling on first use takes the original's verdict (`rejected`: why it
+ * failed there) and compiles nothing now.
  */
-export function compileRule(rule: PortalRuleObject, hash: string, generation: number, previous: Slot | undefined, compiler: SchemaCompiler): Slot {
+export function compileRule(rule: PortalRuleObject, hash: string, generation: number, previous: Slot | undefined, compiler: SchemaCompiler, mode: CompileMode = { at: 'upsert' }): Slot {
   const id = identity(rule);
-  const shape = validateRuleShape(rule);
-  const compiled = shape.ok ? compileValidation(shape.rule.spec.validate, compiler) : { ok: false as const, error: `invalid rule: ${shape.problems.join('; ')}` };
-  if (shape.ok && compiled.ok) {
-    previous?.good?.release();
-    return compiledSlot(rule, shape.rule.spec, id, hash, generation, compiled);
+  const shape = mode.at === 'first-use' && mode.rejected !== undefined ? undefined : validateRuleShape(rule);
+  let code: RuleCode | undefined;
+  let failure: string;
+  if (shape === undefined) failure = mode.at === 'first-use' ? (mode.rejected ?? '') : '';
+  else if (!shape.ok) failure = `invalid rule: ${shape.problems.join('; ')}`;
+  else if (mode.at === 'first-use') {
+    const v = shape.rule.spec.validate;
+    code = RuleCode.onFirstUse(() => compileValidation(v, compiler));
+    failure = '';
+  } else {
+    const compiled = compileValidation(shape.rule.spec.validate, compiler);
+    if (compiled.ok) code = RuleCode.compiled(compiled);
+    failure = compiled.ok ? '' : compiled.error;
   }
-  const failure = compiled.ok ? 'unknown error' : compiled.error;
-  if (previous?.good && previous.entry?.validate) {
+  if (shape?.ok && code !== undefined) {
+    previous?.good?.code.release();
+    return compiledSlot(rule, shape.rule.spec, id, hash, generation, code);
+  }
+  if (previous?.good && previous.entry?.code) {
     // Keep the last good version in force.
     const kept = previous.state.compiledGeneration ?? 0;
     return {
@@ -227,6 +317,7 @@ export function compileRule(rule: PortalRuleObject, hash: string, generation: nu
       good: previous.good,
       entry: previous.entry,
       latest: rule,
+      rejected: failure,
       state: { ...previous.state, generation, ready: false, reason: 'CompileError', message: `generation ${generation} rejected, generation ${kept} stays in force: ${failure}` },
     };
   }
@@ -239,7 +330,7 @@ function compiledSlot(
   id: Identity,
   hash: string,
   generation: number,
-  compiled: { validate: Validator; release: () => void; cel: CelRule | undefined },
+  code: RuleCode,
 ): Slot {
   const d = specDefaults(s);
   const entry: RuleEntry = {
@@ -247,17 +338,17 @@ function compiledSlot(
     ...d,
     message: s.validate.message ?? '',
     match: prepareMatch(s),
-    validate: compiled.validate,
-    cel: compiled.cel,
+    code,
     failure: '',
     podSecurityVersion: usesVersionKeyword(s.validate.schema) ? (s.podSecurity?.version ?? 'latest') : undefined,
   };
   return {
     hash,
     generation,
-    good: { hash, release: compiled.release, source: rule },
+    good: { hash, code, source: rule },
     entry,
     latest: rule,
+    rejected: undefined,
     state: {
       ...stateNames(rule, id),
       generation,
@@ -280,13 +371,14 @@ function neverCompiledSlot(rule: PortalRuleObject, id: Identity, hash: string, g
     generation,
     good: undefined,
     latest: rule,
+    rejected: failure,
     entry: usable
       ? {
           ...entryNames(rule, id),
           ...d,
           message: '',
           match: prepareMatch(spec),
-          validate: undefined,
+          code: undefined,
           failure: why,
           podSecurityVersion: undefined,
         }

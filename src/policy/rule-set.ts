@@ -13,7 +13,7 @@ import type { CompiledException, ExceptionOptions } from './exceptions.ts';
 import { exceptionKey } from './match-keys.ts';
 import { POD_TEMPLATE_KINDS } from './pod-templates.ts';
 import { ChangeFeed, type Replicated } from './replicated.ts';
-import { compileRule, ruleKey, type IndexedEntry, type PreparedMatch, type RuleEntry, type RuleState, type Slot } from './rule-entry.ts';
+import { compileRule, ruleKey, type CompileMode, type IndexedEntry, type PreparedMatch, type RuleEntry, type RuleState, type Slot } from './rule-entry.ts';
 import { sortedByKey } from './sorted.ts';
 import type { Enforcement, PortalRuleObject } from './types.ts';
 
@@ -28,11 +28,16 @@ export type { ExceptionState } from './exception-store.ts';
  * every exception exactly as this instance does.
  */
 export type RuleSetChange =
-  | { op: 'upsert'; rule: PortalRuleObject }
+  /** `rejected`: the version did not compile on the original (why), so a copy keeps what the original kept without compiling it. */
+  | { op: 'upsert'; rule: PortalRuleObject; rejected?: string }
   | { op: 'remove'; key: string }
   | { op: 'options'; options: ExceptionOptions }
   | { op: 'upsertException'; exception: unknown }
   | { op: 'removeException'; key: string };
+
+function upsertChange(rule: PortalRuleObject, rejected: string | undefined): RuleSetChange {
+  return rejected === undefined ? { op: 'upsert', rule } : { op: 'upsert', rule, rejected };
+}
 
 type FrozenOptions = Readonly<{ exceptionNamespaces: readonly string[]; maxLifetimeMs: number | undefined }>;
 
@@ -40,8 +45,14 @@ function frozenOptions(options: ExceptionOptions): FrozenOptions {
   return Object.freeze({ exceptionNamespaces: Object.freeze([...(options.exceptionNamespaces ?? [])]), maxLifetimeMs: options.maxLifetimeMs });
 }
 
+/** When a copy compiles a rule version: at upsert (the default), or on its first evaluation (rule-entry.ts, RuleCode). */
+export interface RuleSetConfig {
+  compile?: 'at-upsert' | 'on-first-use';
+}
+
 export class RuleSet implements Replicated<RuleSetChange> {
   readonly #slots = new Map<string, Slot>();
+  readonly #onFirstUse: boolean;
   /** The compiler of this set's schemas (its ajv instance and the regex clock their patterns read). */
   readonly #schemas = new SchemaCompiler();
   readonly #exceptions = new ExceptionStore();
@@ -61,7 +72,8 @@ export class RuleSet implements Replicated<RuleSetChange> {
    * `--max-exception-lifetime`); a copy of a RuleSet (another thread) is
    * built with the same {@link options} and fed the same raw objects.
    */
-  constructor(options: ExceptionOptions = {}) {
+  constructor(options: ExceptionOptions = {}, config: RuleSetConfig = {}) {
+    this.#onFirstUse = config.compile === 'on-first-use';
     this.#options = frozenOptions(options);
     this.#privileged = new Set(this.#options.exceptionNamespaces);
   }
@@ -102,6 +114,10 @@ export class RuleSet implements Replicated<RuleSetChange> {
    * already held: nothing is recompiled and the revision does not change.
    */
   upsert(rule: PortalRuleObject): RuleState {
+    return this.#upsert(rule, this.#onFirstUse ? { at: 'first-use', rejected: undefined } : { at: 'upsert' });
+  }
+
+  #upsert(rule: PortalRuleObject, mode: CompileMode): RuleState {
     const key = ruleKey(rule);
     const spec = (rule as { spec?: unknown }).spec;
     const hash = createHash('sha256').update(JSON.stringify(spec ?? null)).digest('hex');
@@ -116,20 +132,21 @@ export class RuleSet implements Replicated<RuleSetChange> {
       previous.hash = hash;
       previous.good.source = rule;
       previous.latest = rule;
+      previous.rejected = undefined;
       slot = previous;
     } else {
-      slot = compileRule(rule, hash, generation, previous, this.#schemas);
+      slot = compileRule(rule, hash, generation, previous, this.#schemas, mode);
       this.#slots.set(key, slot);
     }
     this.#revision++;
-    this.#feed.emit({ op: 'upsert', rule });
+    this.#feed.emit(upsertChange(rule, slot.rejected));
     return slot.state;
   }
 
   remove(key: string): boolean {
     const slot = this.#slots.get(key);
     if (!slot) return false;
-    slot.good?.release();
+    slot.good?.code.release();
     this.#slots.delete(key);
     this.#revision++;
     this.#feed.emit({ op: 'remove', key });
@@ -211,8 +228,8 @@ export class RuleSet implements Replicated<RuleSetChange> {
   snapshot(): RuleSetChange[] {
     const out: RuleSetChange[] = [{ op: 'options', options: this.#optionsChange() }];
     for (const slot of this.#slots.values()) {
-      if (slot.good && slot.good.source !== slot.latest) out.push({ op: 'upsert', rule: slot.good.source });
-      out.push({ op: 'upsert', rule: slot.latest });
+      if (slot.good && slot.good.source !== slot.latest) out.push(upsertChange(slot.good.source, undefined));
+      out.push(upsertChange(slot.latest, slot.rejected));
     }
     for (const exception of this.#exceptions.sources()) out.push({ op: 'upsertException', exception });
     return out;
@@ -220,7 +237,7 @@ export class RuleSet implements Replicated<RuleSetChange> {
 
   apply(change: RuleSetChange): void {
     switch (change.op) {
-      case 'upsert': this.upsert(change.rule); break;
+      case 'upsert': this.#upsert(change.rule, this.#onFirstUse ? { at: 'first-use', rejected: change.rejected } : { at: 'upsert' }); break;
       case 'remove': this.remove(change.key); break;
       case 'options': this.#configure(change.options); break;
       case 'upsertException': this.upsertException(change.exception); break;
@@ -261,7 +278,7 @@ export class RuleSet implements Replicated<RuleSetChange> {
    */
   celCosts(): { key: string; expressions: CelExpressionCost[] }[] {
     return sortedByKey(this.#slots.values(), (slot) => {
-      const cel = slot.entry?.cel;
+      const cel = slot.entry?.code?.peek()?.cel;
       return cel !== undefined ? { key: slot.state.key, expressions: celExpressionCosts(cel) } : undefined;
     });
   }

@@ -35,6 +35,14 @@ export interface EvaluationBudget {
    * rule then gives `error` with it, without running.
    */
   poisoned?: ((key: string, input: EvaluationInput) => string | undefined) | undefined;
+  /**
+   * Runs the first-use compile of a rule version (an evaluation thread's
+   * copy, rule-entry.ts RuleCode): the pool does not count that time against
+   * this budget (it moves `deadline` later by it, within the request's own
+   * bound), and lets the main thread know a compile is running. Absent: the
+   * compile simply runs.
+   */
+  compiling?: (<T>(budget: EvaluationBudget, compile: () => T) => T) | undefined;
   /** Told the key of each rule just before its CEL and schema run (the pool records it, to know which rule was running if the deadline passes). */
   onRule?: ((key: string) => void) | undefined;
   /** Admission only: told each applying rule's result and how long it ran (the workers' per-rule metrics). */

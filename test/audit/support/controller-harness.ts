@@ -101,6 +101,8 @@ export async function startReplica(
       alertmanagerUrls: [],
       alertResendIntervalMs: 3_600_000,
       statusDebounceMs: 200,
+      // These tests watch every pass move lastAuditTime; the default's coalescing has its own test (test/audit/status-writer).
+      auditTimeRefreshMs: 0,
       rulePollMs: 50,
       reports: reportConfig(),
       ...config,
