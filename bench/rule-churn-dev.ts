@@ -13,24 +13,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { untilReplicasReady } from '../test/dev/support.ts';
+import { bigRule } from '../test/support/big-rule.ts';
 import { coreApi, percentile, victim, type VictimResult } from '../test/support/victim.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const ref = { group: 'portal.dev', version: 'v1alpha1', namespace: 'tenant-a', plural: 'portalrules' };
 
-export function bigSchema(salt: string): Record<string, unknown> {
-  const annotations: Record<string, unknown> = {};
-  for (let i = 0; i < 1_050; i++) annotations[`example.com/${salt}-key-${i}`] = { type: 'string', maxLength: 63 + (i % 7) };
-  return { properties: { metadata: { properties: { annotations: { properties: annotations } } } } };
-}
-
 /** `many-N`, its schema salted `mN` (the salt is in each of the 1,050 keys: a longer one would pass the 64 KiB bound). */
-const rule = (i: number): Record<string, unknown> => ({
-  apiVersion: 'portal.dev/v1alpha1',
-  kind: 'PortalRule',
-  metadata: { name: `many-${i}`, namespace: ref.namespace },
-  spec: { enforcement: 'Deny', match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] }, validate: { message: 'annotations must be short', schema: bigSchema(`m${i}`) } },
-});
+const rule = (i: number): Record<string, unknown> => bigRule(`many-${i}`, ref.namespace, `m${i}`);
 const pod = (name: string): V1Pod => ({ metadata: { name }, spec: { containers: [{ name: 'app', image: 'nginx:1.27' }] } });
 
 function line(what: string, r: VictimResult): string {

@@ -29,7 +29,8 @@ import { Composer, Parser } from 'yaml';
 import { SchemaCompiler } from '../src/policy/index.ts';
 import { parseYamlDocuments } from '../src/config/yaml.ts';
 import { InputBudget } from '../src/config/input-budget.ts';
-import { bigSchema, ruleCreationOnDev } from './rule-churn-dev.ts';
+import { bigSchema } from '../test/support/big-rule.ts';
+import { ruleCreationOnDev } from './rule-churn-dev.ts';
 
 const { values } = parseArgs({
   options: {

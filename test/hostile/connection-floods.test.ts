@@ -24,7 +24,7 @@ import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { fileURLToPath } from 'node:url';
 import { alive, readState, startDevFor } from '../dev/support.ts';
-import { coreApi, percentile, victim } from '../support/victim.ts';
+import { compliantPod, coreApi, percentile, victim } from '../support/victim.ts';
 import { attack, metricValue, peakRss, type AttackPlan } from './floods.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -37,15 +37,6 @@ const SECONDS = 20;
 const GIB = 1024 ** 3;
 
 /** Passes the shipped policies (as test/dev/dev.test.ts's compliant Pod). */
-function compliantPod(name: string): k8s.V1Pod {
-  return {
-    metadata: { name, namespace: VICTIM_NS, labels: { team: 'platform' } },
-    spec: {
-      securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
-      containers: [{ name: 'app', image: 'nginx:1.27', securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } }],
-    },
-  };
-}
 
 async function createNamespace(kubeconfig: string, name: string): Promise<void> {
   const kc = new k8s.KubeConfig();
@@ -70,7 +61,7 @@ test('webhook port: slow bodies, slow headers and 200 × 400 KB reviews per repl
     plan.floods.push({ url: r.webhook, peer: '127.0.0.4', concurrency: 200, bytes: 400 * 1024, namespace: VICTIM_NS });
   }
   const attacker = await attack(t, plan);
-  const result = await victim(await coreApi(state.kubeconfig), { namespace: VICTIM_NS, pod: compliantPod, rate: RATE, seconds: SECONDS }).done;
+  const result = await victim(await coreApi(state.kubeconfig), { namespace: VICTIM_NS, pod: (name) => compliantPod(name, VICTIM_NS), rate: RATE, seconds: SECONDS }).done;
   const texts = await Promise.all(state.replicas.map((r) => metrics(r.probes)));
   const report = await attacker.stop();
 

@@ -27,6 +27,7 @@ import { test } from 'node:test';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { until } from '../support/until.ts';
 import { untilReplicasReady } from '../dev/support.ts';
+import { bigRule, podRule } from '../support/big-rule.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const GROUP = 'portal.dev';
@@ -35,22 +36,6 @@ const NS = 'tenant-a';
 const VICTIM = 'tenant-b';
 /** Growth allowed over 80 cycles, in bytes (acceptance: 50 MB; the leak grew 1.2 GB). */
 const MAX_GROWTH = 150 * 1024 * 1024;
-
-/** A 62 KB schema within every bound: 1,050 annotations, each a bounded string. */
-function bigSchema(salt: string): Record<string, unknown> {
-  const annotations: Record<string, unknown> = {};
-  for (let i = 0; i < 1_050; i++) annotations[`example.com/${salt}-key-${i}`] = { type: 'string', maxLength: 63 + (i % 7) };
-  return { properties: { metadata: { properties: { annotations: { properties: annotations } } } } };
-}
-
-function rule(name: string, schema: Record<string, unknown>): Record<string, unknown> {
-  return {
-    apiVersion: `${GROUP}/${VERSION}`,
-    kind: 'PortalRule',
-    metadata: { name, namespace: NS },
-    spec: { enforcement: 'Deny', match: { kinds: [{ apiGroups: [''], kinds: ['Pod'] }] }, validate: { message: 'annotations must be short', schema } },
-  };
-}
 
 async function rss(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
@@ -93,7 +78,7 @@ test('rule churn on portal dev: memory returns, admission keeps going, the 5 KB 
     $defs: { d: { allOf: Array.from({ length: 100 }, () => ({ minLength: 0 })) } },
     properties: { spec: { properties: { containers: { items: { properties: { args: { items: { allOf: Array.from({ length: 150 }, () => ({ $ref: '#/$defs/d' })) } } } } } } } },
   };
-  const refused = await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: 'portalrules', body: rule('args-bomb', bombSchema) }).then(
+  const refused = await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: 'portalrules', body: podRule('args-bomb', NS, bombSchema) }).then(
     () => assert.fail('the 5 KB rule was accepted'),
     (e: unknown) => String((e as { body?: unknown }).body ?? e),
   );
@@ -101,7 +86,7 @@ test('rule churn on portal dev: memory returns, admission keeps going, the 5 KB 
 
   // Churn: one rule name, created and deleted; each version compiled (Ready) before it goes.
   const cycle = async (i: number): Promise<void> => {
-    const body = rule('churn', bigSchema(`c${i}`));
+    const body = bigRule('churn', NS, `c${i}`);
     assert.ok(JSON.stringify(body).length > 60_000, 'a 62 KB rule');
     await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: 'portalrules', body });
     await ready(custom, 'churn');

@@ -41,6 +41,24 @@ export async function coreApi(kubeconfigFile: string): Promise<k8s.CoreV1Api> {
   return kc.makeApiClient(k8s.CoreV1Api);
 }
 
+/** A Pod every shipped policy admits (policies/), in `namespace`. */
+export function compliantPod(name: string, namespace: string): k8s.V1Pod {
+  return {
+    metadata: { name, namespace, labels: { team: 'platform' } },
+    spec: {
+      securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+      containers: [
+        {
+          name: 'app',
+          image: 'nginx:1.27',
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+          resources: { limits: { cpu: '100m', memory: '64Mi' } },
+        },
+      ],
+    },
+  };
+}
+
 /** The Status message in a refused create's body (what kubectl prints), else the error itself. */
 export function apiMessage(err: unknown): string {
   const body = (err as { body?: unknown }).body;
