@@ -7,11 +7,11 @@
  * (the baseline, measured in the same run).
  */
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch, type V1Pod } from '@kubernetes/client-node';
 import { untilReplicasReady } from '../test/dev/support.ts';
 import { bigRule } from '../test/support/big-rule.ts';
 import { coreApi, percentile, victim, type VictimResult } from '../test/support/victim.ts';
@@ -38,6 +38,23 @@ async function untilReady(custom: CustomObjectsApi, name: string, ms: number): P
   throw new Error(`${name} not Ready within ${ms} ms`);
 }
 
+/** CPU seconds a process has used so far, all its threads (utime + stime of /proc/<pid>/stat, at 100 ticks/s). */
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Portal's own answer time for allowed reviews on a replica (the rest of the victim's latency is the API server's). */
+async function answerTime(probes: string): Promise<string> {
+  const text = await (await fetch(`${probes}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
+  const value = (series: string): number => Number(text.split('\n').find((l) => l.startsWith(`${series} `))?.slice(series.length + 1) ?? 0);
+  const count = value('portal_admission_request_duration_seconds_count{decision="allow"}');
+  const sum = value('portal_admission_request_duration_seconds_sum{decision="allow"}');
+  const upToSecond = value('portal_admission_request_duration_seconds_bucket{le="1",decision="allow"}');
+  return `${count} allowed reviews answered by Portal in ${((sum / Math.max(1, count)) * 1000).toFixed(0)} ms on average, ${count - upToSecond} over 1 s`;
+}
+
 export async function ruleCreationOnDev(rules: number, quietSeconds: number): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'portal-bench-rule-churn-'));
   await mkdir(join(dir, 'policies'));
@@ -52,6 +69,11 @@ export async function ruleCreationOnDev(rules: number, quietSeconds: number): Pr
     for (const name of ['tenant-a', 'tenant-b', 'tenant-c']) await core.createNamespace({ body: { metadata: { name } } });
     const api = await coreApi(state.kubeconfig);
     const quiet = await victim(api, { namespace: 'tenant-c', pod, rate: 10, seconds: quietSeconds }).done;
+    // Every write of the `quiet` rule (its status) while tenant-a's rules arrive.
+    let quietWrites = 0;
+    const watch = await new Watch(kc).watch('/apis/portal.dev/v1alpha1/portalclusterrules', {}, (type) => void (type === 'MODIFIED' && quietWrites++), () => undefined);
+    const replica = state.replicas[0]!;
+    const cpu0 = [await cpuSeconds(replica.pid as number), await cpuSeconds(dev.pid as number)];
     const during = victim(api, { namespace: 'tenant-b', pod, rate: 10 });
     const t0 = performance.now();
     for (let i = 0; i < rules; i++) await custom.createNamespacedCustomObject({ ...ref, body: rule(i) });
@@ -59,10 +81,14 @@ export async function ruleCreationOnDev(rules: number, quietSeconds: number): Pr
     await untilReady(custom, `many-${rules - 1}`, 900_000);
     const ready = performance.now() - t0;
     const seen = await during.stop();
+    const cpu1 = [await cpuSeconds(replica.pid as number), await cpuSeconds(dev.pid as number)];
+    watch.abort();
     console.log(`${rules} rules of ${JSON.stringify(rule(0)).length} bytes on portal dev (1 replica): created in ${(created / 1000).toFixed(1)} s, the last Ready after ${(ready / 1000).toFixed(1)} s`);
     console.log(line(`victim alone (${quietSeconds} s, baseline)`, quiet));
     console.log(line('victim while the rules were created', seen));
     console.log(`ratio (victim p99, during/alone): ${(percentile(seen.latenciesMs, 99) / percentile(quiet.latenciesMs, 99)).toFixed(2)}`);
+    console.log(`CPU meanwhile: the replica ${(cpu1[0]! - cpu0[0]!).toFixed(1)} s (${(((cpu1[0]! - cpu0[0]!) / rules) * 1000).toFixed(0)} ms per rule), portal dev's API server ${(cpu1[1]! - cpu0[1]!).toFixed(1)} s; writes of another rule (quiet): ${quietWrites}`);
+    console.log(`${replica.name}: ${await answerTime(replica.probes)}`);
     for (const f of seen.failed.slice(0, 3)) console.log(`  failed: ${f}`);
   } finally {
     dev.kill('SIGTERM');
