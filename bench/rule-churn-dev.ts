@@ -6,16 +6,12 @@
  * failures meanwhile, against the victim alone for `quiet` seconds before
  * (the baseline, measured in the same run).
  */
-import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { untilReplicasReady } from '../test/dev/support.ts';
+import { withDev } from '../test/dev/support.ts';
 import { coreApi, percentile, victim, type VictimResult } from '../test/support/victim.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const ref = { group: 'portal.dev', version: 'v1alpha1', namespace: 'tenant-a', plural: 'portalrules' };
 
 export function bigSchema(salt: string): Record<string, unknown> {
@@ -49,12 +45,12 @@ async function untilReady(custom: CustomObjectsApi, name: string, ms: number): P
 }
 
 export async function ruleCreationOnDev(rules: number, quietSeconds: number): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-bench-rule-churn-'));
-  await mkdir(join(dir, 'policies'));
-  await writeFile(join(dir, 'policies', 'quiet.yaml'), 'apiVersion: portal.dev/v1alpha1\nkind: PortalClusterRule\nmetadata: {name: quiet}\nspec:\n  match: {kinds: [{apiGroups: [""], kinds: [ConfigMap]}]}\n  validate: {message: m, schema: {type: object}}\n');
-  const dev = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '1', '--port', '0', '--state-dir', join(dir, 'state'), '--policies', join(dir, 'policies'), '--log-level', 'warn'], { cwd: dir, stdio: 'ignore' });
-  try {
-    const state = await untilReplicasReady(join(dir, 'state', 'state.json'), 1, 120_000);
+  const policies = async (dir: string): Promise<string> => {
+    await mkdir(join(dir, 'policies'));
+    await writeFile(join(dir, 'policies', 'quiet.yaml'), 'apiVersion: portal.dev/v1alpha1\nkind: PortalClusterRule\nmetadata: {name: quiet}\nspec:\n  match: {kinds: [{apiGroups: [""], kinds: [ConfigMap]}]}\n  validate: {message: m, schema: {type: object}}\n');
+    return join(dir, 'policies');
+  };
+  await withDev({ name: 'bench-rule-churn', replicas: 1, policies, readyMs: 120_000, outputTail: 20_000 }, async ({ state }) => {
     const kc = new KubeConfig();
     kc.loadFromFile(state.kubeconfig);
     const custom = kc.makeApiClient(CustomObjectsApi);
@@ -74,9 +70,5 @@ export async function ruleCreationOnDev(rules: number, quietSeconds: number): Pr
     console.log(line('victim while the rules were created', seen));
     console.log(`ratio (victim p99, during/alone): ${(percentile(seen.latenciesMs, 99) / percentile(quiet.latenciesMs, 99)).toFixed(2)}`);
     for (const f of seen.failed.slice(0, 3)) console.log(`  failed: ${f}`);
-  } finally {
-    dev.kill('SIGTERM');
-    await new Promise((resolve) => (dev.exitCode !== null ? resolve(undefined) : dev.once('exit', resolve)));
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }

@@ -6,19 +6,16 @@
 // every one of its requests is still answered by Portal, and another
 // namespace's creates and denial Event go through.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { sideApi } from '../support/side-api.ts';
 import { until } from '../support/until.ts';
-import { kubectl, untilReplicasReady, type DevState } from './support.ts';
+import { kubectl, startDevFor, type Dev, type DevState } from './support.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const REPLICA_USER = 'system:serviceaccount:portal-system:portal-0';
 /** The per-namespace Event bucket (src/audit/namespace-buckets.ts EVENT_BUCKETS). */
 const BURST = 25;
@@ -49,23 +46,27 @@ interface Event {
   count?: number;
 }
 
-async function startDev(t: TestContext, extra: string[]): Promise<{ state: DevState; stateDir: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-dev-denial-events-'));
-  const stateDir = join(dir, 'state');
-  const policies = join(dir, 'policies');
-  await mkdir(policies);
-  await writeFile(join(policies, 'rule.yaml'), stringify(RULE));
-  const dev: ChildProcess = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '1', '--port', '0', '--state-dir', stateDir, '--policies', policies, '--grace-period', '5s', ...extra], { cwd: dir, stdio: 'ignore' });
-  const exited = new Promise((resolve) => dev.on('exit', resolve));
-  t.after(async () => {
-    if (dev.exitCode === null) dev.kill('SIGINT');
-    await exited;
-    await rm(dir, { recursive: true, force: true });
+async function startDenialDev(t: TestContext, extra: string[]): Promise<{ dev: Dev; state: DevState; stateDir: string }> {
+  const dev = await startDevFor(t, {
+    name: 'dev-denial-events',
+    replicas: 1,
+    policies: async (dir) => {
+      const policies = join(dir, 'policies');
+      await mkdir(policies);
+      await writeFile(join(policies, 'rule.yaml'), stringify(RULE));
+      return policies;
+    },
+    flags: extra,
+    // Each denial's log line is written at info.
+    logLevel: 'info',
+    outputTail: 20_000,
+    readyMs: 120_000,
   });
-  const state = await untilReplicasReady(join(stateDir, 'state.json'), 1, 120_000);
+  const { state } = dev;
+  const stateDir = join(dev.dir, 'state');
   await until('the rule in force', 60_000, async () => ((await (await fetch(`${state.replicas[0]!.probes}/metrics`)).text()).match(/^portal_rules_loaded 1$/m) ? true : undefined));
   for (const ns of ['team-a', 'team-b', 'tenant']) assert.equal((await kubectl(state.kubeconfig, ['create', 'namespace', ns])).code, 0);
-  return { state, stateDir };
+  return { dev, state, stateDir };
 }
 
 async function denialEvents(kc: string, namespace: string): Promise<Event[]> {
@@ -99,7 +100,7 @@ function apiClient(kubeconfig: string): k8s.CoreV1Api {
 const statusOf = (err: unknown): number => (err as { code?: number }).code ?? 0;
 
 void test('--denial-events: a denied create is one PortalDenied Event whose count grows; a flood in one namespace stays bounded and others still get theirs', { timeout: 600_000 }, async (t) => {
-  const { state } = await startDev(t, ['--denial-events']);
+  const { state } = await startDenialDev(t, ['--denial-events']);
   const kc = state.kubeconfig;
   const file = join(await mkdtemp(join(tmpdir(), 'portal-denial-pod-')), 'pod.yaml');
   t.after(() => rm(join(file, '..'), { recursive: true, force: true }));
@@ -170,7 +171,7 @@ void test('--denial-events: a denied create is one PortalDenied Event whose coun
 });
 
 void test('without --denial-events a denial writes no Event (the log line still says it)', { timeout: 300_000 }, async (t) => {
-  const { state, stateDir } = await startDev(t, []);
+  const { state, stateDir } = await startDenialDev(t, []);
   const kc = state.kubeconfig;
   const core = apiClient(kc);
   assert.equal(await core.createNamespacedPod({ namespace: 'team-a', body: pod('web', true) }).then(() => 0, (err: unknown) => statusOf(err)), 403);
