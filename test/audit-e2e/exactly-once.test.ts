@@ -126,6 +126,7 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
         '--lease-duration', `${LEASE_MS}ms`, '--renew-deadline', '2s', '--retry-period', `${RETRY_MS}ms`, '--audit-interval', '10s', '--audit-workers', String(WORKERS),
         '--alertmanager-url', am.url, '--report-granularity', 'resource',
       ],
+      waitFor: 'running',
       readyMs: 60_000,
     });
     const { stateFile } = dev;

@@ -45,6 +45,7 @@ void test('2,000 Pods at a steady rate with a leader change: every namespace rep
     replicas: 2,
     policies: join(root, 'policies', 'pod-security'),
     flags: ['--grace-period', '2s', '--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '500ms'],
+    waitFor: 'running',
   });
   t.after(() => {
     for (const pid of pids) {

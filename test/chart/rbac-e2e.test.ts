@@ -97,7 +97,7 @@ void test('every request a leading replica makes is allowed by the chart\'s RBAC
     return join(dir, 'policies');
   };
   const flags = ['--grace-period', '2s', '--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '500ms', '--alertmanager-url', `http://127.0.0.1:${(am.address() as AddressInfo).port}`];
-  await withDev({ name: 'rbac-e2e', replicas: 1, policies, flags, readyMs: 60_000 }, async ({ state }) => {
+  await withDev({ name: 'rbac-e2e', replicas: 1, policies, flags, waitFor: 'running', readyMs: 60_000 }, async ({ state }) => {
     const kubeconfigYaml = await readFile(state.kubeconfig, 'utf8');
     const kube = createKubeClient({ kubeconfigYaml, qps: 100, burst: 100, userAgent: 'rbac-e2e' });
     const apps = kube.kubeConfig.makeApiClient(AppsV1Api);

@@ -32,8 +32,8 @@ async function replicaPid(stateFile: string): Promise<number | undefined> {
   }
 }
 
-void test('portal dev: a replica SIGKILLed again and again is restarted with exponential backoff', { timeout: 120_000 }, async (t) => {
-  const dev = await startDevFor(t, { name: 'supervisor', replicas: 1, policies: join(root, 'policies'), flags: ['--grace-period', '2s'] });
+void test('portal dev: a replica SIGKILLed again and again is restarted with exponential backoff', { timeout: 60_000 }, async (t) => {
+  const dev = await startDevFor(t, { name: 'supervisor', replicas: 1, policies: join(root, 'policies'), flags: ['--grace-period', '2s'], waitFor: 'running', readyMs: 30_000 });
   const stateDir = join(dev.dir, 'state');
   const stateFile = dev.stateFile;
   const pids = new Set<number>();

@@ -28,12 +28,17 @@ export async function readState(file: string): Promise<DevState | undefined> {
   }
 }
 
-/** Waits until state.json lists `count` replicas with a process each, then until every one answers /readyz 200. */
-export async function untilReplicasReady(stateFile: string, count: number, ms: number): Promise<DevState> {
-  const state = await until(`state.json with ${count} running replica(s)`, ms, async () => {
+/** Waits until state.json lists `count` replicas with a process each. */
+export function untilReplicasRunning(stateFile: string, count: number, ms: number): Promise<DevState> {
+  return until(`state.json with ${count} running replica(s)`, ms, async () => {
     const s = await readState(stateFile);
     return s && s.replicas.length === count && s.replicas.every((r) => r.pid !== null) ? s : undefined;
   }, SLOW_CHECK);
+}
+
+/** Waits until state.json lists `count` replicas with a process each, then until every one answers /readyz 200. */
+export async function untilReplicasReady(stateFile: string, count: number, ms: number): Promise<DevState> {
+  const state = await untilReplicasRunning(stateFile, count, ms);
   await Promise.all(state.replicas.map((r) => untilReady(r.probes, ms)));
   return state;
 }
@@ -71,6 +76,12 @@ export interface DevOptions {
   logLevel?: string;
   /** How long the replicas may take to be ready; default 90 s. */
   readyMs?: number;
+  /**
+   * What startDev waits for: `ready` (default) every replica answers /readyz
+   * 200; `running` state.json lists every replica with a pid, for tests that
+   * kill replicas or wait for a leader themselves and need no more.
+   */
+  waitFor?: 'ready' | 'running';
   /** Keep only this many last characters of the output (a flood's warnings would be too many); default all. */
   outputTail?: number;
 }
@@ -79,7 +90,7 @@ export interface Dev {
   /** The test's directory, portal dev's working directory; removed by cleanup(). */
   dir: string;
   stateFile: string;
-  /** state.json once every replica was ready. */
+  /** state.json once every replica was ready (or running: DevOptions.waitFor). */
   state: DevState;
   child: ChildProcess;
   /** What portal dev wrote to stdout and stderr so far. */
@@ -92,9 +103,9 @@ export interface Dev {
 
 /**
  * `portal dev` in a new directory (state in `<dir>/state`), resolved once
- * its replicas are ready. The caller owns cleanup(); if the replicas are
- * never ready (or dev exits first), it cleans up itself and throws with the
- * output.
+ * its replicas are ready (or running: DevOptions.waitFor). The caller owns
+ * cleanup(); if the replicas are never ready (or dev exits first), it cleans
+ * up itself and throws with the output.
  */
 export async function startDev(o: DevOptions): Promise<Dev> {
   const dir = await mkdtemp(join(tmpdir(), `portal-${o.name}-`));
@@ -127,7 +138,8 @@ export async function startDev(o: DevOptions): Promise<Dev> {
     const early = exitCode.then((code) => Promise.reject(new Error(`portal dev exited (${code}) before its replicas were ready`)));
     early.catch(() => undefined);
     const stateFile = join(stateDir, 'state.json');
-    const state = await Promise.race([untilReplicasReady(stateFile, o.replicas, o.readyMs ?? 90_000), early]);
+    const wait = o.waitFor === 'running' ? untilReplicasRunning : untilReplicasReady;
+    const state = await Promise.race([wait(stateFile, o.replicas, o.readyMs ?? 90_000), early]);
     const stop = (): Promise<number | null> => {
       dev.kill('SIGTERM');
       return exitCode;
