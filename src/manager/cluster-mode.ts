@@ -22,6 +22,7 @@ import { VapTypeWarnings } from '../audit/vap-type-warnings.ts';
 import { builtinSchemas, layered } from '../policy/kind-schemas/catalogue.ts';
 import { VapAuditPolicySource } from '../audit/vap-audit.ts';
 import { DenialEvents } from '../audit/denial-events.ts';
+import { denialEventMetrics } from '../audit/metrics.ts';
 import { ExceptionEvents } from '../audit/exception-events.ts';
 import { ProblemEvents } from '../audit/problem-events.ts';
 import { RuleProblems } from '../audit/rule-problems.ts';
@@ -115,7 +116,9 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   memory.poison.onChange(({ pair }) => actuator.ruleChanged(pair.rule));
 
   // Every replica answers admission, so every replica writes its own denials' Events (not leader-only).
-  const denialEvents = config.denialEvents ? new DenialEvents({ client, logger: componentLogger(root, 'admission'), identity }) : undefined;
+  // Registered on every replica, like the other metrics; series appear once --denial-events writes.
+  const denialEventsTotal = denialEventMetrics(registry);
+  const denialEvents = config.denialEvents ? new DenialEvents({ client, logger: componentLogger(root, 'admission'), identity, metrics: denialEventsTotal }) : undefined;
   if (denialEvents) debugVars.register('denial_events', () => denialEvents.stats());
   registerDebugVars(debugVars, registry, { source, vaps, vapTypeWarnings, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation });
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
