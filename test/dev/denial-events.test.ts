@@ -4,7 +4,8 @@
 // repeats; without it there is none. Hostile: a tenant denied thousands of
 // times costs a bounded number of Event calls (counted by the API server),
 // every one of its requests is still answered by Portal, and another
-// namespace's creates and denial Event go through.
+// namespace's creates and denial Event go through. A replica stopped with
+// SIGTERM writes the Events still waiting for their namespace's tokens.
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -168,6 +169,25 @@ void test('--denial-events: a denied create is one PortalDenied Event whose coun
   t.diagnostic(`tenant: 2000 denials → ${calls} Event calls (bound ${bound}), ${tenantEvents.length} Events; replica: ${JSON.stringify(stats)}`);
   assert.ok(stats['denied']! >= 2005, JSON.stringify(stats));
   assert.ok(stats['held']! <= 64 * 3, `memory bounded: ${JSON.stringify(stats)}`);
+
+  // SIGTERM to the replica: the Events still waiting for their namespace's tokens are written in its last pass.
+  assert.equal((await kubectl(kc, ['create', 'namespace', 'team-c'])).code, 0);
+  const waiting = 40;
+  const codes = await Promise.all(Array.from({ length: waiting }, (_, i) => core.createNamespacedPod({ namespace: 'team-c', body: pod(`c-${i}`, true) }).then(() => 0, (err: unknown) => statusOf(err))));
+  assert.deepEqual([...new Set(codes)], [403]);
+  // The namespace's burst is written at once; the rest waits (a token every 10 s).
+  const burst = await until("team-c's burst of Events", 60_000, async () => {
+    const n = (await denialEvents(kc, 'team-c')).length;
+    return n >= BURST ? n : undefined;
+  });
+  assert.ok(burst < waiting, `${burst} of ${waiting} Events written before the SIGTERM: the rest wait for tokens`);
+  process.kill(state.replicas[0]!.pid!, 'SIGTERM');
+  // More than one token's worth (a refill could add one): only the shutdown pass writes them.
+  const after = await until('the waiting Events written at shutdown', 60_000, async () => {
+    const n = (await denialEvents(kc, 'team-c')).length;
+    return n >= burst + 2 ? n : undefined;
+  });
+  t.diagnostic(`team-c: ${burst} Events before the replica's SIGTERM, ${after} after`);
 });
 
 void test('without --denial-events a denial writes no Event (the log line still says it)', { timeout: 300_000 }, async (t) => {
