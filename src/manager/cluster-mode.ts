@@ -115,11 +115,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   // A rule's status names the object that exhausted a thread's memory with it (the leader writes it).
   memory.poison.onChange(({ pair }) => actuator.ruleChanged(pair.rule));
 
-  // Every replica answers admission, so every replica writes its own denials' Events (not leader-only).
-  // Registered on every replica, like the other metrics; series appear once --denial-events writes.
-  const denialEventsTotal = denialEventMetrics(registry);
-  const denialEvents = config.denialEvents ? new DenialEvents({ client, logger: componentLogger(root, 'admission'), identity, metrics: denialEventsTotal }) : undefined;
-  if (denialEvents) debugVars.register('denial_events', () => denialEvents.stats());
+  const denialEvents = denialEventsWriter(config, { client, root, identity, registry, debugVars });
   registerDebugVars(debugVars, registry, { source, vaps, vapTypeWarnings, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation });
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
 
@@ -263,6 +259,22 @@ interface ClusterParts {
 }
 
 /** /debug/vars and the gauges read at scrape time. */
+/**
+ * Every replica answers admission, so every replica writes its own denials'
+ * Events (not leader-only), with --denial-events. Its counter is registered
+ * on every replica either way, like the other metrics (no series until it writes).
+ */
+function denialEventsWriter(
+  config: Readonly<ServeConfig>,
+  deps: { client: KubeClient; root: Logger; identity: string; registry: Registry; debugVars: DebugVars },
+): DenialEvents | undefined {
+  const metrics = denialEventMetrics(deps.registry);
+  if (!config.denialEvents) return undefined;
+  const writer = new DenialEvents({ client: deps.client, logger: componentLogger(deps.root, 'admission'), identity: deps.identity, metrics });
+  deps.debugVars.register('denial_events', () => writer.stats());
+  return writer;
+}
+
 function registerDebugVars(debugVars: DebugVars, registry: Registry, parts: ClusterParts): void {
   const { source, vaps, vapTypeWarnings, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation } = parts;
   debugVars.register('informers', () => source.informerStats());
