@@ -6,8 +6,6 @@
  * failures meanwhile, against the victim alone for `quiet` seconds before
  * (the baseline, measured in the same run).
  */
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { withDev } from '../test/dev/support.ts';
 import { coreApi, percentile, victim, type VictimResult } from '../test/support/victim.ts';
@@ -45,11 +43,7 @@ async function untilReady(custom: CustomObjectsApi, name: string, ms: number): P
 }
 
 export async function ruleCreationOnDev(rules: number, quietSeconds: number): Promise<void> {
-  const policies = async (dir: string): Promise<string> => {
-    await mkdir(join(dir, 'policies'));
-    await writeFile(join(dir, 'policies', 'quiet.yaml'), 'apiVersion: portal.dev/v1alpha1\nkind: PortalClusterRule\nmetadata: {name: quiet}\nspec:\n  match: {kinds: [{apiGroups: [""], kinds: [ConfigMap]}]}\n  validate: {message: m, schema: {type: object}}\n');
-    return join(dir, 'policies');
-  };
+  const policies = { 'quiet.yaml': 'apiVersion: portal.dev/v1alpha1\nkind: PortalClusterRule\nmetadata: {name: quiet}\nspec:\n  match: {kinds: [{apiGroups: [""], kinds: [ConfigMap]}]}\n  validate: {message: m, schema: {type: object}}\n' };
   await withDev({ name: 'bench-rule-churn', replicas: 1, policies, readyMs: 120_000, outputTail: 20_000 }, async ({ state }) => {
     const kc = new KubeConfig();
     kc.loadFromFile(state.kubeconfig);

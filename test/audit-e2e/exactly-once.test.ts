@@ -22,7 +22,7 @@
  *   annotated once each, like every other pod, by whichever leader saw it.
  */
 import assert from 'node:assert/strict';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
@@ -116,11 +116,7 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
     dev = await startDev({
       name: 'e2e',
       replicas: 3,
-      policies: async (dir) => {
-        await mkdir(join(dir, 'policies'));
-        await writeFile(join(dir, 'policies', 'rule.yaml'), RULE);
-        return join(dir, 'policies');
-      },
+      policies: { 'rule.yaml': RULE },
       flags: [
         '--grace-period', '2s',
         '--lease-duration', `${LEASE_MS}ms`, '--renew-deadline', '2s', '--retry-period', `${RETRY_MS}ms`, '--audit-interval', '10s', '--audit-workers', String(WORKERS),

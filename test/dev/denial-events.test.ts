@@ -7,7 +7,7 @@
 // namespace's creates and denial Event go through. A replica stopped with
 // SIGTERM writes the Events still waiting for their namespace's tokens.
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -51,12 +51,7 @@ async function startDenialDev(t: TestContext, extra: string[]): Promise<{ dev: D
   const dev = await startDevFor(t, {
     name: 'dev-denial-events',
     replicas: 1,
-    policies: async (dir) => {
-      const policies = join(dir, 'policies');
-      await mkdir(policies);
-      await writeFile(join(policies, 'rule.yaml'), stringify(RULE));
-      return policies;
-    },
+    policies: { 'rule.yaml': stringify(RULE) },
     flags: extra,
     // Each denial's log line is written at info.
     logLevel: 'info',

@@ -5,7 +5,7 @@
 // rules created, evaluated and deleted leave none of their series on /metrics.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFile, writeFile, mkdir } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -49,16 +49,10 @@ void test('a day of kubectl traffic: Prometheus answers denials and p99 per rule
   const dev = await startDevFor(t, {
     name: 'dev-observability',
     replicas: 1,
-    policies: async (dir) => {
-      const policies = join(dir, 'policies');
-      await mkdir(policies);
-      await writeFile(
-        join(policies, 'rules.yaml'),
-        [rule('deny-privileged', 'Deny', 'object.spec.containers.all(c, !c.?securityContext.?privileged.orValue(false))'), rule('warn-latest', 'Warn', "object.spec.containers.all(c, !c.image.endsWith(':latest'))")]
-          .map((r) => stringify(r))
-          .join('---\n'),
-      );
-      return policies;
+    policies: {
+      'rules.yaml': [rule('deny-privileged', 'Deny', 'object.spec.containers.all(c, !c.?securityContext.?privileged.orValue(false))'), rule('warn-latest', 'Warn', "object.spec.containers.all(c, !c.image.endsWith(':latest'))")]
+        .map((r) => stringify(r))
+        .join('---\n'),
     },
     // Each denial's log line is written at info.
     logLevel: 'info',

@@ -15,8 +15,6 @@
 // - `portal dev` lists the rules that need attention and says so on its
 //   status line.
 import assert from 'node:assert/strict';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { until } from '../support/until.ts';
 import { kubectl, startDevFor } from './support.ts';
@@ -70,12 +68,7 @@ void test('issue 15 with real kubectl: refused at apply, errors follow enforceme
   const dev = await startDevFor(t, {
     name: 'rule-lifecycle',
     replicas: 2,
-    policies: async (dir) => {
-      const policies = join(dir, 'policies');
-      await mkdir(policies);
-      for (const [file, text] of Object.entries(POLICIES)) await writeFile(join(policies, file), text);
-      return policies;
-    },
+    policies: POLICIES,
     flags: ['--report-granularity', 'resource', '--report-flush', '1s'],
     readyMs: 60_000,
   });

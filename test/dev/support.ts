@@ -4,7 +4,7 @@
  * writes, kubectl against it, and process checks.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -68,8 +68,11 @@ export interface DevOptions {
   /** Names the test's temporary directory (the mkdtemp prefix after `portal-`). */
   name: string;
   replicas: number;
-  /** --policies: a directory, or a function that writes one into the test's directory and returns its path. */
-  policies: string | ((dir: string) => Promise<string>);
+  /**
+   * --policies: a directory; or its files (name → text), written to `<dir>/policies`; or a function
+   * that writes one into the test's directory and returns its path.
+   */
+  policies: string | Readonly<Record<string, string>> | ((dir: string) => Promise<string>);
   /** Flags after the common ones (--replicas, --port 0, --state-dir, --policies, --grace-period 5s, --log-level). */
   flags?: string[];
   /** Default `warn`. */
@@ -124,7 +127,7 @@ export async function startDev(o: DevOptions): Promise<Dev> {
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    const policies = typeof o.policies === 'string' ? o.policies : await o.policies(dir);
+    const policies = typeof o.policies === 'string' ? o.policies : typeof o.policies === 'function' ? await o.policies(dir) : await writePolicies(dir, o.policies);
     const args = ['dev', '--replicas', String(o.replicas), '--port', '0', '--state-dir', stateDir, '--policies', policies, '--grace-period', '5s', '--log-level', o.logLevel ?? 'warn', ...(o.flags ?? [])];
     const dev = spawn(process.execPath, [join(root, 'bin', 'portal.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     child = dev;
@@ -168,6 +171,13 @@ export async function withDev<T>(o: DevOptions, body: (dev: Dev) => Promise<T>):
   } finally {
     await dev.cleanup();
   }
+}
+
+async function writePolicies(dir: string, files: Readonly<Record<string, string>>): Promise<string> {
+  const policies = join(dir, 'policies');
+  await mkdir(policies);
+  for (const [file, text] of Object.entries(files)) await writeFile(join(policies, file), text);
+  return policies;
 }
 
 function withOutput(err: unknown, output: string): unknown {
