@@ -10,11 +10,11 @@
  * on `K` (SO_REUSEPORT), alternately for `R` rounds. libuv accepts one
  * connection per socket per turn, and the queue is first come, first served.
  */
-import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { parseArgs } from 'node:util';
 import { addAcceptors } from '../src/admission/acceptors.ts';
+import { queueConnections } from '../test/admission/sockets.ts';
 
 const { values } = parseArgs({
   options: {
@@ -29,13 +29,6 @@ const QUEUED = Number(values.queued);
 const TURN_MS = Number(values['turn-ms']);
 const SOCKETS = Number(values.sockets);
 const ROUNDS = Number(values.rounds);
-
-/** Opens `n` connections to `port` in a child that exits once all are established: the kernel holds them queued. */
-function queue(port: number, n: number): void {
-  const script = `const net = require('node:net'); let left = ${n};
-    for (let i = 0; i < ${n}; i++) { const c = net.connect(${port}, '127.0.0.1', () => { if (--left === 0) process.exit(0); }); c.on('error', (e) => { console.error(e.message); process.exit(1); }); }`;
-  execFileSync(process.execPath, ['-e', script], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 60_000 });
-}
 
 interface Round {
   turns: number;
@@ -55,7 +48,7 @@ async function round(sockets: number): Promise<Round> {
   await once(server, 'listening');
   await new Promise((resolve) => setImmediate(resolve));
   const port = (server.address() as AddressInfo).port;
-  queue(port, QUEUED);
+  queueConnections(port, QUEUED);
   const started = performance.now();
   const late = connect(port, '127.0.0.1');
   late.on('error', () => {});

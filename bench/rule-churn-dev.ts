@@ -6,17 +6,12 @@
  * failures meanwhile, against the victim alone for `quiet` seconds before
  * (the baseline, measured in the same run).
  */
-import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFile } from 'node:fs/promises';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch, type V1Pod } from '@kubernetes/client-node';
-import { untilReplicasReady } from '../test/dev/support.ts';
+import { withDev } from '../test/dev/support.ts';
 import { bigRule } from '../test/support/big-rule.ts';
 import { coreApi, percentile, victim, type VictimResult } from '../test/support/victim.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const ref = { group: 'portal.dev', version: 'v1alpha1', namespace: 'tenant-a', plural: 'portalrules' };
 
 /** `many-N`, its schema salted `mN` (the salt is in each of the 1,050 keys: a longer one would pass the 64 KiB bound). */
@@ -56,12 +51,8 @@ async function answerTime(probes: string): Promise<string> {
 }
 
 export async function ruleCreationOnDev(rules: number, quietSeconds: number): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-bench-rule-churn-'));
-  await mkdir(join(dir, 'policies'));
-  await writeFile(join(dir, 'policies', 'quiet.yaml'), 'apiVersion: portal.dev/v1alpha1\nkind: PortalClusterRule\nmetadata: {name: quiet}\nspec:\n  match: {kinds: [{apiGroups: [""], kinds: [ConfigMap]}]}\n  validate: {message: m, schema: {type: object}}\n');
-  const dev = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '1', '--port', '0', '--state-dir', join(dir, 'state'), '--policies', join(dir, 'policies'), '--log-level', 'warn'], { cwd: dir, stdio: 'ignore' });
-  try {
-    const state = await untilReplicasReady(join(dir, 'state', 'state.json'), 1, 120_000);
+  const policies = { 'quiet.yaml': 'apiVersion: portal.dev/v1alpha1\nkind: PortalClusterRule\nmetadata: {name: quiet}\nspec:\n  match: {kinds: [{apiGroups: [""], kinds: [ConfigMap]}]}\n  validate: {message: m, schema: {type: object}}\n' };
+  await withDev({ name: 'bench-rule-churn', replicas: 1, policies, readyMs: 120_000, outputTail: 20_000 }, async ({ state, child }) => {
     const kc = new KubeConfig();
     kc.loadFromFile(state.kubeconfig);
     const custom = kc.makeApiClient(CustomObjectsApi);
@@ -73,7 +64,7 @@ export async function ruleCreationOnDev(rules: number, quietSeconds: number): Pr
     let quietWrites = 0;
     const watch = await new Watch(kc).watch('/apis/portal.dev/v1alpha1/portalclusterrules', {}, (type) => void (type === 'MODIFIED' && quietWrites++), () => undefined);
     const replica = state.replicas[0]!;
-    const cpu0 = [await cpuSeconds(replica.pid as number), await cpuSeconds(dev.pid as number)];
+    const cpu0 = [await cpuSeconds(replica.pid as number), await cpuSeconds(child.pid as number)];
     const during = victim(api, { namespace: 'tenant-b', pod, rate: 10 });
     const t0 = performance.now();
     for (let i = 0; i < rules; i++) await custom.createNamespacedCustomObject({ ...ref, body: rule(i) });
@@ -81,7 +72,7 @@ export async function ruleCreationOnDev(rules: number, quietSeconds: number): Pr
     await untilReady(custom, `many-${rules - 1}`, 900_000);
     const ready = performance.now() - t0;
     const seen = await during.stop();
-    const cpu1 = [await cpuSeconds(replica.pid as number), await cpuSeconds(dev.pid as number)];
+    const cpu1 = [await cpuSeconds(replica.pid as number), await cpuSeconds(child.pid as number)];
     watch.abort();
     console.log(`${rules} rules of ${JSON.stringify(rule(0)).length} bytes on portal dev (1 replica): created in ${(created / 1000).toFixed(1)} s, the last Ready after ${(ready / 1000).toFixed(1)} s`);
     console.log(line(`victim alone (${quietSeconds} s, baseline)`, quiet));
@@ -90,9 +81,5 @@ export async function ruleCreationOnDev(rules: number, quietSeconds: number): Pr
     console.log(`CPU meanwhile: the replica ${(cpu1[0]! - cpu0[0]!).toFixed(1)} s (${(((cpu1[0]! - cpu0[0]!) / rules) * 1000).toFixed(0)} ms per rule), portal dev's API server ${(cpu1[1]! - cpu0[1]!).toFixed(1)} s; writes of another rule (quiet): ${quietWrites}`);
     console.log(`${replica.name}: ${await answerTime(replica.probes)}`);
     for (const f of seen.failed.slice(0, 3)) console.log(`  failed: ${f}`);
-  } finally {
-    dev.kill('SIGTERM');
-    await new Promise((resolve) => (dev.exitCode !== null ? resolve(undefined) : dev.once('exit', resolve)));
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }

@@ -14,8 +14,8 @@
  * evaluation by the rule's failurePolicy and enforcement.
  */
 import { PORTAL_KINDS_WEBHOOK_PATH } from '../config/webhook-configuration.ts';
-import type { AdmissionDecision, AdmissionMetrics } from '../observability/metrics.ts';
-import { clipText, MAX_WARNING_LENGTH } from '../policy/decision.ts';
+import type { AdmissionMetrics } from '../observability/metrics.ts';
+import { clipText, MAX_WARNING_LENGTH, type AdmissionOutcome } from '../policy/decision.ts';
 import { invalidMessage, type PortalKind } from '../policy/portal-kinds.ts';
 import { decodeReview, encodeReview, type AdmissionResponseBody, type ReviewVersion } from '../policy/review/codec.ts';
 
@@ -43,7 +43,7 @@ export function answerPortalKinds(body: unknown, kinds: Readonly<Record<string, 
   const { apiVersion, request } = decoded;
   const kind = request.kind.group === PORTAL_GROUP && request.subResource === '' ? kinds[request.kind.kind] : undefined;
   let response: AdmissionResponseBody = { uid: request.uid, allowed: true };
-  let decision: AdmissionDecision = 'allow';
+  let decision: AdmissionOutcome = 'allow';
   // Only what the object says is checked: DELETE (and anything the configuration should not send) is allowed.
   if (kind && (request.operation === 'CREATE' || request.operation === 'UPDATE') && request.object) {
     const result = kind.validate(request.object);

@@ -31,7 +31,6 @@ import { LogKey } from '../observability/log-keys.ts';
 import type { ReadinessGate } from './readiness.ts';
 import { secureContextOptions, type TlsMaterial } from './tls-reload.ts';
 
-export { ADMISSION_BODY_LIMIT, CONNECTION_LIMITS, type ConnectionLimits } from './limits.ts';
 
 export interface AdmissionServerOptions {
   /**

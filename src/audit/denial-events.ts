@@ -25,9 +25,14 @@
  * the denials it answered (not leader-only): two replicas denying the same
  * object make two Events, each with its own count (`reportingInstance` says
  * which replica).
+ *
+ * At shutdown (the signal aborts) the counts still pending are written in
+ * one last pass, bounded by `flushMs` and the replica's budget; what is left
+ * then is counted as dropped (`portal_denial_events_total`).
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { Counter } from 'prom-client';
 import { apiStatusCode, callOptions, mergePatchOptions, type KubeClient } from '../kube/client.ts';
 import { TokenBucket, type RateLimiterOptions } from '../kube/rate-limiter.ts';
 import { toError } from '../observability/errors.ts';
@@ -37,6 +42,7 @@ import type { Outcome } from '../policy/review/answer.ts';
 import type { Runnable } from '../util/runnable.ts';
 import { sleep } from '../util/backoff.ts';
 import { DenialAggregator, type AggregatorOptions, type DenialEntry, type DenialFact } from './denial-aggregator.ts';
+import type { DenialEventOutcome } from './metrics.ts';
 import { eventBody } from './leader-events.ts';
 import { EVENT_BUCKETS, NamespaceBuckets, type BucketOptions } from './namespace-buckets.ts';
 import { CLUSTER_SCOPED_EVENT_NAMESPACE } from './problem-events.ts';
@@ -53,6 +59,8 @@ const MAX_USER = 256;
 const RETRY_MS = 1000;
 /** Failed writes are logged at most this often (with how many failed since). */
 const WARN_MS = 10_000;
+/** The last pass at shutdown: short, well inside the replica's graceful shutdown (--shutdown-grace-period, 20 s by default). */
+const FLUSH_MS = 2000;
 
 export interface DenialEventsDeps {
   client: Pick<KubeClient, 'core'>;
@@ -66,6 +74,10 @@ export interface DenialEventsDeps {
   aggregation?: AggregatorOptions;
   /** @default 1 s */
   retryMs?: number;
+  /** How long the last pass at shutdown may take. @default 2 s */
+  flushMs?: number;
+  /** `portal_denial_events_total` (metrics.ts denialEventMetrics). */
+  metrics?: Counter<'outcome'>;
 }
 
 /** The Event a denied request is recorded as (pure). `undefined` when the review named no object, or for a dry run. */
@@ -118,7 +130,9 @@ export class DenialEvents implements Runnable {
     try {
       const fact = denialFact(out);
       if (fact === undefined) return;
+      const evicted = this.#aggregator.evictedUnwritten;
       this.#aggregator.note(fact);
+      if (this.#aggregator.evictedUnwritten !== evicted) this.#count('dropped_evicted');
       this.#counts.denied++;
       this.#wake?.();
     } catch {
@@ -132,6 +146,31 @@ export class DenialEvents implements Runnable {
       this.#aggregator.sweep();
       await this.#idle(signal, this.#aggregator.dirty ? (this.#deps.retryMs ?? RETRY_MS) : undefined);
     }
+    await this.#flush();
+  }
+
+  /**
+   * The last pass, once the signal aborted: the counts still pending would
+   * be lost with the process. Past the namespaces' buckets (a namespace that
+   * waited for its tokens is the usual reason a count is pending) but one
+   * Event of each namespace in turn, so a flood in one namespace cannot take
+   * the others' share; within the replica's write budget and `flushMs`.
+   */
+  async #flush(): Promise<void> {
+    const deadline = AbortSignal.timeout(this.#deps.flushMs ?? FLUSH_MS);
+    const pending = [...this.#aggregator.unwritten()].map(({ entries }) => entries);
+    const turns = Math.max(0, ...pending.map((entries) => entries.length));
+    for (let i = 0; i < turns && !deadline.aborted; i++) {
+      for (const entry of pending.flatMap((entries) => entries[i] ?? [])) {
+        if (!(await this.#writes.take(deadline).then(() => true, () => false))) break;
+        await this.#write(entry, deadline);
+      }
+    }
+    let left = 0;
+    for (const { entries } of this.#aggregator.unwritten()) left += entries.length;
+    if (left === 0) return;
+    this.#deps.metrics?.inc({ outcome: 'dropped_shutdown' }, left);
+    this.#deps.logger.warn({ [LogKey.count]: left }, 'denial events not written at shutdown');
   }
 
   /** Writes what each namespace's tokens allow; the rest waits for the next pass. */
@@ -172,9 +211,11 @@ export class DenialEvents implements Runnable {
         await this.#deps.client.core.createNamespacedEvent({ namespace, body: { ...body, count, firstTimestamp: new Date(entry.firstAt), lastTimestamp: now } }, callOptions({ signal, timeoutMs: 10_000 }));
         entry.eventName = name;
         this.#counts.created++;
+        this.#count('created');
       } else {
         await this.#deps.client.core.patchNamespacedEvent({ name: entry.eventName, namespace, body: { count, lastTimestamp: now } }, mergePatchOptions({ signal, timeoutMs: 10_000 }));
         this.#counts.patched++;
+        this.#count('patched');
       }
       entry.written = count;
     } catch (err) {
@@ -192,13 +233,19 @@ export class DenialEvents implements Runnable {
     }
     this.#counts.failed++;
     // No retry would write it (a namespace gone, or closed to us): give it up.
-    if (code === 403 || code === 404 || code === 422) entry.written = entry.count;
+    const refused = code === 403 || code === 404 || code === 422;
+    if (refused) entry.written = entry.count;
+    this.#count(refused ? 'dropped_refused' : 'failed');
     this.#failedSinceWarn++;
     const now = Date.now();
     if (now - this.#warnedAt < WARN_MS) return;
     this.#deps.logger.warn({ [LogKey.error]: toError(err), [LogKey.namespace]: entry.fact.namespace, [LogKey.count]: this.#failedSinceWarn }, 'could not write denial events');
     this.#failedSinceWarn = 0;
     this.#warnedAt = now;
+  }
+
+  #count(outcome: DenialEventOutcome): void {
+    this.#deps.metrics?.inc({ outcome });
   }
 
   /** For /debug/vars and tests: denials noted, Events created and patched, writes failed or deferred (namespace out of tokens). */

@@ -90,6 +90,20 @@ export function alertMetrics(registry: Registry): AlertMetrics {
   };
 }
 
+/**
+ * What the denial Event writer (denial-events.ts) did, one series per
+ * outcome: `created` and `patched` Events, `failed` writes (retried), and
+ * Events whose count was never written: `dropped_evicted` (memory bounds),
+ * `dropped_refused` (the API server refused it: 403, 404, 422) and
+ * `dropped_shutdown` (still pending when the replica stopped).
+ */
+export type DenialEventOutcome = 'created' | 'patched' | 'failed' | 'dropped_evicted' | 'dropped_refused' | 'dropped_shutdown';
+
+/** Registered on every cluster-mode replica (no series until `--denial-events` writes). */
+export function denialEventMetrics(registry: Registry): Counter<'outcome'> {
+  return counter(registry, 'portal_denial_events_total', 'Denial Events by outcome: created, patched, failed (retried), dropped_evicted, dropped_refused, dropped_shutdown (count never written).', ['outcome']);
+}
+
 export interface ActionMetrics {
   actions: Counter<'action' | 'outcome'>;
 }

@@ -20,8 +20,6 @@ import type { Coverage } from './coverage.ts';
 import { FencedStatusWriter, sameConditions, withTransition } from './fenced-status-writer.ts';
 import type { TypeCheckedCondition } from './type-check-status.ts';
 
-export { newerRv } from './fenced-status-writer.ts';
-
 export interface StatusInputs {
   states(): RuleState[];
   /** Violating objects of a rule (display key: `name` or `namespace/name`). */

@@ -22,6 +22,7 @@ import { VapTypeWarnings } from '../audit/vap-type-warnings.ts';
 import { builtinSchemas, layered } from '../policy/kind-schemas/catalogue.ts';
 import { VapAuditPolicySource } from '../audit/vap-audit.ts';
 import { DenialEvents } from '../audit/denial-events.ts';
+import { denialEventMetrics } from '../audit/metrics.ts';
 import { ExceptionEvents } from '../audit/exception-events.ts';
 import { ProblemEvents } from '../audit/problem-events.ts';
 import { RuleProblems } from '../audit/rule-problems.ts';
@@ -114,9 +115,7 @@ export function clusterMode(config: Readonly<ServeConfig>, deps: ClusterModeDeps
   // A rule's status names the object that exhausted a thread's memory with it (the leader writes it).
   memory.poison.onChange(({ pair }) => actuator.ruleChanged(pair.rule));
 
-  // Every replica answers admission, so every replica writes its own denials' Events (not leader-only).
-  const denialEvents = config.denialEvents ? new DenialEvents({ client, logger: componentLogger(root, 'admission'), identity }) : undefined;
-  if (denialEvents) debugVars.register('denial_events', () => denialEvents.stats());
+  const denialEvents = denialEventsWriter(config, { client, root, identity, registry, debugVars });
   registerDebugVars(debugVars, registry, { source, vaps, vapTypeWarnings, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation });
   deps.liveness.add('leader-election', () => elector.healthError() ?? true);
 
@@ -260,6 +259,22 @@ interface ClusterParts {
 }
 
 /** /debug/vars and the gauges read at scrape time. */
+/**
+ * Every replica answers admission, so every replica writes its own denials'
+ * Events (not leader-only), with --denial-events. Its counter is registered
+ * on every replica either way, like the other metrics (no series until it writes).
+ */
+function denialEventsWriter(
+  config: Readonly<ServeConfig>,
+  deps: { client: KubeClient; root: Logger; identity: string; registry: Registry; debugVars: DebugVars },
+): DenialEvents | undefined {
+  const metrics = denialEventMetrics(deps.registry);
+  if (!config.denialEvents) return undefined;
+  const writer = new DenialEvents({ client: deps.client, logger: componentLogger(deps.root, 'admission'), identity: deps.identity, metrics });
+  deps.debugVars.register('denial_events', () => writer.stats());
+  return writer;
+}
+
 function registerDebugVars(debugVars: DebugVars, registry: Registry, parts: ClusterParts): void {
   const { source, vaps, vapTypeWarnings, problemEvents, exceptionEvents, webhookConfig, crds, elector, evaluator, actuator, auditEvaluation } = parts;
   debugVars.register('informers', () => source.informerStats());

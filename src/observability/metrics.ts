@@ -13,7 +13,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { AdmissionOutcome as AdmissionDecision } from '../policy/decision.ts';
 
-export type { AdmissionDecision };
 const DECISIONS: readonly AdmissionDecision[] = ['allow', 'warn', 'deny', 'exempt', 'not_ready', 'overloaded', 'error', 'invalid'];
 const DECISION_INDEX: Readonly<Record<AdmissionDecision, number>> = Object.fromEntries(DECISIONS.map((d, i) => [d, i])) as Record<AdmissionDecision, number>;
 /** The `operation` label; '' when the review could not be read. */

@@ -6,7 +6,8 @@
  * for workload kinds, and the constant `passed` message.
  */
 import { podTemplateKind } from './pod-templates.ts';
-import type { IndexedEntry, RuleEntry, RuleSet } from './rule-set.ts';
+import type { IndexedEntry, RuleEntry } from './rule-entry.ts';
+import type { RuleSet } from './rule-set.ts';
 import { IMPLIED_SUBRESOURCES, kindMatches } from './match-keys.ts';
 
 export interface Candidate {

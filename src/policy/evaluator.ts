@@ -32,8 +32,8 @@ import { evaluateCelRule } from './cel-rule.ts';
 import { Exemptions, exemptedVerdict } from './exemption.ts';
 import { newBudget, type Budget } from './cel/index.ts';
 import { RegexLimitError } from './re2.ts';
-import type { RuleChecks } from './rule-entry.ts';
-import type { RuleEntry, RuleSet } from './rule-set.ts';
+import type { RuleChecks, RuleEntry } from './rule-entry.ts';
+import type { RuleSet } from './rule-set.ts';
 import type { EvaluationInput, RuleVerdict, SchemaViolation } from './types.ts';
 import {
   abandonedMessage,
@@ -41,7 +41,6 @@ import {
   DEADLINE,
   errorVerdict,
   labelsOf,
-  MESSAGE_VIOLATIONS,
   OUT_OF_MEMORY,
   PASS,
   RESULT_OF,
@@ -54,8 +53,6 @@ import {
   type EvaluationBudget,
   type RuleResultSink,
 } from './verdicts.ts';
-
-export { abandonedMessage, MESSAGE_VIOLATIONS, violationMessage, type EvaluationBudget, type RuleResultSink };
 
 /** The rule applies to the input (its match selects it): evaluate it. */
 const APPLIES: unique symbol = Symbol('applies');

@@ -1,13 +1,16 @@
 /** The public API of the rule engine (no I/O, no Kubernetes client). */
 export * from './types.ts';
-export { RuleSet, ruleKey, type PreparedMatch, type RuleState, type RuleSetChange, type ExceptionState } from './rule-set.ts';
+export { RuleSet, type RuleSetChange } from './rule-set.ts';
+export { ruleKey, type PreparedMatch, type RuleState } from './rule-entry.ts';
+export type { ExceptionState } from './exception-store.ts';
 export { ChangeFeed, type Replicated } from './replicated.ts';
 export { exceptionCovers, type CompiledException, type Coverage, type CoverageContext, type ExceptionOptions } from './exceptions.ts';
 export { exceptionKey, type RuleRef } from './match-keys.ts';
 export { validateExceptionShape, exceptionShapeProblems, lifetimeProblem, parseRfc3339, type ExceptionValidation } from './exception-shape.ts';
 export { exemptVerdicts } from './exemption.ts';
 export { EXCEPTION_CRD_OPENAPI_SCHEMA } from './exception-crd-schema.generated.ts';
-export { evaluate, decideAdmission, violationMessage, abandonedMessage, MESSAGE_VIOLATIONS, type EvaluationBudget, type RuleResultSink } from './evaluator.ts';
+export { evaluate, decideAdmission } from './evaluator.ts';
+export { violationMessage, abandonedMessage, MESSAGE_VIOLATIONS, type EvaluationBudget, type RuleResultSink } from './verdicts.ts';
 export { decide, MAX_WARNING_LENGTH, type AdmissionDecision, type Exempted } from './decision.ts';
 export { validateRule, validateRuleShape, matchesPods, type RuleValidation } from './validate-rule.ts';
 export { compileSchema, SchemaCompiler, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, type CompileResult, type Validator } from './compiler.ts';

@@ -2,6 +2,7 @@
  * Workloads whose pod template a Pod rule also checks (docs/design.md §2), and the
  * Pod that stands in for a template during validation.
  */
+import { isObject } from '../util/is-object.ts';
 import type { KindMatch, KubeObject } from './types.ts';
 
 /** The rule or exception names core Pods explicitly (its pod-template checks apply). */
@@ -30,10 +31,6 @@ const byKind: ReadonlyMap<string, (typeof POD_TEMPLATE_KINDS)[number]> = new Map
 
 export function podTemplateKind(group: string, kind: string): PodTemplateKind | undefined {
   return byKind.get(`${group}/${kind}`);
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 /**

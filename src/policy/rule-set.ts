@@ -17,9 +17,6 @@ import { compileRule, ruleKey, type CompileMode, type IndexedEntry, type Prepare
 import { sortedByKey } from './sorted.ts';
 import type { Enforcement, PortalRuleObject } from './types.ts';
 
-export { ruleKey, type IndexedEntry, type PreparedMatch, type RuleEntry, type RuleState } from './rule-entry.ts';
-export type { ExceptionState } from './exception-store.ts';
-
 /**
  * A change of the RuleSet, as worker threads replay it (replicated.ts).
  * Exceptions travel as their raw objects, like rules, and the copy compiles

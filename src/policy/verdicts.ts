@@ -3,7 +3,7 @@
  * builds for a rule, the reasons of `error` verdicts, and the messages that
  * name schema violations.
  */
-import type { RuleEntry } from './rule-set.ts';
+import type { RuleEntry } from './rule-entry.ts';
 import type { EvaluationInput, KubeObject, RuleError, RuleVerdict, SchemaViolation, Verdict } from './types.ts';
 
 /**

@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import { EXCEPTION_KIND, RULE_API_VERSION, RULE_GROUP, RULE_VERSION, type KubeObject, type PortalRuleObject } from '../policy/types.ts';
-import { ruleKey as policyRuleKey } from '../policy/rule-set.ts';
+import { ruleKey as policyRuleKey } from '../policy/rule-entry.ts';
 import { exceptionKey } from '../policy/match-keys.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ResilientInformer, type InformerConfig, type InformerEvent } from '../kube/informer.ts';

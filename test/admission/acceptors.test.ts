@@ -5,25 +5,18 @@
 // process is blocked (the client runs synchronously), then each turn of the
 // loop is counted until all are accepted.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { addAcceptors } from '../../src/admission/acceptors.ts';
+import { queueConnections } from './sockets.ts';
 
 const CONNECTIONS = 300;
-
-/** Opens `n` connections to `port` in a child process that exits once all are established (the kernel queues them). */
-function connectAll(port: number, n: number): void {
-  const script = `const net = require('node:net'); let left = ${n};
-    for (let i = 0; i < ${n}; i++) { const c = net.connect(${port}, '127.0.0.1', () => { if (--left === 0) process.exit(0); }); c.on('error', (e) => { console.error(e.message); process.exit(1); }); }`;
-  execFileSync(process.execPath, ['-e', script], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 60_000 });
-}
 
 /** Turns of the event loop until `n` connections were accepted. */
 async function turnsToAccept(server: Server, accepted: () => number, n: number): Promise<number> {
   const port = (server.address() as AddressInfo).port;
-  connectAll(port, n);
+  queueConnections(port, n);
   let turns = 0;
   while (accepted() < n) {
     turns++;

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { connect as tcpConnect, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
-import { ADMISSION_BODY_LIMIT, CONNECTION_LIMITS } from '../../src/admission/server.ts';
+import { ADMISSION_BODY_LIMIT, CONNECTION_LIMITS } from '../../src/admission/limits.ts';
 import { timeoutLimits } from '../../src/admission/limits.ts';
 import { until } from '../support/until.ts';
 import { allowAll, makePki, makeServer, podReview, type TestPki } from './helpers.ts';

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Counter, Histogram, Registry } from 'prom-client';
-import { createAdmissionMetrics, type AdmissionDecision } from '../../src/observability/metrics.ts';
+import { createAdmissionMetrics } from '../../src/observability/metrics.ts';
+import type { AdmissionOutcome } from '../../src/policy/decision.ts';
 
 /** The same series fed the usual way: one prom-client inc/observe per request. */
 function reference(registry: Registry) {
@@ -18,7 +19,7 @@ function reference(registry: Registry) {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  return (operation: string, kind: string, decision: AdmissionDecision, seconds: number) => {
+  return (operation: string, kind: string, decision: AdmissionOutcome, seconds: number) => {
     requests.inc({ operation, kind, decision });
     duration.observe({ decision }, seconds);
   };
@@ -42,7 +43,7 @@ describe('admission metrics', () => {
     const record = reference(slow);
     const kinds = ['Pod', 'Deployment', ''];
     const operations = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT', ''];
-    const decisions: AdmissionDecision[] = ['allow', 'warn', 'deny', 'exempt', 'not_ready', 'error', 'invalid'];
+    const decisions: AdmissionOutcome[] = ['allow', 'warn', 'deny', 'exempt', 'not_ready', 'error', 'invalid'];
     // Durations on, just below and just above bucket bounds, and past the last one.
     const durations = [0.0001, 0.0005, 0.00050001, 0.001, 0.003, 0.01, 0.7, 10, 12.5];
     let i = 0;

@@ -4,7 +4,7 @@ import { RuleSet } from '../../src/policy/index.ts';
 import { clusterRule } from '../policy/support.ts';
 import { makePki, makeServer, allowAll, denyEveryPod, denyPrivileged, podReview, type TestPki, type TestServerExtra } from './helpers.ts';
 import { MAX_JSON_DEPTH } from '../../src/policy/review/json-depth.ts';
-import { ADMISSION_BODY_LIMIT } from '../../src/admission/server.ts';
+import { ADMISSION_BODY_LIMIT } from '../../src/admission/limits.ts';
 
 let pki: TestPki;
 before(async () => {

@@ -1,4 +1,5 @@
-/** Raw sockets to a test webhook server, for the tests of what a connection may hold. */
+/** Raw sockets to a test webhook server, for the tests of what a connection may hold (and bench/accept's queue). */
+import { execFileSync } from 'node:child_process';
 import { connect as tcpConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import type { TestPki } from './helpers.ts';
@@ -21,4 +22,15 @@ export function untilClosed(sock: Socket): Promise<{ text: string; at: number; e
     sock.on('error', (e: NodeJS.ErrnoException) => (error = e.code ?? e.message));
     sock.on('close', () => resolve({ text, at: performance.now(), ...(error !== undefined ? { error } : {}) }));
   });
+}
+
+/**
+ * Opens `n` connections to `port` in a child process that exits once all are
+ * established. The caller is blocked meanwhile, so the kernel holds them all
+ * queued on the listening socket(s): a flood's reconnections, in one call.
+ */
+export function queueConnections(port: number, n: number): void {
+  const script = `const net = require('node:net'); let left = ${n};
+    for (let i = 0; i < ${n}; i++) { const c = net.connect(${port}, '127.0.0.1', () => { if (--left === 0) process.exit(0); }); c.on('error', (e) => { console.error(e.message); process.exit(1); }); }`;
+  execFileSync(process.execPath, ['-e', script], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 60_000 });
 }

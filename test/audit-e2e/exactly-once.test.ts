@@ -22,21 +22,18 @@
  *   annotated once each, like every other pod, by whichever leader saw it.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
+import { readState, startDev, type Dev, type DevState } from '../dev/support.ts';
 import { debugVars } from '../replica/support.ts';
 import { sideApi, sideGet } from '../support/side-api.ts';
 import {
-  countingAlertmanager, isLeaderOnly, podPatchesByName, readState, replicaLogTails, replicaOf, replicaUser, reportWrites, takeoverAfter, until, writesAfter, writesNotFromHolder,
-  type AuditEntry, type DevState,
+  countingAlertmanager, isLeaderOnly, podPatchesByName, replicaLogTails, replicaOf, replicaUser, reportWrites, takeoverAfter, until, writesAfter, writesNotFromHolder,
+  type AuditEntry,
 } from './harness.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const NS = 'default';
 const RULE_NAME = 'e2e-require-audited';
 const ANNOTATION = 'portal.dev/violation';
@@ -107,11 +104,8 @@ async function leaseHolder(kube: KubeClient): Promise<string | undefined> {
 }
 
 void test('exactly once: three leader crashes and a paused leader; every pod reported, alerted and annotated once; writes only from the leader of the moment', { timeout: 300_000 }, async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-e2e-'));
-  const stateFile = join(dir, 'state', 'state.json');
   const am = await countingAlertmanager();
-  let dev: ChildProcess | undefined;
-  let output = '';
+  let dev: Dev | undefined;
   const pids = new Set<number>();
   const figures: string[] = [];
   const t0 = performance.now();
@@ -119,30 +113,27 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
   /** Leader changes as the test saw them, for failure messages. */
   const timeline: string[] = [];
   try {
-    await mkdir(join(dir, 'policies'));
-    await writeFile(join(dir, 'policies', 'rule.yaml'), RULE);
-    dev = spawn(
-      process.execPath,
-      [
-        join(root, 'bin', 'portal.js'), 'dev', '--replicas', '3', '--port', '0', '--state-dir', join(dir, 'state'), '--policies', join(dir, 'policies'),
-        '--grace-period', '2s', '--log-level', 'warn',
+    dev = await startDev({
+      name: 'e2e',
+      replicas: 3,
+      policies: { 'rule.yaml': RULE },
+      flags: [
+        '--grace-period', '2s',
         '--lease-duration', `${LEASE_MS}ms`, '--renew-deadline', '2s', '--retry-period', `${RETRY_MS}ms`, '--audit-interval', '10s', '--audit-workers', String(WORKERS),
         '--alertmanager-url', am.url, '--report-granularity', 'resource',
       ],
-      { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));
-    dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
+      waitFor: 'running',
+      readyMs: 60_000,
+    });
+    const { stateFile } = dev;
     const state = async (): Promise<DevState | undefined> => {
       const s = await readState(stateFile);
       // Replicas run in their own process groups: collect every pid so none outlives the test.
       for (const r of s?.replicas ?? []) if (r.pid) pids.add(r.pid);
       return s;
     };
-    const first = await until('three running replicas', 60_000, async () => {
-      const s = await state();
-      return s && s.replicas.length === 3 && s.replicas.every((r) => r.pid !== null) ? s : undefined;
-    });
+    const first = dev.state;
+    for (const r of first.replicas) if (r.pid) pids.add(r.pid);
     const kube = createKubeClient({ kubeconfigYaml: await readFile(first.kubeconfig, 'utf8'), qps: 200, burst: 200, userAgent: 'e2e' });
 
     const side = await sideApi(first.kubeconfig);
@@ -355,8 +346,9 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
     figures.push(`${created} pods, ${checked} leader-only writes, ${am.alerts.length} alerts, ${Math.round(performance.now() - t0)} ms`);
     t.diagnostic(figures.join('; '));
   } catch (err) {
-    const logs = await replicaLogTails(join(dir, 'state', 'logs'), 4000);
-    throw new Error(`${(err as Error).message}\n--- portal dev output (tail) ---\n${output.slice(-3000)}\n${logs}`, { cause: err });
+    if (!dev) throw err; // startDev's error carries dev's output
+    const logs = await replicaLogTails(join(dev.dir, 'state', 'logs'), 4000);
+    throw new Error(`${(err as Error).message}\n--- portal dev output (tail) ---\n${dev.output().slice(-3000)}\n${logs}`, { cause: err });
   } finally {
     // A replica still stopped would ignore dev's SIGTERM until its grace period ran out.
     for (const pid of pids) {
@@ -366,12 +358,7 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
         // already gone
       }
     }
-    if (dev && dev.exitCode === null && dev.signalCode === null) {
-      const exited = new Promise((r) => dev!.once('exit', r));
-      dev.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-      if (dev.exitCode === null) dev.kill('SIGKILL');
-    }
+    await dev?.cleanup();
     for (const pid of pids) {
       try {
         process.kill(pid, 'SIGKILL');
@@ -380,6 +367,5 @@ void test('exactly once: three leader crashes and a paused leader; every pod rep
       }
     }
     am.server.close();
-    await rm(dir, { recursive: true, force: true });
   }
 });

@@ -1,6 +1,6 @@
 /**
  * Helpers for the exactly-once e2e: a counting Alertmanager stand-in, polling
- * with a deadline, `portal dev` state, and pure checks over the embedded API
+ * with a deadline, replica log tails, and pure checks over the embedded API
  * server's write log (`/_portal/audit`, oldest first, in the order the server
  * applied the writes).
  */
@@ -9,12 +9,6 @@ import type { AddressInfo } from 'node:net';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { until as untilShared } from '../support/until.ts';
-
-export interface DevState {
-  kubeconfig: string;
-  apiserver: string;
-  replicas: { name: string; pid: number | null; webhook: string; probes: string }[];
-}
 
 export interface AuditEntry {
   verb: string;
@@ -36,14 +30,6 @@ export interface PostedAlert {
   endsAt: string;
 }
 
-
-export async function readState(file: string): Promise<DevState | undefined> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as DevState;
-  } catch {
-    return undefined;
-  }
-}
 
 /** A counting Alertmanager: records every POSTed alert with its arrival time (this machine's clock). */
 export async function countingAlertmanager(): Promise<{ url: string; alerts: Array<PostedAlert & { at: number }>; server: Server }> {

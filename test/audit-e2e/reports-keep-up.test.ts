@@ -18,16 +18,14 @@
  *   `portal_audit_lag_seconds` for its audit queue.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { CURRENT_AS_OF_ANNOTATION, OBJECTS_ANNOTATION } from '../../src/policy/report-api.ts';
+import { readState, startDevFor, type DevState } from '../dev/support.ts';
 import { listReports } from '../support/reports.ts';
 import { sideApi, sideGet } from '../support/side-api.ts';
-import { readState, replicaLogTails, replicaOf, replicaUser, reportWrites, until, writesNotFromHolder, type AuditEntry, type DevState } from './harness.ts';
+import { replicaLogTails, replicaOf, replicaUser, reportWrites, until, writesNotFromHolder, type AuditEntry } from './harness.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const PODS = 2000;
@@ -41,23 +39,15 @@ const REPORT_QPS = 10;
 const nsName = (n: number): string => `load-${n}`;
 
 void test('2,000 Pods at a steady rate with a leader change: every namespace report covers them within 15 s of the last create, exactly once, within the write budget', { timeout: 600_000 }, async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-keepup-'));
-  const stateFile = join(dir, 'state', 'state.json');
   const pids = new Set<number>();
-  const dev: ChildProcess = spawn(
-    process.execPath,
-    [
-      join(root, 'bin', 'portal.js'), 'dev', '--replicas', '2', '--port', '0', '--state-dir', join(dir, 'state'), '--policies', join(root, 'policies', 'pod-security'),
-      '--grace-period', '2s', '--log-level', 'warn', '--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '500ms',
-    ],
-    { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  t.after(async () => {
-    if (dev.exitCode === null) {
-      const exited = new Promise((r) => dev.once('exit', r));
-      dev.kill('SIGTERM');
-      await exited;
-    }
+  const dev = await startDevFor(t, {
+    name: 'keepup',
+    replicas: 2,
+    policies: join(root, 'policies', 'pod-security'),
+    flags: ['--grace-period', '2s', '--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '500ms'],
+    waitFor: 'running',
+  });
+  t.after(() => {
     for (const pid of pids) {
       try {
         process.kill(pid, 'SIGKILL');
@@ -65,20 +55,16 @@ void test('2,000 Pods at a steady rate with a leader change: every namespace rep
         // gone already
       }
     }
-    await rm(dir, { recursive: true, force: true });
   });
-  let devErr = '';
-  dev.stderr?.on('data', (c: Buffer) => (devErr += c.toString()));
+  const { dir, stateFile } = dev;
   const state = async (): Promise<DevState | undefined> => {
     const s = await readState(stateFile);
     // Replicas run in their own process groups: collect every pid so none outlives the test.
     for (const r of s?.replicas ?? []) if (r.pid) pids.add(r.pid);
     return s;
   };
-  const first = await until('two running replicas', 90_000, async () => {
-    const s = await state();
-    return s && s.replicas.length === 2 && s.replicas.every((r) => r.pid !== null) ? s : undefined;
-  });
+  const first = dev.state;
+  for (const r of first.replicas) if (r.pid) pids.add(r.pid);
   const api = await sideApi(first.kubeconfig);
   const holder = async (): Promise<string | undefined> => {
     const res = await api.request('GET', '/apis/coordination.k8s.io/v1/namespaces/portal-system/leases/portal-leader');
@@ -145,7 +131,7 @@ void test('2,000 Pods at a steady rate with a leader change: every namespace rep
     lastSeen = seen;
     return [...created].every(([ns, n]) => seen.get(ns) === n) ? performance.now() : undefined;
   }).catch(async (err: unknown) => {
-    throw new Error(`${(err as Error).message}: reported ${JSON.stringify([...lastSeen])} of ${JSON.stringify([...created])}\n${devErr.slice(-2000)}\n${await replicaLogTails(join(dir, 'state', 'logs'), 3000)}`);
+    throw new Error(`${(err as Error).message}: reported ${JSON.stringify([...lastSeen])} of ${JSON.stringify([...created])}\n${dev.output().slice(-2000)}\n${await replicaLogTails(join(dir, 'state', 'logs'), 3000)}`);
   });
   const settleMs = settled - lastCreate;
   t.diagnostic(

@@ -8,7 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
+import { Registry, type Counter } from 'prom-client';
 import { DenialEvents, denialFact } from '../../src/audit/denial-events.ts';
+import { denialEventMetrics } from '../../src/audit/metrics.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import type { Outcome } from '../../src/policy/review/answer.ts';
 import { apiServer, clientFor, until } from '../leader/cluster.ts';
@@ -50,13 +52,16 @@ async function eventCalls(api: ApiServer, user: string, namespace: string): Prom
     .reduce((n, [, c]) => n + c, 0);
 }
 
-function running(t: TestContext, d: DenialEvents): void {
+/** Runs `d` until the test ends; returns its stop (what the replica's SIGTERM does to it): abort, then its end. */
+function running(t: TestContext, d: DenialEvents): () => Promise<void> {
   const controller = new AbortController();
   const done = d.start(controller.signal);
-  t.after(() => {
+  const stop = (): Promise<void> => {
     controller.abort();
     return done;
-  });
+  };
+  t.after(stop);
+  return stop;
 }
 
 test('a denied create is one PortalDenied Event on the object; repeats grow its count (one create, then patches)', async (t) => {
@@ -125,6 +130,41 @@ test('hostile: thousands of denials in one namespace cost a bounded number of Ev
   const stats = d.stats();
   assert.ok(stats['held']! <= 16 + 1, `memory bounded: ${stats['held']} entries held`);
   assert.equal(stats['denied'], 7002);
+});
+
+/** `portal_denial_events_total` by outcome. */
+async function outcomes(metrics: Counter<'outcome'>): Promise<Record<string, number>> {
+  return Object.fromEntries((await metrics.get()).values.map((v) => [String(v.labels['outcome']), v.value]));
+}
+
+test('at shutdown the counts still pending are written: a namespace out of tokens loses none of its denials', async (t) => {
+  const api = await apiServer(t, { namespaces: ['default', 'team-a', 'team-b'] });
+  const metrics = denialEventMetrics(new Registry());
+  // One write per namespace, then none for the rest of the test: every later count waits in memory.
+  const d = new DenialEvents({ client: clientFor(api, 'portal'), logger: silentLogger(), identity: 'portal-0', perNamespace: { burst: 1, refillMs: 3_600_000 }, retryMs: 20, metrics });
+  const stop = running(t, d);
+  for (const ns of ['team-a', 'team-b']) d.denied(denied(ns, 'web'));
+  await until('both Events created', 10_000, async () => ((await events(api, 'team-a')).length + (await events(api, 'team-b')).length === 2 ? true : undefined));
+  for (let i = 0; i < 3; i++) for (const ns of ['team-a', 'team-b']) d.denied(denied(ns, 'web'));
+  await until('a pass that found both namespaces out of tokens', 10_000, async () => (d.stats()['deferred']! >= 2 ? true : undefined));
+  assert.deepEqual((await events(api, 'team-a')).map((e) => e.count), [1], 'pending before the shutdown');
+  await stop();
+  for (const ns of ['team-a', 'team-b']) assert.deepEqual((await events(api, ns)).map((e) => e.count), [4], `${ns}: every denial counted`);
+  assert.deepEqual(await outcomes(metrics), { created: 2, patched: 2 });
+});
+
+test('the shutdown pass is bounded by its deadline and the write budget; what it could not write is counted as dropped', async (t) => {
+  const api = await apiServer(t, { namespaces: ['default', 'team-a', 'team-b'] });
+  const metrics = denialEventMetrics(new Registry());
+  // Two writes, then one every 100 s: the shutdown pass gets no token before its 300 ms run out.
+  const d = new DenialEvents({ client: clientFor(api, 'portal'), logger: silentLogger(), identity: 'portal-0', writes: { qps: 0.01, burst: 2 }, retryMs: 20, flushMs: 300, metrics });
+  const stop = running(t, d);
+  for (const ns of ['team-a', 'team-b']) d.denied(denied(ns, 'web'));
+  await until('both Events created', 10_000, async () => ((await events(api, 'team-a')).length + (await events(api, 'team-b')).length === 2 ? true : undefined));
+  for (const ns of ['team-a', 'team-b']) d.denied(denied(ns, 'web'));
+  await stop();
+  for (const ns of ['team-a', 'team-b']) assert.deepEqual((await events(api, ns)).map((e) => e.count), [1]);
+  assert.deepEqual(await outcomes(metrics), { created: 2, dropped_shutdown: 2 });
 });
 
 test('denialFact: nothing for an answer that is not a denial, names no object or is a dry run', () => {

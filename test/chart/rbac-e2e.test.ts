@@ -10,11 +10,9 @@
  * evaluates the rendered rules against what Portal really sends.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +22,7 @@ import { find, render } from './helm.ts';
 import { allows, rulesOf, type ResourceRequest } from './rbac.ts';
 import { until as untilShared } from '../support/until.ts';
 import { sideApi, sideGet } from '../support/side-api.ts';
+import { withDev } from '../dev/support.ts';
 
 /** test/support/until.ts, with a failing check counting as "not yet". */
 const until = <T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> => untilShared(what, ms, check, { intervalMs: 100, ignoreErrors: true });
@@ -80,8 +79,7 @@ function resourceRequest(key: string): ResourceRequest | undefined {
   return { verb, group, resource: sub ? `${resource}/${sub}` : resource, name: name || ((verb === 'list' || verb === 'watch') ? byName : '') };
 }
 
-void test('every request a leading replica makes is allowed by the chart\'s RBAC', { timeout: 120_000 }, async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-rbac-e2e-'));
+void test('every request a leading replica makes is allowed by the chart\'s RBAC', { timeout: 120_000 }, async (t) => {
   const alerts: unknown[] = [];
   const am: Server = createServer((req, res) => {
     req.resume();
@@ -91,26 +89,15 @@ void test('every request a leading replica makes is allowed by the chart\'s RBAC
     });
   });
   await new Promise<void>((r) => am.listen(0, '127.0.0.1', r));
-  let dev: ChildProcess | undefined;
-  let output = '';
-  try {
+  t.after(() => am.close());
+  const policies = async (dir: string): Promise<string> => {
     await mkdir(join(dir, 'policies'));
     await cp(join(root, 'policies', 'best-practices'), join(dir, 'policies', 'best-practices'), { recursive: true });
     await writeFile(join(dir, 'policies', 'alert.yaml'), ALERT_RULE);
-    const stateFile = join(dir, 'state', 'state.json');
-    dev = spawn(
-      process.execPath,
-      [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '1', '--port', '0', '--state-dir', join(dir, 'state'), '--policies', join(dir, 'policies'),
-        '--grace-period', '2s', '--log-level', 'warn', '--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '500ms',
-        '--alertmanager-url', `http://127.0.0.1:${(am.address() as AddressInfo).port}`],
-      { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));
-    dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-    const state = await until('a running replica', 60_000, async () => {
-      const s = JSON.parse(await readFile(stateFile, 'utf8')) as { kubeconfig: string; apiserver: string; replicas: { pid: number | null }[] };
-      return s.replicas.length === 1 && s.replicas[0]!.pid !== null ? s : undefined;
-    });
+    return join(dir, 'policies');
+  };
+  const flags = ['--grace-period', '2s', '--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '500ms', '--alertmanager-url', `http://127.0.0.1:${(am.address() as AddressInfo).port}`];
+  await withDev({ name: 'rbac-e2e', replicas: 1, policies, flags, waitFor: 'running', readyMs: 60_000 }, async ({ state }) => {
     const kubeconfigYaml = await readFile(state.kubeconfig, 'utf8');
     const kube = createKubeClient({ kubeconfigYaml, qps: 100, burst: 100, userAgent: 'rbac-e2e' });
     const apps = kube.kubeConfig.makeApiClient(AppsV1Api);
@@ -161,16 +148,5 @@ void test('every request a leading replica makes is allowed by the chart\'s RBAC
     for (const w of ['watch admissionregistration.k8s.io/validatingwebhookconfigurations', 'patch /pods', 'patch apps/deployments', 'patch portal.dev/portalclusterrules/status', 'create openreports.io/reports', 'patch /configmaps', 'watch /configmaps', 'update coordination.k8s.io/leases']) {
       assert.ok([...checked].some((c) => c === w) || (w === 'patch /configmaps' && checked.has('create /configmaps')), `replica sent ${w}: ${[...checked].sort().join(', ')}`);
     }
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\n--- portal dev output (tail) ---\n${output.slice(-3000)}`, { cause: err });
-  } finally {
-    if (dev && dev.exitCode === null && dev.signalCode === null) {
-      const exited = new Promise((r) => dev!.once('exit', r));
-      dev.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-      if (dev.exitCode === null) dev.kill('SIGKILL');
-    }
-    am.close();
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 });

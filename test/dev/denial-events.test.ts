@@ -4,21 +4,19 @@
 // repeats; without it there is none. Hostile: a tenant denied thousands of
 // times costs a bounded number of Event calls (counted by the API server),
 // every one of its requests is still answered by Portal, and another
-// namespace's creates and denial Event go through.
+// namespace's creates and denial Event go through. A replica stopped with
+// SIGTERM writes the Events still waiting for their namespace's tokens.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { sideApi } from '../support/side-api.ts';
 import { until } from '../support/until.ts';
-import { kubectl, untilReplicasReady, type DevState } from './support.ts';
+import { kubectl, startDevFor, type Dev, type DevState } from './support.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const REPLICA_USER = 'system:serviceaccount:portal-system:portal-0';
 /** The per-namespace Event bucket (src/audit/namespace-buckets.ts EVENT_BUCKETS). */
 const BURST = 25;
@@ -49,23 +47,22 @@ interface Event {
   count?: number;
 }
 
-async function startDev(t: TestContext, extra: string[]): Promise<{ state: DevState; stateDir: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-dev-denial-events-'));
-  const stateDir = join(dir, 'state');
-  const policies = join(dir, 'policies');
-  await mkdir(policies);
-  await writeFile(join(policies, 'rule.yaml'), stringify(RULE));
-  const dev: ChildProcess = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '1', '--port', '0', '--state-dir', stateDir, '--policies', policies, '--grace-period', '5s', ...extra], { cwd: dir, stdio: 'ignore' });
-  const exited = new Promise((resolve) => dev.on('exit', resolve));
-  t.after(async () => {
-    if (dev.exitCode === null) dev.kill('SIGINT');
-    await exited;
-    await rm(dir, { recursive: true, force: true });
+async function startDenialDev(t: TestContext, extra: string[]): Promise<{ dev: Dev; state: DevState; stateDir: string }> {
+  const dev = await startDevFor(t, {
+    name: 'dev-denial-events',
+    replicas: 1,
+    policies: { 'rule.yaml': stringify(RULE) },
+    flags: extra,
+    // Each denial's log line is written at info.
+    logLevel: 'info',
+    outputTail: 20_000,
+    readyMs: 120_000,
   });
-  const state = await untilReplicasReady(join(stateDir, 'state.json'), 1, 120_000);
+  const { state } = dev;
+  const stateDir = join(dev.dir, 'state');
   await until('the rule in force', 60_000, async () => ((await (await fetch(`${state.replicas[0]!.probes}/metrics`)).text()).match(/^portal_rules_loaded 1$/m) ? true : undefined));
   for (const ns of ['team-a', 'team-b', 'tenant']) assert.equal((await kubectl(state.kubeconfig, ['create', 'namespace', ns])).code, 0);
-  return { state, stateDir };
+  return { dev, state, stateDir };
 }
 
 async function denialEvents(kc: string, namespace: string): Promise<Event[]> {
@@ -99,7 +96,7 @@ function apiClient(kubeconfig: string): k8s.CoreV1Api {
 const statusOf = (err: unknown): number => (err as { code?: number }).code ?? 0;
 
 void test('--denial-events: a denied create is one PortalDenied Event whose count grows; a flood in one namespace stays bounded and others still get theirs', { timeout: 600_000 }, async (t) => {
-  const { state } = await startDev(t, ['--denial-events']);
+  const { state } = await startDenialDev(t, ['--denial-events']);
   const kc = state.kubeconfig;
   const file = join(await mkdtemp(join(tmpdir(), 'portal-denial-pod-')), 'pod.yaml');
   t.after(() => rm(join(file, '..'), { recursive: true, force: true }));
@@ -167,10 +164,29 @@ void test('--denial-events: a denied create is one PortalDenied Event whose coun
   t.diagnostic(`tenant: 2000 denials → ${calls} Event calls (bound ${bound}), ${tenantEvents.length} Events; replica: ${JSON.stringify(stats)}`);
   assert.ok(stats['denied']! >= 2005, JSON.stringify(stats));
   assert.ok(stats['held']! <= 64 * 3, `memory bounded: ${JSON.stringify(stats)}`);
+
+  // SIGTERM to the replica: the Events still waiting for their namespace's tokens are written in its last pass.
+  assert.equal((await kubectl(kc, ['create', 'namespace', 'team-c'])).code, 0);
+  const waiting = 40;
+  const codes = await Promise.all(Array.from({ length: waiting }, (_, i) => core.createNamespacedPod({ namespace: 'team-c', body: pod(`c-${i}`, true) }).then(() => 0, (err: unknown) => statusOf(err))));
+  assert.deepEqual([...new Set(codes)], [403]);
+  // The namespace's burst is written at once; the rest waits (a token every 10 s).
+  const burst = await until("team-c's burst of Events", 60_000, async () => {
+    const n = (await denialEvents(kc, 'team-c')).length;
+    return n >= BURST ? n : undefined;
+  });
+  assert.ok(burst < waiting, `${burst} of ${waiting} Events written before the SIGTERM: the rest wait for tokens`);
+  process.kill(state.replicas[0]!.pid!, 'SIGTERM');
+  // More than one token's worth (a refill could add one): only the shutdown pass writes them.
+  const after = await until('the waiting Events written at shutdown', 60_000, async () => {
+    const n = (await denialEvents(kc, 'team-c')).length;
+    return n >= burst + 2 ? n : undefined;
+  });
+  t.diagnostic(`team-c: ${burst} Events before the replica's SIGTERM, ${after} after`);
 });
 
 void test('without --denial-events a denial writes no Event (the log line still says it)', { timeout: 300_000 }, async (t) => {
-  const { state, stateDir } = await startDev(t, []);
+  const { state, stateDir } = await startDenialDev(t, []);
   const kc = state.kubeconfig;
   const core = apiClient(kc);
   assert.equal(await core.createNamespacedPod({ namespace: 'team-a', body: pod('web', true) }).then(() => 0, (err: unknown) => statusOf(err)), 403);

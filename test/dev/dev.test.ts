@@ -2,14 +2,14 @@
 // supervisor, two `portal serve` replicas), the real kubectl 1.35, and the
 // chain kubectl -> embedded API server -> webhook (HTTPS) -> Portal's denial.
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { until, untilReady } from '../support/until.ts';
-import { alive, kubectl, readState, untilReplicasReady } from './support.ts';
+import { alive, kubectl, readState, startDevFor } from './support.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -39,61 +39,41 @@ spec:
         capabilities: { drop: [ALL] }
 `;
 
-void test('portal dev: kubectl is denied by Portal through the API server; replicas are supervised; SIGTERM stops everything', { timeout: 120_000 }, async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-dev-'));
-  const stateDir = join(dir, 'state');
-  const stateFile = join(stateDir, 'state.json');
-  let dev: ChildProcess | undefined;
-  const pids = new Set<number>();
-  let output = '';
-  try {
-    dev = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '2', '--port', '0', '--state-dir', stateDir, '--policies', join(root, 'policies'), '--grace-period', '5s', '--log-level', 'warn'], {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    dev.stdout?.on('data', (c: Buffer) => (output += c.toString()));
-    dev.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-    const exited = new Promise<number | null>((resolve) => dev?.once('exit', (code) => resolve(code)));
+void test('portal dev: kubectl is denied by Portal through the API server; replicas are supervised; SIGTERM stops everything', { timeout: 120_000 }, async (t) => {
+  const dev = await startDevFor(t, { name: 'dev', replicas: 2, policies: join(root, 'policies'), readyMs: 60_000 });
+  const { dir, state, stateFile } = dev;
+  const pids = new Set<number>(state.replicas.map((r) => r.pid as number));
+  assert.ok(dev.output().includes(`portal dev: replicas run Node ${process.version} (${process.execPath})`), dev.output());
 
-    const state = await untilReplicasReady(stateFile, 2, 60_000);
-    for (const r of state.replicas) pids.add(r.pid as number);
-    assert.ok(output.includes(`portal dev: replicas run Node ${process.version} (${process.execPath})`), output);
+  await writeFile(join(dir, 'privileged-pod.yaml'), PRIVILEGED);
+  await writeFile(join(dir, 'compliant-pod.yaml'), COMPLIANT);
+  const denied = await kubectl(state.kubeconfig, ['apply', '-f', join(dir, 'privileged-pod.yaml')]);
+  assert.equal(denied.code, 1, denied.stderr);
+  assert.match(denied.stderr, /admission webhook "validate\.portal\.dev" denied the request/);
+  assert.match(denied.stderr, /disallow-privileged-containers/);
 
-    await writeFile(join(dir, 'privileged-pod.yaml'), PRIVILEGED);
-    await writeFile(join(dir, 'compliant-pod.yaml'), COMPLIANT);
-    const denied = await kubectl(state.kubeconfig, ['apply', '-f', join(dir, 'privileged-pod.yaml')]);
-    assert.equal(denied.code, 1, denied.stderr);
-    assert.match(denied.stderr, /admission webhook "validate\.portal\.dev" denied the request/);
-    assert.match(denied.stderr, /disallow-privileged-containers/);
+  const created = await kubectl(state.kubeconfig, ['apply', '-f', join(dir, 'compliant-pod.yaml')]);
+  assert.equal(created.code, 0, created.stderr);
+  assert.match(created.stdout, /pod\/compliant created/);
+  const got = await kubectl(state.kubeconfig, ['get', 'pod', 'compliant', '-o', 'jsonpath={.metadata.name}']);
+  assert.equal(got.stdout, 'compliant');
 
-    const created = await kubectl(state.kubeconfig, ['apply', '-f', join(dir, 'compliant-pod.yaml')]);
-    assert.equal(created.code, 0, created.stderr);
-    assert.match(created.stdout, /pod\/compliant created/);
-    const got = await kubectl(state.kubeconfig, ['get', 'pod', 'compliant', '-o', 'jsonpath={.metadata.name}']);
-    assert.equal(got.stdout, 'compliant');
+  // A replica that dies is restarted (new pid in state.json) and becomes ready again.
+  const victim = state.replicas[0]!;
+  process.kill(victim.pid as number, 'SIGKILL');
+  const restarted = await until('portal-0 restarted with a new pid', 30_000, async () => {
+    const s = await readState(stateFile);
+    const r = s?.replicas.find((x) => x.name === victim.name);
+    return r?.pid && r.pid !== victim.pid ? r : undefined;
+  });
+  pids.add(restarted.pid as number);
+  await untilReady(restarted.probes, 30_000);
 
-    // A replica that dies is restarted (new pid in state.json) and becomes ready again.
-    const victim = state.replicas[0]!;
-    process.kill(victim.pid as number, 'SIGKILL');
-    const restarted = await until('portal-0 restarted with a new pid', 30_000, async () => {
-      const s = await readState(stateFile);
-      const r = s?.replicas.find((x) => x.name === victim.name);
-      return r?.pid && r.pid !== victim.pid ? r : undefined;
-    });
-    pids.add(restarted.pid as number);
-    await untilReady(restarted.probes, 30_000);
-
-    // SIGTERM stops the replicas and dev itself, and removes state.json.
-    dev.kill('SIGTERM');
-    assert.equal(await exited, 0, output);
-    for (const pid of pids) assert.equal(alive(pid), false, `replica pid ${pid} still running`);
-    assert.equal(await readState(stateFile), undefined);
-    assert.match(output, /replicas ready/);
-  } finally {
-    if (dev && dev.exitCode === null && dev.signalCode === null) dev.kill('SIGKILL');
-    for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  }
+  // SIGTERM stops the replicas and dev itself, and removes state.json.
+  assert.equal(await dev.stop(), 0, dev.output());
+  for (const pid of pids) assert.equal(alive(pid), false, `replica pid ${pid} still running`);
+  assert.equal(await readState(stateFile), undefined);
+  assert.match(dev.output(), /replicas ready/);
 });
 
 void test('portal dev: usage errors exit 2 before anything starts', async () => {

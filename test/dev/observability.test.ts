@@ -4,18 +4,14 @@
 // and each denial's log line is in the replica's log file. Issue 31: 150
 // rules created, evaluated and deleted leave none of their series on /metrics.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { until } from '../support/until.ts';
-import { kubectl, untilReplicasReady } from './support.ts';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
+import { kubectl, startDevFor } from './support.ts';
 
 const rule = (name: string, enforcement: string, expression: string, kinds = ['Pod'], labels: Record<string, string> = {}) => ({
   apiVersion: 'portal.dev/v1alpha1',
@@ -50,27 +46,21 @@ async function promQuery(base: string, query: string): Promise<{ metric: Record<
 }
 
 void test('a day of kubectl traffic: Prometheus answers denials and p99 per rule, the log has every denial; 150 deleted rules leave no series', { timeout: 600_000 }, async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'portal-dev-observability-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dev = await startDevFor(t, {
+    name: 'dev-observability',
+    replicas: 1,
+    policies: {
+      'rules.yaml': [rule('deny-privileged', 'Deny', 'object.spec.containers.all(c, !c.?securityContext.?privileged.orValue(false))'), rule('warn-latest', 'Warn', "object.spec.containers.all(c, !c.image.endsWith(':latest'))")]
+        .map((r) => stringify(r))
+        .join('---\n'),
+    },
+    // Each denial's log line is written at info.
+    logLevel: 'info',
+    outputTail: 20_000,
+    readyMs: 120_000,
+  });
+  const { dir, state } = dev;
   const stateDir = join(dir, 'state');
-  const policies = join(dir, 'policies');
-  await mkdir(policies);
-  await writeFile(
-    join(policies, 'rules.yaml'),
-    [rule('deny-privileged', 'Deny', 'object.spec.containers.all(c, !c.?securityContext.?privileged.orValue(false))'), rule('warn-latest', 'Warn', "object.spec.containers.all(c, !c.image.endsWith(':latest'))")]
-      .map((r) => stringify(r))
-      .join('---\n'),
-  );
-  const dev: ChildProcess = spawn(process.execPath, [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '1', '--port', '0', '--state-dir', stateDir, '--policies', policies, '--grace-period', '5s'], {
-    cwd: dir,
-    stdio: ['ignore', 'ignore', 'ignore'],
-  });
-  const exited = new Promise((resolve) => dev.on('exit', resolve));
-  t.after(async () => {
-    if (dev.exitCode === null) dev.kill('SIGINT');
-    await exited;
-  });
-  const state = await untilReplicasReady(join(stateDir, 'state.json'), 1, 120_000);
   const kc = state.kubeconfig;
   const replica = state.replicas[0]!;
   await until('the rules in force', 60_000, async () => ((await (await fetch(`${replica.probes}/metrics`)).text()).match(/^portal_rules_loaded 2$/m) ? true : undefined));

@@ -5,7 +5,6 @@
 // pid in state.json; the second drives the Supervisor with short timings so
 // the reset (30 s in production) fits in a test.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { test, type TestContext } from 'node:test';
 import { BACKOFF_INITIAL_MS, Supervisor, type ReplicaState } from '../../packages/devcluster/src/dev/supervisor.ts';
 import { until } from '../support/until.ts';
-import { alive } from './support.ts';
+import { alive, startDevFor } from './support.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -34,28 +33,15 @@ async function replicaPid(stateFile: string): Promise<number | undefined> {
 }
 
 void test('portal dev: a replica SIGKILLed again and again is restarted with exponential backoff', { timeout: 60_000 }, async (t) => {
-  const dir = await tempDir(t);
-  const stateDir = join(dir, 'state');
-  const stateFile = join(stateDir, 'state.json');
+  const dev = await startDevFor(t, { name: 'supervisor', replicas: 1, policies: join(root, 'policies'), flags: ['--grace-period', '2s'], waitFor: 'running', readyMs: 30_000 });
+  const stateDir = join(dev.dir, 'state');
+  const stateFile = dev.stateFile;
   const pids = new Set<number>();
-  let output = '';
-  const dev = spawn(
-    process.execPath,
-    [join(root, 'bin', 'portal.js'), 'dev', '--replicas', '1', '--port', '0', '--state-dir', stateDir, '--policies', join(root, 'policies'), '--grace-period', '2s', '--log-level', 'warn'],
-    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  dev.stdout.on('data', (c: Buffer) => (output += c.toString()));
-  dev.stderr.on('data', (c: Buffer) => (output += c.toString()));
-  const exited = new Promise<number | null>((resolve) => dev.once('exit', (code) => resolve(code)));
-  t.after(async () => {
-    if (dev.exitCode === null && dev.signalCode === null) {
-      dev.kill('SIGKILL');
-      await exited;
-    }
+  t.after(() => {
     for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
   });
 
-  let pid = await until('state.json with a running replica', 30_000, () => replicaPid(stateFile));
+  let pid = dev.state.replicas[0]!.pid as number;
   pids.add(pid);
   // Kill the replica as soon as each incarnation appears: the time from the
   // kill to the next pid is the supervisor's restart delay (plus the spawn).
@@ -83,8 +69,7 @@ void test('portal dev: a replica SIGKILLed again and again is restarted with exp
   // The supervisor logged each exit; dev itself is still up and stops cleanly.
   const log = await readFile(join(stateDir, 'logs', 'dev.log'), 'utf8');
   assert.ok(log.split('\n').filter((l) => l.includes('"replica exited"')).length >= 4, log);
-  dev.kill('SIGTERM');
-  assert.equal(await exited, 0, output);
+  assert.equal(await dev.stop(), 0, dev.output());
   for (const p of pids) assert.equal(alive(p), false, `replica pid ${p} still running`);
 });
 

@@ -4,7 +4,7 @@
  * writes, kubectl against it, and process checks.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,12 +28,17 @@ export async function readState(file: string): Promise<DevState | undefined> {
   }
 }
 
-/** Waits until state.json lists `count` replicas with a process each, then until every one answers /readyz 200. */
-export async function untilReplicasReady(stateFile: string, count: number, ms: number): Promise<DevState> {
-  const state = await until(`state.json with ${count} running replica(s)`, ms, async () => {
+/** Waits until state.json lists `count` replicas with a process each. */
+export function untilReplicasRunning(stateFile: string, count: number, ms: number): Promise<DevState> {
+  return until(`state.json with ${count} running replica(s)`, ms, async () => {
     const s = await readState(stateFile);
     return s && s.replicas.length === count && s.replicas.every((r) => r.pid !== null) ? s : undefined;
   }, SLOW_CHECK);
+}
+
+/** Waits until state.json lists `count` replicas with a process each, then until every one answers /readyz 200. */
+export async function untilReplicasReady(stateFile: string, count: number, ms: number): Promise<DevState> {
+  const state = await untilReplicasRunning(stateFile, count, ms);
   await Promise.all(state.replicas.map((r) => untilReady(r.probes, ms)));
   return state;
 }
@@ -63,14 +68,23 @@ export interface DevOptions {
   /** Names the test's temporary directory (the mkdtemp prefix after `portal-`). */
   name: string;
   replicas: number;
-  /** --policies: a directory, or a function that writes one into the test's directory and returns its path. */
-  policies: string | ((dir: string) => Promise<string>);
+  /**
+   * --policies: a directory; or its files (name → text), written to `<dir>/policies`; or a function
+   * that writes one into the test's directory and returns its path.
+   */
+  policies: string | Readonly<Record<string, string>> | ((dir: string) => Promise<string>);
   /** Flags after the common ones (--replicas, --port 0, --state-dir, --policies, --grace-period 5s, --log-level). */
   flags?: string[];
   /** Default `warn`. */
   logLevel?: string;
   /** How long the replicas may take to be ready; default 90 s. */
   readyMs?: number;
+  /**
+   * What startDev waits for: `ready` (default) every replica answers /readyz
+   * 200; `running` state.json lists every replica with a pid, for tests that
+   * kill replicas or wait for a leader themselves and need no more.
+   */
+  waitFor?: 'ready' | 'running';
   /** Keep only this many last characters of the output (a flood's warnings would be too many); default all. */
   outputTail?: number;
 }
@@ -79,7 +93,7 @@ export interface Dev {
   /** The test's directory, portal dev's working directory; removed by cleanup(). */
   dir: string;
   stateFile: string;
-  /** state.json once every replica was ready. */
+  /** state.json once every replica was ready (or running: DevOptions.waitFor). */
   state: DevState;
   child: ChildProcess;
   /** What portal dev wrote to stdout and stderr so far. */
@@ -92,9 +106,9 @@ export interface Dev {
 
 /**
  * `portal dev` in a new directory (state in `<dir>/state`), resolved once
- * its replicas are ready. The caller owns cleanup(); if the replicas are
- * never ready (or dev exits first), it cleans up itself and throws with the
- * output.
+ * its replicas are ready (or running: DevOptions.waitFor). The caller owns
+ * cleanup(); if the replicas are never ready (or dev exits first), it cleans
+ * up itself and throws with the output.
  */
 export async function startDev(o: DevOptions): Promise<Dev> {
   const dir = await mkdtemp(join(tmpdir(), `portal-${o.name}-`));
@@ -113,7 +127,7 @@ export async function startDev(o: DevOptions): Promise<Dev> {
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    const policies = typeof o.policies === 'string' ? o.policies : await o.policies(dir);
+    const policies = typeof o.policies === 'string' ? o.policies : typeof o.policies === 'function' ? await o.policies(dir) : await writePolicies(dir, o.policies);
     const args = ['dev', '--replicas', String(o.replicas), '--port', '0', '--state-dir', stateDir, '--policies', policies, '--grace-period', '5s', '--log-level', o.logLevel ?? 'warn', ...(o.flags ?? [])];
     const dev = spawn(process.execPath, [join(root, 'bin', 'portal.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     child = dev;
@@ -127,7 +141,8 @@ export async function startDev(o: DevOptions): Promise<Dev> {
     const early = exitCode.then((code) => Promise.reject(new Error(`portal dev exited (${code}) before its replicas were ready`)));
     early.catch(() => undefined);
     const stateFile = join(stateDir, 'state.json');
-    const state = await Promise.race([untilReplicasReady(stateFile, o.replicas, o.readyMs ?? 90_000), early]);
+    const wait = o.waitFor === 'running' ? untilReplicasRunning : untilReplicasReady;
+    const state = await Promise.race([wait(stateFile, o.replicas, o.readyMs ?? 90_000), early]);
     const stop = (): Promise<number | null> => {
       dev.kill('SIGTERM');
       return exitCode;
@@ -156,6 +171,13 @@ export async function withDev<T>(o: DevOptions, body: (dev: Dev) => Promise<T>):
   } finally {
     await dev.cleanup();
   }
+}
+
+async function writePolicies(dir: string, files: Readonly<Record<string, string>>): Promise<string> {
+  const policies = join(dir, 'policies');
+  await mkdir(policies);
+  for (const [file, text] of Object.entries(files)) await writeFile(join(policies, file), text);
+  return policies;
 }
 
 function withOutput(err: unknown, output: string): unknown {

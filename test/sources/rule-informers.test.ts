@@ -4,7 +4,8 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import YAML from 'yaml';
 import { RuleInformerSource } from '../../src/sources/rule-informers.ts';
-import { RuleSet, ruleKey } from '../../src/policy/rule-set.ts';
+import { ruleKey } from '../../src/policy/rule-entry.ts';
+import { RuleSet } from '../../src/policy/rule-set.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { apiServer, clientFor, until } from '../leader/cluster.ts';
 

@@ -8,6 +8,7 @@
 import { isVapDocument } from '../../sources/vap-files.ts';
 import { RULE_GROUP, type EvaluationInput, type KubeObject } from '../../policy/index.ts';
 import type { ResourceRef } from '../../policy/report-format.ts';
+import { isObject } from '../../util/is-object.ts';
 
 /**
  * Built-in cluster-scoped kinds that appear in manifests; any other kind
@@ -54,10 +55,6 @@ const KIND = /^[A-Z][A-Za-z0-9]*$/;
 export interface Resource {
   ref: ResourceRef;
   input: Omit<EvaluationInput, 'namespaceLabels'>;
-}
-
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 export function isRuleObject(o: Record<string, unknown>): boolean {

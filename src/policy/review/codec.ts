@@ -3,6 +3,7 @@
  * `v1beta1`, docs/design.md §10.1). Decoding never throws: it returns what was wrong and,
  * when it could be read, the request's uid so even an error answer echoes it.
  */
+import { isObject } from '../../util/is-object.ts';
 import type { GroupVersionKind, KubeObject, Operation } from '../types.ts';
 
 export const REVIEW_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
@@ -46,8 +47,6 @@ export interface AdmissionReviewResponse {
   kind: 'AdmissionReview';
   response: AdmissionResponseBody;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function failure(message: string, uid: string | undefined, apiVersion: ReviewVersion | undefined): Decoded {
   return { ok: false, message, ...(uid !== undefined ? { uid } : {}), ...(apiVersion !== undefined ? { apiVersion } : {}) };

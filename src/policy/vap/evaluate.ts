@@ -24,14 +24,12 @@
  * per-request work is matching and running programs.
  */
 import type { KubeObject } from '../types.ts';
-import { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET, type ExpressionEngine, type SharedValue } from './engine.ts';
+import type { ExpressionEngine, SharedValue } from './engine.ts';
 import { compileMatch, type CompiledMatch, type EquivalentResources, type MatchResult } from './match.ts';
 import type { GroupVersionResource, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, VapAttributes, VapContext } from './types.ts';
 import type { BindingEvaluation, CompiledPolicy } from './compiled.ts';
 import { erred, Evaluation } from './run.ts';
 
-export { compileErrors, compilePolicy, expressionCosts, type ExpressionCost, type BindingEvaluation, type CompiledPolicy, type PolicyCompileError, type ValidationFailure } from './compiled.ts';
-export { COST_BUDGET_MESSAGE } from './run.ts';
 
 function toRequest(a: VapAttributes, resource: VapAttributes['resource']): Record<string, unknown> {
   const op = a.operation === 'AUDIT' ? 'CREATE' : a.operation;
@@ -337,4 +335,3 @@ function cmp(x: string, y: string): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-export { PER_CALL_COST_LIMIT, RUNTIME_COST_BUDGET };

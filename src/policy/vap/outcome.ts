@@ -15,7 +15,7 @@
  *   `validation.policy.admission.k8s.io/validation_failure`, a JSON list of
  *   {message, policy, binding, expressionIndex, validationActions}.
  */
-import type { BindingEvaluation } from './evaluate.ts';
+import type { BindingEvaluation } from './compiled.ts';
 import type { ValidationReason } from './types.ts';
 
 export const VALIDATION_FAILURE_ANNOTATION = 'validation.policy.admission.k8s.io/validation_failure';

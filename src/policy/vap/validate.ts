@@ -11,6 +11,7 @@
  * server rejects a policy whose expressions do not compile; type checking
  * against the object's schema is only a warning upstream and is not done).
  */
+import { isObject } from '../../util/is-object.ts';
 import { labelKeyProblem, selectorProblems } from '../label-selector.ts';
 import type { LabelSelector } from '../types.ts';
 import {
@@ -59,10 +60,6 @@ const notSupported = (field: string, value: unknown, supported: readonly string[
 });
 const duplicate = (field: string, value: unknown): FieldError => ({ field, reason: 'FieldValueDuplicate', message: `Duplicate value: ${json(value)}` });
 const forbidden = (field: string, detail: string): FieldError => ({ field, reason: 'FieldValueForbidden', message: `Forbidden: ${detail}` });
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const CEL_IDENTIFIER = /^[_a-zA-Z][_a-zA-Z0-9]*$/;

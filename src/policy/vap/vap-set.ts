@@ -7,8 +7,8 @@
 import { ChangeFeed, type Replicated } from '../replicated.ts';
 import { celEngine } from './cel-adapter.ts';
 import type { ExpressionEngine } from './engine.ts';
-import { expressionCosts, type ExpressionCost } from './compiled.ts';
-import { compileErrors, compilePolicy, evaluatePolicies, plan, type Plan, type BindingEvaluation, type CompiledPolicy, type EvaluateOptions, type PolicyCompileError } from './evaluate.ts';
+import { compileErrors, compilePolicy, expressionCosts, type BindingEvaluation, type CompiledPolicy, type ExpressionCost, type PolicyCompileError } from './compiled.ts';
+import { evaluatePolicies, plan, type Plan, type EvaluateOptions } from './evaluate.ts';
 import type { ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, VapAttributes, VapContext } from './types.ts';
 
 function version(o: { metadata: { generation?: number; resourceVersion?: string } }): string {

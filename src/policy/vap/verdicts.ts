@@ -5,7 +5,7 @@
  * `policies.portal.dev/severity` / `policies.portal.dev/category`.
  */
 import type { Enforcement, RuleVerdict, Severity } from '../types.ts';
-import type { BindingEvaluation } from './evaluate.ts';
+import type { BindingEvaluation } from './compiled.ts';
 import { verdictOf } from './outcome.ts';
 import type { ValidatingAdmissionPolicy } from './types.ts';
 

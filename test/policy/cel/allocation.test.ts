@@ -22,7 +22,7 @@ import { describe, it } from 'node:test';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { celContext, checkComposition, compileComposition, contextFor, newBudget, type Composition } from '../../../src/policy/cel/index.ts';
 import { celEngine } from '../../../src/policy/vap/cel-adapter.ts';
-import { compilePolicy } from '../../../src/policy/vap/evaluate.ts';
+import { compilePolicy } from '../../../src/policy/vap/compiled.ts';
 import { policy } from '../vap/support.ts';
 
 const RUNS = 20_000;

@@ -4,6 +4,7 @@
  * API server's defaults applied (the embedded server stores objects as sent,
  * so defaulting happens here, once per call).
  */
+import { isObject } from '../is-object.ts';
 import type { LabelSelector } from './label-selector.ts';
 
 export const ADMISSION_REGISTRATION_GROUP = 'admissionregistration.k8s.io';
@@ -47,7 +48,6 @@ export interface ValidatingWebhook {
 
 type Json = Record<string, unknown>;
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 
 /**

@@ -1,6 +1,7 @@
 /** message -> JSON: a protobuf request body as the object it stands for (see codec.ts for the mapping). */
 import { fromBinary, ScalarType, type DescMessage } from '@bufbuild/protobuf';
-import { descOf, hasMagic, isObject, messageFor, planOf, ProtobufError, Special, UNKNOWN, zeroJson, type FieldPlan, type Json, type JsonObject, type Message } from './plan.ts';
+import { isObject } from '../../is-object.ts';
+import { descOf, hasMagic, messageFor, planOf, ProtobufError, Special, UNKNOWN, zeroJson, type FieldPlan, type Json, type JsonObject, type Message } from './plan.ts';
 
 const strictText = new TextDecoder('utf-8', { fatal: true });
 

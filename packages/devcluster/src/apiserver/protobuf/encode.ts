@@ -1,6 +1,7 @@
 /** JSON -> message: the protobuf body of an object the server returns (see codec.ts for the mapping). */
 import { ScalarType, toBinary, type DescMessage } from '@bufbuild/protobuf';
-import { descOf, isObject, MAGIC, messageFor, planOf, ProtobufError, Special, TYPE_META, UNKNOWN, zeroJson, type FieldPlan, type Json, type Message } from './plan.ts';
+import { isObject } from '../../is-object.ts';
+import { descOf, MAGIC, messageFor, planOf, ProtobufError, Special, TYPE_META, UNKNOWN, zeroJson, type FieldPlan, type Json, type Message } from './plan.ts';
 
 function fail(path: string, what: string): never {
   throw new ProtobufError(`${path}: ${what}`);

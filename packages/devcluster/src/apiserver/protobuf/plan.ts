@@ -124,10 +124,6 @@ export function descOf(type: string): DescMessage {
   return desc;
 }
 
-export function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** The JSON of a map value Go leaves out (null in JSON): its type's zero. */
 export function zeroJson(f: FieldPlan): Json {
   if (!f.message) return f.scalar === ScalarType.BOOL ? false : f.scalar === ScalarType.STRING || f.scalar === ScalarType.BYTES ? '' : 0;
