@@ -111,6 +111,13 @@ export const QUANTUM_MS = 1;
  * behind it. 10 ms is a full batch of typical evaluations several times over.
  */
 export const HEAVY_BATCH_MS = 10;
+/**
+ * How long one first-use rule compile may take in a thread (adr/0020): a
+ * 64 KB schema compiles in ~0.15–1.5 s on a loaded 2-vCPU VM; past this
+ * the thread is stuck, not slow. An admission review's own bound
+ * (`requestMs`) comes first anyway.
+ */
+export const FIRST_USE_COMPILE_MS = 20_000;
 
 /**
  * The admission pool's `requestMs` for an evaluation timeout: the chart

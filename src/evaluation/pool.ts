@@ -52,7 +52,7 @@ import { Batcher, type AttemptWindow } from './batcher.ts';
 import { flowOf, reviewFlow } from './flows.ts';
 import { flowFull, notStarted, queueFull } from './overload.ts';
 import type { Attempt } from './batch-items.ts';
-import { HEAVY_BATCH_MS, QUANTUM_MS, withDefaults, type EvaluationPoolConfig, type EvaluationPoolDeps, type PolicyStores } from './pool-config.ts';
+import { FIRST_USE_COMPILE_MS, HEAVY_BATCH_MS, QUANTUM_MS, withDefaults, type EvaluationPoolConfig, type EvaluationPoolDeps, type PolicyStores } from './pool-config.ts';
 import { poolMetrics, type PoolMetrics } from './pool-metrics.ts';
 import { PolicyReplication } from './replication.ts';
 import { dyingThreads, startThreads } from './threads.ts';
@@ -70,14 +70,6 @@ type TaskBody = { kind: 'review'; body: string } | Exclude<ItemBody, string>;
 function wireBody(body: TaskBody): ItemBody {
   return body.kind === 'review' ? body.body : body;
 }
-
-/**
- * How long one first-use rule compile may take in a thread (adr/0020): a
- * 64 KB schema compiles in ~0.25–1.5 s on a loaded 2-vCPU VM; past this the
- * thread is stuck, not slow. An admission review's own bound (`requestMs`)
- * comes first anyway.
- */
-const FIRST_USE_COMPILE_MS = 20_000;
 
 /** How long close waits for terminated threads to exit: a terminated thread exits in milliseconds; this only bounds a thread that does not. */
 const DYING_EXIT_MS = 5000;
