@@ -155,8 +155,13 @@ export class RuleCode {
     if (compile !== undefined) {
       this.#compile = undefined;
       const c = compile();
-      if (c.ok) this.#set(c);
-      else this.#failure = c.error;
+      if (c.ok) {
+        this.#set(c);
+        // V8 compiles the generated code on its first call (~90–130 ms for a 62 KB schema): an empty object makes
+        // that part of the compile, whose time the pool does not count against the evaluation, rather than of the
+        // first object checked. It reaches no keyword that could cost anything.
+        c.validate({});
+      } else this.#failure = c.error;
     }
     if (this.#checks !== undefined) return this.#checks;
     throw new Error(`it compiled on the main thread but not on this evaluation thread: ${this.#failure ?? 'released'}`);
