@@ -86,7 +86,7 @@ async function phase(server: TestServer, salt: string, n: number): Promise<Phase
   eld.enable();
   const loop = async (): Promise<void> => {
     for (let i = next++; i < n; i = next++) {
-      const res = await server.app.inject({ method: 'POST', url: '/validate-portal-kinds', headers: { 'content-type': 'application/json' }, payload: bodies[i] });
+      const res = await server.app.inject({ method: 'POST', url: '/validate-portal-kinds', headers: { 'content-type': 'application/json' }, payload: bodies[i]! });
       if ((res.json() as { response: { allowed: boolean } }).response.allowed) accepted++;
     }
   };
