@@ -16,7 +16,7 @@ import { parse as parseYaml } from 'yaml';
 import { RuleChecks } from '../../src/evaluation/rule-check.ts';
 import { builtinSchemas, layered, type KindSchemaSource } from '../../src/policy/kind-schemas/catalogue.ts';
 import { CrdSchemaStore } from '../../src/policy/kind-schemas/crd-schemas.ts';
-import { portalKinds, type KindReview } from '../../src/policy/portal-kinds.ts';
+import { portalKinds, type KindReview, type KindValidation } from '../../src/policy/portal-kinds.ts';
 import { allowAll, makePki, makeServer, type TestPki } from '../admission/helpers.ts';
 
 const logger = pino({ level: 'silent' });
@@ -141,7 +141,13 @@ describe('rule checks on a thread', () => {
       assert.equal(response.status?.code, 422);
       assert.match(response.status?.message ?? '', /^PortalRule "slow" is invalid: spec\.validate: checking this rule took longer than its deadline \(20 ms\); the check was stopped and the rule is refused/);
       assert.equal(c.stats()['abandoned'], 1);
-      assert.deepEqual(await c.check(small('next'), kindReview(small('next'))), { ok: true });
+      // The replacement's first checks run cold (JIT) and may pass 20 ms on a loaded machine too: each is answered, one is accepted.
+      let next: KindValidation = { ok: false, problems: [] };
+      for (let i = 0; i < 10 && !next.ok; i++) {
+        next = await c.check(small(`next-${i}`), kindReview(small(`next-${i}`)));
+        if (!next.ok) assert.match(next.problems[0] ?? '', /took longer than its deadline \(20 ms\)/);
+      }
+      assert.deepEqual(next, { ok: true });
     } finally {
       await server.app.close();
     }
