@@ -38,6 +38,7 @@ const BENCHES: Record<string, { file: string; nodeFlags: string[]; about: string
   suites: { file: 'suites.ts', nodeFlags: [], about: 'portal test: the VAP library suite vs the ad-hoc run on the same files (child processes)' },
   'type-check': { file: 'type-check.ts', nodeFlags: [], about: 'a rule at apply: validateRule with the type check vs without (the shipped library, the largest rule)' },
   'rule-churn': { file: 'rule-churn.ts', nodeFlags: ['--expose-gc'], about: 'compile+release of a 62 KB rule schema (shared ajv + removeSchema vs an instance per schema; codegen optimisation on vs off); YAML duplicate-key check at 20k/40k/1.4M keys; 100 such rules on portal dev beside a 10/s victim' },
+  'rule-check': { file: 'rule-check.ts', nodeFlags: [], about: 'main-thread event-loop delay while /validate-portal-kinds checks 62 KB rules: the check on the main thread vs on the rule-check thread' },
   'cel-conformance': { file: 'cel-conformance.ts', nodeFlags: [], about: 'cel-spec conformance of @bufbuild/cel, cel-js and Portal\'s CEL environment' },
 };
 

@@ -15,7 +15,7 @@ import { requireNode } from '../bin/require-node.js';
 requireNode('npm test');
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const SERIAL = ['test/bench/', 'test/replica/', 'test/audit-e2e/', 'test/dev/dev.test.ts', 'test/dev/exceptions.test.ts', 'test/dev/rule-lifecycle.test.ts', 'test/dev/supervisor.test.ts', 'test/dev/truth.test.ts', 'test/chart/rbac-e2e.test.ts', 'test/hostile/connection-floods.test.ts', 'test/hostile/webhook-port.test.ts', 'test/hostile/fair-shares.test.ts', 'test/hostile/memory-poison.test.ts', 'test/hostile/rule-churn.test.ts', 'test/hostile/rule-flood.test.ts', 'test/dev/observability.test.ts', 'test/dev/denial-events.test.ts', 'test/dev/type-check.test.ts'];
+const SERIAL = ['test/bench/', 'test/replica/', 'test/audit-e2e/', 'test/dev/dev.test.ts', 'test/dev/exceptions.test.ts', 'test/dev/rule-lifecycle.test.ts', 'test/dev/supervisor.test.ts', 'test/dev/truth.test.ts', 'test/chart/rbac-e2e.test.ts', 'test/hostile/connection-floods.test.ts', 'test/hostile/webhook-port.test.ts', 'test/hostile/fair-shares.test.ts', 'test/hostile/memory-poison.test.ts', 'test/hostile/rule-churn.test.ts', 'test/hostile/rule-flood.test.ts', 'test/hostile/rule-check-flood.test.ts', 'test/dev/observability.test.ts', 'test/dev/denial-events.test.ts', 'test/dev/type-check.test.ts'];
 
 const filter = process.argv.slice(2);
 const files = [];

@@ -160,11 +160,11 @@ function addRoutes(app: AdmissionServer, answer: (body: unknown, peer?: string) 
     return a instanceof Promise ? a.then((done) => send(reply, done)) : send(reply, a);
   });
   // Portal's own kinds (the chart's second webhook, failurePolicy Ignore): validated like
-  // the RuleSet compiles them. Rare requests, so fastify's ordinary route; a throw goes to
-  // the error handler, which denies with the uid.
+  // the RuleSet compiles them (a rule on a thread, on a replica). Rare requests, so fastify's
+  // ordinary route; a throw or a rejection goes to the error handler, which denies with the uid.
   app.post(PORTAL_KINDS_PATH, (req, reply) => {
-    const a = answerPortalKinds(req.body, portalKinds, metrics);
-    return reply.code(a.status).header('content-type', 'application/json').send(a.payload);
+    const a = answerPortalKinds(req.body, portalKinds, metrics, req.socket.remoteAddress);
+    return a instanceof Promise ? a.then((done) => send(reply, done)) : send(reply, a);
   });
 }
 

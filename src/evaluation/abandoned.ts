@@ -12,7 +12,7 @@ import { describeObject, objectIdentity, type PoisonPairs } from './poison-pairs
 import type { ThreadMemory } from './thread-memory.ts';
 
 type Identifiers = Pick<EvaluationInput, 'kind' | 'namespace' | 'name'>;
-type Body = { kind: 'review'; body: string } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap' };
+type Body = { kind: 'review'; body: string } | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap' } | { kind: 'rule' };
 
 /** One warning per abandoned evaluation, naming the object and the rule that was running. */
 export function logAbandoned(log: Logger, what: Identifiers, a: Extract<Attempt, { ok: false }>, timeoutMs: number, memory: ThreadMemory | undefined): void {
@@ -35,10 +35,10 @@ export function logAbandoned(log: Logger, what: Identifiers, a: Extract<Attempt,
 /**
  * Remembers (rule, the body's object) as a pair that exhausted a thread's
  * memory; false when it cannot be keyed (a VAP, a rule no longer in force,
- * an unreadable review).
+ * an unreadable review) or is no evaluation (a rule's apply-time check).
  */
 export function rememberPoison(poison: PoisonPairs, version: string | undefined, body: Body, rule: string, limitMiB: number): boolean {
-  if (version === undefined || body.kind === 'vap') return false;
+  if (version === undefined || body.kind === 'vap' || body.kind === 'rule') return false;
   let input: Parameters<typeof objectIdentity>[0] & Parameters<typeof describeObject>[0];
   if (body.kind === 'audit') input = body.input;
   else {

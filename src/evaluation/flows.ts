@@ -44,7 +44,11 @@ const PEER = '@';
  * keep theirs.
  */
 export function reviewFlow(body: string, peer?: string): string {
-  const flow = namespaceFlow(body);
+  return fromPeer(namespaceFlow(body), peer);
+}
+
+/** `flow` scoped to the remote address it came from, when one is given (see reviewFlow). */
+export function fromPeer(flow: string, peer?: string): string {
   return peer === undefined || peer === '' ? flow : flow + PEER + peer;
 }
 

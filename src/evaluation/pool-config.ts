@@ -9,9 +9,10 @@ import type { EvaluationInput, RuleSet, RuleVerdict } from '../policy/index.ts';
 import { exemptNamespaces, type ExemptNamespaces } from '../policy/review/answer.ts';
 import type { ParamStore, VapSet } from '../policy/vap/index.ts';
 import type { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
-import { MAX_BATCH } from './protocol.ts';
+import { MAX_BATCH, type WorkerData } from './protocol.ts';
 import type { PoisonPairs } from './poison-pairs.ts';
 import type { ThreadMemory } from './thread-memory.ts';
+import type { BatcherConfig } from './batcher.ts';
 
 /** Tasks waiting per worker before new ones are refused: at ~50 µs per typical evaluation, 64 is a few ms of work. */
 export const QUEUE_PER_WORKER = 64;
@@ -168,5 +169,37 @@ export function withDefaults(config: EvaluationPoolConfig): Required<EvaluationP
     ...config,
     // The progress slot times at most MAX_BATCH items (protocol.ts).
     maxBatch: Math.min(MAX_BATCH, config.maxBatch ?? MAX_BATCH),
+  };
+}
+
+/** The batcher's configuration (batcher.ts) for a pool's (`withDefaults`). */
+export function batcherConfig(config: Required<EvaluationPoolConfig>): BatcherConfig {
+  return {
+    workers: config.workers,
+    batches: config.pipeline * config.workers,
+    maxBatch: config.maxBatch,
+    timeoutMs: config.timeoutMs,
+    graceMs: config.graceMs,
+    compileMs: FIRST_USE_COMPILE_MS,
+    reclaimMs: config.reclaimMs,
+    // Deadlines are enforced within this of `deadline + grace`; grace is at least 20 ms.
+    tickMs: Math.max(5, Math.min(25, Math.round(config.graceMs / 2))),
+    quantumMs: QUANTUM_MS,
+    heavyMs: HEAVY_BATCH_MS,
+  };
+}
+
+/** What each of a pool's threads starts with (protocol.ts); `channel` is the pool's replication's. */
+export function workerDataFor(
+  config: Required<EvaluationPoolConfig>,
+  o: { channel: string; progress: SharedArrayBuffer; mirrorsNamespaces: boolean; ruleStats: RuleStats | undefined },
+): WorkerData {
+  return {
+    channel: o.channel,
+    progress: o.progress,
+    // A Set crosses to the thread as a Set (structured clone): not rebuilt there.
+    exempt: config.exempt,
+    namespaceLabels: o.mirrorsNamespaces ? 'mirror' : 'name-only',
+    ruleStats: o.ruleStats?.channelName,
   };
 }

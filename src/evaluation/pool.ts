@@ -52,12 +52,12 @@ import { Batcher, type AttemptWindow } from './batcher.ts';
 import { flowOf, reviewFlow } from './flows.ts';
 import { flowFull, notStarted, queueFull } from './overload.ts';
 import type { Attempt } from './batch-items.ts';
-import { FIRST_USE_COMPILE_MS, HEAVY_BATCH_MS, QUANTUM_MS, withDefaults, type EvaluationPoolConfig, type EvaluationPoolDeps, type PolicyStores } from './pool-config.ts';
+import { batcherConfig, withDefaults, workerDataFor, type EvaluationPoolConfig, type EvaluationPoolDeps, type PolicyStores } from './pool-config.ts';
 import { poolMetrics, type PoolMetrics } from './pool-metrics.ts';
 import { PolicyReplication } from './replication.ts';
 import { dyingThreads, startThreads } from './threads.ts';
 import { unpackReview } from './packed-review.ts';
-import { epochNow, SLOT_BYTES, type ItemBody, type TaskOutcomes, type TaskResults, type WorkerData } from './protocol.ts';
+import { epochNow, SLOT_BYTES, type ItemBody, type RuleCheckBody, type TaskOutcomes, type TaskResults } from './protocol.ts';
 import { poisonCheck, PoisonPairs } from './poison-pairs.ts';
 import { logAbandoned, rememberPoison, reviewWhat } from './abandoned.ts';
 
@@ -119,19 +119,7 @@ export class EvaluationPool {
     // terminated worker's task is reused last (batcher.ts).
     this.#progress = new SharedArrayBuffer((8 * this.#config.pipeline * this.#config.workers + 8) * SLOT_BYTES);
     this.#batcher = new Batcher(
-      {
-        workers: this.#config.workers,
-        batches: this.#config.pipeline * this.#config.workers,
-        maxBatch: this.#config.maxBatch,
-        timeoutMs: this.#config.timeoutMs,
-        graceMs: this.#config.graceMs,
-        compileMs: FIRST_USE_COMPILE_MS,
-        reclaimMs: this.#config.reclaimMs,
-        // Deadlines are enforced within this of `deadline + grace`; grace is at least 20 ms.
-        tickMs: Math.max(5, Math.min(25, Math.round(this.#config.graceMs / 2))),
-        quantumMs: QUANTUM_MS,
-        heavyMs: HEAVY_BATCH_MS,
-      },
+      batcherConfig(this.#config),
       {
         log: this.#log,
         // Not #ensure(): while the pool closes, what was submitted before still runs.
@@ -209,14 +197,7 @@ export class EvaluationPool {
     const s = this.#stores;
     const replication = new PolicyReplication(this.name, { rules: s.rules, vaps: s.vaps, params: s.params, namespaces: s.namespaces, poison: this.#poison });
     this.#replication = replication;
-    const workerData: WorkerData = {
-      channel: replication.channelName,
-      progress: this.#progress,
-      // A Set crosses to the thread as a Set (structured clone): not rebuilt there.
-      exempt: this.#config.exempt,
-      namespaceLabels: this.#stores.namespaces ? 'mirror' : 'name-only',
-      ruleStats: this.#ruleStats?.channelName,
-    };
+    const workerData = workerDataFor(this.#config, { channel: replication.channelName, progress: this.#progress, mirrorsNamespaces: s.namespaces !== undefined, ruleStats: this.#ruleStats });
     this.#piscina = startThreads({ workers: this.#config.workers, pipeline: this.#config.pipeline, workerData, memory: this.#config.memory }, {
       onError: (err) => this.#log.error({ [LogKey.error]: toError(err) }, 'evaluation worker failed'),
       onDestroy: (id) => {
@@ -285,10 +266,8 @@ export class EvaluationPool {
     done?: (r: TaskResults[K]) => R,
   ): Promise<R> {
     const submitted = epochNow();
-    const { requestMs, timeoutMs, graceMs, startWithinMs } = this.#config;
-    const end = submitted + requestMs;
-    // The first attempt starts in time to have its whole budget, or not at all.
-    const window: AttemptWindow = { end, startBy: end === Number.POSITIVE_INFINITY ? submitted + startWithinMs : end - timeoutMs - graceMs };
+    const window = this.#firstWindow(submitted);
+    const end = window.end;
     let first: Promise<Attempt>;
     try {
       first = this.#attempt(body, flowKey, window, undefined, true);
@@ -303,6 +282,27 @@ export class EvaluationPool {
       }
       const r = a.value as TaskResults[K];
       return done === undefined ? (r as R) : done(r);
+    });
+  }
+
+  /** The first attempt starts in time to have its whole budget, or not at all. */
+  #firstWindow(submitted: number): AttemptWindow {
+    const { requestMs, timeoutMs, graceMs, startWithinMs } = this.#config;
+    const end = submitted + requestMs;
+    return { end, startBy: end === Number.POSITIVE_INFINITY ? submitted + startWithinMs : end - timeoutMs - graceMs };
+  }
+
+  /**
+   * A rule's apply-time check (rule-check.ts) in `flowKey`: one attempt (one piece of work, nothing to skip). Resolves
+   * to the answer or to how it failed (deadline, memory); rejects QueueFull (not queued or started in time) or Closed.
+   */
+  checkRule(body: RuleCheckBody, flowKey: string, what: What): Promise<Attempt> {
+    const submitted = epochNow();
+    // What #attempt throws (QueueFull, Closed) becomes the rejection.
+    return Promise.resolve().then(() => this.#attempt(body, flowKey, this.#firstWindow(submitted), undefined, true)).then((a) => {
+      if (!a.ok && !a.started) throw this.#shed(flowKey, submitted);
+      if (!a.ok) this.#noteAbandoned(what, a);
+      return a;
     });
   }
 

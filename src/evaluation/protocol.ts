@@ -23,6 +23,7 @@ import type { EvaluationInput, KubeObject, RuleVerdict } from '../policy/index.t
 import type { AnsweredReview, ExemptNamespaces } from '../policy/review/answer.ts';
 import type { BindingEvaluation, VapAttributes } from '../policy/vap/index.ts';
 import type { PackedReview } from './packed-review.ts';
+import type { KindValidation } from '../policy/portal-kinds.ts';
 
 /** The stores a worker mirrors, by name. */
 export type StoreName = 'rules' | 'vaps' | 'params' | 'namespaces' | 'poison';
@@ -65,9 +66,19 @@ export interface Task {
 /**
  * One item's question. A whole AdmissionReview travels as its bare text
  * (the common item): the worker reads, decides and serialises the answer
- * (answerReview).
+ * (answerReview). A rule's apply-time check (`rule`, rule-check.ts) travels
+ * as the review's text too, with the custom kinds' schemas it reads.
  */
-export type ItemBody = string | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null };
+export type ItemBody = string | { kind: 'audit'; input: EvaluationInput } | { kind: 'vap'; attrs: VapAttributes; namespaceObject: KubeObject | null } | RuleCheckBody;
+
+/** A PortalRule's check (policy/rule-check.ts): `key` names the rule in the slot while it runs, as a rule's key does. */
+export interface RuleCheckBody {
+  kind: 'rule';
+  key: string;
+  review: string;
+  /** policy/rule-check.ts, kindSchemaText. */
+  schemas: string[];
+}
 
 /**
  * What the worker answers for each item: the result, or — for an item the
@@ -88,6 +99,7 @@ export interface TaskResults {
   review: AnsweredReview | PackedReview;
   audit: RuleVerdict[];
   vap: BindingEvaluation[];
+  rule: KindValidation;
 }
 
 export interface WorkerData {

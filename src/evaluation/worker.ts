@@ -13,6 +13,7 @@ import { evaluate, RuleSet, type EvaluationBudget, type Replicated } from '../po
 import { NamespaceLabelStore } from '../policy/namespace-label-store.ts';
 import { answerReview, nameOnlyNamespaceLabels, type ReviewContext } from '../policy/review/answer.ts';
 import { ParamStore, VapSet } from '../policy/vap/index.ts';
+import { checkRuleReview } from '../policy/rule-check.ts';
 import { joinPacked, packReview } from './packed-review.ts';
 import { RuleStatsWriter } from './rule-stats-page.ts';
 import type { PageMessage } from './rule-stats.ts';
@@ -168,6 +169,11 @@ function execute(task: Task, i: number, onRule: (key: string) => void): unknown 
   runningCap = cap;
   const poisoned = poisonedCheck();
   if (typeof body === 'string') return packReview(answerReview(body, reviewContext(), { deadline, now: epochNow, ms, abandoned, onRule, results: ruleStats, poisoned, compiling }));
+  // A rule's apply-time check (rule-check.ts): its key is in the slot while it runs, as a rule's is.
+  if (body.kind === 'rule') {
+    onRule(body.key);
+    return checkRuleReview(body.review, body.schemas);
+  }
   if (body.kind === 'vap') {
     return stores.vaps.evaluate(body.attrs, { namespaceObject: body.namespaceObject, params: stores.params }, {
       deadline: { at: deadline, now: epochNow, ms, abandoned, onPolicy: onRule },

@@ -1,6 +1,6 @@
 /**
  * A replica's bound on evaluation memory (adr/0018): the limits of every
- * evaluation thread (admission's and the audit's), and the one store of the
+ * evaluation thread (admission's, the audit's and the rule check's), and the one store of the
  * (rule, object) pairs that exhausted them, shared by both pools, loaded
  * from and kept in `--evaluation-state-dir` when one is given.
  */
@@ -9,6 +9,7 @@ import type { ServeConfig } from '../config/options.ts';
 import { loadPoisonPairs, persistPoisonPairs } from '../evaluation/poison-file.ts';
 import { PoisonPairs } from '../evaluation/poison-pairs.ts';
 import { threadMemoryFor, type ThreadMemory } from '../evaluation/thread-memory.ts';
+import { RULE_CHECK_THREADS } from '../evaluation/rule-check.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import type { ModeRunnable } from './mode.ts';
 
@@ -29,7 +30,8 @@ export async function evaluationMemory(
   replicaMiB: number,
   log: Logger,
 ): Promise<EvaluationMemory> {
-  const threads = threadMemoryFor(replicaMiB, config.evaluationWorkers + (config.policies === '' ? AUDIT_THREADS : 0), config.evaluationMemory);
+  // Admission's threads, the audit's (cluster mode) and the thread that checks rules at apply (rule-check.ts).
+  const threads = threadMemoryFor(replicaMiB, config.evaluationWorkers + (config.policies === '' ? AUDIT_THREADS : 0) + RULE_CHECK_THREADS, config.evaluationMemory);
   const poison = new PoisonPairs();
   const dir = config.evaluationStateDir;
   if (dir !== '') {

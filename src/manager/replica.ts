@@ -34,9 +34,11 @@ import { readTlsFiles, watchTlsFiles, type TlsFiles } from '../admission/tls-rel
 import { AVAILABLE_CPUS, type ServeConfig } from '../config/options.ts';
 import { EvaluationPool } from '../evaluation/pool.ts';
 import { admissionRequestMs, pipelineFor } from '../evaluation/pool-config.ts';
+import { RuleChecks } from '../evaluation/rule-check.ts';
+import { builtinSchemas } from '../policy/kind-schemas/catalogue.ts';
 import { DebugVars } from '../observability/debug-vars.ts';
 import { RuntimeStats } from '../observability/runtime-stats.ts';
-import { portalKinds } from '../policy/portal-kinds.ts';
+import { portalKinds, type PortalKind } from '../policy/portal-kinds.ts';
 import { LogKey } from '../observability/log-keys.ts';
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import { createAdmissionMetrics, registerCelFallbacks, registerReadiness, registerRulesNotReady } from '../observability/metrics.ts';
@@ -48,7 +50,7 @@ import { bindRuleSeries } from './rule-series.ts';
 import type { RuleStats } from '../evaluation/rule-stats.ts';
 import { Manager, type ShutdownOutcome } from './manager.ts';
 import { evaluationMemory, type EvaluationMemory } from './evaluation-memory.ts';
-import { exceptionOptions, type BuildProblems, type Mode } from './mode.ts';
+import { exceptionOptions, type BuildProblems, type Mode, type ModeRunnable } from './mode.ts';
 import type { Runnable } from '../util/runnable.ts';
 import { toError } from '../observability/errors.ts';
 
@@ -121,9 +123,23 @@ function admissionEvaluation(config: Readonly<ServeConfig>, mode: Mode, exempt: 
   );
 }
 
-/** /debug/vars and the readiness gauges of admission. */
+/**
+ * What the webhook for Portal's own kinds checks (adr/0011): a rule's check on a thread of its own, queued per
+ * namespace (issue 31 item 5, adr/0020; started with the Manager's first group); a PortalException's on this thread.
+ */
+function portalKindChecks(config: Readonly<ServeConfig>, mode: Mode, memory: EvaluationMemory, root: Logger, on: { registry: Registry; debugVars: DebugVars }): { kinds: Readonly<Record<string, PortalKind>>; checks: RuleChecks; runnable: ModeRunnable } {
+  const schemas = mode.kindSchemas ?? builtinSchemas();
+  const checks = new RuleChecks({ webhookTimeoutMs: config.webhookTimeout, memory: memory.threads }, { logger: componentLogger(root, 'evaluation'), registry: on.registry, schemas });
+  on.debugVars.register('rule_check', () => checks.stats());
+  const runnable: ModeRunnable = { runnable: { name: 'rule-check', start: (signal) => checks.start(signal) }, group: 'probes' };
+  return { kinds: portalKinds(exceptionOptions(config), schemas, checks.check), checks, runnable };
+}
+
+/** /debug/vars and the readiness and rules gauges of admission. */
 function registerAdmissionState(debugVars: DebugVars, rules: RuleSet, gate: ReadinessGate, evaluation: EvaluationPool, registry: Registry): void {
   registerReadiness(registry, () => gate.status().ready, () => gate.errorGateTripped());
+  registerRulesNotReady(registry, () => rules.states().filter((s) => !s.ready).length);
+  registerCelFallbacks(registry, () => rules.celCosts().map((r) => ({ rule: r.key, expressions: r.expressions.filter((e) => e.fallback !== undefined).length })));
   debugVars.register('admission', () => ({ rules: rules.size, ready: gate.status(), recentErrors: gate.errorRatio(), evaluation: evaluation.stats() }));
   debugVars.register('rules', () => rules.states().map((s) => ({ key: s.key, ready: s.ready, reason: s.reason, message: s.message, generation: s.generation, enforcement: s.enforcement })));
 }
@@ -171,10 +187,9 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   let tlsFiles: TlsFiles = { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, caFile: config.clientCaFile };
   let tls: Awaited<ReturnType<typeof readTlsFiles>>;
   metrics.rulesLoaded.set(source.ruleSet.size);
-  registerRulesNotReady(registry, () => source.ruleSet.states().filter((s) => !s.ready).length);
-  registerCelFallbacks(registry, () => source.ruleSet.celCosts().map((r) => ({ rule: r.key, expressions: r.expressions.filter((e) => e.fallback !== undefined).length })));
   const exempt = exemptNamespaces(config.exemptNamespaces); // one set: the pool, its workers and the server's own answers
   const evaluation = admissionEvaluation(config, mode, exempt, memory, root, registry, bindRuleSeries(registry, source.ruleSet, metrics.exceptionsApplied));
+  const own = portalKindChecks(config, mode, memory, root, { registry, debugVars });
   const gate = new ReadinessGate({ maxAgeMs: config.readinessErrorMaxAge });
   gate.addCheck('rules', () => source.ready() || source.notReadyReason());
   gate.addCheck('evaluation', () => evaluation.ready() || evaluation.notReadyReason());
@@ -198,7 +213,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
       exempt,
       metrics,
       kindLabel: kindLabeler(source.ruleSet),
-      portalKinds: portalKinds(exceptionOptions(config), mode.kindSchemas),
+      portalKinds: own.kinds,
       logger: componentLogger(root, 'admission'), denials: denials(denialLog(componentLogger(root, 'admission'), metrics.denialsNotLogged), mode.denialEvents),
     });
   } catch (err) {
@@ -216,7 +231,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
     serverRunnable('webhook', webhook, (signal) => watchTlsFiles({ ...tlsFiles, target: webhook.server, initial: tls, logger: componentLogger(root, 'tls') }, signal)),
     'webhook',
   );
-  for (const { runnable, group } of [...mode.runnables, ...memory.runnables]) manager.add(runnable, group);
+  for (const { runnable, group } of [...mode.runnables, ...memory.runnables, own.runnable]) manager.add(runnable, group);
   // Estimated worst-case CEL cost per expression, and which run on cel-js instead of generated code (issue 19).
   debugVars.register('cel', () => ({ perExpressionLimit: PER_CALL_COST_LIMIT, rules: source.ruleSet.celCosts() }));
   debugVars.register('manager', () => manager.describe());
@@ -225,7 +240,7 @@ export async function buildReplica(config: Readonly<ServeConfig>, deps: ReplicaD
   manager.add(runtime, 'probes');
   debugVars.register('runtime', () => runtime.snapshot());
 
-  const replica = replicaOf({ config, log, mode: mode.kind, manager, registry, probes, webhook, evaluation, rules: source.ruleSet, cleanup });
+  const replica = replicaOf({ config, log, mode: mode.kind, manager, registry, probes, webhook, pools: [evaluation, own.checks], rules: source.ruleSet, cleanup });
   return { ok: true, replica };
 }
 
@@ -237,13 +252,14 @@ interface ReplicaParts {
   registry: Registry;
   probes: ReturnType<typeof buildProbesServer>;
   webhook: ReturnType<typeof buildAdmissionServer>;
-  evaluation: EvaluationPool;
+  /** The thread pools the Manager starts (and closes): closed here when it never started. */
+  pools: { close(): Promise<void> }[];
   rules: { readonly size: number };
   cleanup: () => Promise<void>;
 }
 
 /** The built replica's handle: listen on the configured ports, start the Manager, close what was never started. */
-function replicaOf({ config, log, mode, manager, registry, probes, webhook, evaluation, rules, cleanup }: ReplicaParts): Replica {
+function replicaOf({ config, log, mode, manager, registry, probes, webhook, pools, rules, cleanup }: ReplicaParts): Replica {
   let started = false;
   let closed: Promise<void> | undefined;
   const replica: Replica = {
@@ -271,7 +287,7 @@ function replicaOf({ config, log, mode, manager, registry, probes, webhook, eval
     close() {
       closed ??= (async () => {
         // A started Manager closed the servers (and the pool) itself; otherwise nobody did.
-        if (!started) await Promise.allSettled([webhook.close(), probes.close(), evaluation.close()]);
+        if (!started) await Promise.allSettled([webhook.close(), probes.close(), ...pools.map((p) => p.close())]);
         await cleanup();
       })();
       return closed;

@@ -32,7 +32,8 @@ import { evaluateCelRule } from './cel-rule.ts';
 import { Exemptions, exemptedVerdict } from './exemption.ts';
 import { newBudget, type Budget } from './cel/index.ts';
 import { RegexLimitError } from './re2.ts';
-import type { RuleChecks, RuleEntry } from './rule-entry.ts';
+import type { CompiledChecks } from './rule-code.ts';
+import type { RuleEntry } from './rule-entry.ts';
 import type { RuleSet } from './rule-set.ts';
 import type { EvaluationInput, RuleVerdict, SchemaViolation } from './types.ts';
 import {
@@ -173,7 +174,7 @@ function applyRule(
     timeBudget.onRule?.(entry.key);
   }
   // After onRule: a thread that dies compiling is known to have been on this rule.
-  let checks: RuleChecks;
+  let checks: CompiledChecks;
   try {
     checks = code.pending && timeBudget?.compiling !== undefined ? timeBudget.compiling(timeBudget, () => code.checks()) : code.checks();
   } catch (err) {

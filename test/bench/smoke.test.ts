@@ -34,6 +34,7 @@ const SMOKE: Record<string, string[]> = {
   'type-check': ['--rounds', '1'],
   'rule-results': ['--rounds', '1'],
   'denial-events': ['--rounds', '1'],
+  'rule-check': ['--rules', '2', '--rounds', '1'],
   'rule-churn': ['--cycles', '2', '--keys', '2000', '--old-max', '2000', '--huge', 'false', '--rules', '1', '--quiet', '1'],
 };
 

@@ -39,7 +39,7 @@ test('cluster mode: built un-started (no request to the API server); the actuato
   t.after(() => replica.close());
   assert.equal(replica.mode, 'cluster');
   assert.deepEqual(replica.manager.describe(), {
-    groups: { probes: ['probes', 'evaluation-admission', 'evaluation-memory', 'runtime-stats'], webhook: ['webhook'], informers: ['rule-informers', 'namespace-informer', 'evaluation-audit'], others: ['crd-schemas', 'vap-informers', 'audit-evaluation'] },
+    groups: { probes: ['probes', 'evaluation-admission', 'evaluation-memory', 'rule-check', 'runtime-stats'], webhook: ['webhook'], informers: ['rule-informers', 'namespace-informer', 'evaluation-audit'], others: ['crd-schemas', 'vap-informers', 'audit-evaluation'] },
     leaderOnly: ['audit-actuator', 'problem-events', 'exception-events'],
     leading: null,
   });
