@@ -42,7 +42,7 @@ import {
 
 const HELP = `Usage: portal test --policies DIR [--policies DIR...] [--output table|json|policyreport|openreports]
                    [--pod-security-version VERSION] [--now RFC3339] [--exception-namespaces NS,...]
-                   [--max-exception-lifetime DUR] [--evaluation-memory MIB] FILE...
+                   [--max-exception-lifetime DUR] FILE...
 
 Evaluates Kubernetes manifests against Portal rules and ValidatingAdmissionPolicies
 offline, as the webhook, the API server and the audit would (operation AUDIT: every

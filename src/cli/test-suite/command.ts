@@ -22,7 +22,7 @@ import { EvaluationThread } from '../offline/evaluation-thread.ts';
 import { evaluationMemoryFlag, releaseThreadHeapFlags, replicaMemoryMiB } from '../process-memory.ts';
 
 export const SUITE_HELP = `
-       portal test [--output table|json] [--junit FILE] [--strict] [--evaluation-memory MIB] FILE|DIR...
+       portal test [--output table|json] [--junit FILE] [--strict] FILE|DIR...
 
 Runs test suites: files of apiVersion cli.portal.dev/v1alpha1, kind Test, that name
 policies, resources and the verdict expected for each (docs/testing-policies.md;
