@@ -226,7 +226,26 @@ async function load(argv: string[], io: CommandIO): Promise<{ help: true } | { p
 export async function runTest(argv: string[], io: CommandIO): Promise<number> {
   // Without --policies, the arguments are test suites (src/cli/test-suite).
   if (isSuiteRun(argv)) return (await import('./test-suite/command.ts')).runSuites(argv, io);
-  const loaded = await load(argv, io);
+  // The thread that evaluates starts now: it loads its modules while this one reads the inputs.
+  const thread = startThread(parseArgs(argv, FLAGS, 'portal test').values.get('evaluation-memory')?.at(-1));
+  try {
+    return await evaluateLoaded(await load(argv, io), io, thread);
+  } finally {
+    await thread?.close();
+  }
+}
+
+/** An evaluation thread started with the limits --evaluation-memory asks for (none when it is not valid: load() reports it). */
+function startThread(flag: string | undefined): EvaluationThread | undefined {
+  const memory = evaluationMemoryFlag(flag);
+  if ('problem' in memory) return undefined;
+  releaseThreadHeapFlags();
+  const thread = new EvaluationThread(memory.memory);
+  thread.start();
+  return thread;
+}
+
+async function evaluateLoaded(loaded: Awaited<ReturnType<typeof load>>, io: CommandIO, thread: EvaluationThread | undefined): Promise<number> {
   if ('help' in loaded) {
     io.stdout.write(HELP + (await import('./test-suite/command.ts')).SUITE_HELP);
     return EXIT_OK;
@@ -234,7 +253,7 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
   if ('problems' in loaded) return reportProblems(loaded.problems, io, 'Nothing was evaluated.');
 
   // The one offline evaluation, shared with the suites (src/cli/offline), in a thread of bounded memory.
-  const evaluations = await evaluateBounded(loaded);
+  const evaluations = await evaluateBounded(loaded, thread ?? new EvaluationThread(loaded.memory));
   const overruns: string[] = [];
   const vapProblems: string[] = [];
   const evaluated: EvaluatedResource[] = loaded.resources.map((resource, i) => {
@@ -271,12 +290,10 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
 }
 
 /** Every resource's evaluation (operation AUDIT), in the evaluation thread (offline/evaluation-thread.ts). */
-async function evaluateBounded(loaded: Inputs): ReturnType<EvaluationThread['evaluate']> {
-  releaseThreadHeapFlags();
-  const thread = new EvaluationThread(loaded.memory);
+async function evaluateBounded(loaded: Inputs, thread: EvaluationThread): ReturnType<EvaluationThread['evaluate']> {
+  const { rules, ruleSources, exceptions, vap } = loaded;
+  const setup = { policies: { rules, ruleSources, exceptions, vap }, namespaces: { labels: loaded.namespaceLabels, podSecurityVersion: loaded.podSecurityVersion }, params: [], judging: loaded.judging };
   try {
-    const { rules, ruleSources, exceptions, vap } = loaded;
-    const setup = { policies: { rules, ruleSources, exceptions, vap }, namespaces: { labels: loaded.namespaceLabels, podSecurityVersion: loaded.podSecurityVersion }, params: [], judging: loaded.judging };
     return await thread.evaluate(setup, loaded.resources.map((resource) => ({ resource, request: { operation: 'AUDIT' } })));
   } finally {
     await thread.close();

@@ -4,18 +4,20 @@
  * adr/0018), so that a (rule, resource) pair that allocates without bound
  * ends that thread, not the process.
  *
- * The main thread sends a job (the policies to build an OfflineEvaluator
- * from, and the resources in order); the thread answers each resource as it
- * finishes it. Before each resource and each rule it writes which one it is
- * on in a progress slot (src/evaluation/progress.ts), so when it dies of
+ * The main thread sends a job's policies (the thread builds an
+ * OfflineEvaluator from them), then its resources one at a time, so the
+ * thread holds one resource and the main thread knows which one a death
+ * happened on. Before each rule the thread writes its key in a progress
+ * slot (src/evaluation/progress.ts), so when it dies of
  * ERR_WORKER_OUT_OF_MEMORY the main thread knows the pair, starts another
- * thread and sends the job again from the first resource not answered,
- * telling it the pair: that rule gives `error` on that resource ("evaluating
- * it on Pod a/big exhausted the evaluation thread's memory (N MiB heap)"),
- * every other rule and resource is evaluated as usual. A VAP that exhausts
- * it, or a death outside any rule, makes that resource a problem (bad input,
- * like a VAP cost overrun). Each death either adds a pair or settles a
- * resource, so a job ends after at most one death per pair.
+ * thread and sends the resource again with the pair: that rule gives
+ * `error` on that resource ("evaluating it on Pod a/big exhausted the
+ * evaluation thread's memory (N MiB heap)"), every other rule and resource
+ * is evaluated as usual. A VAP that exhausts it, or a death outside any rule
+ * (receiving the resource), makes that resource a problem (bad input, like
+ * a VAP cost overrun); a death while building the evaluator, every resource
+ * left. Each death adds a pair or settles a resource, so a job ends after at
+ * most one death per pair.
  *
  * Why not the replicas' EvaluationPool: it replicates live stores to several
  * threads, batches reviews and enforces deadlines; `portal test` evaluates
@@ -72,6 +74,11 @@ export class EvaluationThread {
 
   constructor(memory: ThreadMemory) {
     this.#memory = memory;
+  }
+
+  /** Starts the thread before the first job: it loads its modules while the main thread reads the inputs. */
+  start(): void {
+    this.#worker ??= this.#start();
   }
 
   /** Every item's evaluation, in order; never rejects for what an item does to the thread. */

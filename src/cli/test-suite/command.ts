@@ -119,13 +119,16 @@ export async function runSuites(argv: string[], io: CommandIO): Promise<number> 
     return EXIT_USAGE;
   }
 
-  const paths = args.positionals.map((p) => (p === '' ? p : resolve(io.cwd, p)));
-  const discovery = await discoverSuites(paths);
-  const outcomes: SuiteOutcome[] = [];
-  // One at a time: each suite compiles its own policies; running them side by side would only compete for the one thread.
+  // The thread that evaluates starts now: it loads its modules while this one finds and reads the suites.
   releaseThreadHeapFlags();
   const thread = new EvaluationThread(memory.memory);
+  thread.start();
+  const paths = args.positionals.map((p) => (p === '' ? p : resolve(io.cwd, p)));
+  const outcomes: SuiteOutcome[] = [];
+  let discovery: Awaited<ReturnType<typeof discoverSuites>>;
   try {
+    discovery = await discoverSuites(paths);
+    // One at a time: each suite compiles its own policies; running them side by side would only compete for the one thread.
     for (const file of discovery.files) outcomes.push(await runSuiteFile(file, thread));
   } finally {
     await thread.close();
