@@ -17,12 +17,18 @@ import { tempDir } from '../support/temp-dir.ts';
 /**
  * The thread's heap and the Pod's args, measured with the CLI (tsx in the
  * thread; 2 vCPU, load 11-14): 250,000 args exhausted 32 MiB in most runs
- * but not all (the hog's lists may die young), 400,000 in 5 of 6 and
- * 500,000 in 6 of 6; 40 MiB held 400,000 in 4 of 4; 16-20 MiB cannot hold
- * the thread itself.
+ * but not all, 400,000 in 5 of 6; 40 MiB held 400,000 in 4 of 4; 16-20 MiB
+ * cannot hold the thread itself; with 500,000 the thread sometimes died
+ * receiving the Pod, before the rule ran (a problem naming the Pod, exit 2).
+ * Whether the hog's ~10 MiB of lists reach the old generation depends on
+ * when the young generation (48 MiB, thread-memory.ts) is collected, so a
+ * run may end with the rule's CEL cost overrun instead: what every run gives
+ * without the thread's bound. Such a run is tried again, at most ATTEMPTS
+ * times; the bound must turn the pair into the rule's error in one of them.
  */
 const HEAP_MIB = 32;
-const ARGS = 500_000;
+const ARGS = 400_000;
+const ATTEMPTS = 3;
 const GIB = 1024 * 1024 * 1024;
 /** Under load a run takes tens of seconds; a hang is what takes longer. */
 const DEADLINE_MS = 300_000;
@@ -77,7 +83,14 @@ before(async () => {
   await tmp.write('poison.portal-test.yaml', SUITE);
 });
 
-const run = (args: string[]): Promise<RunResult> => runPortal(['test', '--evaluation-memory', String(HEAP_MIB), ...args], { cwd: tmp.path, timeoutMs: DEADLINE_MS, peakRss: true });
+/** The CLI with the small heap, again while the hog's lists died young (see ATTEMPTS). */
+async function run(args: string[]): Promise<RunResult> {
+  let r: RunResult | undefined;
+  for (let i = 0; i < ATTEMPTS && (r === undefined || /exceeded the per-expression cost limit/.test(r.stderr)); i++) {
+    r = await runPortal(['test', '--evaluation-memory', String(HEAP_MIB), ...args], { cwd: tmp.path, timeoutMs: DEADLINE_MS, peakRss: true });
+  }
+  return r!;
+}
 
 function assertSmall(r: RunResult): void {
   assert.ok(r.peakRssBytes !== undefined && r.peakRssBytes <= GIB, `peak RSS ${Math.round((r.peakRssBytes ?? NaN) / 1048576)} MiB`);
@@ -86,7 +99,7 @@ function assertSmall(r: RunResult): void {
 
 const EXHAUSTED = `evaluating it on Pod tenant-a/big \\(CREATE\\) exhausted the evaluation thread's memory \\(${HEAP_MIB} MiB heap\\)`;
 
-describe('portal test: a rule that exhausts the evaluation thread', { timeout: 3 * DEADLINE_MS }, () => {
+describe('portal test: a rule that exhausts the evaluation thread', { timeout: 2 * ATTEMPTS * DEADLINE_MS }, () => {
   it('in a suite: that expectation fails naming the rule, the Pod and the line; every other one runs; exit 1', async () => {
     const r = await run(['poison.portal-test.yaml']);
     assert.equal(r.code, 1, r.stdout + r.stderr);
