@@ -97,7 +97,7 @@ export class EvaluationThread {
       const mine = poisoned.get(index) ?? [];
       const reply = await this.#send({ type: 'item', job, index, item, poisoned: mine }, index);
       if (reply.ok) {
-        if (reply.answer.type === 'result') results.push(reply.answer.evaluation);
+        results.push((reply.answer as Extract<ThreadAnswer, { type: 'result' }>).evaluation);
         continue;
       }
       // The thread died on this item: a Portal rule that exhausted its memory is evaluated again as `error`;
@@ -138,7 +138,8 @@ export class EvaluationThread {
     return new Promise<Reply>((resolve) => {
       let error: unknown;
       const onMessage = (m: ThreadAnswer): void => {
-        if (m.job !== message.job || (m.type === 'result' && m.index !== index)) return;
+        const mine = m.job === message.job && (message.type === 'setup' ? m.type === 'ready' : m.type === 'result' && m.index === index);
+        if (!mine) return;
         off();
         resolve({ ok: true, answer: m });
       };
