@@ -4,8 +4,6 @@
  * live in buildReplica; this file only maps outcomes to exit codes and
  * explains a port that cannot be bound.
  */
-import { totalmem } from 'node:os';
-import { setFlagsFromString } from 'node:v8';
 import type { ServeConfig } from '../config/options.ts';
 import type { ShutdownOutcome } from '../manager/manager.ts';
 import { buildReplica, ListenError } from '../manager/replica.ts';
@@ -14,6 +12,7 @@ import { registerLogMetrics, type LogOutput } from '../observability/log-output.
 import { componentLogger, type Logger } from '../observability/logger.ts';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './command.ts';
 import { toError } from '../observability/errors.ts';
+import { releaseThreadHeapFlags, replicaMemoryMiB } from './process-memory.ts';
 
 export interface ReplicaOptions {
   config: Readonly<ServeConfig>;
@@ -70,26 +69,6 @@ export async function runReplica(o: ReplicaOptions): Promise<number> {
   } finally {
     await replica.close();
   }
-}
-
-/** This process's memory, MiB: its cgroup limit (a container's `limits.memory`), else the machine's. */
-export function replicaMemoryMiB(): number {
-  const total = totalmem();
-  const constrained = process.constrainedMemory();
-  return Math.floor((constrained > 0 && constrained < total ? constrained : total) / 1048576);
-}
-
-/**
- * Lets the evaluation threads' resourceLimits apply (adr/0018). V8's heap
- * flags are process-wide, and when set (the chart's NODE_OPTIONS caps the
- * main thread's heap with --max-old-space-size and --max-semi-space-size)
- * they override every worker's resourceLimits: a worker would get the main
- * thread's cap. The main heap is configured at start-up, so clearing them
- * now leaves its cap as it is and lets each worker have its own.
- */
-export function releaseThreadHeapFlags(): void {
-  setFlagsFromString('--max-old-space-size=0');
-  setFlagsFromString('--max-semi-space-size=0');
 }
 
 /** What went wrong binding a port, and what to do about it. */

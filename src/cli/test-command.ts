@@ -20,11 +20,14 @@ import { editDistance, parseArgs, type FlagDef, type ParsedArgs } from '../confi
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Command, type CommandIO } from './command.ts';
 import { RESULT_OUTPUT } from './output-policy.ts';
 import { InputBudget } from '../config/input-budget.ts';
+import type { ThreadMemory } from '../evaluation/thread-memory.ts';
+import { evaluationMemoryFlag, releaseThreadHeapFlags } from './process-memory.ts';
+import { EvaluationThread } from './offline/evaluation-thread.ts';
 import { readManifests } from '../config/manifests.ts';
 import { isVapDocument, type VapDocuments } from '../sources/vap-files.ts';
 import { parseDuration } from '../util/duration.ts';
 import { parseRfc3339, podSecurityVersionProblem, type KubeObject, type PortalExceptionObject, type PortalRuleObject } from '../policy/index.ts';
-import { DEFAULT_EXCEPTION_NAMESPACE, OfflineEvaluator, type OfflineJudging } from './offline/evaluator.ts';
+import { DEFAULT_EXCEPTION_NAMESPACE, type OfflineJudging } from './offline/evaluator.ts';
 import { loadPolicies } from './offline/policies.ts';
 import { isRuleObject, stringLabels, toResource, unsupported, type Resource } from './offline/resources.ts';
 import {
@@ -72,6 +75,9 @@ Flags:
   --max-exception-lifetime DUR
                           refuse exceptions that never expire or live longer, as
                           portal serve's flag (default: no limit)
+  --evaluation-memory MIB heap of the thread that evaluates, MiB (default: half the memory of
+                          the machine or container, 128 to 1024); a rule that exhausts it on a
+                          resource gives error there, naming the resource
   --help, -h              show this help
 
 Namespaces: a namespaced object without metadata.namespace is evaluated in
@@ -103,6 +109,7 @@ const FLAGS: readonly FlagDef[] = [
   { flag: 'now', type: 'value' },
   { flag: 'exception-namespaces', type: 'value' },
   { flag: 'max-exception-lifetime', type: 'value' },
+  { flag: 'evaluation-memory', type: 'value' },
   { flag: 'help', type: 'bool', short: 'h' },
 ];
 
@@ -119,6 +126,8 @@ interface Inputs {
   exceptions: PortalExceptionObject[];
   /** How exceptions are judged (--now, --exception-namespaces, --max-exception-lifetime). */
   judging: OfflineJudging;
+  /** The evaluation thread's limits (--evaluation-memory). */
+  memory: ThreadMemory;
 }
 
 /** How exceptions are judged, from --now, --exception-namespaces and --max-exception-lifetime; problems are added to `problems`. */
@@ -164,6 +173,8 @@ async function load(argv: string[], io: CommandIO): Promise<{ help: true } | { p
     if (p) problems.push(`--pod-security-version: ${p}`);
   }
   const judging = judgingFlags(args.values, problems);
+  const memory = evaluationMemoryFlag(args.values.get('evaluation-memory')?.at(-1));
+  if ('problem' in memory) problems.push(memory.problem);
   const policyDirs = args.values.get('policies') ?? [];
   if (policyDirs.length === 0) problems.push('--policies DIR is required: the directory (or file) holding the rules to apply');
   if (args.positionals.length === 0) problems.push('no FILE given: name the manifest files or directories to evaluate');
@@ -208,26 +219,45 @@ async function load(argv: string[], io: CommandIO): Promise<{ help: true } | { p
       );
     }
   }
-  if (problems.length > 0) return { problems };
-  return { format: output as OutputFormat, rules, ruleSources, exceptions, judging, vap, resources, namespaceLabels, podSecurityVersion };
+  if (problems.length > 0 || 'problem' in memory) return { problems };
+  return { format: output as OutputFormat, rules, ruleSources, exceptions, judging, vap, resources, namespaceLabels, podSecurityVersion, memory: memory.memory };
 }
 
 export async function runTest(argv: string[], io: CommandIO): Promise<number> {
   // Without --policies, the arguments are test suites (src/cli/test-suite).
   if (isSuiteRun(argv)) return (await import('./test-suite/command.ts')).runSuites(argv, io);
-  const loaded = await load(argv, io);
+  // The thread that evaluates starts now: it loads its modules while this one reads the inputs.
+  const thread = startThread(parseArgs(argv, FLAGS, 'portal test').values.get('evaluation-memory')?.at(-1));
+  try {
+    return await evaluateLoaded(await load(argv, io), io, thread);
+  } finally {
+    await thread?.close();
+  }
+}
+
+/** An evaluation thread started with the limits --evaluation-memory asks for (none when it is not valid: load() reports it). */
+function startThread(flag: string | undefined): EvaluationThread | undefined {
+  const memory = evaluationMemoryFlag(flag);
+  if ('problem' in memory) return undefined;
+  releaseThreadHeapFlags();
+  const thread = new EvaluationThread(memory.memory);
+  thread.start();
+  return thread;
+}
+
+async function evaluateLoaded(loaded: Awaited<ReturnType<typeof load>>, io: CommandIO, thread: EvaluationThread | undefined): Promise<number> {
   if ('help' in loaded) {
     io.stdout.write(HELP + (await import('./test-suite/command.ts')).SUITE_HELP);
     return EXIT_OK;
   }
   if ('problems' in loaded) return reportProblems(loaded.problems, io, 'Nothing was evaluated.');
 
-  // The one offline evaluation, shared with the suites (src/cli/offline).
-  const evaluator = new OfflineEvaluator(loaded, { labels: loaded.namespaceLabels, podSecurityVersion: loaded.podSecurityVersion }, [], loaded.judging);
+  // The one offline evaluation, shared with the suites (src/cli/offline), in a thread of bounded memory.
+  const evaluations = await evaluateBounded(loaded, thread ?? new EvaluationThread(loaded.memory));
   const overruns: string[] = [];
   const vapProblems: string[] = [];
-  const evaluated: EvaluatedResource[] = loaded.resources.map((resource) => {
-    const e = evaluator.evaluate(resource);
+  const evaluated: EvaluatedResource[] = loaded.resources.map((resource, i) => {
+    const e = evaluations[i]!;
     overruns.push(...e.overruns);
     vapProblems.push(...e.problems);
     return { resource: resource.ref, verdicts: e.verdicts };
@@ -257,6 +287,17 @@ export async function runTest(argv: string[], io: CommandIO): Promise<number> {
       break;
   }
   return results.some((r) => r.result === 'fail' || r.result === 'error') ? EXIT_FAILURE : EXIT_OK;
+}
+
+/** Every resource's evaluation (operation AUDIT), in the evaluation thread (offline/evaluation-thread.ts). */
+async function evaluateBounded(loaded: Inputs, thread: EvaluationThread): ReturnType<EvaluationThread['evaluate']> {
+  const { rules, ruleSources, exceptions, vap } = loaded;
+  const setup = { policies: { rules, ruleSources, exceptions, vap }, namespaces: { labels: loaded.namespaceLabels, podSecurityVersion: loaded.podSecurityVersion }, params: [], judging: loaded.judging };
+  try {
+    return await thread.evaluate(setup, loaded.resources.map((resource) => ({ resource, request: { operation: 'AUDIT' } })));
+  } finally {
+    await thread.close();
+  }
 }
 
 function reportProblems(problems: readonly string[], io: CommandIO, what: string): number {

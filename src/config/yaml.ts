@@ -88,6 +88,51 @@ function lexicalScan(text: string, allowance?: YamlAllowance): YamlCounts & { pr
   return { keys, documents };
 }
 
+/** A line that holds one key for sure: a plain key (after `- ` items), then nothing or a plain value that opens nothing. */
+const KEY_LINE = /[ ]*(?:-[ ]+)*[A-Za-z0-9_][A-Za-z0-9_./-]*:(?:[ ]+(?:(?:[A-Za-z0-9_./=+]|-(?! ))[A-Za-z0-9_./:=+@, -]*)?)?(?:\n|$)/y;
+/** A line that holds no key and opens nothing: blank, a comment, or a document start. */
+const QUIET_LINE = /(?:[ ]*(?:#[^\n]*)?|---[ ]*)(?:\n|$)/y;
+
+/**
+ * A lower bound of the keys and documents lexicalScan counts, from one
+ * regular expression per line: ~10x faster than the yaml package's lexer
+ * (measured: 1.4M `key: value` lines, issue 31), so a file far over the
+ * budget is refused before the lexer runs (it took 4-5 s of a 5.5 s run on
+ * such a file at load 2, 41 s at load 23). It reads the lines that hold
+ * `key: plain value`, blanks, comments and `---` from the start, and stops
+ * at the first other line: while every line before is one of these, no
+ * quoted, block or flow scalar is open, so each such line is a key the lexer
+ * counts too (a `---` is a document it counts, and a first document before
+ * it). A file that starts otherwise is counted by the lexer alone.
+ */
+function plainPrefixCounts(text: string, allowance: YamlAllowance): YamlCounts & { problem?: string } {
+  let keys = 0;
+  let documents = 0;
+  let content = false;
+  for (let at = 0; at < text.length; ) {
+    KEY_LINE.lastIndex = at;
+    if (KEY_LINE.test(text)) {
+      keys++;
+      if (!content) {
+        content = true;
+        documents++;
+      }
+      at = KEY_LINE.lastIndex;
+    } else {
+      QUIET_LINE.lastIndex = at;
+      if (!QUIET_LINE.test(text) || QUIET_LINE.lastIndex === at) break;
+      // A `---` after content starts a new document; one before any content, the first.
+      if (text.startsWith('---', at)) {
+        documents++;
+        content = true;
+      }
+      at = QUIET_LINE.lastIndex;
+    }
+    if (keys > allowance.keys || documents > allowance.documents) return { keys, documents, problem: allowance.refuse({ keys, documents }) };
+  }
+  return { keys, documents };
+}
+
 /**
  * The first key (in text order) that repeats one of its map, or undefined.
  * Linear: yaml's own check (`uniqueKeys`) compares each key with every
@@ -174,7 +219,8 @@ export interface YamlAllowance {
  * text) are held for one document, not for the whole stream.
  */
 export function parseYamlDocuments(text: string, allowance?: YamlAllowance): YamlDocument[] {
-  const scan = lexicalScan(text, allowance);
+  const quick = allowance ? plainPrefixCounts(text, allowance) : undefined;
+  const scan = quick?.problem !== undefined ? quick : lexicalScan(text, allowance);
   if (scan.problem) return [{ ok: false, message: scan.problem }];
   allowance?.spend(scan);
   const lines = new LineCounter();

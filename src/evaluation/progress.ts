@@ -67,3 +67,37 @@ export class ProgressSlots {
     return this.#decoder.decode(this.#bytes.slice(start, start + n));
   }
 }
+
+/**
+ * A worker's side of one progress slot, for a thread that runs one item at
+ * a time outside the pool's batches (`portal test`'s evaluation thread,
+ * src/cli/offline/thread.ts): the task it is on, the item, and the key of
+ * the rule (or VAP) about to run, read with ProgressSlots when the thread dies.
+ */
+export class ProgressSlotWriter {
+  readonly #words: Int32Array;
+  readonly #bytes: Uint8Array;
+  readonly #base: number;
+  readonly #encoder = new TextEncoder();
+
+  constructor(progress: SharedArrayBuffer, slot: number) {
+    this.#words = new Int32Array(progress);
+    this.#bytes = new Uint8Array(progress);
+    this.#base = slot * SLOT_BYTES;
+  }
+
+  /** Item `index` of task `id` starts: no key yet. */
+  item(id: number, index: number): void {
+    const words = this.#base / 4;
+    this.#words[words + SLOT_ID] = id;
+    this.#words[words + SLOT_KEY_LENGTH] = 0;
+    this.#words[words + SLOT_ITEM] = index;
+  }
+
+  /** The rule (or VAP) about to run. */
+  key(key: string): void {
+    const bytes = this.#encoder.encode(key).subarray(0, SLOT_KEY_BYTES);
+    this.#bytes.set(bytes, this.#base + SLOT_HEADER);
+    this.#words[this.#base / 4 + SLOT_KEY_LENGTH] = bytes.length;
+  }
+}

@@ -8,11 +8,15 @@ import { Piscina } from 'piscina';
 import type { WorkerData } from './protocol.ts';
 import type { ThreadMemory } from './thread-memory.ts';
 
-/** The worker module: compiled `.js` beside this file, or the `.ts` source under tsx (which workers must load explicitly). */
-function workerModule(): { filename: string; execArgv: string[] | undefined } {
-  const source = import.meta.url.endsWith('.ts');
+/**
+ * A worker module `name` beside the module at `base` (its import.meta.url):
+ * the compiled `.js`, or the `.ts` source under tsx (which workers must load
+ * explicitly).
+ */
+export function workerModule(base: string, name: string): { filename: string; execArgv: string[] | undefined } {
+  const source = base.endsWith('.ts');
   return {
-    filename: new URL(source ? './worker.ts' : './worker.js', import.meta.url).href,
+    filename: new URL(source ? `./${name}.ts` : `./${name}.js`, base).href,
     execArgv: source ? ['--import', import.meta.resolve('tsx')] : undefined,
   };
 }
@@ -62,7 +66,7 @@ export function pipelineBalancer(perWorker: number): LoadBalancer {
 }
 
 export function startThreads(config: ThreadsConfig, on: { onError: (err: unknown) => void; onDestroy: (id: number) => void }): Piscina {
-  const { filename, execArgv } = workerModule();
+  const { filename, execArgv } = workerModule(import.meta.url, 'worker');
   const piscina = new Piscina({
     filename,
     ...(execArgv ? { execArgv } : {}),

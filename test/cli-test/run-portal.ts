@@ -16,6 +16,8 @@ export interface RunResult {
   code: number | null;
   stdout: string;
   stderr: string;
+  /** With `peakRss`: the command's peak resident set (getrusage's maxrss, through /usr/bin/time), in bytes. */
+  peakRssBytes?: number;
 }
 
 export interface RunOptions {
@@ -27,11 +29,17 @@ export interface RunOptions {
   stdin?: string;
   /** @default TIMEOUT_MS */
   timeoutMs?: number;
+  /** Measure the peak RSS of the command (run under /usr/bin/time, whose line is taken out of stderr). */
+  peakRss?: boolean;
 }
+
+/** What /usr/bin/time adds to stderr: a line on a non-zero exit or a signal, then the format's. */
+const PEAK_LINE = /(?:Command (?:exited with non-zero status|terminated by signal) \d+\n)?portal-peak-rss-kb (\d+)\n$/;
 
 export function runPortal(args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const command = options.peakRss ? ['/usr/bin/time', '-f', 'portal-peak-rss-kb %M', process.execPath] : [process.execPath];
+    const child = spawn(command[0]!, [...command.slice(1), BIN, ...args], {
       cwd: options.cwd ?? ROOT,
       stdio: [options.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...options.env },
@@ -54,6 +62,8 @@ export function runPortal(args: readonly string[], options: RunOptions = {}): Pr
     });
     child.on('close', (code) => {
       clearTimeout(timer);
+      const peak = PEAK_LINE.exec(stderr);
+      if (options.peakRss && peak) return resolve({ code, stdout, stderr: stderr.slice(0, peak.index), peakRssBytes: Number(peak[1]) * 1024 });
       resolve({ code, stdout, stderr });
     });
   });

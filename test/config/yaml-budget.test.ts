@@ -48,3 +48,34 @@ describe('the input budget', () => {
     assert.match(bytes.chargeBytes(1024 * 1024 + 1) ?? '', /^brings the files read to 2\.0 MiB, over what all inputs/);
   });
 });
+
+describe('the input budget: the count of plain lines before the lexer', () => {
+  const refusal = (text: string, limits: { keys: number; documents: number }): string | undefined => {
+    const [first] = parseYamlDocuments(text, new InputBudget({ maxBytes: 1 << 30, maxDocuments: limits.documents, maxKeys: limits.keys }).allowance());
+    return first?.ok === false ? first.message : undefined;
+  };
+
+  it('refuses a map of plain keys past the budget with the message the lexer gives', () => {
+    const text = Array.from({ length: 50 }, (_, i) => `k${i}: v${i}`).join('\n');
+    assert.match(refusal(text, { keys: 10, documents: 10 }) ?? '', /^holds more than 10 map keys \(after 0 in the files before it\)/);
+    // Documents: a first one before `---`, then one per `---`.
+    assert.match(refusal('a: 1\n---\nb: 1\n---\nc: 1\n', { keys: 100, documents: 2 }) ?? '', /^holds more than 2 YAML documents/);
+  });
+
+  it('never counts what only looks like a key: block scalars, quoted scalars, comments', () => {
+    const lines = (n: number): string => Array.from({ length: n }, (_, i) => `  k${i}: v`).join('\n');
+    // Each text holds 2 keys however many key-like lines follow; a budget of 3 keys admits them all.
+    for (const text of [
+      `a: |\n${lines(20)}\nb: 1\n`,
+      `a: >-\n${lines(20)}\nb: 1\n`,
+      `a: "x\n${lines(20)}\n  y"\nb: 1\n`,
+      `a: 'x\n${lines(20)}\n  y'\nb: 1\n`,
+      `# c: 1\n#${lines(20).replace(/\n/g, '\n#')}\na: 1\nb: 2\n`,
+      `--- |\n${lines(20).replace(/^ {2}/gm, '')}\n---\na: 1\nb: 2\n`,
+    ]) {
+      assert.equal(refusal(text, { keys: 3, documents: 3 }), undefined, text.slice(0, 40));
+    }
+    // Past the budget, the lexer still refuses what the plain count stopped short of.
+    assert.match(refusal(`a: "x"\n${lines(20)}\n`, { keys: 3, documents: 3 }) ?? '', /^holds more than 3 map keys/);
+  });
+});

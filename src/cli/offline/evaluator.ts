@@ -12,6 +12,7 @@ import {
   isCostOverrun,
   POD_SECURITY_VERSION_LABEL,
   RuleSet,
+  type EvaluationBudget,
   type EvaluationInput,
   type KubeObject,
   type Operation,
@@ -96,6 +97,23 @@ export interface NamespaceContext {
   podSecurityVersion?: string | undefined;
 }
 
+/**
+ * What the evaluation thread of `portal test` (offline/thread.ts) is told
+ * and asks while a resource is evaluated: which rule is about to run, so that
+ * when the thread's memory runs out the main thread knows the pair; and
+ * whether a rule already exhausted it on this resource, so that it gives
+ * `error` without running again.
+ */
+export interface OfflineWatch {
+  /** Told a Portal rule's RuleSet key, or VAP_KEY + a policy's name, before it runs. */
+  onRule: (key: string) => void;
+  /** The `error` message of a rule that exhausted the thread's memory on this resource, else undefined. */
+  poisoned: (key: string) => string | undefined;
+}
+
+/** What OfflineWatch.onRule is told before a ValidatingAdmissionPolicy runs: this, then its name. */
+export const VAP_KEY = 'ValidatingAdmissionPolicy/';
+
 export class OfflineEvaluator {
   private readonly rules: RuleSet;
   private readonly ruleList: readonly PortalRuleObject[];
@@ -142,7 +160,7 @@ export class OfflineEvaluator {
     return { ...own, ...version, [NAMESPACE_NAME_LABEL]: ns };
   }
 
-  evaluate({ ref, input }: Resource, request: OfflineRequest = { operation: 'AUDIT' }): OfflineEvaluation {
+  evaluate({ ref, input }: Resource, request: OfflineRequest = { operation: 'AUDIT' }, watch?: OfflineWatch): OfflineEvaluation {
     const overruns: string[] = [];
     const problems: string[] = [];
     const deleting = request.operation === 'DELETE';
@@ -154,7 +172,9 @@ export class OfflineEvaluator {
     const admission = request.operation === 'AUDIT' && request.userInfo === undefined ? undefined : admissionRequest(ref, input, resource, request, object, oldObject);
     const portalInput: EvaluationInput = { ...input, operation: request.operation, object, oldObject, namespaceLabels: this.labelsOf(nsName), now: this.now };
     if (admission) portalInput.request = admission;
-    const verdicts = safeEvaluate(this.rules, this.ruleList, this.exceptionList, portalInput);
+    // No deadline offline (the CEL cost limits bound the time); the budget carries the watch.
+    const budget: EvaluationBudget | undefined = watch && { deadline: Number.POSITIVE_INFINITY, now: () => 0, ms: 0, onRule: watch.onRule, poisoned: (key) => watch.poisoned(key) };
+    const verdicts = safeEvaluate(this.rules, this.ruleList, this.exceptionList, portalInput, budget);
     for (const v of verdicts) {
       if (v.result === 'error' && isCostOverrun(v.message)) {
         overruns.push(`${this.ruleSources.get(`${v.ruleKind}/${v.rule}`) ?? '?'}: ${v.ruleKind} "${v.rule}" on ${describe(ref)}: ${v.message}`);
@@ -174,7 +194,8 @@ export class OfflineEvaluator {
         oldObject,
       };
       if (request.userInfo) attrs.userInfo = request.userInfo;
-      const results = this.vaps.evaluate(attrs, { namespaceObject, params: this.params });
+      const onPolicy = watch && ((name: string) => watch.onRule(VAP_KEY + name));
+      const results = this.vaps.evaluate(attrs, { namespaceObject, params: this.params }, onPolicy && { deadline: { at: Number.POSITIVE_INFINITY, now: () => 0, ms: 0, onPolicy } });
       for (const r of results) {
         for (const p of r.problems) {
           const binding = r.binding ? ` with binding "${r.binding}"` : '';
@@ -246,9 +267,9 @@ function fileParams(objects: readonly KubeObject[]): ParamProvider {
  * verdict for that rule instead of ending the run. Only after a throw are the
  * rules evaluated one by one, to find which one it was.
  */
-function safeEvaluate(set: RuleSet, rules: readonly PortalRuleObject[], exceptions: readonly PortalExceptionObject[], input: EvaluationInput): RuleVerdict[] {
+function safeEvaluate(set: RuleSet, rules: readonly PortalRuleObject[], exceptions: readonly PortalExceptionObject[], input: EvaluationInput, budget: EvaluationBudget | undefined): RuleVerdict[] {
   try {
-    return evaluate(set, input);
+    return evaluate(set, input, budget);
   } catch {
     const out: RuleVerdict[] = [];
     for (const rule of rules) {
@@ -257,7 +278,7 @@ function safeEvaluate(set: RuleSet, rules: readonly PortalRuleObject[], exceptio
       const state = single.upsert(rule);
       const display = state.namespace === undefined ? state.name : `${state.namespace}/${state.name}`;
       try {
-        out.push(...evaluate(single, input));
+        out.push(...evaluate(single, input, budget));
       } catch (err) {
         out.push({
           rule: display,

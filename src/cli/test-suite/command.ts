@@ -17,6 +17,9 @@ import { parseSuite } from './parse.ts';
 import { readSuiteFile } from './read-suite-file.ts';
 import { formatJson, formatJunit, formatProblems, formatText } from './report.ts';
 import { runSuite } from './run.ts';
+import { threadMemoryFor } from '../../evaluation/thread-memory.ts';
+import { EvaluationThread } from '../offline/evaluation-thread.ts';
+import { evaluationMemoryFlag, releaseThreadHeapFlags, replicaMemoryMiB } from '../process-memory.ts';
 
 export const SUITE_HELP = `
        portal test [--output table|json] [--junit FILE] [--strict] FILE|DIR...
@@ -36,6 +39,9 @@ Suite flags:
                           testcase per expectation
   --strict                verdicts that no expectation names fail the run (they are
                           listed either way)
+  --evaluation-memory MIB heap of the thread that evaluates, MiB (default: half the memory of
+                          the machine or container, 128 to 1024); a rule that exhausts it on a
+                          resource gives error there, the suite's other resources still run
 
 Suite exit codes: 0 every expectation holds, 1 one does not (or, with --strict, a verdict
 is not named), 2 bad input (flags, files, a suite that does not parse, match the schema,
@@ -47,6 +53,7 @@ const FLAGS: readonly FlagDef[] = [
   { flag: 'output', type: 'value', short: 'o' },
   { flag: 'junit', type: 'value' },
   { flag: 'strict', type: 'bool' },
+  { flag: 'evaluation-memory', type: 'value' },
   { flag: 'help', type: 'bool', short: 'h' },
   // Recognised here only to say that they belong to the other mode.
   { flag: 'pod-security-version', type: 'value' },
@@ -59,18 +66,25 @@ function suiteName(file: string, declared: string | undefined): string {
   return declared !== undefined && declared !== '' ? declared : basename(file).replace(SUITE_FILE, '').replace(/\.ya?ml$/, '');
 }
 
-/** Parses, loads and runs one suite; never throws for bad input. */
-export async function runSuiteFile(file: string): Promise<SuiteOutcome> {
+/**
+ * Parses, loads and runs one suite; never throws for bad input. Evaluates in
+ * `thread` (offline/evaluation-thread.ts); without one, in a thread of its
+ * own, limited as a replica of this machine's memory would be.
+ */
+export async function runSuiteFile(file: string, thread?: EvaluationThread): Promise<SuiteOutcome> {
   const started = performance.now();
+  const own = thread ?? new EvaluationThread(threadMemoryFor(replicaMemoryMiB(), 1));
   try {
-    return await runOne(file, started);
+    return await runOne(file, started, own);
   } catch (e) {
     // A defect of ours on a hostile suite still names the suite and ends the run with exit 2, not a stack trace.
     return { file, name: suiteName(file, undefined), problems: [{ file, message: `could not be run: ${e instanceof Error ? e.message : String(e)}` }], expectations: [], unlisted: [], seconds: (performance.now() - started) / 1000 };
+  } finally {
+    if (thread === undefined) await own.close();
   }
 }
 
-async function runOne(file: string, started: number): Promise<SuiteOutcome> {
+async function runOne(file: string, started: number, thread: EvaluationThread): Promise<SuiteOutcome> {
   const done = (o: Omit<SuiteOutcome, 'seconds' | 'file'>): SuiteOutcome => ({ file, ...o, seconds: (performance.now() - started) / 1000 });
   const text = await readSuiteFile(file);
   if (!text.ok) return done({ name: suiteName(file, undefined), problems: [{ file, message: text.message }], expectations: [], unlisted: [] });
@@ -79,7 +93,7 @@ async function runOne(file: string, started: number): Promise<SuiteOutcome> {
   const name = suiteName(file, parsed.suite.metadata?.name);
   const loaded = await loadSuite(file, parsed.suite, parsed.locate);
   if (!loaded.ok) return done({ name, problems: loaded.problems, expectations: [], unlisted: [] });
-  const run = runSuite(loaded.suite);
+  const run = await runSuite(loaded.suite, thread);
   return done({ name, problems: run.problems, expectations: run.expectations, unlisted: run.unlisted });
 }
 
@@ -93,21 +107,32 @@ export async function runSuites(argv: string[], io: CommandIO): Promise<number> 
   if (args.values.has('pod-security-version')) {
     problems.push('--pod-security-version is for --policies DIR FILE...; a suite pins the version with its namespaces (label pod-security.kubernetes.io/enforce-version)');
   }
+  const memory = evaluationMemoryFlag(args.values.get('evaluation-memory')?.at(-1));
+  if ('problem' in memory) problems.push(memory.problem);
   const strictValue = args.values.get('strict')?.at(-1);
   if (strictValue !== undefined && strictValue !== 'true' && strictValue !== 'false') problems.push(`--strict takes no value (got --strict=${strictValue})`);
   const strict = strictValue === 'true';
   const junit = args.values.get('junit')?.at(-1);
   if (args.positionals.length === 0) problems.push('no FILE or DIR given: name suite files (*.portal-test.yaml) or directories holding them, or use --policies DIR FILE... to evaluate manifests');
-  if (problems.length > 0) {
+  if (problems.length > 0 || 'problem' in memory) {
     io.stderr.write(`portal test: ${problems.length} problem${problems.length === 1 ? '' : 's'} with the input:\n${problems.map((p) => `  - ${p}\n`).join('')}Nothing was run ('portal test --help' for usage).\n`);
     return EXIT_USAGE;
   }
 
+  // The thread that evaluates starts now: it loads its modules while this one finds and reads the suites.
+  releaseThreadHeapFlags();
+  const thread = new EvaluationThread(memory.memory);
+  thread.start();
   const paths = args.positionals.map((p) => (p === '' ? p : resolve(io.cwd, p)));
-  const discovery = await discoverSuites(paths);
   const outcomes: SuiteOutcome[] = [];
-  // One at a time: each suite compiles its own policies; running them side by side would only compete for the one thread.
-  for (const file of discovery.files) outcomes.push(await runSuiteFile(file));
+  let discovery: Awaited<ReturnType<typeof discoverSuites>>;
+  try {
+    discovery = await discoverSuites(paths);
+    // One at a time: each suite compiles its own policies; running them side by side would only compete for the one thread.
+    for (const file of discovery.files) outcomes.push(await runSuiteFile(file, thread));
+  } finally {
+    await thread.close();
+  }
   // Paths as the user gave them (relative to the working directory) read better in CI logs.
   const shown = outcomes.map((o) => relativeTo(io.cwd, o));
   const found = discovery.problems.map((p) => shorten(io.cwd, p));

@@ -11,7 +11,8 @@ import { readManifests } from '../../config/manifests.ts';
 import type { ManifestDocument } from '../../config/manifest-document.ts';
 import { loadRulesFromDirectory } from '../../sources/rule-files.ts';
 import { exceptionKey, parseRfc3339, type KubeObject, type PortalExceptionObject } from '../../policy/index.ts';
-import { OfflineEvaluator, describe, type OfflineRequest } from '../offline/evaluator.ts';
+import { describe, type OfflineRequest } from '../offline/evaluator.ts';
+import type { EvaluatorSetup } from '../offline/evaluation-thread.ts';
 import { loadPolicies } from '../offline/policies.ts';
 import { isPolicyObject, stringLabels, toResource, unsupported, type Resource } from '../offline/resources.ts';
 import type { SuiteProblem, SuiteSpec } from './format.ts';
@@ -30,7 +31,8 @@ export interface LoadedSuite {
   file: string;
   name: string;
   spec: SuiteSpec;
-  evaluator: OfflineEvaluator;
+  /** What the evaluation thread builds the suite's OfflineEvaluator from. */
+  setup: EvaluatorSetup;
   resources: Resource[];
   /** UPDATE: each resource's old object, by resourceKey(). */
   oldObjects: Map<string, KubeObject>;
@@ -287,13 +289,13 @@ export async function loadSuite(file: string, spec: SuiteSpec, locate: Locator):
 
   // `now` is when expiry is judged; checked (a real date) by parse.ts.
   const now = spec.now !== undefined ? parseRfc3339(spec.now) : undefined;
-  const evaluator = new OfflineEvaluator(
-    { rules: policies.rules, ruleSources: policies.ruleSources, exceptions, vap: policies.vap },
-    { labels: objects.namespaceLabels },
-    objects.params,
-    now !== undefined ? { now } : {},
-  );
+  const setup: EvaluatorSetup = {
+    policies: { rules: policies.rules, ruleSources: policies.ruleSources, exceptions, vap: policies.vap },
+    namespaces: { labels: objects.namespaceLabels },
+    params: objects.params,
+    judging: now !== undefined ? { now } : {},
+  };
   const request: LoadedSuite['request'] = { operation };
   if (spec.userInfo) request.userInfo = spec.userInfo;
-  return { ok: true, suite: { file, name: spec.metadata?.name ?? '', spec, evaluator, resources, oldObjects, request, expectations } };
+  return { ok: true, suite: { file, name: spec.metadata?.name ?? '', spec, setup, resources, oldObjects, request, expectations } };
 }

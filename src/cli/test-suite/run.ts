@@ -1,10 +1,12 @@
 /**
  * Runs a loaded suite: every resource is evaluated once (the OfflineEvaluator
- * of the ad-hoc mode, so both modes give the same verdicts), then each
+ * of the ad-hoc mode, in the same evaluation thread of bounded memory, so
+ * both modes give the same verdicts), then each
  * expectation is compared with the verdict it names, and every verdict no
  * expectation names is collected.
  */
 import type { RuleVerdict, Verdict } from '../../policy/index.ts';
+import type { EvaluationThread } from '../offline/evaluation-thread.ts';
 import type { ExpectationOutcome, SuiteProblem, UnlistedVerdict } from './format.ts';
 import { resourceKey, type LoadedSuite } from './load.ts';
 
@@ -22,16 +24,19 @@ export interface SuiteRun {
   unlisted: UnlistedVerdict[];
 }
 
-export function runSuite(s: LoadedSuite): SuiteRun {
+export async function runSuite(s: LoadedSuite, thread: EvaluationThread): Promise<SuiteRun> {
   const verdicts = new Map<string, RuleVerdict[]>();
   const problems = new Set<string>();
-  for (const r of s.resources) {
-    const key = resourceKey(r.ref);
-    const request = s.request.operation === 'UPDATE' ? { ...s.request, oldObject: s.oldObjects.get(key) ?? null } : s.request;
-    const e = s.evaluator.evaluate(r, request);
+  const items = s.resources.map((resource) => {
+    const request = s.request.operation === 'UPDATE' ? { ...s.request, oldObject: s.oldObjects.get(resourceKey(resource.ref)) ?? null } : s.request;
+    return { resource, request };
+  });
+  const evaluations = await thread.evaluate(s.setup, items);
+  s.resources.forEach((r, i) => {
+    const e = evaluations[i]!;
     for (const p of [...e.overruns, ...e.problems]) problems.add(p);
-    verdicts.set(key, e.verdicts);
-  }
+    verdicts.set(resourceKey(r.ref), e.verdicts);
+  });
   if (problems.size > 0) {
     return { problems: [...problems].map((message) => ({ file: s.file, message: `${message} (the verdicts would not mean anything; fix the policy or the suite)` })), expectations: [], unlisted: [] };
   }
