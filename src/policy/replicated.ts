@@ -1,7 +1,8 @@
 /**
  * Policy state that worker threads mirror (adr/0013). Compiled rules
  * (ajv's functions, CEL closures) cannot cross threads, so what travels is
- * the *source* of each change; every thread compiles its own copy.
+ * the *source* of each change; every thread compiles its own copy (a rule
+ * on its first use there, rule-code.ts).
  *
  * A store on the main thread records its changes in order; a mirror in a
  * worker applies them in the same order and ends up with the same entries
