@@ -5,13 +5,10 @@
  * memory (read from /proc, threads included) grows by a bounded amount; ajv
  * kept every compiled schema before (481 MiB to 1,713 MiB per replica over
  * 80 cycles). And the issue's 5 KB args rule is refused at apply, naming the
- * rule and the estimate. (Creating 100 such rules while a victim namespace
- * creates Pods still stalls admission: open in issue 31, not asserted here.
- * Compiles are cheaper and paced now (adr/0019), but at load 18–20 on the
- * shared VM the victim's creates were refused as overload from the start
- * of the 100 rules: the evaluation threads fell behind on the compiles and
- * the apply-time check's compiles held the main thread. bench/rule-churn.ts
- * --rules 100 measures it; docs/benchmarks.md "Isolation: rule churn".)
+ * rule and the estimate. (Creating many such rules while a victim namespace
+ * creates Pods is test/hostile/rule-flood: the threads compile a rule on
+ * first use, adr/0021, and the apply-time check runs on its own thread,
+ * adr/0020.)
  *
  * Memory is read, not timed; the bound is generous (three times the
  * acceptance's 50 MB) so that a collection that has not run yet cannot fail
