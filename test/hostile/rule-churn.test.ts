@@ -1,7 +1,9 @@
 /**
  * Issue 31 item 5, on a real `portal dev` through @kubernetes/client-node:
  * rules come and go without a trace. A tenant cycles a 62 KB PortalRule
- * (create, compiled everywhere, delete) 80 times: the replica's resident
+ * (created; compiled on the main thread, on the rule-check thread at apply
+ * and, through a dry-run Pod it applies to, on an admission thread, which
+ * compiles a rule on first use; deleted) 80 times: the replica's resident
  * memory (read from /proc, threads included) grows by a bounded amount; ajv
  * kept every compiled schema before (481 MiB to 1,713 MiB per replica over
  * 80 cycles). And the issue's 5 KB args rule is refused at apply, naming the
@@ -87,6 +89,8 @@ test('rule churn on portal dev: memory returns, admission keeps going, the 5 KB 
     assert.ok(JSON.stringify(body).length > 60_000, 'a 62 KB rule');
     await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: 'portalrules', body });
     await ready(custom, 'churn');
+    // A Pod the rule applies to, so that an evaluation thread compiles it too (adr/0021).
+    await core.createNamespacedPod({ namespace: NS, body: { metadata: { name: 'probe' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } }, dryRun: 'All' });
     await custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: 'portalrules', name: 'churn' });
     await until('churn deleted', 60_000, async () => ((await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: 'portalrules', name: 'churn' }).catch(() => undefined)) === undefined ? true : undefined));
   };
