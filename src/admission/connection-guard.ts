@@ -243,6 +243,15 @@ export function guardConnections(server: TlsServer | HttpServer, opts: Connectio
         opts.onClose?.('cap_all_busy');
         return;
       }
+      // A newcomer whose address already holds more connections than the one that would lose its own is the
+      // one refused: a flood at the cap must not take a client's few (the API server's pooled keep-alive
+      // connections among attackers busy with requests); closing an idle one races with that client's next
+      // request on it, which then fails (ECONNRESET).
+      if (v[1].peer !== peer && (perPeer.get(peer) ?? 0) > (perPeer.get(v[1].peer) ?? 0)) {
+        raw.destroy();
+        opts.onClose?.('cap_newcomer_refused');
+        return;
+      }
       forget(v[1], v[0]);
       v[1].raw.destroy();
       opts.onClose?.(v[1].inFlight === 0 ? 'cap_idle_closed' : 'cap_unfinished_closed');

@@ -30,7 +30,7 @@ export const OTHER_KIND = 'other';
 export const MAX_KIND_LABELS = 200;
 
 /** Reasons of `portal_webhook_connections_closed_total` (connection-guard.ts). */
-export type ConnectionCloseReason = 'peer_limit' | 'cap_idle_closed' | 'cap_unfinished_closed' | 'cap_all_busy' | 'slow_body';
+export type ConnectionCloseReason = 'peer_limit' | 'cap_idle_closed' | 'cap_unfinished_closed' | 'cap_all_busy' | 'cap_newcomer_refused' | 'slow_body';
 
 export interface AdmissionMetrics {
   requests: Counter<'operation' | 'kind' | 'decision'>;
@@ -202,7 +202,7 @@ export function createAdmissionMetrics(registry: Registry): AdmissionMetrics {
     }),
     connectionsClosed: new Counter({
       name: 'portal_webhook_connections_closed_total',
-      help: 'Webhook connections closed by the connection guard: reason=peer_limit (a remote address over --webhook-max-connections-per-peer), cap_idle_closed (an idle connection closed to make room at --webhook-max-connections), cap_unfinished_closed (a request whose body was still arriving, or waiting its turn, closed to make room), cap_all_busy (a new connection refused: every open one had a request being answered), slow_body (a body arriving slower than the rate floor).',
+      help: 'Webhook connections closed by the connection guard: reason=peer_limit (a remote address over --webhook-max-connections-per-peer), cap_idle_closed (an idle connection closed to make room at --webhook-max-connections), cap_unfinished_closed (a request whose body was still arriving, or waiting its turn, closed to make room), cap_all_busy (a new connection refused: every open one had a request being answered), cap_newcomer_refused (a new connection refused: its address already held more connections than the one that would have lost one), slow_body (a body arriving slower than the rate floor).',
       labelNames: ['reason'] as const,
       registers: [registry],
     }),

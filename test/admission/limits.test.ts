@@ -180,6 +180,36 @@ describe('the number of connections is capped, and idle clients cannot hold the 
     for (const sock of [fourth, fifth, sixth]) sock.destroy();
   });
 
+  it('at the cap, an address holding more connections does not take a keep-alive connection from one holding fewer: its newcomer is refused', async () => {
+    let release!: () => void;
+    const decided = new Promise<void>((r) => (release = r));
+    // The flood's requests wait before the pool answers them (a busy worker); the client's are answered at once.
+    const s = makeServer(pki, allowAll(), { limits: { maxConnections: 3, maxPerPeer: 3 }, through: (body, review) => (body.includes('"flood-') ? decided.then(() => review(body)) : review(body)) });
+    servers.push(s);
+    await s.app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (s.app.server.address() as { port: number }).port;
+    // The client (an API server): one request answered, its connection kept alive and idle.
+    const client = await tls(port, '127.0.0.2');
+    assert.match(await roundTrip(client, 'first'), /"uid":"first","allowed":true/);
+    // The flood: two connections from another address, each with a request being answered.
+    const flood = [await tls(port, '127.0.0.3'), await tls(port, '127.0.0.3')];
+    const answers = flood.map((sock) => untilClosed(sock));
+    flood.forEach((sock, i) => post(sock, `flood-${i}`, true));
+    await until('both flood requests to reach the decider', 10_000, () => s.calls === 3);
+    // Its third connection: the only one that could make room is the client's idle one. Refused instead.
+    await assert.rejects(tls(port, '127.0.0.3'), (err: NodeJS.ErrnoException) => {
+      assert.match(String(err.code ?? err.message), /ECONNRESET|socket disconnected|EPIPE/);
+      return true;
+    });
+    assert.equal(await metric(s, 'cap_newcomer_refused'), 1);
+    assert.equal(await metric(s, 'cap_idle_closed'), 0);
+    assert.equal(client.destroyed, false);
+    assert.match(await roundTrip(client, 'second'), /"uid":"second","allowed":true/, 'the kept-alive connection still serves the client');
+    release();
+    for (const [i, a] of answers.entries()) assert.match((await a).text, new RegExp(`"uid":"flood-${i}","allowed":true`));
+    client.destroy();
+  });
+
   it('when every connection has a request in flight, the new one is refused; in-flight requests are never cut', async () => {
     let release!: () => void;
     const decided = new Promise<void>((r) => (release = r));

@@ -71,7 +71,7 @@ test('webhook port: slow bodies, slow headers and 200 × 400 KB reviews per repl
   t.diagnostic(`flood answers per replica (by HTTP status): ${JSON.stringify(report.floodAnswers)}; slow connections opened: ${report.slowOpened.join(', ')}`);
   for (const [i, text] of texts.entries()) {
     const waiting = metricValue(text, 'portal_webhook_requests_waiting');
-    const closed = ['slow_body', 'cap_unfinished_closed', 'cap_idle_closed', 'cap_all_busy', 'peer_limit'].map((reason) => `${reason}=${metricValue(text, `portal_webhook_connections_closed_total{reason="${reason}"}`) ?? 0}`);
+    const closed = ['slow_body', 'cap_unfinished_closed', 'cap_idle_closed', 'cap_all_busy', 'cap_newcomer_refused', 'peer_limit'].map((reason) => `${reason}=${metricValue(text, `portal_webhook_connections_closed_total{reason="${reason}"}`) ?? 0}`);
     t.diagnostic(`portal-${i}: ${closed.join(' ')}, waiting ${waiting}, peak RSS ${((await peakRss(pids[i] as number)) / 2 ** 20).toFixed(0)} MiB`);
   }
 
