@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runPortal, type RunResult } from '../cli-test/run-portal.ts';
+import { TEAM_RULE } from '../support/team-rule.ts';
 
 /** Under load a run takes 10-20 s (most of it tsx compiling the CLI); a hang is what takes longer. */
 const DEADLINE_MS = 120_000;
@@ -25,16 +26,6 @@ let dir: string;
 const at = (...p: string[]): string => join(dir, ...p);
 const sockets: Server[] = [];
 
-const RULE = `apiVersion: portal.dev/v1alpha1
-kind: PortalClusterRule
-metadata: {name: require-team}
-spec:
-  enforcement: Deny
-  match: {kinds: [{apiGroups: [""], kinds: [Pod]}]}
-  validate:
-    message: Pods need a team label.
-    schema: {required: [metadata], properties: {metadata: {required: [labels], properties: {labels: {required: [team]}}}}}
-`;
 const POD = 'apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, labels: {team: a}}\nspec: {containers: [{name: app, image: "nginx:1.27"}]}\n';
 
 /** The billion laughs: nine aliases, nine levels deep (9^9 strings once expanded). */
@@ -114,13 +105,13 @@ const slug = (c: Case): string => c.name.replace(/[^a-z0-9]+/gi, '-').toLowerCas
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'portal-hostile-files-'));
   mkdirSync(at('good'));
-  writeFileSync(at('good', 'rule.yaml'), RULE);
+  writeFileSync(at('good', 'rule.yaml'), TEAM_RULE);
   writeFileSync(at('pod.yaml'), POD);
   mkdirSync(at('manifests'));
   for (const c of CASES) {
     // A policy directory with one good rule and the hostile file beside it.
     mkdirSync(at(slug(c)));
-    writeFileSync(at(slug(c), 'rule.yaml'), RULE.replace('require-team', `require-team-${slug(c)}`));
+    writeFileSync(at(slug(c), 'rule.yaml'), TEAM_RULE.replace('require-team', `require-team-${slug(c)}`));
     await c.make(at(slug(c), 'hostile.yaml'));
     await c.make(at('manifests', `${slug(c)}.yaml`));
   }

@@ -13,6 +13,7 @@ import { before, describe, it } from 'node:test';
 import { runPortal, type RunResult } from '../cli-test/run-portal.ts';
 import { bigPod, hogRule } from '../evaluation/memory-hog.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { TEAM_RULE } from '../support/team-rule.ts';
 
 /**
  * The thread's heap and the Pod's args, measured with the CLI (tsx in the
@@ -35,16 +36,6 @@ const DEADLINE_MS = 300_000;
 
 const tmp = tempDir('portal-test-memory-');
 
-const TEAM_RULE = `apiVersion: portal.dev/v1alpha1
-kind: PortalClusterRule
-metadata: {name: require-team}
-spec:
-  enforcement: Deny
-  match: {kinds: [{apiGroups: [""], kinds: [Pod]}]}
-  validate:
-    message: Pods need a team label.
-    schema: {required: [metadata], properties: {metadata: {required: [labels], properties: {labels: {required: [team]}}}}}
-`;
 
 /** Two ordinary Pods, one without its team label. */
 const PODS = `apiVersion: v1
