@@ -109,6 +109,21 @@ function progress(c: Conn): number {
 }
 
 /**
+ * At the cap: the connection to close for a newcomer from `peer`, or why the
+ * newcomer is refused instead. Every open one has a request being answered:
+ * `cap_all_busy`. The newcomer's address already holds more connections than
+ * the one that would lose its own: `cap_newcomer_refused` (a flood at the
+ * cap must not take a client's few, e.g. the API server's pooled keep-alive
+ * connections among attackers busy with requests: closing an idle one races
+ * with that client's next request on it, which then fails with ECONNRESET).
+ */
+function roomFor(peer: string, byKey: ReadonlyMap<string, Conn>, perPeer: ReadonlyMap<string, number>): [string, Conn] | ConnectionCloseReason {
+  const v = victim(byKey, perPeer);
+  if (v === undefined) return 'cap_all_busy';
+  return v[1].peer !== peer && (perPeer.get(peer) ?? 0) > (perPeer.get(v[1].peer) ?? 0) ? 'cap_newcomer_refused' : v;
+}
+
+/**
  * The connection to close at the cap (`byKey` in age order), or undefined when
  * every one has a request being answered. Within each kind, the connection of
  * the peer holding the most goes first (then the oldest, or the least read):
@@ -237,19 +252,10 @@ export function guardConnections(server: TlsServer | HttpServer, opts: Connectio
     if (peer === undefined || port === undefined) return void raw.destroy(); // already gone
     if ((perPeer.get(peer) ?? 0) >= opts.maxPerPeer) return void (raw.destroy(), opts.onClose?.('peer_limit'));
     if (byKey.size >= opts.maxConnections) {
-      const v = victim(byKey, perPeer);
-      if (v === undefined) {
+      const v = roomFor(peer, byKey, perPeer);
+      if (typeof v === 'string') {
         raw.destroy();
-        opts.onClose?.('cap_all_busy');
-        return;
-      }
-      // A newcomer whose address already holds more connections than the one that would lose its own is the
-      // one refused: a flood at the cap must not take a client's few (the API server's pooled keep-alive
-      // connections among attackers busy with requests); closing an idle one races with that client's next
-      // request on it, which then fails (ECONNRESET).
-      if (v[1].peer !== peer && (perPeer.get(peer) ?? 0) > (perPeer.get(v[1].peer) ?? 0)) {
-        raw.destroy();
-        opts.onClose?.('cap_newcomer_refused');
+        opts.onClose?.(v);
         return;
       }
       forget(v[1], v[0]);
