@@ -4,10 +4,9 @@
  * too long costs one worker, never the event loop that answers probes and
  * every other request.
  *
- * - Policies: each worker compiles its own copy (a rule on its first use
- *   there, adr/0021), kept current by the
- *   stores' numbered changes (replication.ts); a task carries the revision
- *   it must be evaluated at.
+ * - Policies: each worker compiles its own copy (a rule on first use there,
+ *   adr/0021), kept current by the stores' numbered changes (replication.ts);
+ *   a task carries the revision it must be evaluated at.
  * - Reviews: an admission review travels whole, as its text; the worker
  *   reads and answers it (policy/review/answer.ts), so the main thread
  *   parses nothing on the common path.
