@@ -11,7 +11,7 @@
  * first use, adr/0021, and the apply-time check runs on its own thread,
  * adr/0020.) The evaluation threads compile this rule only if something it
  * applies to is evaluated: with a dry-run Pod per cycle as well, the replica
- * grew by 93 MiB alone and 148 MiB in a full run (issue 31 is open on it,
+ * grew by 93 MiB alone and 148 MiB in a full run (measured, not yet explained:
  * docs/benchmarks.md), too close to this bound to assert here.
  *
  * Memory is read, not timed; the bound is generous (three times the
