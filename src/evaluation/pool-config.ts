@@ -113,7 +113,7 @@ export const QUANTUM_MS = 1;
  */
 export const HEAVY_BATCH_MS = 10;
 /**
- * How long one first-use rule compile may take in a thread (adr/0020): a
+ * How long one first-use rule compile may take in a thread (adr/0021): a
  * 64 KB schema compiles in ~0.15–1.5 s on a loaded 2-vCPU VM; past this
  * the thread is stuck, not slow. An admission review's own bound
  * (`requestMs`) comes first anyway.

@@ -120,7 +120,7 @@ export interface WorkerData {
  * what fair queuing charges its flow, fair-queue.ts). The 872 bytes left for
  * the key hold any rule key (`PortalRule/<63>/<253>`) or VAP name.
  * `compiling` is 1 while the running item compiles a rule version on first
- * use (rule-entry.ts, RuleCode) and `compile ms` what such compiles took
+ * use (rule-code.ts, RuleCode) and `compile ms` what such compiles took
  * in the running item so far: that time does not count against the item's
  * own deadline (batcher.ts), only against the request's.
  */

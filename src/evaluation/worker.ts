@@ -49,7 +49,7 @@ interface Stores {
   poison: PoisonPairs;
 }
 
-// A thread compiles a rule version when it first evaluates something the rule applies to (adr/0020).
+// A thread compiles a rule version when it first evaluates something the rule applies to (adr/0021).
 const fresh = (): Stores => ({ rules: new RuleSet({}, { compile: 'on-first-use' }), vaps: new VapSet(), params: new ParamStore(), namespaces: new NamespaceLabelStore(), poison: new PoisonPairs() });
 const exempt = data.exempt;
 

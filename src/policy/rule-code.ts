@@ -17,7 +17,7 @@ export type Compiled = { ok: true; validate: Validator; release: () => void; cel
 /**
  * A rule version's checks: compiled when the version is upserted (the main
  * thread, `portal test`), or on first use (an evaluation thread's copy,
- * adr/0020). Why on first use there: every thread that holds a rule used to
+ * adr/0021). Why on first use there: every thread that holds a rule used to
  * compile it when the change arrived, so one tenant's 100 large rules kept
  * every evaluation thread compiling (~0.3 s each) while other namespaces'
  * reviews waited behind them; compiled on first use, a rule costs only the

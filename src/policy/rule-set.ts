@@ -42,7 +42,7 @@ function frozenOptions(options: ExceptionOptions): FrozenOptions {
   return Object.freeze({ exceptionNamespaces: Object.freeze([...(options.exceptionNamespaces ?? [])]), maxLifetimeMs: options.maxLifetimeMs });
 }
 
-/** When a copy compiles a rule version: at upsert (the default), or on its first evaluation (rule-entry.ts, RuleCode). */
+/** When a copy compiles a rule version: at upsert (the default), or on its first evaluation (rule-code.ts, RuleCode). */
 export interface RuleSetConfig {
   compile?: 'at-upsert' | 'on-first-use';
 }

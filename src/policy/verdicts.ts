@@ -37,7 +37,7 @@ export interface EvaluationBudget {
   poisoned?: ((key: string, input: EvaluationInput) => string | undefined) | undefined;
   /**
    * Runs the first-use compile of a rule version (an evaluation thread's
-   * copy, rule-entry.ts RuleCode): the pool does not count that time against
+   * copy, rule-code.ts RuleCode): the pool does not count that time against
    * this budget (it moves `deadline` later by it, within the request's own
    * bound), and lets the main thread know a compile is running. Absent: the
    * compile simply runs.
