@@ -205,6 +205,18 @@ function stateNames(rule: PortalRuleObject, id: Identity): Pick<RuleState, 'key'
 /** How a new version is compiled: at once, or on first use in a copy that was told whether the original compiled it. */
 export type CompileMode = { at: 'upsert' } | { at: 'first-use'; rejected: string | undefined };
 
+/** A new version's checks (compiled now, or to be compiled on first use), or why it is rejected. */
+function versionCode(rule: PortalRuleObject, compiler: SchemaCompiler, mode: CompileMode): { spec: RuleSpec; code: RuleCode } | { failure: string } {
+  // A copy told that the original rejected this version rejects it too, without compiling it.
+  if (mode.at === 'first-use' && mode.rejected !== undefined) return { failure: mode.rejected };
+  const shape = validateRuleShape(rule);
+  if (!shape.ok) return { failure: `invalid rule: ${shape.problems.join('; ')}` };
+  const { spec } = shape.rule;
+  if (mode.at === 'first-use') return { spec, code: RuleCode.onFirstUse(() => compileValidation(spec.validate, compiler)) };
+  const compiled = compileValidation(spec.validate, compiler);
+  return compiled.ok ? { spec, code: RuleCode.compiled(compiled) } : { failure: compiled.error };
+}
+
 /**
  * The slot of a new version of a rule (`hash`: of its spec), given the slot
  * it replaces: compiled and in force; or rejected, with the last good
@@ -214,24 +226,12 @@ export type CompileMode = { at: 'upsert' } | { at: 'first-use'; rejected: string
  */
 export function compileRule(rule: PortalRuleObject, hash: string, generation: number, previous: Slot | undefined, compiler: SchemaCompiler, mode: CompileMode = { at: 'upsert' }): Slot {
   const id = identity(rule);
-  const shape = mode.at === 'first-use' && mode.rejected !== undefined ? undefined : validateRuleShape(rule);
-  let code: RuleCode | undefined;
-  let failure: string;
-  if (shape === undefined) failure = mode.at === 'first-use' ? (mode.rejected ?? '') : '';
-  else if (!shape.ok) failure = `invalid rule: ${shape.problems.join('; ')}`;
-  else if (mode.at === 'first-use') {
-    const v = shape.rule.spec.validate;
-    code = RuleCode.onFirstUse(() => compileValidation(v, compiler));
-    failure = '';
-  } else {
-    const compiled = compileValidation(shape.rule.spec.validate, compiler);
-    if (compiled.ok) code = RuleCode.compiled(compiled);
-    failure = compiled.ok ? '' : compiled.error;
-  }
-  if (shape?.ok && code !== undefined) {
+  const version = versionCode(rule, compiler, mode);
+  if ('code' in version) {
     previous?.good?.code.release();
-    return compiledSlot(rule, shape.rule.spec, id, hash, generation, code);
+    return compiledSlot(rule, version.spec, id, hash, generation, version.code);
   }
+  const failure = version.failure;
   if (previous?.good && previous.entry?.code) {
     // Keep the last good version in force.
     const kept = previous.state.compiledGeneration ?? 0;

@@ -111,10 +111,12 @@ export class RuleSet implements Replicated<RuleSetChange> {
    * already held: nothing is recompiled and the revision does not change.
    */
   upsert(rule: PortalRuleObject): RuleState {
-    return this.#upsert(rule, this.#onFirstUse ? { at: 'first-use', rejected: undefined } : { at: 'upsert' });
+    return this.#upsert(rule, undefined);
   }
 
-  #upsert(rule: PortalRuleObject, mode: CompileMode): RuleState {
+  /** `rejected`: the original's verdict, when this is a copy replaying its change (apply). */
+  #upsert(rule: PortalRuleObject, rejected: string | undefined): RuleState {
+    const mode: CompileMode = this.#onFirstUse ? { at: 'first-use', rejected } : { at: 'upsert' };
     const key = ruleKey(rule);
     const spec = (rule as { spec?: unknown }).spec;
     const hash = createHash('sha256').update(JSON.stringify(spec ?? null)).digest('hex');
@@ -234,7 +236,7 @@ export class RuleSet implements Replicated<RuleSetChange> {
 
   apply(change: RuleSetChange): void {
     switch (change.op) {
-      case 'upsert': this.#upsert(change.rule, this.#onFirstUse ? { at: 'first-use', rejected: change.rejected } : { at: 'upsert' }); break;
+      case 'upsert': this.#upsert(change.rule, change.rejected); break;
       case 'remove': this.remove(change.key); break;
       case 'options': this.#configure(change.options); break;
       case 'upsertException': this.upsertException(change.exception); break;
