@@ -68,17 +68,21 @@ export class ProgressSlots {
   }
 }
 
+/** Encoded rule keys, so recording progress costs one copy per rule (a thread sees the same few keys again and again). */
+const encoded = new Map<string, Uint8Array>();
+const encoder = new TextEncoder();
+
 /**
- * A worker's side of one progress slot, for a thread that runs one item at
- * a time outside the pool's batches (`portal test`'s evaluation thread,
- * src/cli/offline/thread.ts): the task it is on, the item, and the key of
- * the rule (or VAP) about to run, read with ProgressSlots when the thread dies.
+ * A thread's side of one progress slot: the task it is on, the item, and
+ * the key of the rule (or VAP) about to run, read with ProgressSlots when
+ * the thread is terminated or dies. The pool's workers (worker.ts) record
+ * keys with it; `portal test`'s evaluation thread (src/cli/offline) also
+ * runs one item at a time outside the pool's batches.
  */
 export class ProgressSlotWriter {
   readonly #words: Int32Array;
   readonly #bytes: Uint8Array;
   readonly #base: number;
-  readonly #encoder = new TextEncoder();
 
   constructor(progress: SharedArrayBuffer, slot: number) {
     this.#words = new Int32Array(progress);
@@ -95,9 +99,14 @@ export class ProgressSlotWriter {
   }
 
   /** The rule (or VAP) about to run. */
-  key(key: string): void {
-    const bytes = this.#encoder.encode(key).subarray(0, SLOT_KEY_BYTES);
+  readonly key = (key: string): void => {
+    let bytes = encoded.get(key);
+    if (bytes === undefined) {
+      if (encoded.size > 10_000) encoded.clear();
+      bytes = encoder.encode(key).subarray(0, SLOT_KEY_BYTES);
+      encoded.set(key, bytes);
+    }
     this.#bytes.set(bytes, this.#base + SLOT_HEADER);
     this.#words[this.#base / 4 + SLOT_KEY_LENGTH] = bytes.length;
-  }
+  };
 }

@@ -18,6 +18,7 @@ import { joinPacked, packReview } from './packed-review.ts';
 import { RuleStatsWriter } from './rule-stats-page.ts';
 import type { PageMessage } from './rule-stats.ts';
 import { poisonCheck, PoisonPairs } from './poison-pairs.ts';
+import { ProgressSlotWriter } from './progress.ts';
 import {
   CLAIM_CLOSED,
   epochNow,
@@ -25,10 +26,8 @@ import {
   SLOT_CLAIM,
   SLOT_COMPILE_MS,
   SLOT_COMPILING,
-  SLOT_HEADER,
   SLOT_ID,
   SLOT_ITEM,
-  SLOT_KEY_BYTES,
   SLOT_KEY_LENGTH,
   SLOT_TIMES,
   type ChannelMessage,
@@ -113,25 +112,8 @@ function statsWriter(name: string): RuleStatsWriter {
 await ready;
 
 const progress = new Int32Array(data.progress);
-const progressBytes = new Uint8Array(data.progress);
-const encoder = new TextEncoder();
-/** Encoded keys, so recording progress costs one copy per rule. */
-const encoded = new Map<string, Uint8Array>();
-
-/** Records, in the task's slot, the key of the rule about to run (read by the main thread if the worker is terminated). */
-function recorder(base: number): (key: string) => void {
-  const words = base / 4;
-  return (key) => {
-    let bytes = encoded.get(key);
-    if (bytes === undefined) {
-      if (encoded.size > 10_000) encoded.clear();
-      bytes = encoder.encode(key).subarray(0, SLOT_KEY_BYTES);
-      encoded.set(key, bytes);
-    }
-    progressBytes.set(bytes, base + SLOT_HEADER);
-    progress[words + SLOT_KEY_LENGTH] = bytes.length;
-  };
-}
+/** Each slot's writer of the running rule's key (read by the main thread if the worker is terminated). */
+const writers: ProgressSlotWriter[] = [];
 
 /** The slot (int32 offset) and request bound of the item this thread is running, for {@link compiling}. */
 let runningWords = 0;
@@ -214,7 +196,7 @@ function executeBatch(task: Task): TaskOutcomes {
   const base = task.slot * SLOT_BYTES;
   const words = base / 4;
   const times = (base + SLOT_TIMES) / 4;
-  const onRule = recorder(base);
+  const onRule = (writers[task.slot] ??= new ProgressSlotWriter(data.progress, task.slot)).key;
   runningWords = words;
   const n = task.bodies.length;
   const out: ItemOutcome[] = new Array<ItemOutcome>(n);
