@@ -11,6 +11,7 @@ import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch, type V1Pod } from '@kub
 import { withDev } from '../test/dev/support.ts';
 import { bigRule } from '../test/support/big-rule.ts';
 import { coreApi, percentile, victim, type VictimResult } from '../test/support/victim.ts';
+import { allowedAnswerTime } from '../test/support/exposition.ts';
 
 const ref = { group: 'portal.dev', version: 'v1alpha1', namespace: 'tenant-a', plural: 'portalrules' };
 
@@ -38,16 +39,6 @@ async function cpuSeconds(pid: number): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/** Portal's own answer time for allowed reviews on a replica (the rest of the victim's latency is the API server's). */
-async function answerTime(probes: string): Promise<string> {
-  const text = await (await fetch(`${probes}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
-  const value = (series: string): number => Number(text.split('\n').find((l) => l.startsWith(`${series} `))?.slice(series.length + 1) ?? 0);
-  const count = value('portal_admission_request_duration_seconds_count{decision="allow"}');
-  const sum = value('portal_admission_request_duration_seconds_sum{decision="allow"}');
-  const upToSecond = value('portal_admission_request_duration_seconds_bucket{le="1",decision="allow"}');
-  return `${count} allowed reviews answered by Portal in ${((sum / Math.max(1, count)) * 1000).toFixed(0)} ms on average, ${count - upToSecond} over 1 s`;
 }
 
 export async function ruleCreationOnDev(rules: number, quietSeconds: number): Promise<void> {
@@ -79,7 +70,7 @@ export async function ruleCreationOnDev(rules: number, quietSeconds: number): Pr
     console.log(line('victim while the rules were created', seen));
     console.log(`ratio (victim p99, during/alone): ${(percentile(seen.latenciesMs, 99) / percentile(quiet.latenciesMs, 99)).toFixed(2)}`);
     console.log(`CPU meanwhile: the replica ${(cpu1[0]! - cpu0[0]!).toFixed(1)} s (${(((cpu1[0]! - cpu0[0]!) / rules) * 1000).toFixed(0)} ms per rule), portal dev's API server ${(cpu1[1]! - cpu0[1]!).toFixed(1)} s; writes of another rule (quiet): ${quietWrites}`);
-    console.log(`${replica.name}: ${await answerTime(replica.probes)}`);
+    console.log(`${replica.name}: ${await allowedAnswerTime(replica.probes)}`);
     for (const f of seen.failed.slice(0, 3)) console.log(`  failed: ${f}`);
   });
 }

@@ -25,7 +25,8 @@ import * as k8s from '@kubernetes/client-node';
 import { fileURLToPath } from 'node:url';
 import { alive, readState, startDevFor } from '../dev/support.ts';
 import { compliantPod, coreApi, percentile, victim } from '../support/victim.ts';
-import { attack, metricValue, peakRss, type AttackPlan } from './floods.ts';
+import { attack, peakRss, type AttackPlan } from './floods.ts';
+import { metricValue } from '../support/exposition.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 /** `portal dev` with two replicas and the shipped policies; the last 20 kB of its output kept (the floods' warnings). */

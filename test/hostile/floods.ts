@@ -159,8 +159,3 @@ export function flood(url: string, peer: string, concurrency: number, body: stri
   };
 }
 
-/** The value of one series in a /metrics text (undefined when absent). */
-export function metricValue(text: string, series: string): number | undefined {
-  for (const line of text.split('\n')) if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-  return undefined;
-}

@@ -20,6 +20,7 @@ import { test, type TestContext } from 'node:test';
 import { podReview, review, root, startServe, type ReviewResponse, type Serve } from '../replica/support.ts';
 import { until } from '../support/until.ts';
 import { LOG_BUFFER_BYTES } from '../../src/observability/log-output.ts';
+import { metricValue } from '../support/exposition.ts';
 
 const DROPPED = 'portal_log_lines_dropped_total{reason="buffer_full"}';
 /** Reviews in flight at once while filling the log. */
@@ -52,11 +53,6 @@ function assertDecided(a: ReviewResponse, privileged: boolean): void {
 async function probe(probes: string, path: string): Promise<{ status: number; text: string }> {
   const res = await fetch(`${probes}${path}`, { signal: AbortSignal.timeout(5_000) });
   return { status: res.status, text: await res.text() };
-}
-
-function metricValue(text: string, series: string): number | undefined {
-  for (const line of text.split('\n')) if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-  return undefined;
 }
 
 interface LogLine {

@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
 import { readState, startDevFor } from '../dev/support.ts';
 import { bigRule } from '../support/big-rule.ts';
-import { metricValue } from './floods.ts';
+import { allowedAnswerTime } from '../support/exposition.ts';
 import { until } from '../support/until.ts';
 import { apiMessage, compliantPod, coreApi, percentile, victim } from '../support/victim.ts';
 
@@ -75,13 +75,7 @@ test('a tenant creating 40 large rules: the victim keeps ≥ 99%, no other rule 
   t.diagnostic(`victim: ${result.ok}/${total} admitted, p50 ${percentile(result.latenciesMs, 50).toFixed(0)} ms, p99 ${percentile(result.latenciesMs, 99).toFixed(0)} ms`);
   t.diagnostic(`writes of the shipped cluster rules meanwhile: ${JSON.stringify(Object.fromEntries(writes))}`);
   // How much of the victim's time was Portal's answer (the rest is the API server's).
-  for (const r of state.replicas) {
-    const text = await (await fetch(`${r.probes}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
-    const sum = metricValue(text, 'portal_admission_request_duration_seconds_sum{decision="allow"}') ?? 0;
-    const count = metricValue(text, 'portal_admission_request_duration_seconds_count{decision="allow"}') ?? 0;
-    const overSecond = count - (metricValue(text, 'portal_admission_request_duration_seconds_bucket{le="1",decision="allow"}') ?? 0);
-    t.diagnostic(`${r.name}: ${count} allowed reviews answered in ${((sum / Math.max(1, count)) * 1000).toFixed(0)} ms on average, ${overSecond} took over 1 s`);
-  }
+  for (const r of state.replicas) t.diagnostic(`${r.name}: ${await allowedAnswerTime(r.probes)}`);
 
   assert.ok(total >= 100, `the victim sent ${total} creates`);
   assert.ok(result.failed.length <= Math.floor(total / 100), `${result.failed.length} of the victim's ${total} creates failed:\n${result.failed.slice(0, 5).join('\n')}`);

@@ -18,6 +18,7 @@ import { test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { MAX_JSON_DEPTH } from '../../src/policy/review/json-depth.ts';
 import { startServe, until, type Serve } from '../replica/support.ts';
+import { metricValue } from '../support/exposition.ts';
 
 // The ageing of /readyz's error window is tested in
 // test/admission/readiness-age.test.ts: since issue 16 no client input
@@ -134,11 +135,6 @@ function post(url: string, body: string, o: PostOptions): Promise<Answer> {
 async function probe(s: Serve, path: string): Promise<{ status: number; text: string }> {
   const res = await fetch(`${s.probes}${path}`, { signal: AbortSignal.timeout(5_000) });
   return { status: res.status, text: await res.text() };
-}
-
-function metricValue(text: string, series: string): number | undefined {
-  for (const line of text.split('\n')) if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-  return undefined;
 }
 
 /** Runs `fn` over `items` with at most `n` at a time. */

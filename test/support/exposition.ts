@@ -32,3 +32,24 @@ export function families(text: string): Map<string, string> {
   for (const m of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) out.set(m[1]!, m[2]!);
   return out;
 }
+
+/** The value of one series (`name{labels}` exactly as exposed) in a scrape; undefined when absent. */
+export function metricValue(text: string, series: string): number | undefined {
+  for (const line of text.split('\n')) if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
+  return undefined;
+}
+
+/**
+ * How long a replica took to answer the reviews it allowed (its
+ * `portal_admission_request_duration_seconds` histogram), in a line: the
+ * part of a client's latency that was Portal's, the rest being the API
+ * server's.
+ */
+export async function allowedAnswerTime(probes: string): Promise<string> {
+  const text = await (await fetch(`${probes}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
+  const value = (series: string): number => metricValue(text, series) ?? 0;
+  const count = value('portal_admission_request_duration_seconds_count{decision="allow"}');
+  const sum = value('portal_admission_request_duration_seconds_sum{decision="allow"}');
+  const upToSecond = value('portal_admission_request_duration_seconds_bucket{le="1",decision="allow"}');
+  return `${count} allowed reviews answered by Portal in ${((sum / Math.max(1, count)) * 1000).toFixed(0)} ms on average, ${count - upToSecond} over 1 s`;
+}
