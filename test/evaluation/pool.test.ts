@@ -195,6 +195,10 @@ void describe('evaluation pool', { timeout: 600_000 }, () => {
     const pool = newPool(rules, { timeoutMs: 5000, workers: 2, pipeline });
     await warm(pool);
     const huge = hugePod(false);
+    // The threads compile a rule on its first use (adr/0021): one untimed round first, so that both have
+    // compiled the rules (the slow one's worker, and the one the others are taken back to) and the round
+    // below orders answers by evaluation, not by which thread compiled first.
+    await Promise.all([huge, ...[0, 1, 2, 3].map((i) => pod({ privileged: i % 2 === 0 }))].map((o, i) => decideByReview(pool, input(o, { namespace: 'tenant-a', name: `warm-${i}` }))));
     const events: string[] = [];
     // Submitted in one turn, the slow one first: one batch, whose worker claims the slow one.
     const slow = decideByReview(pool, input(huge, { namespace: 'tenant-a', name: 'huge' })).then((d) => {
